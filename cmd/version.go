@@ -1,0 +1,30 @@
+package cmd
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X github.com/asyncstageout/aso/cmd.Version=...".
+var Version = "dev"
+
+func init() { register(newVersionCommand) }
+
+func newVersionCommand(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print aso's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := Version
+			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v = bi.Main.Version
+			}
+			_, err := fmt.Fprintf(g.Stdout, "aso %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return err
+		},
+	}
+}

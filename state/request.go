@@ -1,0 +1,217 @@
+package state
+
+import (
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Request is what a user asks for: one file from one site to another. It is
+// the input of Enqueue and of `aso enqueue`.
+type Request struct {
+	User           string            `json:"user"`
+	Group          string            `json:"group,omitempty"`
+	Role           string            `json:"role,omitempty"`
+	Source         string            `json:"source"`
+	Destination    string            `json:"destination"`
+	SourceLFN      string            `json:"source_lfn"`
+	DestinationLFN string            `json:"destination_lfn"`
+	Size           int64             `json:"size"`
+	Checksums      map[string]string `json:"checksums,omitempty"`
+	Priority       int               `json:"priority,omitempty"`
+	DependsOn      []string          `json:"depends_on,omitempty"`
+}
+
+// Limits of request fields.
+const (
+	MaxNameLen   = 128  // user, group, role, site names
+	MaxLFNLen    = 4096 // logical file names (PATH_MAX)
+	MaxDependsOn = 1000
+	MaxPriority  = math.MaxInt32
+	MinPriority  = math.MinInt32
+)
+
+// ID returns the transfer ID of r (see TransferID).
+func (r *Request) ID() string {
+	return TransferID(r.User, r.Source, r.SourceLFN, r.Destination, r.DestinationLFN)
+}
+
+// Validate checks every field of r and returns a *ValidationError naming the
+// first bad field and its value, or nil.
+func (r *Request) Validate() error {
+	if err := checkName("user", r.User, true); err != nil {
+		return err
+	}
+	if err := checkName("group", r.Group, false); err != nil {
+		return err
+	}
+	if err := checkName("role", r.Role, false); err != nil {
+		return err
+	}
+	if err := checkName("source", r.Source, true); err != nil {
+		return err
+	}
+	if err := checkName("destination", r.Destination, true); err != nil {
+		return err
+	}
+	if err := checkLFN("source_lfn", r.SourceLFN); err != nil {
+		return err
+	}
+	if err := checkLFN("destination_lfn", r.DestinationLFN); err != nil {
+		return err
+	}
+	if r.Size < 0 {
+		return &ValidationError{Field: "size", Value: itoa(r.Size), Reason: "must be >= 0"}
+	}
+	for alg, v := range r.Checksums {
+		switch strings.ToLower(alg) {
+		case "adler32":
+			if len(v) != 8 || !isHex(v) {
+				return &ValidationError{Field: "checksums.adler32", Value: v, Reason: "must be 8 hexadecimal digits"}
+			}
+		default:
+			return &ValidationError{Field: "checksums", Value: alg, Reason: "unknown algorithm (only adler32 is supported)"}
+		}
+	}
+	if r.Priority < MinPriority || r.Priority > MaxPriority {
+		return &ValidationError{Field: "priority", Value: itoa(int64(r.Priority)), Reason: "out of the 32-bit range"}
+	}
+	if len(r.DependsOn) > MaxDependsOn {
+		return &ValidationError{Field: "depends_on", Value: itoa(int64(len(r.DependsOn))) + " IDs", Reason: "too many dependencies"}
+	}
+	id := r.ID()
+	for _, d := range r.DependsOn {
+		if !ValidID(d) {
+			return &ValidationError{Field: "depends_on", Value: d, Reason: "not a transfer ID (64 lowercase hexadecimal digits)"}
+		}
+		if d == id {
+			return &ValidationError{Field: "depends_on", Value: d, Reason: "a transfer cannot depend on itself"}
+		}
+	}
+	return nil
+}
+
+// checkName accepts names of letters, digits and . _ - @ + = : (site names such
+// as T2_US_Nebraska, user names, VOMS groups such as /cms/escms).
+func checkName(field, v string, required bool) error {
+	if v == "" {
+		if required {
+			return &ValidationError{Field: field, Value: v, Reason: "must not be empty"}
+		}
+		return nil
+	}
+	if len(v) > MaxNameLen {
+		return &ValidationError{Field: field, Value: v, Reason: "longer than 128 bytes"}
+	}
+	for _, c := range v {
+		if !(c < utf8.RuneSelf && (unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune("._-@+=:/", c))) {
+			return &ValidationError{Field: field, Value: v, Reason: "may contain only ASCII letters, digits and . _ - @ + = : /"}
+		}
+	}
+	return nil
+}
+
+func checkLFN(field, v string) error {
+	switch {
+	case v == "":
+		return &ValidationError{Field: field, Value: v, Reason: "must not be empty"}
+	case len(v) > MaxLFNLen:
+		return &ValidationError{Field: field, Value: v, Reason: "longer than 4096 bytes"}
+	case !utf8.ValidString(v):
+		return &ValidationError{Field: field, Value: v, Reason: "is not valid UTF-8"}
+	case v[0] != '/':
+		return &ValidationError{Field: field, Value: v, Reason: "must be an absolute path starting with /"}
+	}
+	for _, c := range v {
+		if unicode.IsControl(c) {
+			return &ValidationError{Field: field, Value: v, Reason: "contains a control character"}
+		}
+	}
+	for _, part := range strings.Split(v, "/") {
+		if part == ".." || part == "." {
+			return &ValidationError{Field: field, Value: v, Reason: "must not contain . or .. path elements"}
+		}
+	}
+	if strings.Contains(v, "//") {
+		return &ValidationError{Field: field, Value: v, Reason: "must not contain empty path elements (//)"}
+	}
+	return nil
+}
+
+// NewTransfer builds the stored document of a valid request, in state new,
+// created at now by who.
+func NewTransfer(r Request, now time.Time, by string) Transfer {
+	at := At(now)
+	ck := map[string]string(nil)
+	if len(r.Checksums) > 0 {
+		ck = make(map[string]string, len(r.Checksums))
+		for k, v := range r.Checksums {
+			ck[strings.ToLower(k)] = strings.ToLower(v)
+		}
+	}
+	t := Transfer{
+		ID: r.ID(), Type: DocType,
+		User: r.User, Group: r.Group, Role: r.Role,
+		Source: r.Source, Destination: r.Destination,
+		SourceLFN: r.SourceLFN, DestinationLFN: r.DestinationLFN,
+		Size: r.Size, Checksums: ck, Priority: r.Priority,
+		DependsOn: append([]string(nil), r.DependsOn...),
+		State:     StateNew, Created: at, LastUpdate: at,
+	}
+	t.History = []Transition{{At: at, To: StateNew, By: by, Reason: "enqueued"}}
+	return t
+}
+
+// Validate checks a stored transfer document: its request fields, its state,
+// and the fields its state requires. Backends use it to quarantine documents
+// they cannot trust.
+func (t *Transfer) Validate() error {
+	if t.Type != DocType {
+		return &ValidationError{Field: "type", Value: t.Type, Reason: `must be "transfer"`}
+	}
+	r := t.Request()
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if t.ID != r.ID() {
+		return &ValidationError{Field: "_id", Value: t.ID, Reason: "does not match the hash of user, source, source_lfn, destination, destination_lfn"}
+	}
+	if !t.State.Valid() {
+		return &ValidationError{Field: "state", Value: string(t.State), Reason: "unknown state"}
+	}
+	if t.Attempts < 0 {
+		return &ValidationError{Field: "attempts", Value: itoa(int64(t.Attempts)), Reason: "must be >= 0"}
+	}
+	switch t.State {
+	case StateAcquired:
+		if t.Owner == "" || t.LeaseExpires.IsZero() {
+			return &ValidationError{Field: "owner", Value: t.Owner, Reason: "an acquired transfer needs owner and lease_expires"}
+		}
+	case StateSubmitted:
+		if t.FTSJob == "" {
+			return &ValidationError{Field: "fts_job", Value: "", Reason: "a submitted transfer needs fts_job"}
+		}
+	}
+	return nil
+}
+
+// Request returns the request fields of t.
+func (t *Transfer) Request() Request {
+	return Request{
+		User: t.User, Group: t.Group, Role: t.Role,
+		Source: t.Source, Destination: t.Destination,
+		SourceLFN: t.SourceLFN, DestinationLFN: t.DestinationLFN,
+		Size: t.Size, Checksums: t.Checksums, Priority: t.Priority, DependsOn: t.DependsOn,
+	}
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

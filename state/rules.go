@@ -1,0 +1,289 @@
+package state
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// The functions below are the state machine of DESIGN.md as pure functions on
+// a Transfer. Backends read a document, apply one of them, and write it back
+// revision-checked; on a conflict they re-read and apply it again, so the
+// same checks decide whether the item is still theirs.
+
+// Claimable reports whether t is eligible for NewTransfers by user at now,
+// dependencies aside: new with retry_after passed, or acquired with an
+// expired lease.
+func Claimable(t *Transfer, user string, now time.Time) bool {
+	if t.User != user {
+		return false
+	}
+	switch t.State {
+	case StateNew:
+		return !t.RetryAfter.After(now)
+	case StateAcquired:
+		return !t.LeaseExpires.After(now)
+	}
+	return false
+}
+
+// DepVerdict is what the states of its dependencies mean for a transfer.
+type DepVerdict int
+
+// Dependency verdicts.
+const (
+	DepsReady   DepVerdict = iota // every dependency is done
+	DepsWaiting                   // some dependency is not terminal yet, or unknown
+	DepsFailed                    // some dependency ended failed or killed
+)
+
+// CheckDeps decides from the known states of t's dependencies (a missing ID
+// counts as waiting: it may be enqueued later). For DepsFailed it returns the
+// failed dependency's ID and state.
+func CheckDeps(t *Transfer, states map[string]State) (DepVerdict, string, State) {
+	v := DepsReady
+	for _, d := range t.DependsOn {
+		s, ok := states[d]
+		switch {
+		case ok && (s == StateFailed || s == StateKilled):
+			return DepsFailed, d, s
+		case !ok || s != StateDone:
+			v = DepsWaiting
+		}
+	}
+	return v, "", ""
+}
+
+// SortForClaim orders transfers as NewTransfers returns them: priority
+// descending, then oldest last_update, then ID.
+func SortForClaim(ts []Transfer) {
+	sort.SliceStable(ts, func(i, j int) bool { return ClaimLess(&ts[i], &ts[j]) })
+}
+
+// ClaimLess is the order of SortForClaim.
+func ClaimLess(a, b *Transfer) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.LastUpdate.Equal(b.LastUpdate.Time) {
+		return a.LastUpdate.Before(b.LastUpdate.Time)
+	}
+	return a.ID < b.ID
+}
+
+// Claim leases t to agent a until now+ttl. It fails with ErrLeaseLost when t
+// is not claimable (someone else got it first).
+func Claim(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
+	if !Claimable(t, a.User, now) {
+		return fmt.Errorf("claim %s (state %s, owner %q): %w", t.ID, t.State, t.Owner, ErrLeaseLost)
+	}
+	reason := ""
+	if t.State == StateAcquired {
+		reason = fmt.Sprintf("lease of %s expired at %s", t.Owner, t.LeaseExpires)
+	}
+	t.Transition(StateAcquired, now, a.Owner, reason)
+	t.Owner = a.Owner
+	t.LeaseExpires = At(now.Add(ttl))
+	return nil
+}
+
+// SettleUnrunnable applies to a claimable transfer that must not run: with
+// kill_requested it becomes killed; a dependent of a failed or killed
+// transfer becomes failed, naming the dependency. It reports whether t was
+// settled.
+func SettleUnrunnable(t *Transfer, states map[string]State, now time.Time, by string) bool {
+	if t.KillRequested {
+		t.Transition(StateKilled, now, by, "killed by request before submission")
+		clearLease(t)
+		return true
+	}
+	if v, dep, s := CheckDeps(t, states); v == DepsFailed {
+		t.Transition(StateFailed, now, by, fmt.Sprintf("dependency %s is %s", dep, s))
+		clearLease(t)
+		return true
+	}
+	return false
+}
+
+// Held checks that t is acquired by agent a. A lease that expired without
+// anyone else claiming the transfer is still held: the revision check of the
+// write proves nobody else touched it.
+func Held(t *Transfer, a Agent) error {
+	if t.State != StateAcquired || t.Owner != a.Owner {
+		return fmt.Errorf("transfer %s is %s, owner %q: %w", t.ID, t.State, t.Owner, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Renew extends the lease of a held transfer to now+ttl.
+func Renew(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
+	if err := Held(t, a); err != nil {
+		return err
+	}
+	t.LeaseExpires = At(now.Add(ttl))
+	t.LastUpdate = At(now)
+	return nil
+}
+
+// Prepare records the sid of the FTS job about to be submitted, and renews
+// the lease.
+func Prepare(t *Transfer, a Agent, sid string, now time.Time, ttl time.Duration) error {
+	if err := Renew(t, a, now, ttl); err != nil {
+		return err
+	}
+	t.SubmitSID = sid
+	return nil
+}
+
+// CommitTo moves a held transfer to submitted in job.
+func CommitTo(t *Transfer, a Agent, c Commit, job string, now time.Time) error {
+	if err := Held(t, a); err != nil {
+		return err
+	}
+	t.Transition(StateSubmitted, now, a.Owner, "")
+	t.FTSJob, t.FTSFileID = job, c.FileID
+	t.SourcePFN, t.DestPFN = c.SourcePFN, c.DestPFN
+	t.LeaseExpires = Time{}
+	t.Progress = &Progress{FTSState: "SUBMITTED", Updated: At(now)}
+	t.Reason = ""
+	return nil
+}
+
+// ApplyAbort ends the transaction of a held transfer without a job.
+func ApplyAbort(t *Transfer, a Agent, ab Abort, p Policy, now time.Time) error {
+	if err := Held(t, a); err != nil {
+		return err
+	}
+	p = p.WithDefaults()
+	reason := ab.Reason
+	switch {
+	case ab.NoPenalty:
+		t.Transition(StateNew, now, a.Owner, "released: "+reason)
+		t.RetryAfter = Time{}
+	default:
+		t.Attempts++
+		t.Reason = reason
+		if ab.Fatal || t.Attempts >= p.MaxAttempts {
+			t.Transition(StateFailed, now, a.Owner, failReason(reason, ab.Fatal, t.Attempts))
+		} else {
+			t.Transition(StateNew, now, a.Owner, reason)
+			t.RetryAfter = At(now.Add(p.CoolOff))
+		}
+	}
+	clearLease(t)
+	t.SubmitSID = ""
+	return nil
+}
+
+// ApplyTerminal applies an FTS outcome. It reports whether a write is needed:
+// false (with a nil error) when t is already in the requested end state.
+func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (bool, error) {
+	want := map[Outcome]State{OutcomeDone: StateDone, OutcomeKilled: StateKilled, OutcomeFailed: StateFailed}[o.Outcome]
+	if o.Outcome != OutcomeDone && o.Outcome != OutcomeKilled && o.Outcome != OutcomeFailed && o.Outcome != OutcomeLost {
+		return false, fmt.Errorf("transfer %s: unknown outcome %q: %w", t.ID, o.Outcome, ErrInvalid)
+	}
+	if t.State.Terminal() {
+		if t.State == want && (o.FTSJob == "" || o.FTSJob == t.FTSJob) {
+			return false, nil
+		}
+		return false, fmt.Errorf("transfer %s is already %s: %w", t.ID, t.State, ErrLeaseLost)
+	}
+	if o.FTSJob != "" {
+		if t.State != StateSubmitted || t.FTSJob != o.FTSJob {
+			return false, fmt.Errorf("transfer %s is %s in job %q, not in %s: %w", t.ID, t.State, t.FTSJob, o.FTSJob, ErrLeaseLost)
+		}
+	} else if err := Held(t, a); err != nil {
+		return false, err
+	}
+	p = p.WithDefaults()
+	switch o.Outcome {
+	case OutcomeDone:
+		t.Transition(StateDone, now, a.Owner, "")
+		t.Reason = ""
+	case OutcomeKilled:
+		t.Transition(StateKilled, now, a.Owner, orDefault(o.Reason, "killed by request"))
+	case OutcomeLost:
+		t.Transition(StateNew, now, a.Owner, orDefault(o.Reason, "FTS job "+t.FTSJob+" was lost"))
+		t.RetryAfter = Time{}
+		t.FTSJob, t.FTSFileID = "", 0
+	case OutcomeFailed:
+		t.Attempts++
+		if o.Retryable && t.Attempts < p.MaxAttempts {
+			t.Transition(StateNew, now, a.Owner, o.Reason)
+			t.RetryAfter = At(now.Add(p.CoolOff))
+			t.FTSJob, t.FTSFileID = "", 0
+		} else {
+			t.Transition(StateFailed, now, a.Owner, failReason(o.Reason, !o.Retryable, t.Attempts))
+		}
+	}
+	clearLease(t)
+	t.SubmitSID = ""
+	if t.State != StateNew {
+		t.Progress = nil
+	}
+	return true, nil
+}
+
+// ApplyTransient records progress on a submitted transfer.
+func ApplyTransient(t *Transfer, pr Progress, now time.Time) error {
+	if t.State != StateSubmitted {
+		return fmt.Errorf("transfer %s is %s, not submitted: %w", t.ID, t.State, ErrLeaseLost)
+	}
+	pr.Updated = At(now)
+	t.Progress = &pr
+	t.LastUpdate = At(now)
+	return nil
+}
+
+// RequestKillOf applies `aso kill`: new -> killed; acquired or submitted ->
+// kill_requested. ErrTerminal for a terminal transfer.
+func RequestKillOf(t *Transfer, now time.Time, by string) error {
+	switch {
+	case t.State.Terminal():
+		return fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrTerminal)
+	case t.State == StateNew:
+		t.KillRequested = true
+		t.Transition(StateKilled, now, by, "killed by request")
+	default:
+		t.KillRequested = true
+		t.LastUpdate = At(now)
+	}
+	return nil
+}
+
+// RetryOf applies `aso retry`: a terminal transfer returns to new with its
+// attempts reset. ErrNotTerminal for an active transfer.
+func RetryOf(t *Transfer, now time.Time, by string) error {
+	if !t.State.Terminal() {
+		return fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrNotTerminal)
+	}
+	t.Transition(StateNew, now, by, "retry requested")
+	t.Reason = ""
+	t.Attempts = 0
+	t.RetryAfter = Time{}
+	t.KillRequested = false
+	t.FTSJob, t.FTSFileID, t.SubmitSID = "", 0, ""
+	t.SourcePFN, t.DestPFN = "", ""
+	t.Progress = nil
+	clearLease(t)
+	return nil
+}
+
+func clearLease(t *Transfer) {
+	t.Owner = ""
+	t.LeaseExpires = Time{}
+}
+
+func failReason(reason string, fatal bool, attempts int) string {
+	if fatal {
+		return reason
+	}
+	return fmt.Sprintf("%s (after %d attempts)", reason, attempts)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,298 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// Defaults of Policy.
+const (
+	DefaultLeaseTTL    = 15 * time.Minute
+	DefaultCoolOff     = 15 * time.Minute
+	DefaultMaxAttempts = 3
+)
+
+// Policy is the retry and lease policy a backend applies. The zero value of
+// each field means its default.
+type Policy struct {
+	LeaseTTL    time.Duration // how long a claim lasts without renewal
+	CoolOff     time.Duration // delay before a failed or aborted transfer is eligible again
+	MaxAttempts int           // attempts before a retryable failure becomes final
+}
+
+// WithDefaults returns p with every zero field set to its default.
+func (p Policy) WithDefaults() Policy {
+	if p.LeaseTTL <= 0 {
+		p.LeaseTTL = DefaultLeaseTTL
+	}
+	if p.CoolOff <= 0 {
+		p.CoolOff = DefaultCoolOff
+	}
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	return p
+}
+
+// Agent identifies the caller of the agent-side calls: the user whose queue it
+// works on and its owner ID (hostname:pid:random), written into claims.
+type Agent struct {
+	User  string
+	Owner string
+}
+
+// Result is the outcome of one item of a bulk call, in the order of the input.
+// Err is nil on success; otherwise it wraps one of the sentinel errors
+// (ErrLeaseLost, ErrNotFound, ErrInvalid, ...). Rev is the new revision.
+type Result struct {
+	ID  string
+	Rev string
+	Err error
+}
+
+// Commit is one item of SetTransferID: a claimed transfer, the PFNs it was
+// submitted with, and its file ID in the FTS job.
+type Commit struct {
+	Transfer  Transfer
+	SourcePFN string
+	DestPFN   string
+	FileID    int64
+}
+
+// Abort is one item of AbortTransfers.
+type Abort struct {
+	Transfer Transfer
+	Reason   string
+	// NoPenalty returns the transfer to new at once without counting an
+	// attempt (used on shutdown for work claimed but not submitted).
+	NoPenalty bool
+	// Fatal fails the transfer at once, whatever its attempts.
+	Fatal bool
+}
+
+// Transient is one item of SetTransientState.
+type Transient struct {
+	Transfer Transfer
+	Progress Progress
+}
+
+// Outcome is the result FTS gave for a transfer.
+type Outcome string
+
+// Outcomes passed to SetTerminalState.
+const (
+	OutcomeDone   Outcome = "done"
+	OutcomeFailed Outcome = "failed"
+	OutcomeKilled Outcome = "killed"
+	// OutcomeLost means FTS no longer knows the job: the transfer goes back to
+	// new at once, without counting an attempt.
+	OutcomeLost Outcome = "lost"
+)
+
+// Terminal is one item of SetTerminalState.
+type Terminal struct {
+	Transfer Transfer
+	Outcome  Outcome
+	Reason   string
+	// Retryable marks a failure that may succeed later: the transfer returns
+	// to new after the cool-off while attempts remain.
+	Retryable bool
+	// FTSJob is the job the outcome came from. The outcome is applied only if
+	// the stored transfer still points at this job (empty for a transfer that
+	// was never submitted, e.g. a kill of an acquired one).
+	FTSJob string
+}
+
+// Job groups the active transfers of one FTS job.
+type Job struct {
+	ID        string
+	Transfers []Transfer
+}
+
+// Filter selects transfers for List, KillAll and RetryAll. Zero fields select all.
+type Filter struct {
+	User   string
+	States []State
+	IDs    []string
+	Link   string // "SRC->DST"
+	Limit  int    // 0: no limit
+}
+
+// EnqueueStatus tells what Enqueue did with one request.
+type EnqueueStatus string
+
+// Enqueue statuses.
+const (
+	Stored        EnqueueStatus = "stored"
+	AlreadyQueued EnqueueStatus = "already queued"
+	Rejected      EnqueueStatus = "rejected"
+)
+
+// EnqueueResult is the per-request result of Enqueue.
+type EnqueueResult struct {
+	ID     string
+	Status EnqueueStatus
+	Err    error // set when Status is Rejected
+}
+
+// Summary is what `aso status` shows.
+type Summary struct {
+	Total         int                      `json:"total"`
+	ByState       map[State]int            `json:"by_state"`
+	ByLink        map[string]map[State]int `json:"by_link"`
+	ByUser        map[string]map[State]int `json:"by_user"`
+	OldestWaiting *Transfer                `json:"oldest_waiting,omitempty"`
+	Stale         []Transfer               `json:"stale"`
+	StuckAcquired []Transfer               `json:"stuck_acquired"`
+	Invalid       []InvalidDoc             `json:"invalid"`
+}
+
+// SummaryOptions parameterise Summary.
+type SummaryOptions struct {
+	User string
+	// StaleAfter: a submitted transfer whose last_update is older than this is
+	// reported stale (0: default 3 x 15 min).
+	StaleAfter time.Duration
+	// MaxListed bounds the Stale and StuckAcquired lists (0: 100).
+	MaxListed int
+}
+
+// Lock is a held per-user run lock.
+type Lock struct {
+	User   string
+	Holder string
+	Expire time.Time
+	Rev    string
+}
+
+// TransferState is the contract between the agent and a state backend. Every
+// call is bulk: one backend round trip (or a few) per batch, never one per
+// transfer. Bulk calls return one Result per input item, in input order; an
+// error as the second value means the whole call failed (the store could not
+// be reached) and nothing can be assumed about the items.
+//
+// Writes are revision-checked: an item carries the revision that was read. On
+// a conflict the backend re-reads the document; if it is still this agent's
+// and in the expected state the change is re-applied, otherwise the item
+// fails with ErrLeaseLost and nothing is written to it.
+//
+// Every call honours ctx: a cancelled context returns ctx.Err() (wrapped).
+type TransferState interface {
+	// NewTransfers begins a transaction: it claims up to limit eligible
+	// transfers of the agent's user (state new with retry_after passed and
+	// every dependency done, or acquired with an expired lease) by writing
+	// owner and lease_expires, and returns them with their new revisions,
+	// priority descending, then oldest last_update first. Claims are
+	// compare-and-set: two agents never both get one transfer.
+	//
+	// Eligible transfers that can never run are settled in the same pass and
+	// not returned: a dependent of a failed or killed transfer becomes failed
+	// with a reason naming the dependency, and one with kill_requested becomes
+	// killed.
+	NewTransfers(ctx context.Context, limit int) ([]Transfer, error)
+
+	// PrepareSubmit writes submit_sid on claimed transfers (durable) before
+	// their FTS submission, and renews their lease. Items no longer held give
+	// ErrLeaseLost.
+	PrepareSubmit(ctx context.Context, transfers []Transfer, sid string) ([]Result, error)
+
+	// RenewLeases extends the lease of claimed transfers by the lease TTL.
+	// Items no longer held give ErrLeaseLost.
+	RenewLeases(ctx context.Context, transfers []Transfer) ([]Result, error)
+
+	// SetTransferID commits: the transfers become submitted in FTS job jobID,
+	// with their PFNs and file IDs. Durable. Items no longer held (lease
+	// expired and re-claimed, or not acquired) give ErrLeaseLost.
+	SetTransferID(ctx context.Context, commits []Commit, jobID string) ([]Result, error)
+
+	// AbortTransfers ends the transaction without a job: each transfer goes
+	// back to new with attempts+1 and retry_after = now + cool-off, or becomes
+	// failed once attempts reach the maximum (or at once when Fatal). Items no
+	// longer held give ErrLeaseLost.
+	AbortTransfers(ctx context.Context, aborts []Abort) ([]Result, error)
+
+	// SetTransientState records progress and last_update of submitted
+	// transfers. It may be non-durable and is never retried; an item whose
+	// stored revision moved on gives ErrConflict (or ErrLeaseLost when it is no
+	// longer submitted).
+	SetTransientState(ctx context.Context, items []Transient) ([]Result, error)
+
+	// ActiveTransfers lists the submitted transfers of user, grouped by FTS
+	// job (jobs in a stable order, oldest last_update first).
+	ActiveTransfers(ctx context.Context, user string) ([]Job, error)
+
+	// SetTerminalState persists outcomes: done, killed, failed (or back to new
+	// after the cool-off for a Retryable failure while attempts remain; lost
+	// goes back to new at once). Durable and idempotent: an item already in
+	// the requested terminal state succeeds without a write. An item whose
+	// stored fts_job differs from Terminal.FTSJob, or that is in another
+	// terminal state, gives ErrLeaseLost and is not written.
+	SetTerminalState(ctx context.Context, outcomes []Terminal) ([]Result, error)
+}
+
+// Admin is what the CLI needs beyond the agent's calls.
+type Admin interface {
+	// Enqueue stores valid requests as new transfers. A request whose ID is
+	// already stored is AlreadyQueued (and left unchanged); an invalid one is
+	// Rejected with a *ValidationError. One bad request never fails the batch.
+	Enqueue(ctx context.Context, reqs []Request) ([]EnqueueResult, error)
+
+	// Get returns one transfer; ErrNotFound if there is none.
+	Get(ctx context.Context, id string) (Transfer, error)
+
+	// List returns the transfers matching f, oldest created first.
+	List(ctx context.Context, f Filter) ([]Transfer, error)
+
+	// Summary counts transfers by state, link and user, and lists the oldest
+	// waiting, stale submitted, stuck acquired and invalid documents.
+	Summary(ctx context.Context, o SummaryOptions) (Summary, error)
+
+	// RequestKill asks for transfers to be killed: a new one becomes killed
+	// at once; an acquired or submitted one gets kill_requested and the agent
+	// cancels it in FTS. Per item: ErrNotFound for an unknown ID, ErrTerminal
+	// for a terminal transfer.
+	RequestKill(ctx context.Context, ids []string) ([]Result, error)
+
+	// Retry returns terminal transfers to new with attempts reset. Per item:
+	// ErrNotFound for an unknown ID, ErrNotTerminal for an active one.
+	Retry(ctx context.Context, ids []string) ([]Result, error)
+}
+
+// Locker is the per-user run lock: at most one agent works on a user's queue.
+type Locker interface {
+	// AcquireLock takes the run lock of user for holder until now+ttl. It
+	// returns a *LockedError (errors.Is ErrLocked) while another holder's lock
+	// has not expired.
+	AcquireLock(ctx context.Context, user, holder string, ttl time.Duration) (Lock, error)
+	// RenewLock extends a held lock to now+ttl. ErrLockLost if the lock
+	// expired and was taken by another holder, or was released.
+	RenewLock(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
+	// ReleaseLock frees a held lock (expire = 0). Releasing a lock that is no
+	// longer held is not an error.
+	ReleaseLock(ctx context.Context, l Lock) error
+}
+
+// Store is a complete backend.
+type Store interface {
+	TransferState
+	Admin
+	Locker
+	// Close releases the backend's resources (files, connections).
+	Close() error
+}
+
+// Config binds a Store to an agent identity, a policy and a clock.
+type Config struct {
+	Agent  Agent
+	Policy Policy
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Clock returns c.Now, or time.Now when unset.
+func (c Config) Clock() func() time.Time {
+	if c.Now == nil {
+		return time.Now
+	}
+	return c.Now
+}

@@ -1,0 +1,187 @@
+package state
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// DocType is the value of the "type" field of every transfer document; other
+// documents (locks, design documents) share the database.
+const DocType = "transfer"
+
+// State is the life-cycle state of a transfer.
+type State string
+
+// The states of DESIGN.md. new -> acquired -> submitted -> done|failed|killed.
+const (
+	StateNew       State = "new"
+	StateAcquired  State = "acquired"
+	StateSubmitted State = "submitted"
+	StateDone      State = "done"
+	StateFailed    State = "failed"
+	StateKilled    State = "killed"
+)
+
+// States lists every state in life-cycle order.
+var States = []State{StateNew, StateAcquired, StateSubmitted, StateDone, StateFailed, StateKilled}
+
+// Terminal reports whether s is an end state.
+func (s State) Terminal() bool {
+	return s == StateDone || s == StateFailed || s == StateKilled
+}
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Progress is the transient view of a submitted transfer as FTS last reported it.
+type Progress struct {
+	FTSState   string  `json:"fts_state"`
+	Bytes      int64   `json:"bytes,omitempty"`
+	Throughput float64 `json:"throughput,omitempty"` // MiB/s, as FTS reports it
+	Retries    int     `json:"retries,omitempty"`    // FTS-side retries so far
+	Reason     string  `json:"reason,omitempty"`     // last FTS reason, for retries in FTS
+	Updated    Time    `json:"updated"`
+}
+
+// Transition is one entry of a transfer's history.
+type Transition struct {
+	At     Time   `json:"at"`
+	From   State  `json:"from"`
+	To     State  `json:"to"`
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// MaxHistory bounds Transfer.History; the oldest entries are dropped first,
+// except the first (creation), which is kept.
+const MaxHistory = 32
+
+// Transfer is one requested file transfer: the document stored by every backend.
+type Transfer struct {
+	ID   string `json:"_id"`
+	Rev  string `json:"_rev,omitempty"`
+	Type string `json:"type"`
+
+	User  string `json:"user"`
+	Group string `json:"group,omitempty"`
+	Role  string `json:"role,omitempty"`
+
+	Source         string            `json:"source"`
+	Destination    string            `json:"destination"`
+	SourceLFN      string            `json:"source_lfn"`
+	DestinationLFN string            `json:"destination_lfn"`
+	Size           int64             `json:"size"`
+	Checksums      map[string]string `json:"checksums,omitempty"`
+	Priority       int               `json:"priority"`
+	DependsOn      []string          `json:"depends_on,omitempty"`
+
+	State        State  `json:"state"`
+	Owner        string `json:"owner,omitempty"`
+	LeaseExpires Time   `json:"lease_expires,omitzero"`
+
+	SubmitSID string `json:"submit_sid,omitempty"`
+	FTSJob    string `json:"fts_job,omitempty"`
+	FTSFileID int64  `json:"fts_file_id,omitempty"`
+	SourcePFN string `json:"source_pfn,omitempty"`
+	DestPFN   string `json:"dest_pfn,omitempty"`
+
+	Attempts      int    `json:"attempts"`
+	RetryAfter    Time   `json:"retry_after,omitzero"`
+	Reason        string `json:"reason,omitempty"`
+	KillRequested bool   `json:"kill_requested,omitempty"`
+
+	Progress *Progress `json:"progress,omitempty"`
+
+	Created    Time         `json:"created"`
+	LastUpdate Time         `json:"last_update"`
+	History    []Transition `json:"history,omitempty"`
+}
+
+// Link names the (source, destination) pair of t, "SRC->DST".
+func (t *Transfer) Link() string { return t.Source + "->" + t.Destination }
+
+// Checksum returns the adler32 checksum of t, or "".
+func (t *Transfer) Checksum() string { return t.Checksums["adler32"] }
+
+// Transition moves t to state to at now, recording by and reason in History,
+// LastUpdate and (for failures) Reason. It does not check legality: backends
+// call CanTransition first.
+func (t *Transfer) Transition(to State, now time.Time, by, reason string) {
+	at := At(now)
+	t.History = appendHistory(t.History, Transition{At: at, From: t.State, To: to, By: by, Reason: reason})
+	t.State = to
+	t.LastUpdate = at
+	if reason != "" {
+		t.Reason = reason
+	}
+}
+
+func appendHistory(h []Transition, tr Transition) []Transition {
+	h = append(h, tr)
+	if len(h) > MaxHistory {
+		// keep the first entry (creation) and the newest MaxHistory-1
+		h = append(h[:1], h[len(h)-MaxHistory+1:]...)
+	}
+	return h
+}
+
+// CanTransition reports whether from -> to is a legal move of the state
+// machine. Retry (terminal -> new) is legal only through Store.Retry, which
+// callers signal with retry=true.
+func CanTransition(from, to State, retry bool) bool {
+	if from.Terminal() {
+		return retry && to == StateNew
+	}
+	switch from {
+	case StateNew:
+		return to == StateAcquired || to == StateFailed || to == StateKilled
+	case StateAcquired:
+		// acquired -> acquired is a lease renewal or a take-over of an expired lease.
+		return to == StateAcquired || to == StateSubmitted || to == StateNew || to.Terminal()
+	case StateSubmitted:
+		// submitted -> new: retryable failure or a job FTS lost.
+		return to == StateSubmitted || to == StateNew || to.Terminal()
+	}
+	return false
+}
+
+// TransferID is the deterministic ID of a request: the hex SHA-256 of its
+// user, source, source LFN, destination and destination LFN. Enqueueing the
+// same request twice is therefore idempotent.
+func TransferID(user, source, sourceLFN, destination, destinationLFN string) string {
+	h := sha256.New()
+	for _, s := range []string{user, source, sourceLFN, destination, destinationLFN} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ValidID reports whether id has the form of a TransferID.
+func ValidID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// LockID is the ID of the run-lock document of user.
+func LockID(user string) string { return "lock:" + user }
+
+// IsLockID reports whether a document ID names a run lock.
+func IsLockID(id string) bool { return strings.HasPrefix(id, "lock:") }
