@@ -26,11 +26,14 @@ type ResolveError struct {
 	err error // one of the Err* conditions above
 }
 
-// Error names the site, the protocol and the LFN.
+// Error names the site, the protocol (when the site is known) and the LFN.
 func (e *ResolveError) Error() string {
 	lfn := e.LFN
 	if len(lfn) > 200 {
 		lfn = lfn[:200] + "..."
+	}
+	if e.Protocol == "" {
+		return fmt.Sprintf("srm: resolve LFN %q at site %s: %s", lfn, e.Site, e.Reason)
 	}
 	return fmt.Sprintf("srm: resolve LFN %q at site %s with protocol %s: %s", lfn, e.Site, e.Protocol, e.Reason)
 }
