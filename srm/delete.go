@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -82,7 +83,8 @@ type DeleteResult struct {
 // one result per URL in input order (a URL given twice is deleted once and
 // gets the same result twice). gfal-rm stops at the first URL it fails to
 // delete; the URLs after it are run again in a new process, so one bad URL
-// never blocks the others.
+// never blocks the others. After a timeout, the batch's other URLs on the
+// same endpoint (scheme://host:port) are SKIPPED rather than tried.
 //
 // The error is for failures of a whole batch: gfal-rm missing (wraps
 // exec.ErrNotFound and ErrGfalRm), a usage error or crash (ErrGfalRm), a
@@ -153,19 +155,69 @@ func (d *Deleter) deleteAll(ctx context.Context, urls []string) ([]DeleteResult,
 }
 
 // deleteBatch deletes one batch, starting a new process for the URLs after
-// each one gfal-rm failed on; there are at most len(urls) processes.
+// each one gfal-rm failed on; there are at most len(urls) processes. After
+// a URL times out (gfal-rm's ETIMEDOUT, or our deadline), the batch's other
+// URLs on the same endpoint are skipped, so an unreachable storage costs one
+// timeout per batch, not one per URL.
 func (d *Deleter) deleteBatch(ctx context.Context, path string, urls []string) ([]DeleteResult, error) {
-	results := make([]DeleteResult, 0, len(urls))
+	byURL := make(map[string]DeleteResult, len(urls))
+	var errs []error
 	for rest := urls; len(rest) > 0; {
 		out := d.run(ctx, path, rest)
 		r, settled, err := interpretRun(rest, out)
+		timedOut := errors.Is(err, ErrTimeout) && ctx.Err() == nil
 		if err != nil {
-			return append(results, r...), err
+			errs = append(errs, err)
 		}
-		results = append(results, r[:settled]...)
+		if err != nil && (!timedOut || settled == 0) {
+			settled = len(rest) // every result is final
+		}
+		for _, x := range r[:settled] {
+			byURL[x.URL] = x
+		}
+		if settled == len(rest) {
+			break
+		}
+		last := r[settled-1]
 		rest = rest[settled:]
+		if timedOut || last.Errno == int(syscall.ETIMEDOUT) {
+			rest = skipEndpoint(rest, last.URL, byURL)
+		}
 	}
-	return results, nil
+	results := make([]DeleteResult, len(urls))
+	for i, u := range urls {
+		results[i] = byURL[u]
+	}
+	return results, errors.Join(errs...)
+}
+
+// skipEndpoint records the URLs of rest on the endpoint of timedOut as
+// SKIPPED and returns the others.
+func skipEndpoint(rest []string, timedOut string, byURL map[string]DeleteResult) []string {
+	ep := endpoint(timedOut)
+	err := fmt.Errorf("srm: %s timed out on %s: %w", ep, timedOut, ErrTimeout)
+	var keep []string
+	for _, u := range rest {
+		if endpoint(u) != ep {
+			keep = append(keep, u)
+			continue
+		}
+		byURL[u] = DeleteResult{URL: u, Status: StatusSkipped, Message: "not attempted: " + err.Error(), Err: err}
+	}
+	return keep
+}
+
+// endpoint is the scheme and authority of a URL: "davs://host:443".
+func endpoint(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		scheme, _, _ = strings.Cut(u, ":")
+		return scheme + ":"
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return scheme + "://" + rest
 }
 
 // run runs gfal-rm once on urls, with a minimal environment, in its own

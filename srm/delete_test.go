@@ -256,6 +256,51 @@ func TestDeleter_Timeout(t *testing.T) {
 	})
 }
 
+// A storage that does not answer costs one timeout, not one per file, and
+// does not keep the files elsewhere from being deleted.
+func TestDeleter_TimeoutSkipsEndpoint(t *testing.T) {
+	gfal := requireGfalRm(t)
+	dir := t.TempDir()
+	// Like gfal-rm, work through the URLs in order, stopping at a failure;
+	// hang on the "slow" hosts.
+	script := writeScript(t, dir, "gfal-rm-slow-host", `shift 3
+for u in "$@"; do
+	case "$u" in mock://slow*) sleep 60 & wait;; esac
+	'`+gfal+`' -t 10 "$u" || exit $?
+done`)
+	urls := []string{"mock://slow/1", "mock://fast/1", "mock://slow:8443/2", "mock://slow/3?x", "mock://fast/2"}
+	start := time.Now()
+	got, err := (&srm.Deleter{Command: script, Timeout: time.Second}).Delete(context.Background(), urls)
+	if elapsed := time.Since(start); elapsed > 8*time.Second {
+		t.Fatalf("Delete took %v", elapsed)
+	}
+	if !errors.Is(err, srm.ErrTimeout) {
+		t.Fatalf("Delete: %v, want ErrTimeout", err)
+	}
+	checkResults(t, urls, got, []want{
+		{status: srm.StatusFailed, is: srm.ErrTimeout},
+		{status: srm.StatusDeleted},
+		{status: srm.StatusFailed, is: srm.ErrTimeout}, // another port: tried, and hangs too
+		{status: srm.StatusSkipped, is: srm.ErrTimeout},
+		{status: srm.StatusDeleted},
+	})
+}
+
+// gfal-rm's own timeout (ETIMEDOUT) on a URL also skips its endpoint.
+func TestDeleter_GfalTimeoutSkipsEndpoint(t *testing.T) {
+	requireGfalRm(t)
+	urls := []string{"mock://h/p?errno=110", "mock://h/q", "mock://other/r"}
+	got, err := (&srm.Deleter{}).Delete(context.Background(), urls)
+	if err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	checkResults(t, urls, got, []want{
+		{status: srm.StatusFailed, errno: 110, is: syscall.ETIMEDOUT},
+		{status: srm.StatusSkipped, is: srm.ErrTimeout},
+		{status: srm.StatusDeleted},
+	})
+}
+
 func TestDeleter_BatchFailures(t *testing.T) {
 	gfal := requireGfalRm(t)
 	dir := t.TempDir()
