@@ -1,12 +1,15 @@
 package fts_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +42,7 @@ func newFake(t testing.TB) *fakeFTS {
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	// Like Apache's "SSLVerifyClient optional": ask, do not require.
 	f.srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	f.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshakes refused on purpose
 	f.srv.StartTLS()
 	t.Cleanup(f.srv.Close)
 	f.caDir = writeCADir(t, f.srv.Certificate())
@@ -47,6 +51,7 @@ func newFake(t testing.TB) *fakeFTS {
 
 func (f *fakeFTS) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	sr := seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	if r.TLS != nil {
 		sr.ClientCerts = len(r.TLS.PeerCertificates)
@@ -54,6 +59,11 @@ func (f *fakeFTS) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.seen = append(f.seen, sr)
 	h := f.routes[r.Method+" "+sr.Path]
+	for route, rh := range f.routes {
+		if prefix, ok := strings.CutSuffix(route, "*"); ok && h == nil && strings.HasPrefix(r.Method+" "+sr.Path, prefix) {
+			h = rh
+		}
+	}
 	f.mu.Unlock()
 	if h == nil {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -64,7 +74,8 @@ func (f *fakeFTS) serve(w http.ResponseWriter, r *http.Request) {
 	h(w, r)
 }
 
-// handle sets the handler of "METHOD /path".
+// handle sets the handler of "METHOD /path", or of every path starting
+// with a prefix given as "METHOD /prefix*".
 func (f *fakeFTS) handle(route string, h http.HandlerFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -95,6 +106,13 @@ func (f *fakeFTS) requests(route string) []seenRequest {
 		}
 	}
 	return out
+}
+
+// seenAll returns every request made so far.
+func (f *fakeFTS) seenAll() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
 }
 
 func (f *fakeFTS) total() int {

@@ -51,6 +51,13 @@ var user = sync.OnceValue(func() *testUser {
 	return u
 })
 
+// Keys are costly to make: every proxy shares one, as does every fake
+// server's delegation request.
+var (
+	proxyKey  = sync.OnceValue(func() *rsa.PrivateKey { return mustKey(1024) })
+	serverKey = sync.OnceValue(func() *rsa.PrivateKey { return mustKey(1024) })
+)
+
 func mustKey(bits int) *rsa.PrivateKey {
 	k, err := rsa.GenerateKey(rand.Reader, bits)
 	if err != nil {
@@ -94,7 +101,7 @@ func writeProxy(t testing.TB, o proxyOpts) (string, *x509.Certificate) {
 	if o.before == 0 {
 		o.before = -5 * time.Minute
 	}
-	key := mustKey(1024)
+	key := proxyKey()
 	pci, err := asn1.Marshal(struct {
 		Policy struct{ Lang asn1.ObjectIdentifier }
 	}{
@@ -103,10 +110,17 @@ func writeProxy(t testing.TB, o proxyOpts) (string, *x509.Certificate) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	subj := u.userCert.Subject
-	subj.ExtraNames = []pkix.AttributeTypeAndValue{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "123456789"}}
+	var rdns pkix.RDNSequence
+	if _, err := asn1.Unmarshal(u.userCert.RawSubject, &rdns); err != nil {
+		t.Fatal(err)
+	}
+	rdns = append(rdns, pkix.RelativeDistinguishedNameSET{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "123456789"}})
+	subj, err := asn1.Marshal(rdns)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(123456789), Subject: subj,
+		SerialNumber: big.NewInt(123456789), RawSubject: subj,
 		NotBefore: now.Add(o.before), NotAfter: now.Add(o.life),
 		KeyUsage:        x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtraExtensions: []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}},
