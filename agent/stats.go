@@ -7,21 +7,21 @@ import (
 
 // PassStats counts what one pass did.
 type PassStats struct {
-	Pass      int
-	Claimed   int // transfers claimed
-	Submitted int // transfers committed to an FTS job (including adopted ones)
-	Jobs      int // FTS jobs submitted or adopted
-	Aborted   int // claims ended without a job (resolution or submission failure)
-	Pending   int // submissions whose outcome is not known yet
-	Active    int // transfers still running in FTS
-	Done      int
-	Failed    int
-	Retried   int // failures sent back to new for another attempt
-	Killed    int
-	Lost      int // transfers of jobs FTS no longer knows, sent back to new
-	Deleted   int // destination copies deleted (or found missing)
+	Pass       int
+	Claimed    int // transfers claimed
+	Submitted  int // transfers committed to an FTS job (including adopted ones)
+	Jobs       int // FTS jobs submitted or adopted
+	Aborted    int // claims ended without a job (resolution or submission failure)
+	Pending    int // submissions whose outcome is not known yet
+	Active     int // transfers still running in FTS
+	Done       int
+	Failed     int
+	Retried    int // failures sent back to new for another attempt
+	Killed     int
+	Lost       int // transfers of jobs FTS no longer knows, sent back to new
+	Deleted    int // destination copies deleted (or found missing)
 	Unrecorded int // terminal outcomes not recorded this pass (retried next pass)
-	Errors    int // phase errors (a batch skipped)
+	Errors     int // phase errors (a batch skipped)
 
 	Submit, Monitor, Record time.Duration
 }

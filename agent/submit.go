@@ -370,4 +370,6 @@ func (a *Agent) logLost(log *logrus.Entry, lost []state.Result) {
 }
 
 // describe a job for errors.
-func (j *pendingJob) String() string { return fmt.Sprintf("sid %s job %s (%d files)", j.sid, j.jobID, len(j.ids)) }
+func (j *pendingJob) String() string {
+	return fmt.Sprintf("sid %s job %s (%d files)", j.sid, j.jobID, len(j.ids))
+}
