@@ -42,6 +42,7 @@ type Agent struct {
 	deleteFailures map[string]int
 
 	keeper *keeper
+	start  time.Time
 
 	// OnPass, if set, is called after every pass with its statistics.
 	OnPass func(PassStats)
@@ -85,6 +86,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return a.dryRun(ctx)
 	}
 	start := a.cfg.Now()
+	a.start = start
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	lock, err := a.store.AcquireLock(lctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
 	cancel()
@@ -153,9 +155,12 @@ func (a *Agent) loop(stop, work context.Context) error {
 	}
 }
 
-// waitingSoon reports whether some transfer of the user is new and will
-// become claimable within the next interval (a cool-off about to pass), so
-// the agent should not exit yet.
+// waitingSoon reports whether some transfer of the user will become
+// claimable before the run must end (a cool-off or an expired lease passing
+// before the --max-runtime deadline; any time without one), so the agent
+// should wait for it instead of exiting. Transfers blocked only by
+// dependencies are not counted: they become claimable through other
+// transfers' progress, which keeps passes busy anyway.
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -164,9 +169,9 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		a.log.WithError(err).Warn("cannot list waiting transfers; exiting anyway")
 		return false
 	}
-	horizon := a.cfg.Now().Add(a.cfg.Interval)
+	horizon := time.Unix(1<<62, 0)
 	if a.cfg.MaxRuntime > 0 {
-		horizon = a.cfg.Now().Add(a.cfg.MaxRuntime)
+		horizon = a.start.Add(a.cfg.MaxRuntime)
 	}
 	for i := range ts {
 		t := &ts[i]

@@ -26,10 +26,12 @@ type PassStats struct {
 	Submit, Monitor, Record time.Duration
 }
 
-// drained: nothing submitted, nothing active, every outcome recorded,
-// nothing pending.
+// drained: the pass found nothing to do: nothing claimed or submitted,
+// nothing active, nothing pending, and no outcome recorded (an outcome may
+// unblock dependents, which the next pass claims).
 func (p PassStats) drained() bool {
-	return p.Claimed == 0 && p.Submitted == 0 && p.Active == 0 && p.Unrecorded == 0 && p.Pending == 0 && p.Errors == 0
+	return p.Claimed == 0 && p.Submitted == 0 && p.Active == 0 && p.Unrecorded == 0 && p.Pending == 0 && p.Errors == 0 &&
+		p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Aborted == 0
 }
 
 // pass runs the three phases once.

@@ -16,11 +16,10 @@ import (
 	"syscall"
 )
 
-// copyLocal really copies a file:// source to a file:// destination, as
-// FTS's url-copy would: overwrite policy, parent directories, checksum
-// verification. It writes to a temporary file renamed into place, so a
-// failure leaves no partial destination. It returns "" or the FTS reason.
-func (s *Simulator) copyLocal(f *file) string {
+// checkLocal is url-copy's check before a copy: the source must be a
+// readable file, and the destination must not exist unless overwrite is
+// set. It returns "" or the FTS reason.
+func (s *Simulator) checkLocal(f *file) string {
 	src, dst := localPath(f.sourceSURL), localPath(f.destSURL)
 	in, err := os.Open(src)
 	if err != nil {
@@ -36,6 +35,23 @@ func (s *Simulator) copyLocal(f *file) string {
 	if _, err := os.Lstat(dst); err == nil && !overwrite {
 		return fmt.Sprintf("DESTINATION [%d] Destination file exists and overwrite is not enabled", errEEXIST)
 	}
+	return ""
+}
+
+// copyLocal really copies a file:// source to a file:// destination, as
+// FTS's url-copy would: overwrite policy, parent directories, checksum
+// verification. It writes to a temporary file renamed into place, so a
+// failure leaves no partial destination. It returns "" or the FTS reason.
+func (s *Simulator) copyLocal(f *file) string {
+	if reason := s.checkLocal(f); reason != "" {
+		return reason
+	}
+	src, dst := localPath(f.sourceSURL), localPath(f.destSURL)
+	in, err := os.Open(src)
+	if err != nil {
+		return ioReason("SOURCE", err)
+	}
+	defer in.Close()
 	alg, want := splitChecksum(f.checksum)
 	mode := f.job.verifyChecksum
 	if want == "" && mode != "b" {

@@ -179,11 +179,17 @@ func (s *Simulator) step(f *file, t time.Time) {
 // copy in LocalFiles mode, or success.
 func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	h := mix(uint64(s.opts.Seed)^uint64(f.id)<<20, uint64(f.attempt)+1)
+	local := s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL)
 	reason := ""
-	if unit(h) < s.failureRate {
+	if local {
+		// url-copy checks the source and the destination before it copies
+		// anything: a drawn transfer failure can only happen after that.
+		reason = s.checkLocal(f)
+	}
+	if reason == "" && unit(h) < s.failureRate {
 		reasons := s.opts.FailureReasons
 		reason = reasons[mix(h, 7)%uint64(len(reasons))]
-	} else if s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL) {
+	} else if reason == "" && local {
 		reason = s.copyLocal(f)
 	}
 	tx := t.Sub(f.activeAt).Seconds()
