@@ -88,7 +88,7 @@ func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
 				return err
 			}
 			b.tally.rejected++
-			fmt.Fprintf(b.g.Stdout, "line %d: rejected: %v\n", ie.line, ie.err)
+			fmt.Fprintf(b.g.Stdout, "%s: rejected: %v\n", ie.where(), ie.err)
 			return nil
 		case err != nil:
 			if ferr := b.flush(ctx); ferr != nil {

@@ -143,3 +143,35 @@ func TestLog_JSONWithoutSecrets(t *testing.T) {
 		t.Errorf("error line %q, want the redacted URL", last)
 	}
 }
+
+// TestConfig_PrecedenceOfUser observes the user that status reports for,
+// with the store itself named in the config file.
+func TestConfig_PrecedenceOfUser(t *testing.T) {
+	_, path := stateFile(t)
+	cfg := writeConfig(t, "state: file:"+path+"\nuser: carol\nlog-level: warn\n")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"config file over the login name", map[string]string{"USER": "login"}, nil, "carol"},
+		{"ASO_USER over config", map[string]string{"USER": "login", "ASO_USER": "bob"}, nil, "bob"},
+		{"flag over ASO_USER", map[string]string{"ASO_USER": "bob"}, []string{"--user", "alice"}, "alice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--config", cfg}, tc.args...)
+			r := invocation{env: tc.env}.run(t, append(args, "status", "--json")...).wantCode(t, 0)
+			if want := `"user": "` + tc.want + `"`; !strings.Contains(r.stdout, want) {
+				t.Fatalf("stdout lacks %s:\n%s", want, r.stdout)
+			}
+			if r.stderr != "" {
+				t.Errorf("log-level warn from the config file: stderr %q", r.stderr)
+			}
+		})
+	}
+	r := invocation{env: map[string]string{"USER": "login"}}.run(t, newState(t), "status", "--json").wantCode(t, 0)
+	if !strings.Contains(r.stdout, `"user": "login"`) {
+		t.Errorf("without --user: want the login name:\n%s", r.stdout)
+	}
+}
