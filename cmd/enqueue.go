@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -37,8 +38,9 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on.\n" +
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
-			"Every rejected record is printed with its line and the reason; the valid records are stored\n" +
-			"all the same, and aso exits 2. The input is streamed: its size is not limited by memory.",
+			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
+			"and the reason; the valid records are stored all the same, and aso exits 2.\n" +
+			"The input is streamed: its size is not limited by memory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnqueue(cmd.Context(), o, g) },
 	}
@@ -58,6 +60,8 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		}
 		defer f.Close()
 		in = f
+	} else if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
 	}
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
