@@ -19,7 +19,7 @@ var adminCases = []testCase{
 				fresh = id
 			}
 		}
-		unknown := reqID(Alice, 99)
+		unknown := ReqID(Alice, 99)
 		res, err := s.RequestKill(ctx, []string{fresh, acq.ID, sub.ID, unknown})
 		if err != nil || len(res) != 4 {
 			e.t.Fatal(res, err)
@@ -57,7 +57,7 @@ var adminCases = []testCase{
 		if failed == active {
 			active = q[0]
 		}
-		res, err = s.Retry(ctx, []string{failed, active, reqID(Alice, 99)})
+		res, err = s.Retry(ctx, []string{failed, active, ReqID(Alice, 99)})
 		if err != nil || len(res) != 3 {
 			e.t.Fatal(res, err)
 		}
@@ -76,7 +76,7 @@ var adminCases = []testCase{
 	}},
 	{"Get/NotFound", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		_, err := s.Get(ctx, reqID(Alice, 1))
+		_, err := s.Get(ctx, ReqID(Alice, 1))
 		wantErr(e.t, "Get of an unknown ID", err, state.ErrNotFound)
 	}},
 	{"List/Filters", func(e *env) {
@@ -101,7 +101,7 @@ var adminCases = []testCase{
 			{"user", state.Filter{User: Alice}, all},
 			{"states", state.Filter{States: []state.State{state.StateSubmitted, state.StateAcquired}}, []string{sub.ID, acq.ID, bob}},
 			{"user and state", state.Filter{User: Alice, States: []state.State{state.StateNew}}, all[2:]},
-			{"ids", state.Filter{IDs: []string{all[3], bob, reqID(Alice, 99)}}, []string{all[3], bob}},
+			{"ids", state.Filter{IDs: []string{all[3], bob, ReqID(Alice, 99)}}, []string{all[3], bob}},
 			{"link", state.Filter{Link: Src + "->" + Dst2}, []string{bob}},
 			{"limit", state.Filter{User: Alice, Limit: 2}, all[:2]},
 		}
@@ -146,7 +146,7 @@ var adminCases = []testCase{
 		if sum.ByUser[Alice][state.StateNew] != 2 || sum.ByUser[Bob][state.StateAcquired] != 1 || len(sum.ByUser) != 2 {
 			e.t.Fatalf("by user %v", sum.ByUser)
 		}
-		if sum.OldestWaiting == nil || sum.OldestWaiting.ID != reqID(Alice, 3) {
+		if sum.OldestWaiting == nil || sum.OldestWaiting.ID != ReqID(Alice, 3) {
 			e.t.Fatalf("oldest waiting %+v, want alice's 4th (the released one waits since its release)", sum.OldestWaiting)
 		}
 		if len(sum.Stale) != 1 || sum.Stale[0].ID != sub[0].ID {

@@ -66,7 +66,7 @@ var claimCases = []testCase{
 		b := Req(Alice, 2)
 		b.DependsOn = []string{a}
 		c := Req(Alice, 3)
-		c.DependsOn = []string{reqID(Alice, 99)} // never enqueued: waits
+		c.DependsOn = []string{ReqID(Alice, 99)} // never enqueued: waits
 		bid := e.enqueue(s, b, c)[0]
 		got := e.claim(s, 10)
 		if len(got) != 1 || got[0].ID != a {

@@ -46,7 +46,7 @@ var enqueueCases = []testCase{
 				e.t.Fatalf("item %d: status %q err %v, want %q", i, r.Status, r.Err, want[i])
 			}
 		}
-		if res[0].ID != first[0] || res[2].ID != first[1] || res[1].ID != reqID(Alice, 3) {
+		if res[0].ID != first[0] || res[2].ID != first[1] || res[1].ID != ReqID(Alice, 3) {
 			e.t.Fatalf("IDs %+v", res)
 		}
 		for _, b := range before {

@@ -83,7 +83,7 @@ var miscCases = []testCase{
 		for _, b := range before {
 			e.unchanged(s, b)
 		}
-		if _, err := s.Get(ctx, reqID(Alice, 3)); !errors.Is(err, state.ErrNotFound) {
+		if _, err := s.Get(ctx, ReqID(Alice, 3)); !errors.Is(err, state.ErrNotFound) {
 			e.t.Fatalf("Enqueue with a cancelled context stored the request: %v", err)
 		}
 		if _, err := s.AcquireLock(ctx, Alice, "agent-b", time.Minute); err != nil {

@@ -229,8 +229,8 @@ func (e *env) submit(s state.Store, n int, job string) []state.Transfer {
 	return out
 }
 
-// reqID is the transfer ID of Req(user, n).
-func reqID(user string, n int) string {
+// ReqID is the transfer ID of Req(user, n).
+func ReqID(user string, n int) string {
 	r := Req(user, n)
 	return r.ID()
 }
