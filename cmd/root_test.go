@@ -175,3 +175,32 @@ func TestConfig_PrecedenceOfUser(t *testing.T) {
 		t.Errorf("without --user: want the login name:\n%s", r.stdout)
 	}
 }
+
+// TestLog_JSONLinesOfACommand: with --log-format json every line on standard
+// error, but the final error, is a JSON object carrying the command's counts.
+func TestLog_JSONLinesOfACommand(t *testing.T) {
+	in := `{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
+{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "a", "destination_lfn": "/a"}
+`
+	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "--log-format", "json", "--user", "alice", "enqueue").wantCode(t, 2)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "aso: enqueue: 1 record(s) rejected") {
+		t.Fatalf("last line %q, want the error", last)
+	}
+	var found bool
+	for _, l := range lines[:len(lines)-1] {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", l, err)
+		}
+		if e["msg"] == "enqueue finished" {
+			found = true
+			if e["stored"] != 1.0 || e["rejected"] != 1.0 || e["user"] != "alice" || e["level"] != "info" {
+				t.Errorf("enqueue finished: %v", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no enqueue finished line in %q", r.stderr)
+	}
+}

@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,37 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 	r = aso(t, q.flag, "status", "deadbeef").wantCode(t, 1)
 	if !strings.Contains(r.stderr, `"deadbeef": not found`) {
 		t.Errorf("malformed ID: stderr %q", r.stderr)
+	}
+}
+
+// TestStatus_InvalidDocuments: a hand-edited document that is not a valid
+// transfer is listed with its ID and the reason.
+func TestStatus_InvalidDocuments(t *testing.T) {
+	flag, path := stateFile(t)
+	now := time.Now()
+	good := state.NewTransfer(state.Request{User: "alice", Source: "T2_A", Destination: "T2_B", SourceLFN: "/g", DestinationLFN: "/g"}, now, "hand")
+	bad := state.NewTransfer(state.Request{User: "alice", Source: "T2_A", Destination: "T2_B", SourceLFN: "/b", DestinationLFN: "/b"}, now, "hand")
+	bad.State = "bogus"
+	var file strings.Builder
+	file.WriteString(`{"aso_memfile":1}` + "\n")
+	for _, d := range []state.Transfer{good, bad} {
+		d.Rev = "1-a"
+		b, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file.Write(append(b, '\n'))
+	}
+	if err := os.WriteFile(path, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := aso(t, flag, "status", "--all-users").wantCode(t, 0).stdout
+	wantMatch(t, out, `(?m)^Transfers of all users: 1$`,
+		`(?m)^Invalid documents \(skipped by the agent\): 1$`,
+		`(?m)^`+bad.ID+`\s+.*state "bogus": unknown state`)
+	js := statusOf(t, flag, "--all-users")
+	inv, _ := js["invalid"].([]any)
+	if len(inv) != 1 || inv[0].(map[string]any)["id"] != bad.ID {
+		t.Errorf("invalid %v, want %s", js["invalid"], bad.ID)
 	}
 }
