@@ -55,9 +55,13 @@ type recordReader interface {
 }
 
 // newRecordReader looks at the first non-space byte of r, without consuming
-// anything: '[' means a JSON array, anything else JSON lines.
+// anything but a UTF-8 byte order mark: '[' means a JSON array, anything
+// else JSON lines.
 func newRecordReader(r io.Reader) recordReader {
 	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\xef\xbb\xbf" {
+		_, _ = br.Discard(3)
+	}
 	for i := 0; ; i++ {
 		b, err := br.Peek(i + 1)
 		if err != nil || !isSpace(b[i]) {

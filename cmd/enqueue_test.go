@@ -217,6 +217,41 @@ func TestEnqueue_DuplicatesAndOverlongLines(t *testing.T) {
 	)
 }
 
+// TestEnqueue_LargeArrayLineNumbers: line numbers stay right across many
+// reads of the decoder and several store batches.
+func TestEnqueue_LargeArrayLineNumbers(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("[\n")
+	for i := range 3000 {
+		size := i
+		if i == 2500 {
+			size = -1
+		}
+		sep := ",\n"
+		if i == 2999 {
+			sep = "\n"
+		}
+		fmt.Fprintf(&in, `  {"user": "u", "source": "A", "destination": "B", "source_lfn": "/a/%d", "destination_lfn": "/b/%d", "size": %d}%s`, i, i, size, sep)
+	}
+	in.WriteString("]\n")
+	r := invocation{stdin: strings.NewReader(in.String())}.run(t, newState(t), "enqueue").wantCode(t, 2)
+	if want := "element 2500 (line 2502): rejected: size \"-1\": must be >= 0\n2999 stored, 0 already queued, 1 rejected\n"; r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+}
+
+func TestEnqueue_ByteOrderMarkIsSkipped(t *testing.T) {
+	for name, in := range map[string]string{
+		"array":      "\ufeff [" + `{"user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}]`,
+		"JSON lines": "\ufeff" + `{"user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}`,
+	} {
+		r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "enqueue").wantCode(t, 0)
+		if r.stdout != "1 stored, 0 already queued, 0 rejected\n" {
+			t.Errorf("%s with a byte order mark: %q", name, r.stdout)
+		}
+	}
+}
+
 func TestEnqueue_MissingFileIsAUsageError(t *testing.T) {
 	r := aso(t, newState(t), "enqueue", "-f", filepath.Join(t.TempDir(), "nope.json")).wantCode(t, 2)
 	if !strings.Contains(r.stderr, "nope.json") {
