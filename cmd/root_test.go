@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 func TestExecute_UsageErrorsExit2(t *testing.T) {
@@ -202,5 +204,20 @@ func TestLog_JSONLinesOfACommand(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no enqueue finished line in %q", r.stderr)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://admin:s3cret@db:5984/aso":  "http://admin:xxxxx@db:5984/aso",
+		"couchdb://admin:p@ss@db:5984/aso": "couchdb://admin:xxxxx@db:5984/aso",
+		"http://admin:p/ss@db:5984/aso":    "http://xxxxx@db:5984/aso",
+		"http://reader@db:5984/aso":        "http://reader@db:5984/aso",
+		"file:/var/lib/aso/state.aso":      "file:/var/lib/aso/state.aso",
+		"file:///data/a@b/state.aso":       "file:///data/a@b/state.aso",
+	} {
+		if got := cmd.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
