@@ -223,3 +223,33 @@ func TestStatus_InvalidDocuments(t *testing.T) {
 		t.Errorf("invalid %v, want %s", js["invalid"], bad.ID)
 	}
 }
+
+// TestStatus_RetryTimeAndProgress shows the next retry of an aborted
+// transfer, and the FTS progress of a submitted one.
+func TestStatus_RetryTimeAndProgress(t *testing.T) {
+	flag, path := stateFile(t)
+	in := `{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/1", "destination_lfn": "/1", "priority": 2}
+{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/2", "destination_lfn": "/2", "priority": 1}
+`
+	invocation{stdin: strings.NewReader(in)}.run(t, flag, "enqueue").wantCode(t, 0)
+	agent := newPastAgent(t, path, "ann", 0)
+	aborted := agent.claim()
+	res, err := agent.st.AbortTransfers(t.Context(), []state.Abort{{Transfer: aborted, Reason: "no lfn-to-pfn rule for T2_A"}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("abort: %v %v", err, res)
+	}
+	active := agent.submit("job-9")
+	res, err = agent.st.SetTransientState(t.Context(), []state.Transient{{Transfer: active,
+		Progress: state.Progress{FTSState: "ACTIVE", Bytes: 1048576, Throughput: 2.5, Retries: 1, Reason: "TRANSFER timeout", Updated: state.At(time.Now())}}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("progress: %v %v", err, res)
+	}
+	out := aso(t, flag, "status", aborted.ID).wantCode(t, 0).stdout
+	wantMatch(t, out, `(?m)^State:\s+new$`, `(?m)^Attempts:\s+1$`,
+		`(?m)^Next retry:\s+not before 20\d\d-\d\d-\d\dT`,
+		`(?m)^Reason:\s+no lfn-to-pfn rule for T2_A`,
+		`(?m)^\S+\s+acquired\s+new\s+worker:42:test\s+no lfn-to-pfn rule for T2_A`)
+	out = aso(t, flag, "status", active.ID).wantCode(t, 0).stdout
+	wantMatch(t, out, `(?m)^Progress:\s+ACTIVE, 1048576 bytes, 2.50 MiB/s, 1 FTS retries, updated 20`,
+		`(?m)^FTS reason:\s+TRANSFER timeout$`)
+}
