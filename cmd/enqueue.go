@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -37,8 +38,9 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on.\n" +
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
-			"Every rejected record is printed with its line and the reason; the valid records are stored\n" +
-			"all the same, and aso exits 2. The input is streamed: its size is not limited by memory.",
+			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
+			"and the reason; the valid records are stored all the same, and aso exits 2.\n" +
+			"The input is streamed: its size is not limited by memory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnqueue(cmd.Context(), o, g) },
 	}
@@ -58,10 +60,12 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		}
 		defer f.Close()
 		in = f
+	} else if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
 	}
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
-		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally, byID: map[string]struct{}{}}
+		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally}
 		err := b.readAll(ctx, newRecordReader(in))
 		fmt.Fprintf(g.Stdout, "%d stored, %d already queued, %d rejected\n", tally.stored, tally.queued, tally.rejected)
 		g.Log.WithFields(logrus.Fields{FieldUser: g.User, "stored": tally.stored, "already_queued": tally.queued, "rejected": tally.rejected}).Info("enqueue finished")
@@ -88,7 +92,7 @@ func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
 				return err
 			}
 			b.tally.rejected++
-			fmt.Fprintf(b.g.Stdout, "line %d: rejected: %v\n", ie.line, ie.err)
+			fmt.Fprintf(b.g.Stdout, "%s: rejected: %v\n", ie.where(), ie.err)
 			return nil
 		case err != nil:
 			if ferr := b.flush(ctx); ferr != nil {
@@ -115,25 +119,17 @@ type enqueueBatch struct {
 
 	recs []record
 	reqs []state.Request
-	at   []int               // at[i] is the index in recs of reqs[i]
-	byID map[string]struct{} // IDs of reqs
+	at   []int // at[i] is the index in recs of reqs[i]
 }
 
 // add queues one record, filling an empty user from --user, and flushes
-// when the batch is full. A request already in the batch (same ID) flushes
-// the batch first, so that the store decides about it knowing the first.
+// when the batch is full. (A request given twice in one batch is the store's
+// to report as already queued: the conformance suite requires it.)
 func (b *enqueueBatch) add(ctx context.Context, rec record) error {
 	if rec.err == nil && rec.req.User == "" && b.g.User != "" {
 		rec.req.User = b.g.User
 	}
 	if rec.err == nil {
-		id := rec.req.ID()
-		if _, ok := b.byID[id]; ok {
-			if err := b.flush(ctx); err != nil {
-				return err
-			}
-		}
-		b.byID[id] = struct{}{}
 		b.reqs = append(b.reqs, rec.req)
 		b.at = append(b.at, len(b.recs))
 	}
@@ -163,7 +159,6 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 		b.report(&b.recs[i], results[i])
 	}
 	b.recs, b.reqs, b.at = b.recs[:0], b.reqs[:0], b.at[:0]
-	clear(b.byID)
 	return nil
 }
 

@@ -39,12 +39,12 @@ func (r *record) where() string {
 // inputError is an input the reader cannot go on past (a JSON syntax error
 // inside an array, a read error). Records before it were read.
 type inputError struct {
-	line int
-	err  error
-	read bool // the input could not be read (rather than parsed)
+	record // line and element index (-1: none) where the input broke
+	err    error
+	read   bool // the input could not be read (rather than parsed)
 }
 
-func (e *inputError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *inputError) Error() string { return fmt.Sprintf("%s: %v", e.where(), e.err) }
 func (e *inputError) Unwrap() error { return e.err }
 
 // recordReader streams the records of a JSON array or of JSON lines, holding
@@ -55,9 +55,13 @@ type recordReader interface {
 }
 
 // newRecordReader looks at the first non-space byte of r, without consuming
-// anything: '[' means a JSON array, anything else JSON lines.
+// anything but a UTF-8 byte order mark: '[' means a JSON array, anything
+// else JSON lines.
 func newRecordReader(r io.Reader) recordReader {
 	br := bufio.NewReaderSize(r, 64<<10)
+	if bom, err := br.Peek(3); err == nil && string(bom) == "\xef\xbb\xbf" {
+		_, _ = br.Discard(3)
+	}
 	for i := 0; ; i++ {
 		b, err := br.Peek(i + 1)
 		if err != nil || !isSpace(b[i]) {
@@ -87,7 +91,7 @@ func (l *linesReader) next() (record, error) {
 			if err == io.EOF {
 				return record{}, io.EOF
 			}
-			return record{}, &inputError{line: l.line + 1, err: err, read: true}
+			return record{}, &inputError{record: record{line: l.line + 1, index: -1}, err: err, read: true}
 		}
 		l.line++
 		rec := record{line: l.line, index: -1}
@@ -142,7 +146,7 @@ func (a *arrayReader) next() (record, error) {
 	if !a.started {
 		a.started = true
 		if _, err := a.dec.Token(); err != nil { // the '[' seen by newRecordReader
-			return record{}, a.fail(err)
+			return record{}, a.fail(err, false)
 		}
 	}
 	if !a.dec.More() {
@@ -150,7 +154,7 @@ func (a *arrayReader) next() (record, error) {
 	}
 	var raw json.RawMessage
 	if err := a.dec.Decode(&raw); err != nil {
-		return record{}, a.fail(err)
+		return record{}, a.fail(err, true)
 	}
 	a.index++
 	start := a.dec.InputOffset() - int64(len(raw))
@@ -166,31 +170,38 @@ func (a *arrayReader) next() (record, error) {
 // finish reads the closing ']' and checks that nothing but space follows.
 func (a *arrayReader) finish() error {
 	if _, err := a.dec.Token(); err != nil {
-		return a.fail(err)
+		return a.fail(err, false)
 	}
 	off := a.dec.InputOffset()
 	if tok, err := a.dec.Token(); err != io.EOF {
 		if err != nil {
-			return a.fail(err)
+			return a.fail(err, false)
 		}
-		return &inputError{line: a.lc.lineAt(off), err: fmt.Errorf("unexpected %v after the closing ] of the array", tok)}
+		return &inputError{record: record{line: a.lc.lineAt(off), index: -1}, err: fmt.Errorf("unexpected %v after the closing ] of the array", tok)}
 	}
 	return io.EOF
 }
 
-// fail turns a decoder error into an *inputError naming its line.
-func (a *arrayReader) fail(err error) error {
+// fail turns a decoder error into an *inputError naming its line, and the
+// element it broke when inElement.
+func (a *arrayReader) fail(err error, inElement bool) error {
+	ie := &inputError{record: record{index: -1}, err: err}
+	if inElement {
+		ie.index = a.index + 1
+	}
 	off := a.dec.InputOffset()
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	switch {
+	case errors.As(err, &se):
 		off = se.Offset
-		err = fmt.Errorf("JSON syntax error: %s; the rest of the input was not read", se.Error())
-	} else if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = errors.New("the input ends inside the JSON array (missing ])")
-	} else {
-		return &inputError{line: a.lc.lineAt(off), err: err, read: true}
+		ie.err = fmt.Errorf("JSON syntax error: %s; the rest of the input was not read", se.Error())
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		ie.err = errors.New("the input ends inside the JSON array (missing ])")
+	default:
+		ie.read = true
 	}
-	return &inputError{line: a.lc.lineAt(off), err: err}
+	ie.line = a.lc.lineAt(off)
+	return ie
 }
 
 // lineCounter passes reads through and remembers where the newlines are, so

@@ -230,14 +230,14 @@ func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store,
 // replaced by "xxxxx", for logs and error messages.
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
-		if i, j := strings.Index(u, "://"), strings.LastIndex(u, "@"); i >= 0 && j > i {
-			// unparsable but carries user information: drop all of it
-			return u[:i+3] + "xxxxx" + u[j:]
-		}
-		return u
+	if err == nil {
+		return p.Redacted()
 	}
-	return p.Redacted()
+	if i, j := strings.Index(u, "://"), strings.LastIndex(u, "@"); i >= 0 && j > i {
+		// unparsable, and may carry user information: drop all of it
+		return u[:i+3] + "xxxxx" + u[j:]
+	}
+	return u
 }
 
 func defaultStateURL(getenv func(string) string) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,15 @@ func aso(t testing.TB, args ...string) result {
 // newState returns a --state flag naming a fresh file store.
 func newState(t testing.TB) string {
 	t.Helper()
-	return "--state=file:" + filepath.Join(t.TempDir(), "s.aso")
+	flag, _ := stateFile(t)
+	return flag
+}
+
+// stateFile returns a --state flag naming a fresh file store, and its path.
+func stateFile(t testing.TB) (flag, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "s.aso")
+	return "--state=file:" + path, path
 }
 
 // wantCode fails the test when r did not exit with code.
@@ -61,4 +70,26 @@ func (r result) wantCode(t testing.TB, code int) result {
 		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
 	}
 	return r
+}
+
+// wantStdout fails the test unless r's standard output contains every one
+// of subs.
+func (r result) wantStdout(t testing.TB, subs ...string) result {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("stdout lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	return r
+}
+
+// wantMatch fails the test unless out matches every regular expression.
+func wantMatch(t testing.TB, out string, res ...string) {
+	t.Helper()
+	for _, re := range res {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s:\n%s", re, out)
+		}
+	}
 }

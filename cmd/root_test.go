@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 func TestExecute_UsageErrorsExit2(t *testing.T) {
@@ -141,5 +143,81 @@ func TestLog_JSONWithoutSecrets(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]; !strings.Contains(last, "bogus://admin:xxxxx@db.example") {
 		t.Errorf("error line %q, want the redacted URL", last)
+	}
+}
+
+// TestConfig_PrecedenceOfUser observes the user that status reports for,
+// with the store itself named in the config file.
+func TestConfig_PrecedenceOfUser(t *testing.T) {
+	_, path := stateFile(t)
+	cfg := writeConfig(t, "state: file:"+path+"\nuser: carol\nlog-level: warn\n")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"config file over the login name", map[string]string{"USER": "login"}, nil, "carol"},
+		{"ASO_USER over config", map[string]string{"USER": "login", "ASO_USER": "bob"}, nil, "bob"},
+		{"flag over ASO_USER", map[string]string{"ASO_USER": "bob"}, []string{"--user", "alice"}, "alice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--config", cfg}, tc.args...)
+			r := invocation{env: tc.env}.run(t, append(args, "status", "--json")...).wantCode(t, 0)
+			if want := `"user": "` + tc.want + `"`; !strings.Contains(r.stdout, want) {
+				t.Fatalf("stdout lacks %s:\n%s", want, r.stdout)
+			}
+			if r.stderr != "" {
+				t.Errorf("log-level warn from the config file: stderr %q", r.stderr)
+			}
+		})
+	}
+	r := invocation{env: map[string]string{"USER": "login"}}.run(t, newState(t), "status", "--json").wantCode(t, 0)
+	if !strings.Contains(r.stdout, `"user": "login"`) {
+		t.Errorf("without --user: want the login name:\n%s", r.stdout)
+	}
+}
+
+// TestLog_JSONLinesOfACommand: with --log-format json every line on standard
+// error, but the final error, is a JSON object carrying the command's counts.
+func TestLog_JSONLinesOfACommand(t *testing.T) {
+	in := `{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
+{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "a", "destination_lfn": "/a"}
+`
+	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "--log-format", "json", "--user", "alice", "enqueue").wantCode(t, 2)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "aso: enqueue: 1 record(s) rejected") {
+		t.Fatalf("last line %q, want the error", last)
+	}
+	var found bool
+	for _, l := range lines[:len(lines)-1] {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", l, err)
+		}
+		if e["msg"] == "enqueue finished" {
+			found = true
+			if e["stored"] != 1.0 || e["rejected"] != 1.0 || e["user"] != "alice" || e["level"] != "info" {
+				t.Errorf("enqueue finished: %v", e)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no enqueue finished line in %q", r.stderr)
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://admin:s3cret@db:5984/aso":  "http://admin:xxxxx@db:5984/aso",
+		"couchdb://admin:p@ss@db:5984/aso": "couchdb://admin:xxxxx@db:5984/aso",
+		"http://admin:p/ss@db:5984/aso":    "http://xxxxx@db:5984/aso",
+		"http://reader@db:5984/aso":        "http://reader@db:5984/aso",
+		"file:/var/lib/aso/state.aso":      "file:/var/lib/aso/state.aso",
+		"file:///data/a@b/state.aso":       "file:///data/a@b/state.aso",
+	} {
+		if got := cmd.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

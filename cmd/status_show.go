@@ -62,8 +62,11 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	if t.KillRequested {
 		field("Kill requested", "yes (the agent cancels it in FTS)")
 	}
-	if t.Owner != "" {
-		field("Owner", "%s, lease expires %s", t.Owner, orDash(t.LeaseExpires.String()))
+	switch {
+	case t.Owner != "" && !t.LeaseExpires.IsZero():
+		field("Owner", "%s, lease expires %s", t.Owner, t.LeaseExpires)
+	case t.Owner != "":
+		field("Owner", "%s", t.Owner)
 	}
 	if t.SubmitSID != "" {
 		field("Submit SID", "%s", t.SubmitSID)

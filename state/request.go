@@ -67,7 +67,13 @@ func (r *Request) Validate() error {
 	if r.Size < 0 {
 		return &ValidationError{Field: "size", Value: itoa(r.Size), Reason: "must be >= 0"}
 	}
+	seen := make(map[string]bool, len(r.Checksums))
 	for alg, v := range r.Checksums {
+		if seen[strings.ToLower(alg)] {
+			// NewTransfer lower-cases the keys: one value would silently win
+			return &ValidationError{Field: "checksums", Value: strings.ToLower(alg), Reason: "algorithm given twice (keys differ only in case)"}
+		}
+		seen[strings.ToLower(alg)] = true
 		switch strings.ToLower(alg) {
 		case "adler32":
 			if len(v) != 8 || !isHex(v) {
