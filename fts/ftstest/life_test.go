@@ -107,6 +107,19 @@ func TestLife_ExpiryLeavesRunningFiles(t *testing.T) {
 	wantEq(t, "active at expiry, finished later", f.job(id)["job_state"], "FINISHED")
 }
 
+func TestLife_ExpiryCancelsUnusedHops(t *testing.T) {
+	f := newFixture(t, ftstest.Options{TransferTime: 2 * time.Hour})
+	id := f.submit(jobBody(map[string]any{"multihop": true, "max_time_in_queue": "1h"},
+		transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f"), transfer("gsiftp://b.example.org/f", "gsiftp://c.example.org/f")))
+	f.clk.Advance(3 * time.Hour)
+	j := f.job(id)
+	fl := files(t, j)
+	wantEq(t, "hops", []any{fl[0]["file_state"], fl[1]["file_state"]}, []any{"FINISHED", "CANCELED"})
+	wantEq(t, "unused hop reason", fl[1]["reason"], "Job has been canceled because it stayed in the queue for too long (max-time-in-queue timeout)")
+	wantEq(t, "job", j["job_state"], "CANCELED")
+	wantEq(t, "job_finished", j["job_finished"], "2026-03-04T12:00:00")
+}
+
 func TestLife_CancelFiles(t *testing.T) {
 	f := newFixture(t, ftstest.Options{QueueDelay: time.Minute})
 	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"), transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2")))

@@ -55,6 +55,7 @@ type job struct {
 	dstFileReport    bool
 	targetQos        *string
 	everActive       bool
+	expired          bool // the max_time_in_queue expiry was applied
 	files            []*file
 }
 
@@ -74,6 +75,7 @@ type file struct {
 	destSURL          string
 	sourceSE, destSE  string
 	reason            string
+	reasonSet         bool // reason is NULL in FTS until first written
 	recoverable       *bool
 	filesize          int64
 	userFilesize      int64
@@ -116,10 +118,37 @@ func (f *file) running() bool { return f.state == stateReady || f.state == state
 // advance brings the job to the simulated time now: every file moves
 // through the transitions whose time has come, then the job state is
 // aggregated. Files are advanced in order, so a hop or replica activated by
-// an earlier file is advanced in the same pass.
+// an earlier file is advanced in the same pass. A queue expiry within the
+// period is applied at its own time.
 func (s *Simulator) advance(j *job, now time.Time) {
+	if j.expiry != nil && !j.expired {
+		if exp := time.Unix(*j.expiry, 0).UTC(); !exp.After(now) {
+			s.advanceFiles(j, exp)
+			s.expire(j, exp)
+		}
+	}
+	s.advanceFiles(j, now)
+}
+
+func (s *Simulator) advanceFiles(j *job, now time.Time) {
 	for _, f := range j.files {
 		s.advanceFile(f, now)
+	}
+	s.aggregate(j)
+}
+
+// expire cancels the queued files of a job still active at its
+// max_time_in_queue (FTS cancelExpiredJobsForVo); running files go on.
+func (s *Simulator) expire(j *job, exp time.Time) {
+	j.expired = true
+	if isJobTerminal(j.state) {
+		return
+	}
+	for _, f := range j.files {
+		if f.state == stateSubmitted || f.state == stateNotUsed {
+			at := exp
+			f.state, f.reason, f.reasonSet, f.finishTime = stateCanceled, reasonQueueExpiry, true, &at
+		}
 	}
 	s.aggregate(j)
 }
@@ -131,15 +160,6 @@ func (s *Simulator) advanceFile(f *file, now time.Time) {
 	}
 	for !isTerminal(f.state) && f.state != stateNotUsed {
 		next := f.nextEvent(s.opts)
-		if f.state == stateSubmitted && f.job.expiry != nil {
-			exp := time.Unix(*f.job.expiry, 0).UTC()
-			if !exp.After(now) && !exp.After(next) {
-				f.state, f.reason = stateCanceled, reasonQueueExpiry
-				f.finishTime = &exp
-				s.afterTerminal(f, exp)
-				return
-			}
-		}
 		if next.After(now) {
 			return
 		}
@@ -162,7 +182,7 @@ func (f *file) nextEvent(o Options) time.Time {
 func (s *Simulator) step(f *file, t time.Time) {
 	switch f.state {
 	case stateSubmitted:
-		f.state, f.readyAt, f.reason = stateReady, t, ""
+		f.state, f.readyAt, f.reason, f.reasonSet = stateReady, t, "", true
 		start := t
 		f.startTime = &start
 		host := fmt.Sprintf("fts-sim-%02d.example.org", mix(uint64(s.opts.Seed), uint64(f.id))%3+1)
@@ -214,7 +234,7 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 // ECANCELED.
 func (s *Simulator) fail(f *file, t time.Time, reason string) {
 	rec := recoverable(reason)
-	f.reason, f.recoverable = reason, &rec
+	f.reason, f.reasonSet, f.recoverable = reason, true, &rec
 	f.throughput = 0
 	if rec && f.retry < f.job.maxRetries(s.opts.DefaultRetry) {
 		host := ""
@@ -335,7 +355,7 @@ func (s *Simulator) aggregate(j *job) {
 		j.state, reason = stateFailed, reasonJobFailed
 	default:
 		j.state = stateCanceled
-		if j.expiry != nil {
+		if j.expired {
 			reason = reasonQueueExpiry
 		}
 	}

@@ -32,7 +32,6 @@ type Simulator struct {
 type delegation struct {
 	key         *rsa.PrivateKey
 	csrPEM      []byte
-	dn          string
 	termination *time.Time
 }
 
