@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +107,79 @@ func TestKnobs_ListJobs(t *testing.T) {
 	wantEq(t, "finished jobs are not listed", len(f.do(http.MethodGet, "/jobs", nil).list(t)), 0)
 	l := f.do(http.MethodGet, "/jobs?state_in=FINISHED", nil).list(t)
 	wantEq(t, "state_in", l[0].(map[string]any)["job_id"], a)
+}
+
+func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
+	srv, err := ftstest.Start("127.0.0.1:0", ftstest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetHang(true)
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/whoami", nil)
+		req.Header.Set("Authorization", "Bearer x")
+		resp, err := (&http.Client{}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close blocked on a hung request")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("the hung request got a reply")
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestKnobs_Concurrent(t *testing.T) {
+	f := newFixture(t, ftstest.Options{FailureRate: 0.3, QueueDelay: time.Second})
+	const workers, jobs = 8, 15
+	errs := make(chan string, workers*jobs)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				body := jobBody(nil, transfer(fmt.Sprintf("gsiftp://a.example.org/%d/%d", w, i), "gsiftp://b.example.org/f"))
+				r := call(t, f.srv.Client(), http.MethodPost, f.srv.URL+"/jobs", testToken, body)
+				if r.code != 200 {
+					errs <- fmt.Sprintf("submit: %d %s", r.code, r.body)
+					continue
+				}
+				f.clk.Advance(100 * time.Millisecond)
+				id := r.obj(t)["job_id"].(string)
+				if r := call(t, f.srv.Client(), http.MethodGet, f.srv.URL+"/jobs/"+id, testToken, nil); r.code != 200 {
+					errs <- fmt.Sprintf("status: %d %s", r.code, r.body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	seen := map[int64]bool{}
+	for _, sf := range f.srv.Files() {
+		if seen[sf.FileID] {
+			t.Fatalf("file id %d given twice", sf.FileID)
+		}
+		seen[sf.FileID] = true
+	}
+	wantEq(t, "files", len(seen), workers*jobs)
+	wantEq(t, "submits counted", f.srv.Requests()["submit"], workers*jobs)
 }

@@ -200,3 +200,15 @@ func TestLife_Speed(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestLife_TerminalStatesNeverChange(t *testing.T) {
+	f := newFixture(t, ftstest.Options{TransferTime: time.Minute})
+	done := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+	f.clk.Advance(time.Minute)
+	before := f.job(done)
+	f.srv.SetFailureRate(1)
+	f.clk.Advance(24 * time.Hour)
+	wantEq(t, "finished job later", f.job(done), before)
+	wantEq(t, "cancel of a finished job", f.do(http.MethodDelete, "/jobs/"+done, nil).obj(t)["http_status"], "304 Not Modified")
+	wantEq(t, "after cancel", f.job(done), before)
+}
