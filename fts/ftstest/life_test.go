@@ -212,3 +212,34 @@ func TestLife_TerminalStatesNeverChange(t *testing.T) {
 	wantEq(t, "cancel of a finished job", f.do(http.MethodDelete, "/jobs/"+done, nil).obj(t)["http_status"], "304 Not Modified")
 	wantEq(t, "after cancel", f.job(done), before)
 }
+
+func TestLife_Staging(t *testing.T) {
+	p := ftstest.NewPKI(t)
+	clk := newClock()
+	srv := tlsServer(t, p, ftstest.Options{Now: clk.Now, QueueDelay: time.Minute, TransferTime: time.Minute})
+	cert := certClient(t, p, p.ProxyPEM)
+	body := jobBody(map[string]any{"bring_online": 3600}, transfer("root://tape.example.org//f", "root://disk.example.org//f"))
+
+	r := call(t, srv.Client(), http.MethodPost, srv.URL+"/jobs", testToken, body)
+	wantEq(t, "token staging", r.obj(t), map[string]any{"status": "400 Bad Request", "message": "Requests to retrieve from tape using token authentication are not supported"})
+
+	r = call(t, cert, http.MethodPost, srv.URL+"/jobs", "", body)
+	wantEq(t, "submit", r.code, 200)
+	path := srv.URL + "/jobs/" + r.obj(t)["job_id"].(string) + "?files=file_state,staging_start,staging_finished"
+	state := func() (string, map[string]any) {
+		j := call(t, cert, http.MethodGet, path, "", nil).obj(t)
+		return j["job_state"].(string), files(t, j)[0]
+	}
+	js, fl := state()
+	wantEq(t, "initial", []any{js, fl["file_state"], fl["staging_finished"]}, []any{"STAGING", "STAGING", nil})
+	clk.Advance(time.Minute)
+	js, fl = state()
+	wantEq(t, "staged", []any{js, fl["file_state"], fl["staging_start"], fl["staging_finished"]},
+		[]any{"STAGING", "SUBMITTED", "2026-03-04T10:00:00", "2026-03-04T10:01:00"})
+	clk.Advance(time.Minute)
+	js, fl = state()
+	wantEq(t, "transferring", []any{js, fl["file_state"]}, []any{"ACTIVE", "ACTIVE"})
+	clk.Advance(time.Minute)
+	js, _ = state()
+	wantEq(t, "done", js, "FINISHED")
+}

@@ -8,6 +8,7 @@ import (
 
 // File and job states (FTS3 model/file.py, model/job.py).
 const (
+	stateStaging       = "STAGING"
 	stateSubmitted     = "SUBMITTED"
 	stateReady         = "READY"
 	stateActive        = "ACTIVE"
@@ -55,6 +56,7 @@ type job struct {
 	dstFileReport    bool
 	targetQos        *string
 	everActive       bool
+	staging          bool // bring_online or copy_pin_lifetime: files start STAGING
 	expired          bool // the max_time_in_queue expiry was applied
 	files            []*file
 }
@@ -91,7 +93,9 @@ type file struct {
 	selectionStrategy string
 	hashedID          int
 
-	queuedAt   time.Time  // when the current attempt may leave SUBMITTED
+	stagingStart, stagingFinished *time.Time
+
+	queuedAt   time.Time  // when the current attempt may leave SUBMITTED or STAGING
 	readyAt    time.Time  // when it became READY
 	activeAt   time.Time  // when it became ACTIVE
 	attempt    int        // current attempt, from 0
@@ -110,7 +114,15 @@ func isJobTerminal(state string) bool {
 
 // isFileActive reports FTS's FileActiveStates among those simulated.
 func isFileActive(state string) bool {
-	return state == stateSubmitted || state == stateReady || state == stateActive
+	return state == stateStaging || state == stateSubmitted || state == stateReady || state == stateActive
+}
+
+// entryState is the state a file enters the queue in.
+func (j *job) entryState() string {
+	if j.staging {
+		return stateStaging
+	}
+	return stateSubmitted
 }
 
 func (f *file) running() bool { return f.state == stateReady || f.state == stateActive }
@@ -145,7 +157,7 @@ func (s *Simulator) expire(j *job, exp time.Time) {
 		return
 	}
 	for _, f := range j.files {
-		if f.state == stateSubmitted || f.state == stateNotUsed {
+		if f.state == stateStaging || f.state == stateSubmitted || f.state == stateNotUsed {
 			at := exp
 			f.state, f.reason, f.reasonSet, f.finishTime = stateCanceled, reasonQueueExpiry, true, &at
 		}
@@ -169,7 +181,7 @@ func (s *Simulator) advanceFile(f *file, now time.Time) {
 
 func (f *file) nextEvent(o Options) time.Time {
 	switch f.state {
-	case stateSubmitted:
+	case stateStaging, stateSubmitted:
 		return f.queuedAt.Add(o.QueueDelay)
 	case stateReady:
 		return f.readyAt.Add(o.StartDelay)
@@ -181,6 +193,9 @@ func (f *file) nextEvent(o Options) time.Time {
 // step applies the transition due at t.
 func (s *Simulator) step(f *file, t time.Time) {
 	switch f.state {
+	case stateStaging:
+		start, end := f.queuedAt, t
+		f.state, f.stagingStart, f.stagingFinished, f.queuedAt = stateSubmitted, &start, &end, t
 	case stateSubmitted:
 		f.state, f.readyAt, f.reason, f.reasonSet = stateReady, t, "", true
 		start := t
@@ -294,7 +309,7 @@ func (s *Simulator) afterTerminal(f *file, t time.Time) {
 	case j.jobType == "R" && f.state == stateFailed:
 		for _, n := range j.files {
 			if n.index == f.index && n.state == stateNotUsed {
-				n.state, n.queuedAt = stateSubmitted, t
+				n.state, n.queuedAt = j.entryState(), t
 				return
 			}
 		}
