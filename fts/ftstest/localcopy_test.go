@@ -120,3 +120,16 @@ func TestLocal_FinishedDirty(t *testing.T) {
 	wantEq(t, "job", j["job_state"], "FINISHEDDIRTY")
 	wantEq(t, "job reason", j["reason"], "One or more files failed. Please have a look at the details for more information")
 }
+
+func TestLocal_EmptyFile(t *testing.T) {
+	f, dir := localFixture(t, ftstest.Options{})
+	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := transfer(fileURL(filepath.Join(dir, "empty")), fileURL(filepath.Join(dir, "copy")))
+	tr["filesize"] = 99 // what the user claims; the copy has 0 bytes
+	fl := files(t, f.job(f.submit(jobBody(nil, tr))))[0]
+	wantEq(t, "state", fl["file_state"], "FINISHED")
+	wantEq(t, "filesize", fl["filesize"], 0)
+	wantEq(t, "copy", readOrMissing(t, filepath.Join(dir, "copy")), "")
+}

@@ -95,13 +95,12 @@ type file struct {
 
 	stagingStart, stagingFinished *time.Time
 
-	queuedAt   time.Time  // when the current attempt may leave SUBMITTED or STAGING
-	readyAt    time.Time  // when it became READY
-	activeAt   time.Time  // when it became ACTIVE
-	attempt    int        // current attempt, from 0
-	cancelAt   *time.Time // canceled while running: finish_time pending
-	retryRows  []retryRow
-	copiedSize int64 // bytes really copied (LocalFiles)
+	queuedAt  time.Time  // when the current attempt may leave SUBMITTED or STAGING
+	readyAt   time.Time  // when it became READY
+	activeAt  time.Time  // when it became ACTIVE
+	attempt   int        // current attempt, from 0
+	cancelAt  *time.Time // canceled while running: finish_time pending
+	retryRows []retryRow
 }
 
 func isTerminal(state string) bool {
@@ -214,12 +213,15 @@ func (s *Simulator) step(f *file, t time.Time) {
 // copy in LocalFiles mode, or success.
 func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	h := mix(uint64(s.opts.Seed)^uint64(f.id)<<20, uint64(f.attempt)+1)
-	reason := ""
+	reason, copied := "", false
 	if unit(h) < s.failureRate {
 		reasons := s.opts.FailureReasons
 		reason = reasons[mix(h, 7)%uint64(len(reasons))]
 	} else if s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL) {
-		reason = s.copyLocal(f)
+		var size int64
+		size, reason = s.copyLocal(f)
+		copied = reason == ""
+		f.filesize = size
 	}
 	tx := t.Sub(f.activeAt).Seconds()
 	end := t
@@ -227,11 +229,11 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	f.txDuration = tx
 	if reason == "" {
 		f.state = stateFinished
-		size := f.userFilesize
-		if f.copiedSize > 0 || (s.opts.LocalFiles && isLocal(f.sourceSURL)) {
-			size = f.copiedSize
+		size := f.filesize // the bytes really copied
+		if !copied {
+			size = f.userFilesize
 		}
-		if size <= 0 {
+		if !copied && size <= 0 {
 			size = int64(1<<20 + mix(h, 11)%(2<<30))
 		}
 		f.filesize = size
