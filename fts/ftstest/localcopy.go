@@ -32,6 +32,8 @@ func (s *Simulator) copyLocal(f *file) (int64, string) {
 		return 0, ioReason("SOURCE", err)
 	} else if st.IsDir() {
 		return 0, fmt.Sprintf("SOURCE [%d] Source is a directory", errEISDIR)
+	} else if !st.Mode().IsRegular() {
+		return 0, fmt.Sprintf("SOURCE [%d] Source is not a regular file", errEINVAL)
 	}
 	overwrite := f.job.overwrite == "Y" || (f.job.overwrite == "R" && f.retry > 0)
 	if _, err := os.Lstat(dst); err == nil && !overwrite {

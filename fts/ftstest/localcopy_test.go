@@ -133,3 +133,15 @@ func TestLocal_EmptyFile(t *testing.T) {
 	wantEq(t, "filesize", fl["filesize"], 0)
 	wantEq(t, "copy", readOrMissing(t, filepath.Join(dir, "copy")), "")
 }
+
+func TestLocal_SourceNotRegular(t *testing.T) {
+	f, dir := localFixture(t, ftstest.Options{})
+	for src, reason := range map[string]string{
+		"/dev/zero": "SOURCE [22] Source is not a regular file",
+		dir:         "SOURCE [21] Source is a directory",
+	} {
+		fl := files(t, f.job(f.submit(jobBody(nil, transfer(fileURL(src), fileURL(filepath.Join(dir, "x")))))))[0]
+		wantEq(t, "reason", fl["reason"], reason)
+		wantEq(t, "state", fl["file_state"], "FAILED")
+	}
+}

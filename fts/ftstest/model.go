@@ -35,7 +35,7 @@ type job struct {
 	state, jobType   string
 	reason           *string
 	userDN, credID   string
-	vo, voms         string
+	vo               string
 	sourceSE, destSE *string
 	submitTime       time.Time
 	finished         *time.Time

@@ -17,6 +17,7 @@ const (
 	errEEXIST          = 17
 	errENOTDIR         = 20
 	errEISDIR          = 21
+	errEINVAL          = 22
 	errEFBIG           = 27
 	errENOSPC          = 28
 	errEROFS           = 30

@@ -111,7 +111,7 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 		return nil, badRequest("No transfers operations specified")
 	}
 	now := s.now()
-	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, voms: strings.Join(id.fqans, " "), submitTime: now, metadata: jm, state: stateSubmitted}
+	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, submitTime: now, metadata: jm, state: stateSubmitted}
 	if params["id_generator"] == "deterministic" {
 		sid, ok := params["sid"]
 		if !ok || sid == nil {
