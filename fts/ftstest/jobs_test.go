@@ -67,7 +67,11 @@ func TestStatus_Progression(t *testing.T) {
 		if got := fl["finish_time"] != nil; got != s.ending {
 			t.Fatalf("step %d: finish_time %v", i, fl["finish_time"])
 		}
-		wantEq(t, "reason", fl["reason"], "")
+		if s.started {
+			wantEq(t, "reason once scheduled", fl["reason"], "")
+		} else {
+			wantEq(t, "reason before scheduling", fl["reason"], nil)
+		}
 	}
 	fl := files(t, f.job(id))[0]
 	wantEq(t, "start_time", fl["start_time"], "2026-03-04T10:00:10")
@@ -197,4 +201,15 @@ func TestCancel(t *testing.T) {
 	if !strings.Contains(string(f.do(http.MethodGet, "/jobs/"+queued, nil).body), `"job_finished":"2026-`) {
 		t.Errorf("canceled job has no job_finished")
 	}
+}
+
+func TestModify_Priority(t *testing.T) {
+	f := newFixture(t, ftstest.Options{QueueDelay: time.Hour})
+	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+	r := f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": 5}})
+	wantEq(t, "code", r.code, 200)
+	wantEq(t, "reply priority", r.obj(t)["priority"], 5)
+	wantEq(t, "job priority", f.job(id)["priority"], 5)
+	r = f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": "high"}})
+	wantEq(t, "bad priority", r.obj(t), map[string]any{"status": "400 Bad Request", "message": "Invalid priority value"})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -47,9 +48,23 @@ func readSubmission(r *http.Request) (map[string]any, *submitError) {
 		return nil, badRequest("Could not read the request: %v", err)
 	}
 	switch {
-	case r.Method == http.MethodPut || strings.HasPrefix(ct, "application/json"):
+	case ct == "application/json, application/x-www-form-urlencoded":
+		unq, err := url.QueryUnescape(string(raw))
+		if err != nil {
+			return nil, badRequest("Badly formatted JSON request")
+		}
+		raw = []byte(unq)
+	case strings.HasPrefix(ct, "application/json") || r.Method == http.MethodPut:
 	case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
-		return map[string]any{}, nil
+		vals, err := url.ParseQuery(string(raw))
+		if err != nil {
+			return nil, badRequest("Badly formatted form request: %v", err)
+		}
+		m := map[string]any{}
+		for k, v := range vals {
+			m[k] = v[0]
+		}
+		return m, nil
 	default:
 		return nil, badRequest("Expecting application/json or application/x-www-form-urlencoded")
 	}
@@ -61,7 +76,7 @@ func readSubmission(r *http.Request) (map[string]any, *submitError) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, typeError("expecting a JSON object, not '%s'", pyType(v))
+		return nil, badRequest("Expecting a dictionary")
 	}
 	return m, nil
 }
@@ -111,7 +126,7 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 		return nil, badRequest("No transfers operations specified")
 	}
 	now := s.now()
-	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, voms: strings.Join(id.fqans, " "), submitTime: now, metadata: jm, state: stateSubmitted}
+	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, submitTime: now, metadata: jm, state: stateSubmitted}
 	if params["id_generator"] == "deterministic" {
 		sid, ok := params["sid"]
 		if !ok || sid == nil {
@@ -140,7 +155,30 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 	if len(j.files) == 0 {
 		return nil, badRequest("No valid pairs available")
 	}
-	return j, s.finishBuild(j, params)
+	if serr := s.finishBuild(j, params); serr != nil {
+		return nil, serr
+	}
+	return j, tokenTapeCheck(id, params)
+}
+
+// tokenTapeCheck refuses tape requests with token authentication, as FTS
+// does after building the job.
+func tokenTapeCheck(id *identity, p map[string]any) *submitError {
+	if id.method != methodOAuth {
+		return nil
+	}
+	tape := func(k string) bool {
+		n, ok := p[k].(json.Number)
+		v, err := n.Int64()
+		return ok && err == nil && v > 0
+	}
+	if tape("archive_timeout") {
+		return badRequest("Requests to archive to tape using token authentication are not supported")
+	}
+	if tape("bring_online") {
+		return badRequest("Requests to retrieve from tape using token authentication are not supported")
+	}
+	return nil
 }
 
 // jobParams reads the job-level parameters.
@@ -163,6 +201,10 @@ func (s *Simulator) jobParams(j *job, p map[string]any, now time.Time) *submitEr
 	}
 	j.bringOnline, j.copyPinLifetime = safeInt(p["bring_online"]), safeInt(p["copy_pin_lifetime"])
 	j.archiveTimeout = safeInt(p["archive_timeout"])
+	j.staging = j.bringOnline > 0 || j.copyPinLifetime > 0
+	if j.staging {
+		j.state = stateStaging
+	}
 	j.spaceToken, _ = p["spacetoken"].(string)
 	if v, ok := p["destination_spacetoken"].(string); ok {
 		j.spaceToken = v
@@ -262,7 +304,7 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 	if serr != nil {
 		return serr
 	}
-	state := stateSubmitted
+	state := j.entryState()
 	if len(srcs) > 1 || truthy(p["multihop"]) {
 		state = stateNotUsed
 	}
@@ -376,7 +418,7 @@ func (s *Simulator) finishBuild(j *job, p map[string]any) *submitError {
 		return badRequest("Reuse jobs must only contain transfers for the same source ad destination storage")
 	}
 	if j.jobType == "R" || j.jobType == "H" {
-		first.state = stateSubmitted
+		first.state = j.entryState()
 	}
 	return nil
 }
