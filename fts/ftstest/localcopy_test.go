@@ -145,3 +145,23 @@ func TestLocal_SourceNotRegular(t *testing.T) {
 		wantEq(t, "state", fl["file_state"], "FAILED")
 	}
 }
+
+// TestLocal_ChecksBeforeDrawnFailures: url-copy checks the source and the
+// destination before copying, so a drawn transfer failure (FailureRate 1)
+// never hides a missing source or an existing destination.
+func TestLocal_ChecksBeforeDrawnFailures(t *testing.T) {
+	f, dir := localFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
+	exists := filepath.Join(dir, "exists")
+	if err := os.WriteFile(exists, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]any{"retry": -1}
+	fl := files(t, f.job(f.submit(jobBody(params, transfer(fileURL(filepath.Join(dir, "src")), fileURL(exists))))))[0]
+	wantEq(t, "existing destination", fl["reason"], "DESTINATION [17] Destination file exists and overwrite is not enabled")
+	wantEq(t, "destination untouched", readOrMissing(t, exists), "old")
+	fl = files(t, f.job(f.submit(jobBody(params, transfer(fileURL(filepath.Join(dir, "nope")), fileURL(filepath.Join(dir, "d2")))))))[0]
+	wantEq(t, "missing source", fl["reason"], "SOURCE [2] No such file or directory")
+	fl = files(t, f.job(f.submit(jobBody(params, transfer(fileURL(filepath.Join(dir, "src")), fileURL(filepath.Join(dir, "d3")))))))[0]
+	wantEq(t, "drawn failure after the checks", fl["reason"], "TRANSFER [110] Connection timed out")
+	wantEq(t, "nothing copied", readOrMissing(t, filepath.Join(dir, "d3")), "<missing>")
+}
