@@ -1,26 +1,11 @@
 package cmd_test
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/asyncstageout/aso/cmd"
 )
 
 const testSites = "../testdata/sites/sites.yaml"
-
-// execAso runs aso with args and returns its exit code and output.
-func execAso(t testing.TB, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code = cmd.ExecuteContext(ctx, args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestResolve(t *testing.T) {
 	tests := []struct {
@@ -50,14 +35,13 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("ASO_SITES", tt.env)
-			code, stdout, stderr := execAso(t, tt.args...)
-			if code != tt.code || stdout != tt.stdout {
-				t.Fatalf("exit %d, stdout %q; want %d, %q\nstderr: %s", code, stdout, tt.code, tt.stdout, stderr)
+			r := invocation{env: map[string]string{"ASO_SITES": tt.env}}.run(t, tt.args...).wantCode(t, tt.code)
+			if r.stdout != tt.stdout {
+				t.Fatalf("stdout %q, want %q\nstderr: %s", r.stdout, tt.stdout, r.stderr)
 			}
 			for _, w := range tt.stderr {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("stderr %q does not mention %q", stderr, w)
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("stderr %q does not mention %q", r.stderr, w)
 				}
 			}
 		})

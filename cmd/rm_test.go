@@ -23,10 +23,9 @@ func TestRm(t *testing.T) {
 	}
 
 	t.Run("all deleted", func(t *testing.T) {
-		code, stdout, stderr := execAso(t, "rm", "--timeout", "30s", "file://"+a, "file://"+filepath.Join(dir, "none"))
-		want := "file://" + a + "\tDELETED\nfile://" + filepath.Join(dir, "none") + "\tMISSING\n"
-		if code != 0 || stdout != want {
-			t.Fatalf("exit %d, stdout %q; want 0, %q\nstderr: %s", code, stdout, want, stderr)
+		r := aso(t, "rm", "--timeout", "30s", "file://"+a, "file://"+filepath.Join(dir, "none")).wantCode(t, 0)
+		if want := "file://" + a + "\tDELETED\nfile://" + filepath.Join(dir, "none") + "\tMISSING\n"; r.stdout != want {
+			t.Fatalf("stdout %q, want %q", r.stdout, want)
 		}
 		if _, err := os.Stat(a); !os.IsNotExist(err) {
 			t.Fatalf("%s still there: %v", a, err)
@@ -34,18 +33,18 @@ func TestRm(t *testing.T) {
 	})
 
 	t.Run("a failure exits 1 and the rest are deleted", func(t *testing.T) {
-		code, stdout, stderr := execAso(t, "rm", "mock://h/p?errno=13", "file://"+b, "not-a-url")
-		lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-		if code != 1 || len(lines) != 3 {
-			t.Fatalf("exit %d, stdout %q; want 1 and 3 lines\nstderr: %s", code, stdout, stderr)
+		r := aso(t, "rm", "mock://h/p?errno=13", "file://"+b, "not-a-url").wantCode(t, 1)
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("stdout %q, want 3 lines", r.stdout)
 		}
 		for i, prefix := range []string{"mock://h/p?errno=13\tFAILED\tPermission denied", "file://" + b + "\tDELETED", "not-a-url\tFAILED\tnot a URL"} {
 			if !strings.HasPrefix(lines[i], prefix) {
 				t.Errorf("line %d %q, want prefix %q", i, lines[i], prefix)
 			}
 		}
-		if !strings.Contains(stderr, "2 of 3 not deleted") {
-			t.Errorf("stderr %q", stderr)
+		if !strings.Contains(r.stderr, "2 of 3 not deleted") {
+			t.Errorf("stderr %q", r.stderr)
 		}
 		if _, err := os.Stat(b); !os.IsNotExist(err) {
 			t.Fatalf("%s still there: %v", b, err)
@@ -53,11 +52,9 @@ func TestRm(t *testing.T) {
 	})
 
 	t.Run("usage", func(t *testing.T) {
-		if code, _, stderr := execAso(t, "rm"); code != 2 {
-			t.Fatalf("exit %d without arguments, want 2; stderr %s", code, stderr)
-		}
-		if code, _, stderr := execAso(t, "rm", "--timeout", "0s", "file://"+a); code != 2 || !strings.Contains(stderr, "--timeout") {
-			t.Fatalf("exit %d with --timeout 0, want 2; stderr %s", code, stderr)
+		aso(t, "rm").wantCode(t, 2)
+		if r := aso(t, "rm", "--timeout", "0s", "file://"+a).wantCode(t, 2); !strings.Contains(r.stderr, "--timeout") {
+			t.Fatalf("stderr %q does not mention --timeout", r.stderr)
 		}
 	})
 }

@@ -74,7 +74,10 @@ func interpretRun(urls []string, out runOutput) (results []DeleteResult, settled
 		err = fmt.Errorf("srm: gfal-rm exited with status %d after %d of %d URLs: %s: %w",
 			out.ExitCode, k, len(urls), lastLine(out.Stderr), ErrGfalRm)
 	}
-	if k < len(urls) {
+	// gfal-rm works through the URLs in order, so the one after the last
+	// line may have been in progress, unless that line was a FAILED, after
+	// which gfal-rm stops.
+	if k < len(urls) && (k == 0 || results[k-1].Status != StatusFailed) {
 		results[k] = DeleteResult{URL: urls[k], Status: StatusFailed, Message: err.Error(), Err: err}
 		k++
 	}

@@ -49,6 +49,8 @@ func TestInterpretRun(t *testing.T) {
 		{"error after every URL", srm.RunOutput{Started: true, ExitCode: 5, Stdout: "mock://h/a\tDELETED\nmock://h/b\tDELETED\nmock://h/c\tDELETED\n",
 			Stderr: "gfal-rm error: 5 (Input/output error) - Input/output error\n"},
 			3, srm.ErrGfalRm, []want{{status: srm.StatusDeleted}, {status: srm.StatusDeleted}, {status: srm.StatusDeleted}}},
+		{"crash after FAILED", srm.RunOutput{Started: true, ExitCode: 1, Stdout: "mock://h/a\tFAILED\n", Stderr: "Traceback (most recent call last):\n  ...\nKeyError: 'x'\n"},
+			1, srm.ErrGfalRm, []want{{status: srm.StatusFailed}, {status: srm.StatusSkipped}, {status: srm.StatusSkipped}}},
 		{"unknown status for our URL", srm.RunOutput{Started: true, Stdout: "mock://h/a\tRMDIR\n"},
 			1, srm.ErrGfalRm, []want{{status: srm.StatusFailed}, {status: srm.StatusSkipped}, {status: srm.StatusSkipped}}},
 		{"line for another URL", srm.RunOutput{Started: true, Stdout: "mock://h/a\tDELETED\nmock://h/c\tDELETED\n"},
