@@ -29,6 +29,7 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	res := make([]state.EnqueueResult, len(reqs))
 	first := map[string]bool{}
 	var docs []any
+	var ids []string
 	var at []int
 	for i := range reqs {
 		r := &reqs[i]
@@ -49,9 +50,10 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 			continue
 		}
 		docs = append(docs, body)
+		ids = append(ids, t.ID)
 		at = append(at, i)
 	}
-	out, err := s.bulkDocs(ctx, docs)
+	out, err := s.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}

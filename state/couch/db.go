@@ -97,8 +97,10 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 	}
 }
 
-// bulkDocs writes docs in one request and returns the per-document results.
-func (s *Store) bulkDocs(ctx context.Context, docs []any) ([]kivik.BulkResult, error) {
+// bulkDocs writes docs (whose IDs are ids) in one request and returns the
+// per-document results in the order of docs. Results are matched by ID:
+// the PouchDB server answers refused documents first.
+func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
 	if len(docs) == 0 {
 		return nil, nil
 	}
@@ -114,7 +116,19 @@ func (s *Store) bulkDocs(ctx context.Context, docs []any) ([]kivik.BulkResult, e
 	if len(res) != len(docs) {
 		return nil, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", s.url, len(res), len(docs))
 	}
-	return res, nil
+	at := make(map[string][]int, len(ids))
+	for i, id := range ids {
+		at[id] = append(at[id], i)
+	}
+	out := make([]kivik.BulkResult, len(docs))
+	for _, r := range res {
+		q := at[r.ID]
+		if len(q) == 0 {
+			return nil, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
+		}
+		out[q[0]], at[r.ID] = r, q[1:]
+	}
+	return out, nil
 }
 
 // readKeys reads documents by ID in one request (POST _all_docs with keys).

@@ -63,9 +63,9 @@ func requests(user string, n int) []state.Request {
 	for i := range rs {
 		rs[i] = state.Request{
 			User: user, Source: "T2_US_Nebraska", Destination: "T1_US_FNAL",
-			SourceLFN: fmt.Sprintf("/store/user/%s/src/file%05d.root", user, i),
+			SourceLFN:      fmt.Sprintf("/store/user/%s/src/file%05d.root", user, i),
 			DestinationLFN: fmt.Sprintf("/store/user/%s/dst/file%05d.root", user, i),
-			Size: int64(1000 + i), Checksums: map[string]string{"adler32": "0a1b2c3d"},
+			Size:           int64(1000 + i), Checksums: map[string]string{"adler32": "0a1b2c3d"},
 		}
 	}
 	return rs

@@ -48,7 +48,7 @@ func (s *Store) readLock(ctx context.Context, user string) (lockDoc, bool, error
 // writeLock writes d revision-checked; it reports a conflict as errConflict.
 func (s *Store) writeLock(ctx context.Context, d lockDoc) (string, error) {
 	d.ID, d.Type = state.LockID(d.User), lockType
-	res, err := s.bulkDocs(ctx, []any{d})
+	res, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
 		return "", err
 	}

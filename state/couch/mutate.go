@@ -46,6 +46,23 @@ type pending struct {
 	idx  int
 	base state.Transfer  // the version the rule is applied to (its Rev is sent)
 	body json.RawMessage // the last body written
+	// forbidden is the server's refusal of the last write (other than a
+	// conflict). A server may run validate_doc_update against the newest
+	// revision before it checks the revision sent (the PouchDB server
+	// does), so a refusal is trusted only once a re-read shows the
+	// revision did not move.
+	forbidden error
+}
+
+func (p *pending) conflictErr() error {
+	if p.forbidden != nil {
+		return p.forbiddenErr()
+	}
+	return fmt.Errorf("couch: transfer %s: %w", p.base.ID, state.ErrConflict)
+}
+
+func (p *pending) forbiddenErr() error {
+	return fmt.Errorf("couch: transfer %s: the server rejected the write: %v: %w", p.base.ID, p.forbidden, state.ErrInvalid)
 }
 
 var errConflictsLeft = errors.New("conflicts left")
@@ -83,20 +100,12 @@ func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]st
 		}
 		if mode == skip {
 			for _, p := range work {
-				res[p.idx].Err = fmt.Errorf("couch: transfer %s: %w", p.base.ID, state.ErrConflict)
+				res[p.idx].Err = p.conflictErr()
 			}
 			work = nil
 			return nil
 		}
-		ids := make([]int, len(work))
-		for k, p := range work {
-			ids[k] = p.idx
-		}
-		last := make(map[int]json.RawMessage, len(work))
-		for _, p := range work {
-			last[p.idx] = p.body
-		}
-		work, err = s.reloadAfterConflict(ctx, items, ids, last, res)
+		work, err = s.reloadAfterConflict(ctx, items, work, res)
 		if err != nil {
 			return backoff.Permanent(err)
 		}
@@ -133,6 +142,7 @@ func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]st
 // request. It returns the items that conflicted.
 func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
 	var docs []any
+	var ids []string
 	var sent []*pending
 	for _, p := range work {
 		t := cloneTransfer(&p.base)
@@ -151,25 +161,29 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			}
 			p.body = body
 			docs = append(docs, body)
+			ids = append(ids, t.ID)
 			sent = append(sent, p)
 		}
 	}
-	out, err := s.bulkDocs(ctx, docs)
+	out, err := s.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}
 	var conflicted []*pending
 	for k, r := range out {
 		p := sent[k]
-		switch st := kivik.HTTPStatus(r.Error); {
+		p.forbidden = nil
+		switch {
 		case r.Error == nil:
 			res[p.idx].Rev = r.Rev
-		case st == http.StatusConflict:
+		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			conflicted = append(conflicted, p)
-		case st == http.StatusForbidden || st == http.StatusUnauthorized:
-			res[p.idx].Err = fmt.Errorf("couch: transfer %s: the server rejected the write: %v: %w", p.base.ID, r.Error, state.ErrInvalid)
 		default:
-			res[p.idx].Err = fmt.Errorf("couch: transfer %s: %w", p.base.ID, r.Error)
+			// kivik reports every per-document error but a conflict as
+			// 500, so a refusal by validate_doc_update is recognised by
+			// the re-read: the revision did not move.
+			p.forbidden = r.Error
+			conflicted = append(conflicted, p)
 		}
 	}
 	return conflicted, nil
@@ -178,34 +192,44 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 // reload reads the documents of items[idx] and returns them as work; items
 // that are missing or invalid get their error in res.
 func (s *Store) reload(ctx context.Context, items []item, idx []int, res []state.Result) ([]*pending, error) {
-	return s.reloadAfterConflict(ctx, items, idx, nil, res)
+	work := make([]*pending, len(idx))
+	for k, i := range idx {
+		work[k] = &pending{idx: i}
+	}
+	return s.reloadAfterConflict(ctx, items, work, res)
 }
 
-// reloadAfterConflict is reload for items whose write conflicted: an item
-// whose stored document equals the body last written (the write was applied
-// but its answer lost) succeeds with the stored revision.
-func (s *Store) reloadAfterConflict(ctx context.Context, items []item, idx []int, last map[int]json.RawMessage, res []state.Result) ([]*pending, error) {
-	ids := make([]string, len(idx))
-	for k, i := range idx {
-		ids[k] = items[i].id
+// reloadAfterConflict re-reads the documents of work in one request. An
+// item whose stored document equals the body last written (the write was
+// applied but its answer lost) succeeds with the stored revision; one whose
+// write was refused while its revision did not move fails with ErrInvalid.
+func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
+	ids := make([]string, len(work))
+	for k, p := range work {
+		ids[k] = items[p.idx].id
 	}
 	docs, err := s.readKeys(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	var work []*pending
-	for _, i := range idx {
+	var next []*pending
+	for _, p := range work {
+		i := p.idx
 		raw, ok := docs[items[i].id]
 		if !ok {
 			res[i].Err = fmt.Errorf("couch: transfer %s: %w", items[i].id, state.ErrNotFound)
 			continue
 		}
-		if body := last[i]; body != nil && sameContent(raw, body) {
-			var e struct {
-				Rev string `json:"_rev"`
-			}
-			_ = json.Unmarshal(raw, &e)
+		var e struct {
+			Rev string `json:"_rev"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		switch {
+		case p.body != nil && sameContent(raw, p.body):
 			res[i].Rev = e.Rev
+			continue
+		case p.forbidden != nil && e.Rev == p.base.Rev:
+			res[i].Err = p.forbiddenErr()
 			continue
 		}
 		t, err := decode(raw)
@@ -213,9 +237,9 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, idx []int
 			res[i].Err = fmt.Errorf("couch: transfer %s: stored document: %w", items[i].id, err)
 			continue
 		}
-		work = append(work, &pending{idx: i, base: t})
+		next = append(next, &pending{idx: i, base: t})
 	}
-	return work, nil
+	return next, nil
 }
 
 // cloneTransfer copies t deeply enough that rules may change the copy.
