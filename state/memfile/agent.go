@@ -1,0 +1,232 @@
+package memfile
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// rule changes the stored transfer t (a private copy) for item i and
+// reports whether it must be written.
+type rule func(i int, t *state.Transfer, now time.Time) (bool, error)
+
+// each applies r to the stored version of every ID, in one record: the
+// revision each item carries does not matter, because r checks on the
+// stored document that the item is still the caller's (re-read and
+// re-apply, as the contract asks of a conflict).
+func (s *Store) each(ctx context.Context, call string, durable bool, ids []string, r rule) ([]state.Result, error) {
+	res := make([]state.Result, len(ids))
+	err := s.update(ctx, call, durable, func(x *tx, now time.Time) error {
+		for i, id := range ids {
+			res[i] = state.Result{ID: id}
+			cur := x.get(id)
+			if cur == nil {
+				res[i].Err = s.missing(x, call, id)
+				continue
+			}
+			c := clone(cur)
+			write, err := r(i, c, now)
+			switch {
+			case err != nil:
+				res[i].Err = fmt.Errorf("memfile: %s: %w", call, err)
+			case !write:
+				res[i].Rev = cur.Rev
+			default:
+				x.put(c)
+				res[i].Rev = c.Rev
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *Store) missing(x *tx, call, id string) error {
+	if bad, ok := x.d.invalid[id]; ok {
+		return fmt.Errorf("memfile: %s %s: the stored document is invalid (%s) and skipped: %w", call, id, bad.reason, state.ErrNotFound)
+	}
+	return fmt.Errorf("memfile: %s %s: %w", call, id, state.ErrNotFound)
+}
+
+func transferIDs(ts []state.Transfer) []string {
+	ids := make([]string, len(ts))
+	for i := range ts {
+		ids[i] = ts[i].ID
+	}
+	return ids
+}
+
+// NewTransfers claims up to limit eligible transfers of the agent's user.
+func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
+	var out []state.Transfer
+	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
+		out = nil
+		ui := x.d.users[s.agent.User]
+		if ui == nil || limit <= 0 {
+			return nil
+		}
+		var claimed []*state.Transfer
+		ui.queue.Ascend(func(t *state.Transfer) bool {
+			if !state.Claimable(t, s.agent.User, now) {
+				return true
+			}
+			deps := depStates(x, t)
+			c := clone(t)
+			if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
+				x.put(c)
+				return true
+			}
+			if v, _, _ := state.CheckDeps(t, deps); v != state.DepsReady {
+				return true
+			}
+			if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
+				return true
+			}
+			x.put(c)
+			claimed = append(claimed, c)
+			return len(claimed) < limit
+		})
+		for _, c := range claimed {
+			out = append(out, *clone(c))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// depStates returns the known states of t's dependencies.
+func depStates(x *tx, t *state.Transfer) map[string]state.State {
+	if len(t.DependsOn) == 0 {
+		return nil
+	}
+	m := make(map[string]state.State, len(t.DependsOn))
+	for _, d := range t.DependsOn {
+		if dt := x.get(d); dt != nil {
+			m[d] = dt.State
+		}
+	}
+	return m
+}
+
+// PrepareSubmit writes submit_sid on held transfers and renews their lease.
+func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
+	return s.each(ctx, "prepare submit", true, transferIDs(transfers), func(_ int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.Prepare(t, s.agent, sid, now, s.policy.LeaseTTL)
+	})
+}
+
+// RenewLeases extends the lease of held transfers.
+func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]state.Result, error) {
+	return s.each(ctx, "renew leases", true, transferIDs(transfers), func(_ int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.Renew(t, s.agent, now, s.policy.LeaseTTL)
+	})
+}
+
+// SetTransferID commits held transfers to FTS job jobID.
+func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
+	ids := make([]string, len(commits))
+	for i := range commits {
+		ids[i] = commits[i].Transfer.ID
+	}
+	return s.each(ctx, "set transfer id", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.CommitTo(t, s.agent, commits[i], jobID, now)
+	})
+}
+
+// AbortTransfers ends the transaction of held transfers without a job.
+func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]state.Result, error) {
+	ids := make([]string, len(aborts))
+	for i := range aborts {
+		ids[i] = aborts[i].Transfer.ID
+	}
+	return s.each(ctx, "abort transfers", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.ApplyAbort(t, s.agent, aborts[i], s.policy, now)
+	})
+}
+
+// SetTransientState records progress of submitted transfers, without fsync.
+// A stale revision is a conflict: transient writes are never re-applied.
+func (s *Store) SetTransientState(ctx context.Context, items []state.Transient) ([]state.Result, error) {
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = items[i].Transfer.ID
+	}
+	return s.each(ctx, "set transient state", false, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		stale := items[i].Transfer.Rev != "" && items[i].Transfer.Rev != t.Rev
+		if err := state.ApplyTransient(t, items[i].Progress, now); err != nil {
+			return false, err
+		}
+		if stale {
+			return false, fmt.Errorf("transfer %s: revision %s, stored %s: %w", t.ID, items[i].Transfer.Rev, t.Rev, state.ErrConflict)
+		}
+		return true, nil
+	})
+}
+
+// SetTerminalState persists FTS outcomes.
+func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal) ([]state.Result, error) {
+	ids := make([]string, len(outcomes))
+	for i := range outcomes {
+		ids[i] = outcomes[i].Transfer.ID
+	}
+	return s.each(ctx, "set terminal state", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return state.ApplyTerminal(t, s.agent, outcomes[i], s.policy, now)
+	})
+}
+
+// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
+// the job with the oldest last_update first.
+func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+	var jobs []state.Job
+	err := s.view(ctx, "active transfers", func(d *db, _ time.Time) error {
+		jobs = nil
+		ui := d.users[user]
+		if ui == nil {
+			return nil
+		}
+		byJob := map[string]int{}
+		oldest := map[string]state.Time{}
+		for _, t := range ui.byState[state.StateSubmitted] {
+			i, ok := byJob[t.FTSJob]
+			if !ok {
+				i = len(jobs)
+				byJob[t.FTSJob] = i
+				jobs = append(jobs, state.Job{ID: t.FTSJob})
+			}
+			jobs[i].Transfers = append(jobs[i].Transfers, *clone(t))
+			if o, ok := oldest[t.FTSJob]; !ok || t.LastUpdate.Before(o.Time) {
+				oldest[t.FTSJob] = t.LastUpdate
+			}
+		}
+		sort.Slice(jobs, func(i, j int) bool {
+			a, b := oldest[jobs[i].ID], oldest[jobs[j].ID]
+			if !a.Equal(b.Time) {
+				return a.Before(b.Time)
+			}
+			return jobs[i].ID < jobs[j].ID
+		})
+		for _, j := range jobs {
+			ts := j.Transfers
+			sort.Slice(ts, func(a, b int) bool {
+				if ts[a].FTSFileID != ts[b].FTSFileID {
+					return ts[a].FTSFileID < ts[b].FTSFileID
+				}
+				return ts[a].ID < ts[b].ID
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}

@@ -1,0 +1,23 @@
+// Package memfile is the file-backed state store: every document lives in
+// memory, and every durable call is made durable in one local file before it
+// returns. It serves offline use (one machine, no CouchDB) and tests.
+//
+// The file is JSON lines: a header, then documents (a snapshot written by
+// compaction, one document a line, editable by hand), then journal records,
+// each a batch header {"batch":N,"bytes":L,"crc32c":"..."} followed by the N
+// full new documents of one bulk call. A call appends one record and fsyncs
+// it, so a commit costs O(batch), not O(queue); compaction rewrites the file
+// (temp file, fsync, rename, fsync of the directory) once the journal has
+// grown larger than the snapshot. Several handles and several processes may
+// share a file: each operation holds an flock on it, first catches up on the
+// records others appended, then appends its own.
+//
+// A torn last record (a crash in the middle of an append) is dropped with a
+// warning; any other damage is an error naming the file and line. A document
+// that does not validate as a transfer is kept in the file but skipped by
+// every call and reported by Summary.
+//
+// The package implements state.Store with the pure rules of package state
+// and must not add rules of its own: its semantics are those of the CouchDB
+// backend, as proven by state/statetest. It does not log.
+package memfile

@@ -1,0 +1,163 @@
+package statetest
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var adminCases = []testCase{
+	{"RequestKill", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		q := e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3))
+		sub := e.submit(s, 1, "job-1")[0]
+		acq := e.claim(s, 1)[0]
+		var fresh string
+		for _, id := range q {
+			if id != sub.ID && id != acq.ID {
+				fresh = id
+			}
+		}
+		unknown := ReqID(Alice, 99)
+		res, err := s.RequestKill(ctx, []string{fresh, acq.ID, sub.ID, unknown})
+		if err != nil || len(res) != 4 {
+			e.t.Fatal(res, err)
+		}
+		for i := 0; i < 3; i++ {
+			if res[i].Err != nil || res[i].Rev == "" {
+				e.t.Fatalf("kill item %d: %+v", i, res[i])
+			}
+		}
+		wantErr(e.t, "kill of an unknown ID", res[3].Err, state.ErrNotFound)
+		e.wantState(s, fresh, state.StateKilled)
+		for _, id := range []string{acq.ID, sub.ID} {
+			tr := e.get(s, id)
+			if !tr.KillRequested || tr.State.Terminal() {
+				e.t.Fatalf("kill of an active transfer: %+v, want kill_requested and still active", tr)
+			}
+		}
+		// the agent honours it: cancels in FTS, then records killed
+		acq = e.get(s, acq.ID)
+		sub = e.get(s, sub.ID)
+		out := e.terminal(s, state.Terminal{Transfer: acq, Outcome: state.OutcomeKilled},
+			state.Terminal{Transfer: sub, Outcome: state.OutcomeKilled, FTSJob: "job-1"})
+		e.ok("SetTerminalState", out, nil, 2)
+		e.wantState(s, acq.ID, state.StateKilled)
+		e.wantState(s, sub.ID, state.StateKilled)
+	}},
+	{"Retry", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		q := e.enqueue(s, Req(Alice, 1), Req(Alice, 2))
+		ts := e.claim(s, 1)
+		res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: ts[0], Reason: "no such file", Fatal: true}})
+		e.ok("AbortTransfers", res, err, 1)
+		failed := ts[0].ID
+		active := q[1]
+		if failed == active {
+			active = q[0]
+		}
+		res, err = s.Retry(ctx, []string{failed, active, ReqID(Alice, 99)})
+		if err != nil || len(res) != 3 {
+			e.t.Fatal(res, err)
+		}
+		if res[0].Err != nil {
+			e.t.Fatal(res[0].Err)
+		}
+		wantErr(e.t, "retry of an active transfer", res[1].Err, state.ErrNotTerminal)
+		wantErr(e.t, "retry of an unknown ID", res[2].Err, state.ErrNotFound)
+		tr := e.wantState(s, failed, state.StateNew)
+		if tr.Attempts != 0 || tr.Reason != "" || !tr.RetryAfter.IsZero() || tr.Rev != res[0].Rev {
+			e.t.Fatalf("retried %+v", tr)
+		}
+		if got := e.claim(s, 2); len(got) != 2 {
+			e.t.Fatalf("claimed %d after retry, want both", len(got))
+		}
+	}},
+	{"Get/NotFound", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		_, err := s.Get(ctx, ReqID(Alice, 1))
+		wantErr(e.t, "Get of an unknown ID", err, state.ErrNotFound)
+	}},
+	{"List/Filters", func(e *env) {
+		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
+		var all []string
+		for i := 0; i < 4; i++ {
+			all = append(all, e.enqueue(s, Req(Alice, i))[0])
+			e.clock.Advance(time.Second)
+		}
+		r := Req(Bob, 1)
+		r.Destination = Dst2
+		bob := e.enqueue(s, r)[0]
+		sub := e.submit(s, 1, "job-1")[0] // the oldest: all[0]
+		acq := e.claim(s, 1)[0]           // all[1]
+		e.claim(b, 1)
+		cases := []struct {
+			name string
+			f    state.Filter
+			want []string
+		}{
+			{"all", state.Filter{}, append(append([]string{}, all...), bob)},
+			{"user", state.Filter{User: Alice}, all},
+			{"states", state.Filter{States: []state.State{state.StateSubmitted, state.StateAcquired}}, []string{sub.ID, acq.ID, bob}},
+			{"user and state", state.Filter{User: Alice, States: []state.State{state.StateNew}}, all[2:]},
+			{"ids", state.Filter{IDs: []string{all[3], bob, ReqID(Alice, 99)}}, []string{all[3], bob}},
+			{"link", state.Filter{Link: Src + "->" + Dst2}, []string{bob}},
+			{"limit", state.Filter{User: Alice, Limit: 2}, all[:2]},
+		}
+		for _, c := range cases {
+			got, err := s.List(ctx, c.f)
+			if err != nil {
+				e.t.Fatalf("%s: %v", c.name, err)
+			}
+			if !reflect.DeepEqual(ids(got), c.want) {
+				e.t.Fatalf("%s: listed %v, want %v", c.name, ids(got), c.want)
+			}
+		}
+	}},
+	{"Summary", func(e *env) {
+		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
+		for i := 0; i < 4; i++ {
+			e.enqueue(s, Req(Alice, i))
+			e.clock.Advance(time.Second)
+		}
+		r := Req(Bob, 1)
+		r.Destination = Dst2
+		bob := e.enqueue(s, r)[0]
+		sub := e.submit(s, 2, "job-1") // alice 0 and 1
+		released := e.claim(s, 1)[0]   // alice 2, released below: it waits since now
+		res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: released, Reason: "shutdown", NoPenalty: true}})
+		e.ok("AbortTransfers", res, err, 1)
+		e.claim(b, 1)
+		e.clock.Advance(time.Hour)
+		tres, err := s.SetTransientState(ctx, []state.Transient{{Transfer: sub[1], Progress: state.Progress{FTSState: "ACTIVE"}}})
+		e.ok("SetTransientState", tres, err, 1)
+		sum, err := s.Summary(ctx, state.SummaryOptions{StaleAfter: 30 * time.Minute})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if sum.Total != 5 || !reflect.DeepEqual(sum.ByState, map[state.State]int{state.StateSubmitted: 2, state.StateNew: 2, state.StateAcquired: 1}) {
+			e.t.Fatalf("total %d by state %v", sum.Total, sum.ByState)
+		}
+		link, link2 := Src+"->"+Dst, Src+"->"+Dst2
+		if sum.ByLink[link][state.StateNew] != 2 || sum.ByLink[link][state.StateSubmitted] != 2 || sum.ByLink[link2][state.StateAcquired] != 1 {
+			e.t.Fatalf("by link %v", sum.ByLink)
+		}
+		if sum.ByUser[Alice][state.StateNew] != 2 || sum.ByUser[Bob][state.StateAcquired] != 1 || len(sum.ByUser) != 2 {
+			e.t.Fatalf("by user %v", sum.ByUser)
+		}
+		if sum.OldestWaiting == nil || sum.OldestWaiting.ID != ReqID(Alice, 3) {
+			e.t.Fatalf("oldest waiting %+v, want alice's 4th (the released one waits since its release)", sum.OldestWaiting)
+		}
+		if len(sum.Stale) != 1 || sum.Stale[0].ID != sub[0].ID {
+			e.t.Fatalf("stale %v, want %s", ids(sum.Stale), sub[0].ID)
+		}
+		if len(sum.StuckAcquired) != 1 || sum.StuckAcquired[0].ID != bob {
+			e.t.Fatalf("stuck acquired %v, want %s", ids(sum.StuckAcquired), bob)
+		}
+		mine, err := s.Summary(ctx, state.SummaryOptions{User: Bob, StaleAfter: 30 * time.Minute})
+		if err != nil || mine.Total != 1 || len(mine.Stale) != 0 || len(mine.ByUser) != 1 {
+			e.t.Fatalf("bob's summary %+v, %v", mine, err)
+		}
+	}},
+}

@@ -1,0 +1,236 @@
+// Package statetest is the conformance suite of the TransferState contract:
+// every backend (state/couch, state/memfile) runs it with a one-line test and
+// must pass it unchanged.
+//
+// The suite talks to a backend only through the state.Store interface, moves
+// time with a fake Clock instead of sleeping, and expects a fresh, empty
+// database for every subtest. It must not depend on any backend.
+package statetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Factory opens another handle on the same fresh database, bound to cfg
+// (agent identity, policy, clock). The suite closes every handle it opens.
+type Factory func(t *testing.T, cfg state.Config) state.Store
+
+// Clock is a fake clock for tests: safe for concurrent use, moved only by
+// Advance and Set.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a Clock reading start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the current fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// Start is the time every subtest's clock starts at.
+var Start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// Policy is the policy of every store the suite opens.
+var Policy = state.Policy{LeaseTTL: 10 * time.Minute, CoolOff: 5 * time.Minute, MaxAttempts: 3}
+
+// The users, sites and job names the suite uses.
+const (
+	Alice = "alice"
+	Bob   = "bob"
+	Src   = "T2_US_Nebraska"
+	Dst   = "T1_DE_KIT"
+	Dst2  = "T2_CH_CERN"
+)
+
+type testCase struct {
+	name string
+	fn   func(e *env)
+}
+
+// Run runs the whole suite; newDB is called once per subtest and must return
+// a Factory on a fresh, empty database.
+func Run(t *testing.T, newDB func(t *testing.T) Factory) {
+	var all []testCase
+	for _, group := range [][]testCase{enqueueCases, claimCases, leaseCases, commitCases, terminalCases, adminCases, lockCases, miscCases} {
+		all = append(all, group...)
+	}
+	for _, c := range all {
+		t.Run(c.name, func(t *testing.T) {
+			c.fn(&env{t: t, open: newDB(t), clock: NewClock(Start)})
+		})
+	}
+}
+
+// env is the world of one subtest: a fresh database and a fake clock.
+type env struct {
+	t     *testing.T
+	open  Factory
+	clock *Clock
+}
+
+// store opens a handle for agent owner working on user's queue.
+func (e *env) store(user, owner string) state.Store {
+	e.t.Helper()
+	s := e.open(e.t, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: Policy, Now: e.clock.Now})
+	e.t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var ctx = context.Background()
+
+// Req returns a valid request of user for file n on the link Src->Dst.
+func Req(user string, n int) state.Request {
+	return state.Request{
+		User: user, Group: "cms", Source: Src, Destination: Dst,
+		SourceLFN:      fmt.Sprintf("/store/temp/user/%s/out_%d.root", user, n),
+		DestinationLFN: fmt.Sprintf("/store/user/%s/out_%d.root", user, n),
+		Size:           int64(1000 + n), Checksums: map[string]string{"adler32": fmt.Sprintf("%08x", n)},
+	}
+}
+
+func (e *env) enqueue(s state.Store, reqs ...state.Request) []string {
+	e.t.Helper()
+	res, err := s.Enqueue(ctx, reqs)
+	if err != nil {
+		e.t.Fatalf("Enqueue: %v", err)
+	}
+	if len(res) != len(reqs) {
+		e.t.Fatalf("Enqueue returned %d results for %d requests", len(res), len(reqs))
+	}
+	ids := make([]string, len(res))
+	for i, r := range res {
+		if r.Status != state.Stored || r.Err != nil {
+			e.t.Fatalf("Enqueue item %d: status %q, err %v; want stored", i, r.Status, r.Err)
+		}
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func (e *env) claim(s state.Store, limit int) []state.Transfer {
+	e.t.Helper()
+	ts, err := s.NewTransfers(ctx, limit)
+	if err != nil {
+		e.t.Fatalf("NewTransfers(%d): %v", limit, err)
+	}
+	return ts
+}
+
+func (e *env) get(s state.Store, id string) state.Transfer {
+	e.t.Helper()
+	tr, err := s.Get(ctx, id)
+	if err != nil {
+		e.t.Fatalf("Get(%s): %v", id, err)
+	}
+	return tr
+}
+
+// ok fails unless the bulk call succeeded for every one of n items.
+func (e *env) ok(call string, res []state.Result, err error, n int) []state.Result {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatalf("%s: %v", call, err)
+	}
+	if len(res) != n {
+		e.t.Fatalf("%s: %d results for %d items", call, len(res), n)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			e.t.Fatalf("%s item %d (%s): %v", call, i, r.ID, r.Err)
+		}
+		if r.Rev == "" {
+			e.t.Fatalf("%s item %d (%s): success without a revision", call, i, r.ID)
+		}
+	}
+	return res
+}
+
+func (e *env) wantState(s state.Store, id string, want state.State) state.Transfer {
+	e.t.Helper()
+	tr := e.get(s, id)
+	if tr.State != want {
+		e.t.Fatalf("transfer %s is %s (reason %q), want %s", id, tr.State, tr.Reason, want)
+	}
+	return tr
+}
+
+// unchanged fails if the stored document differs from before.
+func (e *env) unchanged(s state.Store, before state.Transfer) {
+	e.t.Helper()
+	after := e.get(s, before.ID)
+	if !reflect.DeepEqual(before, after) {
+		e.t.Fatalf("transfer %s changed:\nbefore %+v\nafter  %+v", before.ID, before, after)
+	}
+}
+
+func wantErr(t *testing.T, what string, got, want error) {
+	t.Helper()
+	if !errors.Is(got, want) {
+		t.Fatalf("%s: error %v, want %v", what, got, want)
+	}
+}
+
+func ids(ts []state.Transfer) []string {
+	out := make([]string, len(ts))
+	for i, tr := range ts {
+		out[i] = tr.ID
+	}
+	return out
+}
+
+func commitsOf(ts []state.Transfer) []state.Commit {
+	cs := make([]state.Commit, len(ts))
+	for i, tr := range ts {
+		cs[i] = state.Commit{Transfer: tr, SourcePFN: "file:///src" + tr.SourceLFN, DestPFN: "file:///dst" + tr.DestinationLFN, FileID: int64(i + 1)}
+	}
+	return cs
+}
+
+// submit claims n transfers with s and commits them to job.
+func (e *env) submit(s state.Store, n int, job string) []state.Transfer {
+	e.t.Helper()
+	ts := e.claim(s, n)
+	if len(ts) != n {
+		e.t.Fatalf("claimed %d transfers, want %d", len(ts), n)
+	}
+	res, err := s.SetTransferID(ctx, commitsOf(ts), job)
+	e.ok("SetTransferID", res, err, n)
+	out := make([]state.Transfer, n)
+	for i, tr := range ts {
+		out[i] = e.wantState(s, tr.ID, state.StateSubmitted)
+	}
+	return out
+}
+
+// ReqID is the transfer ID of Req(user, n).
+func ReqID(user string, n int) string {
+	r := Req(user, n)
+	return r.ID()
+}
