@@ -57,16 +57,36 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}
+	var refused []int
 	for k, r := range out {
 		i := at[k]
-		switch st := kivik.HTTPStatus(r.Error); {
+		switch {
 		case r.Error == nil:
 			res[i].Status = state.Stored
-		case st == http.StatusConflict:
+		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			res[i].Status = state.AlreadyQueued
 		default:
 			res[i].Status = state.Rejected
 			res[i].Err = fmt.Errorf("couch: enqueue %s: %v: %w", res[i].ID, r.Error, state.ErrInvalid)
+			refused = append(refused, i)
+		}
+	}
+	// A server may validate a new document against an existing one before
+	// it reports the conflict (the PouchDB server does): a refused request
+	// whose ID is stored is already queued.
+	if len(refused) > 0 {
+		ids := make([]string, len(refused))
+		for k, i := range refused {
+			ids[k] = res[i].ID
+		}
+		stored, err := s.readKeys(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("couch: enqueue: %w", err)
+		}
+		for _, i := range refused {
+			if _, ok := stored[res[i].ID]; ok {
+				res[i].Status, res[i].Err = state.AlreadyQueued, nil
+			}
 		}
 	}
 	return res, nil
@@ -172,9 +192,7 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		}
 		t, err := decode(raw)
 		if kind == kindUnknown || err != nil {
-			if o.User == "" || rawUser(raw) == o.User || rawUser(raw) == "" {
-				sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
-			}
+			sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
 			return
 		}
 		if o.User != "" && t.User != o.User {
@@ -186,10 +204,11 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		return state.Summary{}, fmt.Errorf("couch: summary: %w", err)
 	}
 	byUpdate := func(ts []state.Transfer) {
-		sort.SliceStable(ts, func(i, j int) bool { return ts[i].LastUpdate.Before(ts[j].LastUpdate.Time) })
+		sort.Slice(ts, func(i, j int) bool { return waitsLonger(&ts[i], &ts[j]) })
 	}
 	byUpdate(sum.Stale)
 	byUpdate(sum.StuckAcquired)
+	sort.Slice(sum.Invalid, func(i, j int) bool { return sum.Invalid[i].ID < sum.Invalid[j].ID })
 	if len(sum.Stale) > o.MaxListed {
 		sum.Stale = sum.Stale[:o.MaxListed]
 	}
@@ -206,7 +225,7 @@ func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.Summary
 	bump(sum.ByUser, t.User, t.State)
 	switch t.State {
 	case state.StateNew:
-		if sum.OldestWaiting == nil || t.Created.Before(sum.OldestWaiting.Created.Time) {
+		if sum.OldestWaiting == nil || waitsLonger(t, sum.OldestWaiting) {
 			c := *t
 			sum.OldestWaiting = &c
 		}
@@ -228,14 +247,13 @@ func bump(m map[string]map[state.State]int, k string, st state.State) {
 	m[k][st]++
 }
 
-// rawUser returns the "user" string of a raw document, or "".
-func rawUser(raw json.RawMessage) string {
-	var d struct {
-		User any `json:"user"`
+// waitsLonger orders transfers by how long they have been in their state:
+// oldest last_update first, then ID.
+func waitsLonger(a, b *state.Transfer) bool {
+	if !a.LastUpdate.Equal(b.LastUpdate.Time) {
+		return a.LastUpdate.Before(b.LastUpdate.Time)
 	}
-	_ = json.Unmarshal(raw, &d)
-	u, _ := d.User.(string)
-	return u
+	return a.ID < b.ID
 }
 
 // scanAll pages through every document of the database.

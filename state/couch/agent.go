@@ -3,6 +3,7 @@ package couch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/asyncstageout/aso/state"
@@ -129,6 +130,8 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 	var got []state.Transfer
 	for k, r := range res {
 		switch {
+		case errors.Is(r.Err, state.ErrConflict):
+			// most likely claimed by another agent: no longer in the queue
 		case r.Err != nil:
 			left++
 		case claims[k]:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -154,58 +153,5 @@ func TestStore_TransientConflict(t *testing.T) {
 	tr, _ := s.Get(ctx, ts[0].ID)
 	if tr.Progress == nil || tr.Progress.FTSState != "SUBMITTED" {
 		t.Fatalf("a conflicting progress update was written: %+v", tr.Progress)
-	}
-}
-
-func TestStore_RacingClaims(t *testing.T) {
-	ctx := context.Background()
-	c := newClock()
-	u := newDB(t)
-	const n = 120
-	stores := []*couch.Store{
-		open(t, u, c, "alice", "host:1:a", couch.Options{}),
-		open(t, u, c, "alice", "host:2:b", couch.Options{}),
-		open(t, u, c, "alice", "host:3:c", couch.Options{}),
-	}
-	enqueue(t, stores[0], requests("alice", n))
-	owner := map[string]int{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				got, err := s.NewTransfers(ctx, 25)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, tr := range got {
-					if prev, dup := owner[tr.ID]; dup {
-						t.Errorf("transfer %s claimed by agents %d and %d", tr.ID, prev, i)
-					}
-					owner[tr.ID] = i
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(owner) != n {
-		t.Fatalf("claimed %d distinct transfers, want %d", len(owner), n)
-	}
-	list, err := stores[0].List(ctx, state.Filter{User: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range list {
-		if tr.State != state.StateAcquired || tr.Owner != []string{"host:1:a", "host:2:b", "host:3:c"}[owner[tr.ID]] {
-			t.Fatalf("transfer %s: state %s owner %s, returned to agent %d", tr.ID, tr.State, tr.Owner, owner[tr.ID])
-		}
 	}
 }
