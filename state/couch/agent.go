@@ -57,7 +57,7 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 	skipped := 0
 	for round := 0; round < maxClaimRounds && len(out) < limit; round++ {
 		need := limit - len(out)
-		page := min(2*need+skipped, 10000)
+		page := min(need+need/8+4, 10000) // a little extra in case some are skipped
 		docs, err := s.find(ctx, claimQuery(a.User, state.At(now).String(), page, skipped))
 		if err != nil {
 			return nil, fmt.Errorf("couch: new transfers: %w", err)
