@@ -39,10 +39,7 @@ func designRevs(t *testing.T, db *kivik.DB) map[string]string {
 func TestInit(t *testing.T) {
 	ctx := context.Background()
 	u := couchtest.Server(t) + couchtest.NewName()
-	t.Cleanup(func() {
-		db := rawDB(t, u)
-		_ = db.Client().DestroyDB(ctx, db.Name())
-	})
+	couchtest.DropLater(t, u)
 	if _, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{}); err == nil {
 		t.Fatal("Open of a missing database succeeded")
 	}

@@ -88,12 +88,17 @@ func DB(t testing.TB) string {
 	if err := request(http.MethodPut, u, http.StatusCreated); err != nil {
 		t.Fatalf("couchtest: create database: %v", err)
 	}
+	DropLater(t, u)
+	return u
+}
+
+// DropLater deletes the database at u (if it exists) when the test ends.
+func DropLater(t testing.TB, u string) {
 	t.Cleanup(func() {
-		if err := request(http.MethodDelete, u, http.StatusOK); err != nil {
+		if err := request(http.MethodDelete, u, http.StatusOK); err != nil && !strings.Contains(err.Error(), "HTTP 404") {
 			t.Errorf("couchtest: delete database: %v", err)
 		}
 	})
-	return u
 }
 
 // NewName returns a database name that no other test uses.
