@@ -46,8 +46,9 @@ func claimQuery(user, now string, limit, skip int) map[string]any {
 
 // NewTransfers claims up to limit eligible transfers of the agent's user
 // (see state.TransferState). Each round is one _find, at most one bulk read
-// of dependencies and one _bulk_docs; a claim that loses a race is skipped
-// and the next round looks further down the queue.
+// of dependencies and one _bulk_docs (plus one re-read if claims
+// conflicted); a claim that loses a race is skipped and the next round looks
+// further down the queue.
 func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
 	out := []state.Transfer{}
 	if limit <= 0 {
@@ -123,17 +124,19 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 		claims = append(claims, true)
 		nClaims++
 	}
-	res, err := s.mutate(ctx, items, skip)
+	// A conflicting claim is re-read once (no retry): it is ours if the
+	// write landed though its answer was lost, otherwise skipped.
+	res, err := s.mutate(ctx, items, report)
 	if err != nil {
 		return nil, 0, err
 	}
 	var got []state.Transfer
 	for k, r := range res {
 		switch {
-		case errors.Is(r.Err, state.ErrConflict):
-			// most likely claimed by another agent: no longer in the queue
+		case errors.Is(r.Err, state.ErrInvalid):
+			left++ // still in the queue; Summary reports it
 		case r.Err != nil:
-			left++
+			// claimed or settled by another agent: no longer in the queue
 		case claims[k]:
 			t := cloneTransfer(items[k].t)
 			_ = state.Claim(t, a, now, ttl)

@@ -2,6 +2,8 @@ package couch
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +35,12 @@ func newBackOff(ctx context.Context, tries uint64) backoff.BackOff {
 func transient(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return false
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) {
+		return false // a TLS configuration problem does not heal
 	}
 	st := kivik.HTTPStatus(err)
 	return st == 0 || st >= 500 || st == http.StatusTooManyRequests

@@ -30,8 +30,6 @@ const (
 	// report re-reads the document and returns the rule's verdict on it
 	// (ErrLeaseLost, ...) or ErrConflict, without writing again.
 	report
-	// skip returns ErrConflict at once, without a re-read.
-	skip
 )
 
 // item is one transfer to change. With t nil the document is read first
@@ -52,13 +50,6 @@ type pending struct {
 	// does), so a refusal is trusted only once a re-read shows the
 	// revision did not move.
 	forbidden error
-}
-
-func (p *pending) conflictErr() error {
-	if p.forbidden != nil {
-		return p.forbiddenErr()
-	}
-	return fmt.Errorf("couch: transfer %s: %w", p.base.ID, state.ErrConflict)
 }
 
 func (p *pending) forbiddenErr() error {
@@ -96,13 +87,6 @@ func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]st
 			return backoff.Permanent(err)
 		}
 		if len(work) == 0 {
-			return nil
-		}
-		if mode == skip {
-			for _, p := range work {
-				res[p.idx].Err = p.conflictErr()
-			}
-			work = nil
 			return nil
 		}
 		work, err = s.reloadAfterConflict(ctx, items, work, res)
