@@ -126,7 +126,14 @@ func (f *fakeFTS) total() int {
 func (f *fakeFTS) proxyClient(t testing.TB, edit func(*fts.Config)) *fts.Client {
 	t.Helper()
 	proxy, _ := writeProxy(t, proxyOpts{})
-	cfg := fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir, RetryInitial: time.Millisecond, MaxElapsed: 2 * time.Second}
+	return newClient(t, fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir}, edit)
+}
+
+// newClient makes a client of cfg with quick retries (first after 1 ms,
+// for at most 2 s), then changed by edit if given.
+func newClient(t testing.TB, cfg fts.Config, edit func(*fts.Config)) *fts.Client {
+	t.Helper()
+	cfg.RetryInitial, cfg.MaxElapsed, cfg.Timeout = time.Millisecond, 2*time.Second, 5*time.Second
 	if edit != nil {
 		edit(&cfg)
 	}

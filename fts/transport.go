@@ -155,5 +155,11 @@ func (c *Client) transportError(ctx, actx context.Context, err error) error {
 	if actx.Err() != nil {
 		return fmt.Errorf("%w: no reply within %s", ErrTimeout, c.cfg.Timeout)
 	}
+	switch {
+	case isHandshakeRefusal(err):
+		return fmt.Errorf("%w: the server refused the TLS handshake (%w); check that the credential is valid and its CA is trusted by the server", errTransport, err)
+	case isCertificateError(err):
+		return fmt.Errorf("%w: cannot verify the server's certificate (%w); check the CA directory", errTransport, err)
+	}
 	return fmt.Errorf("%w: %w", errTransport, err)
 }
