@@ -49,8 +49,8 @@ type Client struct {
 	cfg   Config
 	base  *url.URL
 	hc    *http.Client
-	proxy *proxyCredential // nil with a token
-	token *tokenFile       // nil with a proxy
+	proxy *proxySource // nil with a token
+	token *tokenFile   // nil with a proxy
 
 	mu  sync.Mutex
 	who *WhoAmI // cached whoami reply
@@ -74,10 +74,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	case cfg.ProxyPath != "":
-		if c.proxy, err = loadProxy(cfg.ProxyPath); err != nil {
-			return nil, err
-		}
-		if err := c.proxy.checkValid(cfg.Now()); err != nil {
+		if c.proxy, err = newProxySource(cfg.ProxyPath, cfg.Now()); err != nil {
 			return nil, err
 		}
 	default:

@@ -96,6 +96,44 @@ func TestClient_ProxyExpiresWhileRunning(t *testing.T) {
 	}
 }
 
+func TestClient_ProxyRenewedWhileRunning(t *testing.T) {
+	f := newFake(t)
+	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	now := time.Now()
+	path, _ := writeProxy(t, proxyOpts{life: time.Hour})
+	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: path, CertDir: f.caDir, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// voms-proxy-init rewrites the file: first a half-written, unusable
+	// version, then the whole renewed proxy.
+	renewedPath, renewed := writeProxy(t, proxyOpts{life: 12 * time.Hour})
+	data, err := os.ReadFile(renewedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatalf("WhoAmI while the proxy file is being rewritten: %v", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour) // the first proxy has expired
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatalf("WhoAmI after the proxy was renewed: %v", err)
+	}
+	reqs := f.requests("GET /whoami")
+	if got := reqs[len(reqs)-1].ClientNotAfter; !got.Equal(renewed.NotAfter) {
+		t.Errorf("last request presented a proxy expiring %v, want the renewed one (%v)", got, renewed.NotAfter)
+	}
+}
+
 func TestNew_Token(t *testing.T) {
 	const secret = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	f := newFake(t)

@@ -33,7 +33,8 @@ type seenRequest struct {
 	Method, Path, Query string
 	Header              http.Header
 	Body                []byte
-	ClientCerts         int // certificates the client presented
+	ClientCerts         int       // certificates the client presented
+	ClientNotAfter      time.Time // expiry of the first one
 }
 
 func newFake(t testing.TB) *fakeFTS {
@@ -55,6 +56,9 @@ func (f *fakeFTS) serve(w http.ResponseWriter, r *http.Request) {
 	sr := seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	if r.TLS != nil {
 		sr.ClientCerts = len(r.TLS.PeerCertificates)
+		if sr.ClientCerts > 0 {
+			sr.ClientNotAfter = r.TLS.PeerCertificates[0].NotAfter
+		}
 	}
 	f.mu.Lock()
 	f.seen = append(f.seen, sr)

@@ -51,8 +51,12 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 		return nil, err
 	}
 	if c.proxy != nil {
-		if err := c.proxy.checkValid(c.cfg.Now()); err != nil {
+		_, renewed, err := c.proxy.refresh(c.cfg.Now())
+		if err != nil {
 			return nil, err
+		}
+		if renewed {
+			c.hc.CloseIdleConnections() // new connections present the new proxy
 		}
 	}
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
@@ -128,6 +132,11 @@ func (c *Client) attempt(ctx context.Context, rq request) (*reply, error) {
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply+1))
+	if err == nil && actx.Err() != nil {
+		// A reply racing the deadline (a server giving up on a cancelled
+		// request answers an empty 200) is not trusted.
+		err = actx.Err()
+	}
 	if err != nil {
 		return nil, c.transportError(ctx, actx, err)
 	}
