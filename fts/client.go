@@ -90,6 +90,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConf
+	// HTTP/1.1, as FTS's own clients speak: client-certificate servers
+	// (Apache with mod_gridsite) are not always ready for HTTP/2.
+	tr.ForceAttemptHTTP2 = false
 	c.hc = &http.Client{Transport: tr}
 	return c, nil
 }

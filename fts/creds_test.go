@@ -179,6 +179,20 @@ func TestNew_Token(t *testing.T) {
 	if sts[0].Err == nil || strings.Contains(sts[0].Err.Error(), "second.token") {
 		t.Errorf("status error %v: want an error without the token", sts[0].Err)
 	}
+
+	// While the refresher rewrites the file, the last good token is used.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, future.Add(time.Minute), future.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(context.Background(), []string{"x1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.requests("GET /jobs/x1")[1].Header.Get("Authorization"); got != "Bearer second.token.value" {
+		t.Errorf("during a rewrite Authorization = %q, want the last good token", got)
+	}
 }
 
 func TestNew_RefusesBadToken(t *testing.T) {

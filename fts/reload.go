@@ -13,11 +13,13 @@ import (
 
 // fileStamp identifies a version of a file.
 type fileStamp struct {
-	mod  time.Time
+	mod  int64 // modification time, ns since the epoch
 	size int64
 }
 
-func stampOf(st os.FileInfo) fileStamp { return fileStamp{mod: st.ModTime(), size: st.Size()} }
+func stampOf(st os.FileInfo) fileStamp {
+	return fileStamp{mod: st.ModTime().UnixNano(), size: st.Size()}
+}
 
 // proxySource is the proxy of a file, re-read when the file changes.
 type proxySource struct {
@@ -81,7 +83,9 @@ func loadTokenFile(path string) (*tokenFile, error) {
 	return t, nil
 }
 
-// get returns the current token, re-reading the file if it changed.
+// get returns the current token, re-reading the file if it changed. While
+// a changed file does not read as a token (being rewritten), the previous
+// token is kept.
 func (t *tokenFile) get() (string, error) {
 	st, err := statPrivate("token", t.path)
 	if err != nil {
@@ -92,17 +96,28 @@ func (t *tokenFile) get() (string, error) {
 	if t.token != "" && stampOf(st) == t.stamp {
 		return t.token, nil
 	}
-	data, err := os.ReadFile(t.path)
+	tok, err := readToken(t.path)
+	if err != nil {
+		if t.token != "" {
+			return t.token, nil
+		}
+		return "", err
+	}
+	t.token, t.stamp = tok, stampOf(st)
+	return tok, nil
+}
+
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", credErrorf("fts: token file: %w", err)
 	}
 	tok := strings.TrimSpace(string(data))
 	switch {
 	case tok == "":
-		return "", credErrorf("fts: token file %s is empty", t.path)
+		return "", credErrorf("fts: token file %s is empty", path)
 	case strings.ContainsAny(tok, " \t\r\n"):
-		return "", credErrorf("fts: token file %s must hold one token on one line", t.path)
+		return "", credErrorf("fts: token file %s must hold one token on one line", path)
 	}
-	t.token, t.stamp = tok, stampOf(st)
 	return tok, nil
 }
