@@ -38,11 +38,11 @@ func (c *Client) EnsureDelegation(ctx context.Context) error {
 	}
 	c.dlgMu.Lock()
 	defer c.dlgMu.Unlock()
-	w, err := c.whoami(ctx)
+	dlg, err := c.delegationID(ctx)
 	if err != nil {
-		return fmt.Errorf("fts: delegation: %w", err)
+		return err
 	}
-	end, err := c.delegationEnd(ctx, w.DelegationID)
+	end, err := c.delegationEnd(ctx, dlg)
 	if err != nil {
 		return err
 	}
@@ -53,18 +53,30 @@ func (c *Client) EnsureDelegation(ctx context.Context) error {
 	if !end.IsZero() && end.After(now) && !now.Add(c.lifetime(c.proxy.current(), now)).After(end.Add(delegationSlack)) {
 		return nil // the local proxy would not give a longer delegation
 	}
-	return c.delegateLocked(ctx, w.DelegationID)
+	return c.delegateLocked(ctx, dlg)
 }
 
 // delegate delegates now, whatever the server holds (after a 419).
 func (c *Client) delegate(ctx context.Context) error {
 	c.dlgMu.Lock()
 	defer c.dlgMu.Unlock()
+	dlg, err := c.delegationID(ctx)
+	if err != nil {
+		return err
+	}
+	return c.delegateLocked(ctx, dlg)
+}
+
+// delegationID is the server's delegation id for the client (from whoami).
+func (c *Client) delegationID(ctx context.Context) (string, error) {
 	w, err := c.whoami(ctx)
 	if err != nil {
-		return fmt.Errorf("fts: delegation: %w", err)
+		return "", fmt.Errorf("fts: delegation: %w", err)
 	}
-	return c.delegateLocked(ctx, w.DelegationID)
+	if w.DelegationID == "" {
+		return "", fmt.Errorf("fts: delegation: whoami gives no delegation id for %s", w.UserDN)
+	}
+	return w.DelegationID, nil
 }
 
 // delegationEnd returns when the server's delegation ends; zero if it has none.
