@@ -80,32 +80,43 @@ func (s *Simulator) handleDelegationDelete(w http.ResponseWriter, _ *http.Reques
 // handleDelegationRequest serves GET /delegation/{dlg}/request: a PEM
 // certificate request whose key the server keeps (and reuses until the
 // proxy is delegated).
-func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
-	s.mu.Lock()
-	d := s.dlg[id.dlgID]
-	s.mu.Unlock()
-	if d == nil || d.key == nil {
-		nd, err := newDelegationRequest(id.dn)
+func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
+	csr := s.pendingRequest(id.dlgID)
+	if csr == nil {
+		// Generate outside the lock (it is slow); the first to store wins.
+		nd, err := newDelegationRequest()
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		s.mu.Lock()
-		if d = s.dlg[id.dlgID]; d == nil {
+		d := s.dlg[id.dlgID]
+		if d == nil {
 			d = &delegation{}
 			s.dlg[id.dlgID] = d
 		}
 		if d.key == nil {
-			d.key, d.csrPEM, d.dn = nd.key, nd.csrPEM, nd.dn
+			d.key, d.csrPEM = nd.key, nd.csrPEM
 		}
+		csr = d.csrPEM
 		s.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Delegation-ID", id.dlgID)
-	_, _ = w.Write(d.csrPEM)
+	_, _ = w.Write(csr)
 }
 
-func newDelegationRequest(dn string) (*delegation, error) {
+// pendingRequest returns the stored request of a delegation id, or nil.
+func (s *Simulator) pendingRequest(dlgID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.dlg[dlgID]; d != nil && d.key != nil {
+		return d.csrPEM
+	}
+	return nil
+}
+
+func newDelegationRequest() (*delegation, error) {
 	key, err := rsa.GenerateKey(rand.Reader, delegationKeyBits)
 	if err != nil {
 		return nil, fmt.Errorf("generate delegation key: %w", err)
@@ -116,7 +127,7 @@ func newDelegationRequest(dn string) (*delegation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create delegation request: %w", err)
 	}
-	return &delegation{key: key, dn: dn, csrPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}, nil
+	return &delegation{key: key, csrPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}, nil
 }
 
 // handleDelegationPut serves PUT /delegation/{dlg}/credential: the proxy the
@@ -128,19 +139,22 @@ func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, 
 		return
 	}
 	s.mu.Lock()
-	d := s.dlg[id.dlgID]
+	var key *rsa.PrivateKey
+	if d := s.dlg[id.dlgID]; d != nil {
+		key = d.key
+	}
 	s.mu.Unlock()
-	if d == nil || d.key == nil {
+	if key == nil {
 		writeError(w, http.StatusBadRequest, "No credential cache found")
 		return
 	}
-	expiry, err := validateProxy(body, d.key)
+	expiry, err := validateProxy(body, key)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Could not process the proxy: "+err.Error())
 		return
 	}
 	s.mu.Lock()
-	d.termination = &expiry
+	s.dlg[id.dlgID].termination = &expiry
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusCreated)
 }

@@ -14,6 +14,19 @@
 // a whole pipeline can run offline. NewPKI makes a throw-away CA, server
 // certificate, user certificate and RFC 3820 proxy for TLS tests.
 //
+// Simplifications, each a choice a real server makes by configuration or
+// does in ways a client cannot observe: every user is in Options.VO and may
+// see every job; bearer tokens are not validated (any, or those in
+// Options.Tokens); proxies carry no VOMS attributes; the replica chosen for
+// a multi-source file is the first; staging takes QueueDelay; credential
+// lifetimes are checked against real time, transfers against the simulated
+// clock. Routes: POST|PUT /jobs, GET /jobs, GET|DELETE|POST /jobs/{ids},
+// GET /jobs/{id}/files, GET /jobs/{id}/{field}, DELETE
+// /jobs/{id}/files/{fids}, GET /jobs/{id}/files/{fid}/retries, GET /whoami,
+// GET /, GET|DELETE /delegation/{dlg}, GET /delegation/{dlg}/request, PUT
+// /delegation/{dlg}/credential, and GET /sim/files (simulator only, without
+// authentication).
+//
 // It must not import any aso package: it is an independent check of the
 // FTS client, written from the FTS3 server's behaviour, not from the client.
 // It keeps everything in memory and is not a production server.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -161,8 +162,10 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 		out = append(out, jobJSON(j))
 	}
 	s.mu.Unlock()
-	if limit >= 0 && len(out) > limit {
-		out = out[len(out)-limit:]
+	if limit >= 0 {
+		// FTS then lists the newest first.
+		slices.Reverse(out)
+		out = out[:min(limit, len(out))]
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -185,7 +188,7 @@ func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, _ *iden
 			} else {
 				f.finishTime = &now
 			}
-			f.state, f.reason = stateCanceled, reasonUserCancel
+			f.state, f.reason, f.reasonSet = stateCanceled, reasonUserCancel, true
 		}
 	})
 	s.mu.Unlock()

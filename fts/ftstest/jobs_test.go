@@ -67,7 +67,11 @@ func TestStatus_Progression(t *testing.T) {
 		if got := fl["finish_time"] != nil; got != s.ending {
 			t.Fatalf("step %d: finish_time %v", i, fl["finish_time"])
 		}
-		wantEq(t, "reason", fl["reason"], "")
+		if s.started {
+			wantEq(t, "reason once scheduled", fl["reason"], "")
+		} else {
+			wantEq(t, "reason before scheduling", fl["reason"], nil)
+		}
 	}
 	fl := files(t, f.job(id))[0]
 	wantEq(t, "start_time", fl["start_time"], "2026-03-04T10:00:10")

@@ -19,22 +19,25 @@ import (
 // copyLocal really copies a file:// source to a file:// destination, as
 // FTS's url-copy would: overwrite policy, parent directories, checksum
 // verification. It writes to a temporary file renamed into place, so a
-// failure leaves no partial destination. It returns "" or the FTS reason.
-func (s *Simulator) copyLocal(f *file) string {
+// failure leaves no partial destination. It returns the bytes copied and
+// "" or the FTS reason.
+func (s *Simulator) copyLocal(f *file) (int64, string) {
 	src, dst := localPath(f.sourceSURL), localPath(f.destSURL)
 	in, err := os.Open(src)
 	if err != nil {
-		return ioReason("SOURCE", err)
+		return 0, ioReason("SOURCE", err)
 	}
 	defer in.Close()
 	if st, err := in.Stat(); err != nil {
-		return ioReason("SOURCE", err)
+		return 0, ioReason("SOURCE", err)
 	} else if st.IsDir() {
-		return fmt.Sprintf("SOURCE [%d] Source is a directory", errEISDIR)
+		return 0, fmt.Sprintf("SOURCE [%d] Source is a directory", errEISDIR)
+	} else if !st.Mode().IsRegular() {
+		return 0, fmt.Sprintf("SOURCE [%d] Source is not a regular file", errEINVAL)
 	}
 	overwrite := f.job.overwrite == "Y" || (f.job.overwrite == "R" && f.retry > 0)
 	if _, err := os.Lstat(dst); err == nil && !overwrite {
-		return fmt.Sprintf("DESTINATION [%d] Destination file exists and overwrite is not enabled", errEEXIST)
+		return 0, fmt.Sprintf("DESTINATION [%d] Destination file exists and overwrite is not enabled", errEEXIST)
 	}
 	alg, want := splitChecksum(f.checksum)
 	mode := f.job.verifyChecksum
@@ -43,14 +46,14 @@ func (s *Simulator) copyLocal(f *file) string {
 	}
 	h := newChecksum(alg)
 	if h == nil && mode != "n" {
-		return fmt.Sprintf("TRANSFER [%d] Checksum algorithm %s not supported", errEPROTONOSUPPORT, alg)
+		return 0, fmt.Sprintf("TRANSFER [%d] Checksum algorithm %s not supported", errEPROTONOSUPPORT, alg)
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return ioReason("DESTINATION", err)
+		return 0, ioReason("DESTINATION", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".fts-sim-*")
 	if err != nil {
-		return ioReason("DESTINATION", err)
+		return 0, ioReason("DESTINATION", err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	var w io.Writer = tmp
@@ -62,7 +65,7 @@ func (s *Simulator) copyLocal(f *file) string {
 		err = cerr
 	}
 	if err != nil {
-		return ioReason("TRANSFER", err)
+		return 0, ioReason("TRANSFER", err)
 	}
 	if h != nil && mode != "n" {
 		got := fmt.Sprintf("%0*x", h.Size()*2, h.Sum(nil))
@@ -71,14 +74,13 @@ func (s *Simulator) copyLocal(f *file) string {
 			if mode == "t" {
 				scope, side = "DESTINATION", "Destination"
 			}
-			return fmt.Sprintf("%s [%d] %s and user-defined %s checksum do not match (%s != %s)", scope, errEIO, side, alg, got, want)
+			return 0, fmt.Sprintf("%s [%d] %s and user-defined %s checksum do not match (%s != %s)", scope, errEIO, side, alg, got, want)
 		}
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return ioReason("DESTINATION", err)
+		return 0, ioReason("DESTINATION", err)
 	}
-	f.copiedSize = n
-	return ""
+	return n, ""
 }
 
 // localPath is the path of a file:// URL.

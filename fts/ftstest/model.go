@@ -8,6 +8,7 @@ import (
 
 // File and job states (FTS3 model/file.py, model/job.py).
 const (
+	stateStaging       = "STAGING"
 	stateSubmitted     = "SUBMITTED"
 	stateReady         = "READY"
 	stateActive        = "ACTIVE"
@@ -34,7 +35,7 @@ type job struct {
 	state, jobType   string
 	reason           *string
 	userDN, credID   string
-	vo, voms         string
+	vo               string
 	sourceSE, destSE *string
 	submitTime       time.Time
 	finished         *time.Time
@@ -55,6 +56,8 @@ type job struct {
 	dstFileReport    bool
 	targetQos        *string
 	everActive       bool
+	staging          bool // bring_online or copy_pin_lifetime: files start STAGING
+	expired          bool // the max_time_in_queue expiry was applied
 	files            []*file
 }
 
@@ -74,6 +77,7 @@ type file struct {
 	destSURL          string
 	sourceSE, destSE  string
 	reason            string
+	reasonSet         bool // reason is NULL in FTS until first written
 	recoverable       *bool
 	filesize          int64
 	userFilesize      int64
@@ -89,13 +93,14 @@ type file struct {
 	selectionStrategy string
 	hashedID          int
 
-	queuedAt   time.Time  // when the current attempt may leave SUBMITTED
-	readyAt    time.Time  // when it became READY
-	activeAt   time.Time  // when it became ACTIVE
-	attempt    int        // current attempt, from 0
-	cancelAt   *time.Time // canceled while running: finish_time pending
-	retryRows  []retryRow
-	copiedSize int64 // bytes really copied (LocalFiles)
+	stagingStart, stagingFinished *time.Time
+
+	queuedAt  time.Time  // when the current attempt may leave SUBMITTED or STAGING
+	readyAt   time.Time  // when it became READY
+	activeAt  time.Time  // when it became ACTIVE
+	attempt   int        // current attempt, from 0
+	cancelAt  *time.Time // canceled while running: finish_time pending
+	retryRows []retryRow
 }
 
 func isTerminal(state string) bool {
@@ -108,7 +113,15 @@ func isJobTerminal(state string) bool {
 
 // isFileActive reports FTS's FileActiveStates among those simulated.
 func isFileActive(state string) bool {
-	return state == stateSubmitted || state == stateReady || state == stateActive
+	return state == stateStaging || state == stateSubmitted || state == stateReady || state == stateActive
+}
+
+// entryState is the state a file enters the queue in.
+func (j *job) entryState() string {
+	if j.staging {
+		return stateStaging
+	}
+	return stateSubmitted
 }
 
 func (f *file) running() bool { return f.state == stateReady || f.state == stateActive }
@@ -116,10 +129,37 @@ func (f *file) running() bool { return f.state == stateReady || f.state == state
 // advance brings the job to the simulated time now: every file moves
 // through the transitions whose time has come, then the job state is
 // aggregated. Files are advanced in order, so a hop or replica activated by
-// an earlier file is advanced in the same pass.
+// an earlier file is advanced in the same pass. A queue expiry within the
+// period is applied at its own time.
 func (s *Simulator) advance(j *job, now time.Time) {
+	if j.expiry != nil && !j.expired {
+		if exp := time.Unix(*j.expiry, 0).UTC(); !exp.After(now) {
+			s.advanceFiles(j, exp)
+			s.expire(j, exp)
+		}
+	}
+	s.advanceFiles(j, now)
+}
+
+func (s *Simulator) advanceFiles(j *job, now time.Time) {
 	for _, f := range j.files {
 		s.advanceFile(f, now)
+	}
+	s.aggregate(j)
+}
+
+// expire cancels the queued files of a job still active at its
+// max_time_in_queue (FTS cancelExpiredJobsForVo); running files go on.
+func (s *Simulator) expire(j *job, exp time.Time) {
+	j.expired = true
+	if isJobTerminal(j.state) {
+		return
+	}
+	for _, f := range j.files {
+		if f.state == stateStaging || f.state == stateSubmitted || f.state == stateNotUsed {
+			at := exp
+			f.state, f.reason, f.reasonSet, f.finishTime = stateCanceled, reasonQueueExpiry, true, &at
+		}
 	}
 	s.aggregate(j)
 }
@@ -131,15 +171,6 @@ func (s *Simulator) advanceFile(f *file, now time.Time) {
 	}
 	for !isTerminal(f.state) && f.state != stateNotUsed {
 		next := f.nextEvent(s.opts)
-		if f.state == stateSubmitted && f.job.expiry != nil {
-			exp := time.Unix(*f.job.expiry, 0).UTC()
-			if !exp.After(now) && !exp.After(next) {
-				f.state, f.reason = stateCanceled, reasonQueueExpiry
-				f.finishTime = &exp
-				s.afterTerminal(f, exp)
-				return
-			}
-		}
 		if next.After(now) {
 			return
 		}
@@ -149,7 +180,7 @@ func (s *Simulator) advanceFile(f *file, now time.Time) {
 
 func (f *file) nextEvent(o Options) time.Time {
 	switch f.state {
-	case stateSubmitted:
+	case stateStaging, stateSubmitted:
 		return f.queuedAt.Add(o.QueueDelay)
 	case stateReady:
 		return f.readyAt.Add(o.StartDelay)
@@ -161,8 +192,11 @@ func (f *file) nextEvent(o Options) time.Time {
 // step applies the transition due at t.
 func (s *Simulator) step(f *file, t time.Time) {
 	switch f.state {
+	case stateStaging:
+		start, end := f.queuedAt, t
+		f.state, f.stagingStart, f.stagingFinished, f.queuedAt = stateSubmitted, &start, &end, t
 	case stateSubmitted:
-		f.state, f.readyAt, f.reason = stateReady, t, ""
+		f.state, f.readyAt, f.reason, f.reasonSet = stateReady, t, "", true
 		start := t
 		f.startTime = &start
 		host := fmt.Sprintf("fts-sim-%02d.example.org", mix(uint64(s.opts.Seed), uint64(f.id))%3+1)
@@ -179,12 +213,15 @@ func (s *Simulator) step(f *file, t time.Time) {
 // copy in LocalFiles mode, or success.
 func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	h := mix(uint64(s.opts.Seed)^uint64(f.id)<<20, uint64(f.attempt)+1)
-	reason := ""
+	reason, copied := "", false
 	if unit(h) < s.failureRate {
 		reasons := s.opts.FailureReasons
 		reason = reasons[mix(h, 7)%uint64(len(reasons))]
 	} else if s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL) {
-		reason = s.copyLocal(f)
+		var size int64
+		size, reason = s.copyLocal(f)
+		copied = reason == ""
+		f.filesize = size
 	}
 	tx := t.Sub(f.activeAt).Seconds()
 	end := t
@@ -192,11 +229,11 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	f.txDuration = tx
 	if reason == "" {
 		f.state = stateFinished
-		size := f.userFilesize
-		if f.copiedSize > 0 || (s.opts.LocalFiles && isLocal(f.sourceSURL)) {
-			size = f.copiedSize
+		size := f.filesize // the bytes really copied
+		if !copied {
+			size = f.userFilesize
 		}
-		if size <= 0 {
+		if !copied && size <= 0 {
 			size = int64(1<<20 + mix(h, 11)%(2<<30))
 		}
 		f.filesize = size
@@ -214,7 +251,7 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 // ECANCELED.
 func (s *Simulator) fail(f *file, t time.Time, reason string) {
 	rec := recoverable(reason)
-	f.reason, f.recoverable = reason, &rec
+	f.reason, f.reasonSet, f.recoverable = reason, true, &rec
 	f.throughput = 0
 	if rec && f.retry < f.job.maxRetries(s.opts.DefaultRetry) {
 		host := ""
@@ -274,7 +311,7 @@ func (s *Simulator) afterTerminal(f *file, t time.Time) {
 	case j.jobType == "R" && f.state == stateFailed:
 		for _, n := range j.files {
 			if n.index == f.index && n.state == stateNotUsed {
-				n.state, n.queuedAt = stateSubmitted, t
+				n.state, n.queuedAt = j.entryState(), t
 				return
 			}
 		}
@@ -335,7 +372,7 @@ func (s *Simulator) aggregate(j *job) {
 		j.state, reason = stateFailed, reasonJobFailed
 	default:
 		j.state = stateCanceled
-		if j.expiry != nil {
+		if j.expired {
 			reason = reasonQueueExpiry
 		}
 	}

@@ -17,6 +17,7 @@ const (
 	errEEXIST          = 17
 	errENOTDIR         = 20
 	errEISDIR          = 21
+	errEINVAL          = 22
 	errEFBIG           = 27
 	errENOSPC          = 28
 	errEROFS           = 30
@@ -59,14 +60,17 @@ var (
 	}
 	noRetryErrno = map[string][]int{
 		"SOURCE":      {errENOENT, errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errENOTDIR, errEPROTONOSUPPORT},
-		"DESTINATION": {errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errEPROTONOSUPPORT},
+		"DESTINATION": {errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errEPROTONOSUPPORT, errEEXIST, errEROFS},
 		"TRANSFER":    {errENOSPC, errEPERM, errEACCES, errEEXIST, errEFBIG, errEROFS, errENAMETOOLONG, errEPROTONOSUPPORT},
 	}
 )
 
 // recoverable is FTS's retry heuristic (url-copy heuristics.cpp
 // retryTransfer): messages that imply a retry, ETIMEDOUT, then ECANCELED,
-// messages that forbid one, then per-scope errno lists.
+// messages that forbid one, then per-scope errno lists. As the reference
+// (section 7.4) says, DESTINATION EEXIST and EROFS are not recoverable:
+// heuristics.cpp's case-sensitive "File exists" would miss FTS's own
+// "Destination file exists and overwrite is not enabled".
 func recoverable(reason string) bool {
 	scope, errno, msg := parseReason(reason)
 	if containsAny(msg, impliesRetry) || errno == errETIMEDOUT {

@@ -70,7 +70,10 @@ func jobJSON(j *job) map[string]any {
 
 // fileJSON is the file as FTS serialises it (model/file.py).
 func fileJSON(f *file) map[string]any {
-	var rec, pid, logFile any
+	var rec, pid, logFile, reason any
+	if f.reasonSet {
+		reason = f.reason
+	}
 	if f.recoverable != nil {
 		rec = *f.recoverable
 	}
@@ -93,7 +96,7 @@ func fileJSON(f *file) map[string]any {
 		"source_surl":          f.sourceSURL,
 		"dest_surl":            f.destSURL,
 		"staging_host":         nil,
-		"reason":               f.reason,
+		"reason":               reason,
 		"recoverable":          rec,
 		"filesize":             f.filesize,
 		"checksum":             f.checksum,
@@ -108,8 +111,8 @@ func fileJSON(f *file) map[string]any {
 		"retry":                f.retry,
 		"user_filesize":        f.userFilesize,
 		"file_metadata":        f.metadata,
-		"staging_start":        nil,
-		"staging_finished":     nil,
+		"staging_start":        timeOrNull(f.stagingStart),
+		"staging_finished":     timeOrNull(f.stagingFinished),
 		"selection_strategy":   f.selectionStrategy,
 		"bringonline_token":    nil,
 		"log_file":             logFile,

@@ -32,7 +32,6 @@ type Simulator struct {
 type delegation struct {
 	key         *rsa.PrivateKey
 	csrPEM      []byte
-	dn          string
 	termination *time.Time
 }
 
@@ -131,7 +130,8 @@ func (s *Simulator) Files() []SimFile {
 // "status" (GET /jobs/ids), "files", "retries", "field", "list", "cancel",
 // "cancel_files", "modify", "whoami", "version", "delegation" (PUT of a
 // proxy), "delegation_request", "delegation_info", "delegation_delete",
-// "unknown". Requests refused by Fail503 or authentication count too.
+// "unknown". Requests refused by Fail503 or authentication count too;
+// GET /sim/files does not.
 func (s *Simulator) Requests() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

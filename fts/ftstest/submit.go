@@ -111,7 +111,7 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 		return nil, badRequest("No transfers operations specified")
 	}
 	now := s.now()
-	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, voms: strings.Join(id.fqans, " "), submitTime: now, metadata: jm, state: stateSubmitted}
+	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, submitTime: now, metadata: jm, state: stateSubmitted}
 	if params["id_generator"] == "deterministic" {
 		sid, ok := params["sid"]
 		if !ok || sid == nil {
@@ -140,7 +140,30 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 	if len(j.files) == 0 {
 		return nil, badRequest("No valid pairs available")
 	}
-	return j, s.finishBuild(j, params)
+	if serr := s.finishBuild(j, params); serr != nil {
+		return nil, serr
+	}
+	return j, tokenTapeCheck(id, params)
+}
+
+// tokenTapeCheck refuses tape requests with token authentication, as FTS
+// does after building the job.
+func tokenTapeCheck(id *identity, p map[string]any) *submitError {
+	if id.method != methodOAuth {
+		return nil
+	}
+	tape := func(k string) bool {
+		n, ok := p[k].(json.Number)
+		v, err := n.Int64()
+		return ok && err == nil && v > 0
+	}
+	if tape("archive_timeout") {
+		return badRequest("Requests to archive to tape using token authentication are not supported")
+	}
+	if tape("bring_online") {
+		return badRequest("Requests to retrieve from tape using token authentication are not supported")
+	}
+	return nil
 }
 
 // jobParams reads the job-level parameters.
@@ -163,6 +186,10 @@ func (s *Simulator) jobParams(j *job, p map[string]any, now time.Time) *submitEr
 	}
 	j.bringOnline, j.copyPinLifetime = safeInt(p["bring_online"]), safeInt(p["copy_pin_lifetime"])
 	j.archiveTimeout = safeInt(p["archive_timeout"])
+	j.staging = j.bringOnline > 0 || j.copyPinLifetime > 0
+	if j.staging {
+		j.state = stateStaging
+	}
 	j.spaceToken, _ = p["spacetoken"].(string)
 	if v, ok := p["destination_spacetoken"].(string); ok {
 		j.spaceToken = v
@@ -262,7 +289,7 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 	if serr != nil {
 		return serr
 	}
-	state := stateSubmitted
+	state := j.entryState()
 	if len(srcs) > 1 || truthy(p["multihop"]) {
 		state = stateNotUsed
 	}
@@ -376,7 +403,7 @@ func (s *Simulator) finishBuild(j *job, p map[string]any) *submitError {
 		return badRequest("Reuse jobs must only contain transfers for the same source ad destination storage")
 	}
 	if j.jobType == "R" || j.jobType == "H" {
-		first.state = stateSubmitted
+		first.state = j.entryState()
 	}
 	return nil
 }
