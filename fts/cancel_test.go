@@ -31,12 +31,12 @@ func TestCancel_Bulk(t *testing.T) {
 
 func TestCancel_SingleAlreadyTerminalOrUnknown(t *testing.T) {
 	f := newFake(t)
-	f.reply("DELETE /jobs/"+jobOther, 200, golden(t, "cancel_304.json"))
-	f.reply("DELETE /jobs/"+jobLost, 404, golden(t, "status_404.json"))
+	f.reply("DELETE /jobs/"+jobShared, 200, shared(t, "cancel_304.json"))
+	f.reply("DELETE /jobs/"+jobLost, 404, shared(t, "not_found.json"))
 	c := f.proxyClient(t, nil)
-	res, err := c.Cancel(context.Background(), []string{jobOther})
-	if err != nil || res[0].Err != nil || res[0].State != "FAILED" {
-		t.Errorf("Cancel of a failed job: %v %+v, want success with state FAILED", err, res)
+	res, err := c.Cancel(context.Background(), []string{jobShared})
+	if err != nil || res[0].Err != nil || res[0].State != "FINISHED" || res[0].Message != "The job is in a terminal state" {
+		t.Errorf("Cancel of a finished job: %v %+v, want success with state FINISHED", err, res)
 	}
 	res, err = c.Cancel(context.Background(), []string{jobLost})
 	if err != nil || !errors.Is(res[0].Err, fts.ErrNotFound) {

@@ -14,7 +14,7 @@ func TestNew_Proxy(t *testing.T) {
 	for name, o := range map[string]proxyOpts{"pkcs1 key": {}, "pkcs8 key": {pkcs8: true}, "read-only file": {mode: 0o400}} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t)
-			f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+			f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 			proxy, _ := writeProxy(t, o)
 			c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir})
 			if err != nil {
@@ -24,7 +24,7 @@ func TestNew_Proxy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("WhoAmI: %v", err)
 			}
-			if got, want := w.DelegationID, "9ab8068853808c6b"; got != want {
+			if got, want := w.DelegationID, "9e7a1c0d2b3f4a5e"; got != want {
 				t.Errorf("delegation id = %q, want %q", got, want)
 			}
 			reqs := f.requests("GET /whoami")
@@ -79,7 +79,7 @@ func TestNew_RefusesBadProxy(t *testing.T) {
 
 func TestClient_ProxyExpiresWhileRunning(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	now := time.Now()
 	proxy, _ := writeProxy(t, proxyOpts{life: time.Hour})
 	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir, Now: func() time.Time { return now }})
@@ -98,7 +98,7 @@ func TestClient_ProxyExpiresWhileRunning(t *testing.T) {
 
 func TestClient_ProxyRenewedWhileRunning(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	now := time.Now()
 	path, _ := writeProxy(t, proxyOpts{life: time.Hour})
 	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: path, CertDir: f.caDir, Now: func() time.Time { return now }})
@@ -137,8 +137,8 @@ func TestClient_ProxyRenewedWhileRunning(t *testing.T) {
 func TestNew_Token(t *testing.T) {
 	const secret = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
-	f.reply("GET /jobs/x1", 403, golden(t, "error_403.html"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
+	f.reply("GET /jobs/x1", 403, shared(t, "forbidden_403.html"))
 	path := writeToken(t, secret, 0o600)
 	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, TokenFile: path, CertDir: f.caDir})
 	if err != nil {
@@ -157,7 +157,7 @@ func TestNew_Token(t *testing.T) {
 	if err := c.EnsureDelegation(context.Background()); err != nil {
 		t.Errorf("EnsureDelegation with a token: %v", err)
 	}
-	if n := len(f.requests("GET /delegation/9ab8068853808c6b")); n != 0 {
+	if n := len(f.requests("GET /delegation/9e7a1c0d2b3f4a5e")); n != 0 {
 		t.Errorf("token client asked for its delegation %d times", n)
 	}
 
@@ -240,7 +240,7 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 
 func TestClient_UnknownServerCA(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	otherCA := writeCADir(t, user().caCert) // a CA that did not sign the server's certificate
 	c := f.proxyClient(t, func(cfg *fts.Config) { cfg.CertDir = otherCA })
 	_, err := c.WhoAmI(context.Background())

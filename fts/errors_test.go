@@ -13,9 +13,9 @@ import (
 func TestErrorMessage(t *testing.T) {
 	long := strings.Repeat("é", 400)
 	for name, tc := range map[string]struct{ body, want string }{
-		"status/message": {string(golden(t, "submit_409.json")), "The sid provided by the user is duplicated"},
-		"error entry":    {string(golden(t, "status_404.json")), `No job with the id "0b6e0c4c-0000-11ee-0000-000000000000" has been found`},
-		"werkzeug page":  {string(golden(t, "error_403.html")), "Invalid credentials (The user has been banned)"},
+		"status/message": {string(shared(t, "conflict_409.json")), "The sid provided by the user is duplicated"},
+		"error entry":    {string(shared(t, "not_found.json")), `No job with the id "00000000-0000-0000-0000-000000000000" has been found`},
+		"werkzeug page":  {string(shared(t, "forbidden_403.html")), "The user does not belong to any authorized vo"},
 		"apache page": {string(golden(t, "error_503.html")),
 			"The server is temporarily unable to service your request due to maintenance downtime or capacity problems. Please try again later."},
 		"title only":    {"<html><head><title>502 Proxy Error</title></head><body></body></html>", "502 Proxy Error"},

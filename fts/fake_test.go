@@ -148,9 +148,22 @@ func newClient(t testing.TB, cfg fts.Config, edit func(*fts.Config)) *fts.Client
 	return c
 }
 
+// golden reads a reply of this package's edge cases (fts/testdata).
 func golden(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	return readFile(t, filepath.Join("testdata", name))
+}
+
+// shared reads a golden FTS3 reply shared with the simulator's tests
+// (testdata/fts at the top of the module).
+func shared(t testing.TB, name string) []byte {
+	t.Helper()
+	return readFile(t, filepath.Join("..", "testdata", "fts", name))
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("golden reply: %v", err)
 	}

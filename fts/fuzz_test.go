@@ -8,14 +8,17 @@ import (
 	"github.com/asyncstageout/aso/fts"
 )
 
-// The seed corpus is in testdata/fuzz/<FuzzName>/; the golden replies are
-// added here too, so the seeds follow them.
+// The seed corpus is in testdata/fuzz/<FuzzName>/; the golden replies
+// (fts/testdata and the shared testdata/fts) are added here too.
 
 var fuzzIDs = []string{jobActive, jobLost, jobOther, "x"}
 
 func FuzzParseStatus(f *testing.F) {
-	for _, name := range []string{"status_job.json", "status_207.json", "status_404.json", "cancel_207.json", "cancel_304.json"} {
+	for _, name := range []string{"status_job.json", "status_207.json", "cancel_207.json"} {
 		f.Add(golden(f, name))
+	}
+	for _, name := range []string{"job.json", "bulk_207.json", "not_found.json", "cancel_200.json", "cancel_304.json"} {
+		f.Add(shared(f, name))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sts, err := fts.ParseStatusReply(body, fuzzIDs)
@@ -47,8 +50,11 @@ func FuzzParseStatus(f *testing.F) {
 }
 
 func FuzzParseError(f *testing.F) {
-	for _, name := range []string{"error_403.html", "error_404.html", "error_503.html", "submit_409.json", "submit_419.json", "status_404.json"} {
+	for _, name := range []string{"error_404.html", "error_503.html"} {
 		f.Add(golden(f, name))
+	}
+	for _, name := range []string{"forbidden_403.html", "unavailable_503.html", "conflict_409.json", "delegation_419.json", "not_found.json"} {
+		f.Add(shared(f, name))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		msg := fts.ErrorMessage(body)

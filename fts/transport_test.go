@@ -23,7 +23,7 @@ func burst(t testing.TB, n int32, code int) (http.HandlerFunc, *atomic.Int32) {
 			_, _ = w.Write(golden(t, "error_503.html"))
 			return
 		}
-		_, _ = w.Write(golden(t, "whoami.json"))
+		_, _ = w.Write(shared(t, "whoami.json"))
 	}, &calls
 }
 
@@ -76,7 +76,7 @@ func TestRetry_SubmitOnlyWhenNotProcessed(t *testing.T) {
 		case 2:
 			w.WriteHeader(http.StatusInternalServerError) // may have acted: not retried
 		default:
-			_, _ = w.Write(golden(t, "submit_ok.json"))
+			_, _ = w.Write(shared(t, "submit.json"))
 		}
 	})
 	c := f.proxyClient(t, nil)
