@@ -66,3 +66,19 @@ func TestCancelFiles(t *testing.T) {
 		t.Error("CancelFiles without files accepted")
 	}
 }
+
+func TestCancel_RequestRefused(t *testing.T) {
+	f := newFake(t)
+	f.reply("DELETE /jobs/"+jobActive+","+jobOther, http.StatusUnauthorized,
+		[]byte("<!doctype html>\n<title>401 Unauthorized</title>\n<h1>Unauthorized</h1>\n<p>A valid X509 certificate or proxy is needed</p>\n"))
+	c := f.proxyClient(t, nil)
+	res, err := c.Cancel(context.Background(), []string{jobActive, jobOther})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !errors.Is(r.Err, fts.ErrUnauthorized) || r.State != "" {
+			t.Errorf("%s: %+v, want ErrUnauthorized", r.JobID, r)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -231,5 +232,22 @@ func TestSubmit_DelegationStillRefused(t *testing.T) {
 	}
 	if puts, _, _ := d.state(); puts != 1 {
 		t.Errorf("%d delegations, want 1", puts)
+	}
+}
+
+func TestEnsureDelegation_Refused(t *testing.T) {
+	f := newFake(t)
+	newDelegationServer(t, f)
+	f.reply("PUT /delegation/"+dlgID+"/credential", http.StatusBadRequest,
+		[]byte(`{"status": "400 Bad Request", "message": "Could not process the proxy: Malformed proxy"}`))
+	c := f.proxyClient(t, nil)
+	err := c.EnsureDelegation(context.Background())
+	if !errors.Is(err, fts.ErrBadRequest) || !strings.Contains(err.Error(), "Could not process the proxy: Malformed proxy") {
+		t.Errorf("EnsureDelegation refused: %v", err)
+	}
+
+	f.reply("GET /delegation/"+dlgID+"/request", 200, []byte("not a certificate request"))
+	if err := c.EnsureDelegation(context.Background()); err == nil || !strings.Contains(err.Error(), "not PEM") {
+		t.Errorf("EnsureDelegation with a bad request: %v", err)
 	}
 }

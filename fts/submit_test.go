@@ -80,6 +80,9 @@ func TestSubmit_Duplicate(t *testing.T) {
 	if dup.SID != "sid-7" || dup.Message != "The sid provided by the user is duplicated" {
 		t.Errorf("duplicate = %+v", dup)
 	}
+	if !strings.Contains(err.Error(), "sid sid-7 already submitted as job "+dup.JobID) {
+		t.Errorf("error reads %q", err)
+	}
 	if n := len(f.requests("POST /jobs")); n != 1 {
 		t.Errorf("%d submissions, want 1", n)
 	}
