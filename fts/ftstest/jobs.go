@@ -1,7 +1,6 @@
 package ftstest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -295,23 +294,27 @@ func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
 
 // handleModify serves POST /jobs/{ids} with {"params":{"priority":N}}.
 func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, _ *identity, args []string) {
-	var body struct {
-		Params map[string]json.Number `json:"params"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, "Badly formatted JSON request")
+	body, serr := readSubmission(r)
+	if serr != nil {
+		writeError(w, serr.code, serr.msg)
 		return
 	}
-	prio, err := body.Params["priority"].Int64()
-	if _, given := body.Params["priority"]; given && err != nil {
-		writeError(w, http.StatusBadRequest, "Invalid priority value")
-		return
+	prio := 0
+	if params, ok := body["params"].(map[string]any); ok {
+		if v, given := params["priority"]; given {
+			n, perr := pyInt("priority", v)
+			if perr != nil {
+				writeError(w, http.StatusBadRequest, "Invalid priority value")
+				return
+			}
+			prio = n
+		}
 	}
 	ids := strings.Split(args[0], ",")
 	s.mu.Lock()
 	responses := s.modifyJobs(ids, func(j *job) {
 		if prio != 0 {
-			j.priority = min(max(int(prio), 1), 5)
+			j.priority = min(max(prio, 1), 5)
 		}
 	})
 	s.mu.Unlock()

@@ -202,3 +202,14 @@ func TestCancel(t *testing.T) {
 		t.Errorf("canceled job has no job_finished")
 	}
 }
+
+func TestModify_Priority(t *testing.T) {
+	f := newFixture(t, ftstest.Options{QueueDelay: time.Hour})
+	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+	r := f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": 5}})
+	wantEq(t, "code", r.code, 200)
+	wantEq(t, "reply priority", r.obj(t)["priority"], 5)
+	wantEq(t, "job priority", f.job(id)["priority"], 5)
+	r = f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": "high"}})
+	wantEq(t, "bad priority", r.obj(t), map[string]any{"status": "400 Bad Request", "message": "Invalid priority value"})
+}

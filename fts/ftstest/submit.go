@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -47,9 +48,23 @@ func readSubmission(r *http.Request) (map[string]any, *submitError) {
 		return nil, badRequest("Could not read the request: %v", err)
 	}
 	switch {
-	case r.Method == http.MethodPut || strings.HasPrefix(ct, "application/json"):
+	case ct == "application/json, application/x-www-form-urlencoded":
+		unq, err := url.QueryUnescape(string(raw))
+		if err != nil {
+			return nil, badRequest("Badly formatted JSON request")
+		}
+		raw = []byte(unq)
+	case strings.HasPrefix(ct, "application/json") || r.Method == http.MethodPut:
 	case strings.HasPrefix(ct, "application/x-www-form-urlencoded"):
-		return map[string]any{}, nil
+		vals, err := url.ParseQuery(string(raw))
+		if err != nil {
+			return nil, badRequest("Badly formatted form request: %v", err)
+		}
+		m := map[string]any{}
+		for k, v := range vals {
+			m[k] = v[0]
+		}
+		return m, nil
 	default:
 		return nil, badRequest("Expecting application/json or application/x-www-form-urlencoded")
 	}
@@ -61,7 +76,7 @@ func readSubmission(r *http.Request) (map[string]any, *submitError) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, typeError("expecting a JSON object, not '%s'", pyType(v))
+		return nil, badRequest("Expecting a dictionary")
 	}
 	return m, nil
 }

@@ -1,7 +1,9 @@
 package ftstest_test
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/asyncstageout/aso/fts/ftstest"
@@ -18,6 +20,7 @@ func TestSubmit_Invalid(t *testing.T) {
 	}{
 		{"bad JSON", `{"files": [`, 400, "Badly formatted JSON request"},
 		{"no files", map[string]any{"params": map[string]any{}}, 400, "No transfers operations specified"},
+		{"not an object", `[{"files": []}]`, 400, "Expecting a dictionary"},
 		{"null files", map[string]any{"files": nil}, 400, "No transfers operations specified"},
 		{"empty files", map[string]any{"files": []any{}}, 400, "No valid pairs available"},
 		{"missing scheme", jobBody(nil, transfer("a.example.org/f", "gsiftp://b.example.org/f")), 400,
@@ -119,6 +122,24 @@ func TestSubmit_Params(t *testing.T) {
 		j := f.do(http.MethodGet, "/jobs/"+f.submit(jobBody(nil, transfer(src, dst), transfer("root://c.example.org//f", dst))), nil).obj(t)
 		wantEq(t, "source_se", j["source_se"], nil)
 		wantEq(t, "dest_se", j["dest_se"], "gsiftp://b.example.org")
+	})
+	t.Run("content types", func(t *testing.T) {
+		for ct, want := range map[string]string{
+			"text/plain":                        "Expecting application/json or application/x-www-form-urlencoded",
+			"application/x-www-form-urlencoded": "No transfers operations specified",
+		} {
+			req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/jobs", strings.NewReader("a=b"))
+			req.Header.Set("Content-Type", ct)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			resp, err := f.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			r := reply{code: resp.StatusCode, body: body}
+			wantEq(t, ct, r.obj(t), map[string]any{"status": "400 Bad Request", "message": want})
+		}
 	})
 	t.Run("PUT is a submission", func(t *testing.T) {
 		r := call(t, f.srv.Client(), http.MethodPut, f.srv.URL+"/jobs", testToken, mustJSON(jobBody(nil, transfer(src, dst))))
