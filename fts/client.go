@@ -49,8 +49,8 @@ type Client struct {
 	cfg   Config
 	base  *url.URL
 	hc    *http.Client
-	proxy *proxyCredential // nil with a token
-	token *tokenFile       // nil with a proxy
+	proxy *proxySource // nil with a token
+	token *tokenFile   // nil with a proxy
 
 	mu  sync.Mutex
 	who *WhoAmI // cached whoami reply
@@ -74,10 +74,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	case cfg.ProxyPath != "":
-		if c.proxy, err = loadProxy(cfg.ProxyPath); err != nil {
-			return nil, err
-		}
-		if err := c.proxy.checkValid(cfg.Now()); err != nil {
+		if c.proxy, err = newProxySource(cfg.ProxyPath, cfg.Now()); err != nil {
 			return nil, err
 		}
 	default:
@@ -93,6 +90,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsConf
+	// HTTP/1.1, as FTS's own clients speak: client-certificate servers
+	// (Apache with mod_gridsite) are not always ready for HTTP/2.
+	tr.ForceAttemptHTTP2 = false
 	c.hc = &http.Client{Transport: tr}
 	return c, nil
 }

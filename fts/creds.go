@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -27,35 +26,38 @@ type proxyCredential struct {
 	key      crypto.Signer
 	tlsCert  tls.Certificate
 	notAfter time.Time // earliest expiry in the chain
+	stamp    fileStamp // of the file it was read from
 }
 
-// checkPrivate refuses a secret file that group or others can access.
-func checkPrivate(kind, path string) error {
+// statPrivate refuses a secret file that group or others can access, and
+// returns its file information.
+func statPrivate(kind, path string) (os.FileInfo, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("fts: %s file: %w", kind, err)
+		return nil, credErrorf("fts: %s file: %w", kind, err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("fts: %s file %s is not a regular file", kind, path)
+		return nil, credErrorf("fts: %s file %s is not a regular file", kind, path)
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return credErrorf("fts: %s file %s is accessible by group or others (mode %04o); run: chmod 600 %s",
+		return nil, credErrorf("fts: %s file %s is accessible by group or others (mode %04o); run: chmod 600 %s",
 			kind, path, perm, path)
 	}
-	return nil
+	return st, nil
 }
 
 // loadProxy reads a proxy PEM file: every CERTIFICATE block in order as the
 // chain, and the one private key (PKCS#1, PKCS#8 or SEC 1).
 func loadProxy(path string) (*proxyCredential, error) {
-	if err := checkPrivate("proxy", path); err != nil {
+	st, err := statPrivate("proxy", path)
+	if err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("fts: proxy file: %w", err)
 	}
-	p := &proxyCredential{path: path}
+	p := &proxyCredential{path: path, stamp: stampOf(st)}
 	for rest := data; ; {
 		var block *pem.Block
 		block, rest = pem.Decode(rest)
@@ -144,54 +146,6 @@ func (p *proxyCredential) checkValid(now time.Time) error {
 	return nil
 }
 
-// tokenFile is an OAuth2 bearer token read from a file, re-read when the
-// file changes (token refreshers rewrite it in place).
-type tokenFile struct {
-	path string
-
-	mu      sync.Mutex
-	modTime time.Time
-	size    int64
-	token   string
-}
-
-func loadTokenFile(path string) (*tokenFile, error) {
-	t := &tokenFile{path: path}
-	if _, err := t.get(); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// get returns the current token, re-reading the file if it changed.
-func (t *tokenFile) get() (string, error) {
-	if err := checkPrivate("token", t.path); err != nil {
-		return "", err
-	}
-	st, err := os.Stat(t.path)
-	if err != nil {
-		return "", credErrorf("fts: token file: %w", err)
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.token != "" && st.ModTime().Equal(t.modTime) && st.Size() == t.size {
-		return t.token, nil
-	}
-	data, err := os.ReadFile(t.path)
-	if err != nil {
-		return "", credErrorf("fts: token file: %w", err)
-	}
-	tok := strings.TrimSpace(string(data))
-	switch {
-	case tok == "":
-		return "", credErrorf("fts: token file %s is empty", t.path)
-	case strings.ContainsAny(tok, " \t\r\n"):
-		return "", credErrorf("fts: token file %s must hold one token on one line", t.path)
-	}
-	t.token, t.modTime, t.size = tok, st.ModTime(), st.Size()
-	return tok, nil
-}
-
 // tlsConfig builds the client TLS settings: the proxy as client
 // certificate and the CA directory as roots.
 func (c *Client) tlsConfig() (*tls.Config, error) {
@@ -204,11 +158,10 @@ func (c *Client) tlsConfig() (*tls.Config, error) {
 		conf.RootCAs = pool
 	}
 	if c.proxy != nil {
-		cert := c.proxy.tlsCert
 		// Always offer the proxy: grid servers list many CAs, and a proxy's
 		// issuer is the user certificate, which is in no such list.
 		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return &cert, nil
+			return &c.proxy.current().tlsCert, nil
 		}
 	}
 	return conf, nil
@@ -222,7 +175,7 @@ var caFileName = regexp.MustCompile(`(?i)\.(pem|crt|cer|[0-9]+)$`)
 func loadCertDir(dir string) (*x509.CertPool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("fts: CA directory: %w", err)
+		return nil, fmt.Errorf("fts: CA directory: %w; give the directory of trusted CA certificates (X509_CERT_DIR)", err)
 	}
 	pool := x509.NewCertPool()
 	n := 0

@@ -14,7 +14,7 @@ func TestNew_Proxy(t *testing.T) {
 	for name, o := range map[string]proxyOpts{"pkcs1 key": {}, "pkcs8 key": {pkcs8: true}, "read-only file": {mode: 0o400}} {
 		t.Run(name, func(t *testing.T) {
 			f := newFake(t)
-			f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+			f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 			proxy, _ := writeProxy(t, o)
 			c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir})
 			if err != nil {
@@ -24,7 +24,7 @@ func TestNew_Proxy(t *testing.T) {
 			if err != nil {
 				t.Fatalf("WhoAmI: %v", err)
 			}
-			if got, want := w.DelegationID, "9ab8068853808c6b"; got != want {
+			if got, want := w.DelegationID, "9e7a1c0d2b3f4a5e"; got != want {
 				t.Errorf("delegation id = %q, want %q", got, want)
 			}
 			reqs := f.requests("GET /whoami")
@@ -79,7 +79,7 @@ func TestNew_RefusesBadProxy(t *testing.T) {
 
 func TestClient_ProxyExpiresWhileRunning(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	now := time.Now()
 	proxy, _ := writeProxy(t, proxyOpts{life: time.Hour})
 	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir, Now: func() time.Time { return now }})
@@ -96,11 +96,49 @@ func TestClient_ProxyExpiresWhileRunning(t *testing.T) {
 	}
 }
 
+func TestClient_ProxyRenewedWhileRunning(t *testing.T) {
+	f := newFake(t)
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
+	now := time.Now()
+	path, _ := writeProxy(t, proxyOpts{life: time.Hour})
+	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, ProxyPath: path, CertDir: f.caDir, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// voms-proxy-init rewrites the file: first a half-written, unusable
+	// version, then the whole renewed proxy.
+	renewedPath, renewed := writeProxy(t, proxyOpts{life: 12 * time.Hour})
+	data, err := os.ReadFile(renewedPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data[:len(data)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatalf("WhoAmI while the proxy file is being rewritten: %v", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Hour) // the first proxy has expired
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatalf("WhoAmI after the proxy was renewed: %v", err)
+	}
+	reqs := f.requests("GET /whoami")
+	if got := reqs[len(reqs)-1].ClientNotAfter; !got.Equal(renewed.NotAfter) {
+		t.Errorf("last request presented a proxy expiring %v, want the renewed one (%v)", got, renewed.NotAfter)
+	}
+}
+
 func TestNew_Token(t *testing.T) {
 	const secret = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
-	f.reply("GET /jobs/x1", 403, golden(t, "error_403.html"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
+	f.reply("GET /jobs/x1", 403, shared(t, "forbidden_403.html"))
 	path := writeToken(t, secret, 0o600)
 	c, err := fts.New(fts.Config{Endpoint: f.srv.URL, TokenFile: path, CertDir: f.caDir})
 	if err != nil {
@@ -119,7 +157,7 @@ func TestNew_Token(t *testing.T) {
 	if err := c.EnsureDelegation(context.Background()); err != nil {
 		t.Errorf("EnsureDelegation with a token: %v", err)
 	}
-	if n := len(f.requests("GET /delegation/9ab8068853808c6b")); n != 0 {
+	if n := len(f.requests("GET /delegation/9e7a1c0d2b3f4a5e")); n != 0 {
 		t.Errorf("token client asked for its delegation %d times", n)
 	}
 
@@ -140,6 +178,20 @@ func TestNew_Token(t *testing.T) {
 	}
 	if sts[0].Err == nil || strings.Contains(sts[0].Err.Error(), "second.token") {
 		t.Errorf("status error %v: want an error without the token", sts[0].Err)
+	}
+
+	// While the refresher rewrites the file, the last good token is used.
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, future.Add(time.Minute), future.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Status(context.Background(), []string{"x1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.requests("GET /jobs/x1")[1].Header.Get("Authorization"); got != "Bearer second.token.value" {
+		t.Errorf("during a rewrite Authorization = %q, want the last good token", got)
 	}
 }
 
@@ -188,11 +240,11 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 
 func TestClient_UnknownServerCA(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	otherCA := writeCADir(t, user().caCert) // a CA that did not sign the server's certificate
 	c := f.proxyClient(t, func(cfg *fts.Config) { cfg.CertDir = otherCA })
 	_, err := c.WhoAmI(context.Background())
-	if err == nil || fts.IsTransient(err) {
+	if err == nil || fts.IsTransient(err) || !strings.Contains(err.Error(), "cannot verify the server's certificate") {
 		t.Fatalf("WhoAmI against an untrusted server: err = %v, want a permanent certificate error", err)
 	}
 	insecure := f.proxyClient(t, func(cfg *fts.Config) { cfg.CertDir = otherCA; cfg.Insecure = true })

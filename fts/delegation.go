@@ -38,11 +38,11 @@ func (c *Client) EnsureDelegation(ctx context.Context) error {
 	}
 	c.dlgMu.Lock()
 	defer c.dlgMu.Unlock()
-	w, err := c.whoami(ctx)
+	dlg, err := c.delegationID(ctx)
 	if err != nil {
-		return fmt.Errorf("fts: delegation: %w", err)
+		return err
 	}
-	end, err := c.delegationEnd(ctx, w.DelegationID)
+	end, err := c.delegationEnd(ctx, dlg)
 	if err != nil {
 		return err
 	}
@@ -50,21 +50,33 @@ func (c *Client) EnsureDelegation(ctx context.Context) error {
 	if !end.IsZero() && end.Sub(now) >= c.cfg.MinDelegation {
 		return nil
 	}
-	if !end.IsZero() && end.After(now) && !now.Add(c.lifetime(now)).After(end.Add(delegationSlack)) {
+	if !end.IsZero() && end.After(now) && !now.Add(c.lifetime(c.proxy.current(), now)).After(end.Add(delegationSlack)) {
 		return nil // the local proxy would not give a longer delegation
 	}
-	return c.delegateLocked(ctx, w.DelegationID)
+	return c.delegateLocked(ctx, dlg)
 }
 
 // delegate delegates now, whatever the server holds (after a 419).
 func (c *Client) delegate(ctx context.Context) error {
 	c.dlgMu.Lock()
 	defer c.dlgMu.Unlock()
+	dlg, err := c.delegationID(ctx)
+	if err != nil {
+		return err
+	}
+	return c.delegateLocked(ctx, dlg)
+}
+
+// delegationID is the server's delegation id for the client (from whoami).
+func (c *Client) delegationID(ctx context.Context) (string, error) {
 	w, err := c.whoami(ctx)
 	if err != nil {
-		return fmt.Errorf("fts: delegation: %w", err)
+		return "", fmt.Errorf("fts: delegation: %w", err)
 	}
-	return c.delegateLocked(ctx, w.DelegationID)
+	if w.DelegationID == "" {
+		return "", fmt.Errorf("fts: delegation: whoami gives no delegation id for %s", w.UserDN)
+	}
+	return w.DelegationID, nil
 }
 
 // delegationEnd returns when the server's delegation ends; zero if it has none.
@@ -90,18 +102,19 @@ func (c *Client) delegationEnd(ctx context.Context, dlg string) (time.Time, erro
 
 // lifetime is the delegation lifetime to ask for: DelegationLifetime capped
 // by the local proxy's remaining life less a minute.
-func (c *Client) lifetime(now time.Time) time.Duration {
-	return min(c.cfg.DelegationLifetime, c.proxy.notAfter.Sub(now)-time.Minute)
+func (c *Client) lifetime(p *proxyCredential, now time.Time) time.Duration {
+	return min(c.cfg.DelegationLifetime, p.notAfter.Sub(now)-time.Minute)
 }
 
 // delegateLocked runs the exchange: get the server's request, sign a proxy
 // certificate for its key, put it back with our chain.
 func (c *Client) delegateLocked(ctx context.Context, dlg string) error {
 	now := c.cfg.Now()
-	life := c.lifetime(now)
+	p := c.proxy.current()
+	life := c.lifetime(p, now)
 	if life <= 0 {
 		return fmt.Errorf("fts: delegation: proxy %s expires at %s, too soon to delegate; renew it",
-			c.proxy.path, c.proxy.notAfter.UTC().Format(time.RFC3339))
+			p.path, p.notAfter.UTC().Format(time.RFC3339))
 	}
 	path := "/delegation/" + url.PathEscape(dlg)
 	r, err := c.send(ctx, request{method: http.MethodGet, path: path + "/request", idempotent: true})
@@ -111,12 +124,12 @@ func (c *Client) delegateLocked(ctx context.Context, dlg string) error {
 	if r.status != http.StatusOK {
 		return fmt.Errorf("fts: delegation %s: request: %w", dlg, r.httpError())
 	}
-	certPEM, err := c.signProxy(r.body, now, life)
+	certPEM, err := signProxy(p, r.body, now, life)
 	if err != nil {
 		return fmt.Errorf("fts: delegation %s: %w", dlg, err)
 	}
 	body := append([]byte(nil), certPEM...)
-	for _, cert := range c.proxy.chain {
+	for _, cert := range p.chain {
 		body = append(body, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})...)
 	}
 	r, err = c.send(ctx, request{method: http.MethodPut, path: path + "/credential", body: body,
@@ -131,8 +144,8 @@ func (c *Client) delegateLocked(ctx context.Context, dlg string) error {
 }
 
 // signProxy signs an RFC 3820 proxy certificate for the key of the PEM
-// certificate request csrPEM, issued by our proxy and valid for life.
-func (c *Client) signProxy(csrPEM []byte, now time.Time, life time.Duration) ([]byte, error) {
+// certificate request csrPEM, issued by proxy p and valid for life.
+func signProxy(p *proxyCredential, csrPEM []byte, now time.Time, life time.Duration) ([]byte, error) {
 	block, _ := pem.Decode(bytes.TrimSpace(csrPEM))
 	if block == nil || (block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST") {
 		return nil, fmt.Errorf("the server's certificate request is not PEM: %s", clip(string(csrPEM)))
@@ -149,7 +162,7 @@ func (c *Client) signProxy(csrPEM []byte, now time.Time, life time.Duration) ([]
 		return nil, err
 	}
 	serial.Add(serial, big.NewInt(1))
-	subject, err := proxySubject(c.proxy.chain[0].RawSubject, serial.String())
+	subject, err := proxySubject(p.chain[0].RawSubject, serial.String())
 	if err != nil {
 		return nil, err
 	}
@@ -166,10 +179,10 @@ func (c *Client) signProxy(csrPEM []byte, now time.Time, life time.Duration) ([]
 		BasicConstraintsValid: true,
 		ExtraExtensions:       []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}},
 	}
-	if tmpl.NotBefore.Before(c.proxy.chain[0].NotBefore) {
-		tmpl.NotBefore = c.proxy.chain[0].NotBefore
+	if tmpl.NotBefore.Before(p.chain[0].NotBefore) {
+		tmpl.NotBefore = p.chain[0].NotBefore
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.proxy.chain[0], csr.PublicKey, c.proxy.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.chain[0], csr.PublicKey, p.key)
 	if err != nil {
 		return nil, fmt.Errorf("sign proxy: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 	"github.com/asyncstageout/aso/fts"
 )
 
-const dlgID = "9ab8068853808c6b"
+const dlgID = "9e7a1c0d2b3f4a5e"
 
 // delegationServer plays the FTS delegation endpoints on a fakeFTS and
 // checks every PUT proxy the way FTS3 does (and as RFC 3820 asks).
@@ -38,7 +39,7 @@ type delegationServer struct {
 
 func newDelegationServer(t testing.TB, f *fakeFTS) *delegationServer {
 	d := &delegationServer{t: t, key: serverKey()}
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	f.handle("GET /delegation/"+dlgID, func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -196,17 +197,17 @@ func TestSubmit_NeedsDelegation(t *testing.T) {
 	f.handle("POST /jobs", func(w http.ResponseWriter, _ *http.Request) {
 		if puts, _, _ := d.state(); puts == 0 {
 			w.WriteHeader(419)
-			_, _ = w.Write(golden(t, "submit_419.json"))
+			_, _ = w.Write(shared(t, "delegation_419.json"))
 			return
 		}
-		_, _ = w.Write(golden(t, "submit_ok.json"))
+		_, _ = w.Write(shared(t, "submit.json"))
 	})
 	c := f.proxyClient(t, nil)
 	id, err := c.Submit(context.Background(), testSubmission("sid-3"))
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	if id != jobActive {
+	if id != jobShared {
 		t.Errorf("job id %q", id)
 	}
 	if n := len(f.requests("POST /jobs")); n != 2 {
@@ -220,7 +221,7 @@ func TestSubmit_NeedsDelegation(t *testing.T) {
 func TestSubmit_DelegationStillRefused(t *testing.T) {
 	f := newFake(t)
 	d := newDelegationServer(t, f)
-	f.reply("POST /jobs", 419, golden(t, "submit_419.json"))
+	f.reply("POST /jobs", 419, shared(t, "delegation_419.json"))
 	c := f.proxyClient(t, nil)
 	_, err := c.Submit(context.Background(), testSubmission("sid-4"))
 	if !errors.Is(err, fts.ErrNeedDelegation) || fts.IsTransient(err) {
@@ -231,5 +232,22 @@ func TestSubmit_DelegationStillRefused(t *testing.T) {
 	}
 	if puts, _, _ := d.state(); puts != 1 {
 		t.Errorf("%d delegations, want 1", puts)
+	}
+}
+
+func TestEnsureDelegation_Refused(t *testing.T) {
+	f := newFake(t)
+	newDelegationServer(t, f)
+	f.reply("PUT /delegation/"+dlgID+"/credential", http.StatusBadRequest,
+		[]byte(`{"status": "400 Bad Request", "message": "Could not process the proxy: Malformed proxy"}`))
+	c := f.proxyClient(t, nil)
+	err := c.EnsureDelegation(context.Background())
+	if !errors.Is(err, fts.ErrBadRequest) || !strings.Contains(err.Error(), "Could not process the proxy: Malformed proxy") {
+		t.Errorf("EnsureDelegation refused: %v", err)
+	}
+
+	f.reply("GET /delegation/"+dlgID+"/request", 200, []byte("not a certificate request"))
+	if err := c.EnsureDelegation(context.Background()); err == nil || !strings.Contains(err.Error(), "not PEM") {
+		t.Errorf("EnsureDelegation with a bad request: %v", err)
 	}
 }

@@ -140,7 +140,14 @@ func isCertificateError(err error) bool {
 	var ci x509.CertificateInvalidError
 	var ae tls.AlertError
 	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn) ||
-		errors.As(err, &ci) || errors.As(err, &ae)
+		errors.As(err, &ci) || errors.As(err, &ae) || isHandshakeRefusal(err)
+}
+
+// isHandshakeRefusal reports a TLS alert from the server, as when it does
+// not accept the client certificate.
+func isHandshakeRefusal(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // maxMessage bounds the server message kept in an error.

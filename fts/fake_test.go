@@ -33,7 +33,8 @@ type seenRequest struct {
 	Method, Path, Query string
 	Header              http.Header
 	Body                []byte
-	ClientCerts         int // certificates the client presented
+	ClientCerts         int       // certificates the client presented
+	ClientNotAfter      time.Time // expiry of the first one
 }
 
 func newFake(t testing.TB) *fakeFTS {
@@ -55,6 +56,9 @@ func (f *fakeFTS) serve(w http.ResponseWriter, r *http.Request) {
 	sr := seenRequest{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body}
 	if r.TLS != nil {
 		sr.ClientCerts = len(r.TLS.PeerCertificates)
+		if sr.ClientCerts > 0 {
+			sr.ClientNotAfter = r.TLS.PeerCertificates[0].NotAfter
+		}
 	}
 	f.mu.Lock()
 	f.seen = append(f.seen, sr)
@@ -126,7 +130,14 @@ func (f *fakeFTS) total() int {
 func (f *fakeFTS) proxyClient(t testing.TB, edit func(*fts.Config)) *fts.Client {
 	t.Helper()
 	proxy, _ := writeProxy(t, proxyOpts{})
-	cfg := fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir, RetryInitial: time.Millisecond, MaxElapsed: 2 * time.Second}
+	return newClient(t, fts.Config{Endpoint: f.srv.URL, ProxyPath: proxy, CertDir: f.caDir}, edit)
+}
+
+// newClient makes a client of cfg with quick retries (first after 1 ms,
+// for at most 2 s), then changed by edit if given.
+func newClient(t testing.TB, cfg fts.Config, edit func(*fts.Config)) *fts.Client {
+	t.Helper()
+	cfg.RetryInitial, cfg.MaxElapsed, cfg.Timeout = time.Millisecond, 2*time.Second, 5*time.Second
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -137,9 +148,22 @@ func (f *fakeFTS) proxyClient(t testing.TB, edit func(*fts.Config)) *fts.Client 
 	return c
 }
 
+// golden reads a reply of this package's edge cases (fts/testdata).
 func golden(t testing.TB, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	return readFile(t, filepath.Join("testdata", name))
+}
+
+// shared reads a golden FTS3 reply shared with the simulator's tests
+// (testdata/fts at the top of the module).
+func shared(t testing.TB, name string) []byte {
+	t.Helper()
+	return readFile(t, filepath.Join("..", "testdata", "fts", name))
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("golden reply: %v", err)
 	}

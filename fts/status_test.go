@@ -15,8 +15,10 @@ import (
 
 const (
 	jobActive = "a40b82e4-a8d0-11ee-9d3c-fa163e2b6bd2"
-	jobLost   = "0b6e0c4c-0000-11ee-0000-000000000000"
+	jobLost   = "00000000-0000-0000-0000-000000000000"
 	jobOther  = "c5d7e0aa-a8d0-11ee-9d3c-fa163e2b6bd2"
+	// jobShared is the job of the shared golden replies (testdata/fts).
+	jobShared = "a3c1b3a2-6c5e-11ef-9c4e-fa163e1c2f3b"
 )
 
 func TestStatus_Bulk207(t *testing.T) {
@@ -92,7 +94,7 @@ func TestStatus_SingleJobFields(t *testing.T) {
 
 func TestStatus_SingleLostOrWrongEndpoint(t *testing.T) {
 	f := newFake(t)
-	f.reply("GET /jobs/"+jobLost, 404, golden(t, "status_404.json"))
+	f.reply("GET /jobs/"+jobLost, 404, shared(t, "not_found.json"))
 	c := f.proxyClient(t, nil)
 	sts, err := c.Status(context.Background(), []string{jobLost, "1234-not-routed"})
 	if err != nil {

@@ -26,14 +26,14 @@ func testSubmission(sid string) fts.Submission {
 
 func TestSubmit(t *testing.T) {
 	f := newFake(t)
-	f.reply("POST /jobs", 200, golden(t, "submit_ok.json"))
+	f.reply("POST /jobs", 200, shared(t, "submit.json"))
 	c := f.proxyClient(t, nil)
 	id, err := c.Submit(context.Background(), testSubmission("sid-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id != jobActive {
-		t.Errorf("job id = %q, want %q", id, jobActive)
+	if id != jobShared {
+		t.Errorf("job id = %q, want %q", id, jobShared)
 	}
 	req := f.requests("POST /jobs")[0]
 	if got := req.Header.Get("Content-Type"); got != "application/json" {
@@ -66,8 +66,8 @@ func TestSubmit(t *testing.T) {
 
 func TestSubmit_Duplicate(t *testing.T) {
 	f := newFake(t)
-	f.reply("POST /jobs", http.StatusConflict, golden(t, "submit_409.json"))
-	f.reply("GET /whoami", 200, golden(t, "whoami.json"))
+	f.reply("POST /jobs", http.StatusConflict, shared(t, "conflict_409.json"))
+	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	c := f.proxyClient(t, nil)
 	_, err := c.Submit(context.Background(), testSubmission("sid-7"))
 	var dup *fts.DuplicateError
@@ -79,6 +79,9 @@ func TestSubmit_Duplicate(t *testing.T) {
 	}
 	if dup.SID != "sid-7" || dup.Message != "The sid provided by the user is duplicated" {
 		t.Errorf("duplicate = %+v", dup)
+	}
+	if !strings.Contains(err.Error(), "sid sid-7 already submitted as job "+dup.JobID) {
+		t.Errorf("error reads %q", err)
 	}
 	if n := len(f.requests("POST /jobs")); n != 1 {
 		t.Errorf("%d submissions, want 1", n)
@@ -97,11 +100,11 @@ func TestJobIDFromSID(t *testing.T) {
 
 func TestSubmit_Refused(t *testing.T) {
 	f := newFake(t)
-	f.reply("POST /jobs", http.StatusBadRequest, golden(t, "submit_400.json"))
+	f.reply("POST /jobs", http.StatusBadRequest, shared(t, "bad_request_400.json"))
 	c := f.proxyClient(t, nil)
 	_, err := c.Submit(context.Background(), testSubmission("sid-2"))
 	if !errors.Is(err, fts.ErrBadRequest) || fts.IsTransient(err) ||
-		!strings.Contains(err.Error(), "Can not transfer local files") {
+		!strings.Contains(err.Error(), "No transfers operations specified") {
 		t.Fatalf("Submit: %v, want a permanent bad-request error with the server's message", err)
 	}
 	if n := len(f.requests("POST /jobs")); n != 1 {

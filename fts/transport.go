@@ -51,8 +51,12 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 		return nil, err
 	}
 	if c.proxy != nil {
-		if err := c.proxy.checkValid(c.cfg.Now()); err != nil {
+		_, renewed, err := c.proxy.refresh(c.cfg.Now())
+		if err != nil {
 			return nil, err
+		}
+		if renewed {
+			c.hc.CloseIdleConnections() // new connections present the new proxy
 		}
 	}
 	b := backoff.WithContext(backoff.NewExponentialBackOff(
@@ -128,6 +132,11 @@ func (c *Client) attempt(ctx context.Context, rq request) (*reply, error) {
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxReply+1))
+	if err == nil && actx.Err() != nil {
+		// A reply racing the deadline (a server giving up on a cancelled
+		// request answers an empty 200) is not trusted.
+		err = actx.Err()
+	}
 	if err != nil {
 		return nil, c.transportError(ctx, actx, err)
 	}
@@ -154,6 +163,12 @@ func (c *Client) transportError(ctx, actx context.Context, err error) error {
 	}
 	if actx.Err() != nil {
 		return fmt.Errorf("%w: no reply within %s", ErrTimeout, c.cfg.Timeout)
+	}
+	switch {
+	case isHandshakeRefusal(err):
+		return fmt.Errorf("%w: the server refused the TLS handshake (%w); check that the credential is valid and its CA is trusted by the server", errTransport, err)
+	case isCertificateError(err):
+		return fmt.Errorf("%w: cannot verify the server's certificate (%w); check the CA directory", errTransport, err)
 	}
 	return fmt.Errorf("%w: %w", errTransport, err)
 }
