@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,11 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		if cfg.TokenFile == "" {
 			cfg.ProxyPath = o.proxyPath(g)
 		}
-		cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+		cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
+		if cfg.CertDir == "" && !strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
+			// plain HTTP (a simulator served elsewhere) has no certificate to verify
+			cfg.CertDir = "/etc/grid-security/certificates"
+		}
 		c, err := fts.New(cfg)
 		if err != nil {
 			return nil, nil, err

@@ -388,24 +388,33 @@ func (s *Simulator) aggregate(j *job) {
 
 // SimFile is one file the simulator received, as GET /sim/files lists it.
 type SimFile struct {
-	JobID       string          `json:"job_id"`
-	SID         string          `json:"sid"`
-	FileID      int64           `json:"file_id"`
-	Source      string          `json:"source"`
-	Destination string          `json:"destination"`
-	State       string          `json:"state"`
-	Reason      string          `json:"reason"`
-	Submitted   time.Time       `json:"submitted"`
-	Retries     int             `json:"retries"`
-	Metadata    json.RawMessage `json:"metadata"`
+	JobID       string    `json:"job_id"`
+	SID         string    `json:"sid"`
+	FileID      int64     `json:"file_id"`
+	Source      string    `json:"source"`
+	Destination string    `json:"destination"`
+	State       string    `json:"state"`
+	Reason      string    `json:"reason"`
+	Submitted   time.Time `json:"submitted"`
+	// Finished is when the file reached its terminal state (FTS
+	// finish_time); nil while it is not terminal, and for a cancelled
+	// running file until its url-copy has stopped.
+	Finished *time.Time      `json:"finished,omitempty"`
+	Retries  int             `json:"retries"`
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 func (f *file) sim() SimFile {
 	md, _ := json.Marshal(f.metadata)
-	return SimFile{
+	out := SimFile{
 		JobID: f.job.id, SID: f.job.sid, FileID: f.id,
 		Source: f.sourceSURL, Destination: f.destSURL,
 		State: f.state, Reason: f.reason, Submitted: f.job.submitTime,
 		Retries: f.retry, Metadata: md,
 	}
+	if isTerminal(f.state) && f.finishTime != nil {
+		at := *f.finishTime
+		out.Finished = &at
+	}
+	return out
 }

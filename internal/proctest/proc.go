@@ -1,0 +1,261 @@
+package proctest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+)
+
+// envRunAso is set in the environment of children: the re-executed test
+// binary then runs aso instead of the tests.
+const envRunAso = "PROCTEST_RUN_ASO"
+
+// Main runs aso and exits when the process is a child started by Start;
+// otherwise it returns at once. Call it first in TestMain.
+func Main() {
+	if os.Getenv(envRunAso) == "1" {
+		os.Exit(cmd.Execute())
+	}
+}
+
+// DefaultLifetime bounds a child's wall-clock lifetime when Options.Lifetime
+// is zero: after it the child is killed and the test fails.
+const DefaultLifetime = 2 * time.Minute
+
+// Proc is a running aso process.
+type Proc struct {
+	// Name tells processes apart in logs and failure messages.
+	Name string
+	// LogPath is the file with the process's standard output and error.
+	LogPath string
+	// Started is when the process was started.
+	Started time.Time
+
+	t    testing.TB
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+
+	mu       sync.Mutex
+	code     int
+	signaled bool
+	expired  bool
+	ended    time.Time
+}
+
+// start runs the test binary as aso with args.
+func start(t testing.TB, dir, name string, lifetime time.Duration, args []string) *Proc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("proctest: own executable: %v", err)
+	}
+	logPath := filepath.Join(dir, name+".log")
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatalf("proctest: %v", err)
+	}
+	c := exec.Command(exe, args...)
+	c.Env = childEnv()
+	c.Stdout, c.Stderr = lf, lf
+	c.SysProcAttr = sysProcAttr()
+	p := &Proc{Name: name, LogPath: logPath, t: t, cmd: c, log: lf, done: make(chan struct{})}
+	if err := c.Start(); err != nil {
+		lf.Close()
+		t.Fatalf("proctest: start %s: %v", name, err)
+	}
+	p.Started = time.Now()
+	timer := time.AfterFunc(lifetime, func() {
+		p.mu.Lock()
+		p.expired = true
+		p.mu.Unlock()
+		_ = p.signal(syscall.SIGKILL)
+	})
+	go func() {
+		err := c.Wait()
+		timer.Stop()
+		lf.Close()
+		p.mu.Lock()
+		p.ended = time.Now()
+		p.code = c.ProcessState.ExitCode()
+		if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.signaled = true
+		}
+		if err != nil && p.code == 0 {
+			p.code = -1
+		}
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.signal(syscall.SIGKILL)
+		<-p.done
+		if p.Expired() {
+			t.Errorf("proctest: %s outlived its %s lifetime and was killed\n%s", name, lifetime, p.Tail(40))
+		}
+	})
+	return p
+}
+
+// childEnv is the test's environment without aso settings (so a developer's
+// ASO_* variables cannot change a scenario), plus the switch to run aso.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "ASO_") || strings.HasPrefix(kv, envRunAso+"=") || strings.HasPrefix(kv, "BEARER_TOKEN_FILE=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, envRunAso+"=1")
+}
+
+func (p *Proc) signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	err := p.cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		// gfal-rm and the like die with their agent
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return err
+}
+
+// Kill sends SIGKILL to the process and its children and waits for it.
+func (p *Proc) Kill() {
+	p.t.Helper()
+	_ = p.signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Term sends SIGTERM (a graceful stop).
+func (p *Proc) Term() { p.send(syscall.SIGTERM) }
+
+// Pause sends SIGSTOP: the process freezes, holding its lock and leases.
+func (p *Proc) Pause() { p.send(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT to a paused process.
+func (p *Proc) Resume() { p.send(syscall.SIGCONT) }
+
+func (p *Proc) send(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.signal(sig); err != nil {
+		p.t.Errorf("proctest: %s to %s: %v", sig, p.Name, err)
+	}
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Wait waits at most d for the process to exit and returns its exit code (-1
+// when killed by a signal). It fails the test if the process is still
+// running after d, and kills it.
+func (p *Proc) Wait(d time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		p.t.Errorf("proctest: %s still running after %s; killing it\n%s", p.Name, d, p.Tail(40))
+		p.Kill()
+	}
+	return p.Code()
+}
+
+// Code is the exit code once the process has exited (-1 after a signal).
+func (p *Proc) Code() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code
+}
+
+// Signaled reports whether the process was ended by a signal.
+func (p *Proc) Signaled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.signaled
+}
+
+// Expired reports whether the process was killed for outliving its lifetime.
+func (p *Proc) Expired() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expired
+}
+
+// Runtime is how long the process ran (so far, while it runs).
+func (p *Proc) Runtime() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended.IsZero() {
+		return time.Since(p.Started)
+	}
+	return p.ended.Sub(p.Started)
+}
+
+// Tail returns the last n lines of the process's log, for failure messages.
+func (p *Proc) Tail(n int) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(log %s: %v)", p.LogPath, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return fmt.Sprintf("--- last lines of %s ---\n%s", p.LogPath, strings.Join(lines, "\n"))
+}
+
+// LogLines returns the JSON log lines of the process, decoded; other lines
+// (a panic, a race report) are returned with the key "raw".
+func (p *Proc) LogLines() []map[string]any {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return nil
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		m := map[string]any{}
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			m = map[string]any{"raw": sc.Text()}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// LastPhase names where the process was, judged by its last log line: the
+// phase field (submit, monitor, record, shutdown), else "start" before the
+// first pass and "between passes" after a pass summary.
+func (p *Proc) LastPhase() string {
+	lines := p.LogLines()
+	if len(lines) == 0 {
+		return "start"
+	}
+	last := lines[len(lines)-1]
+	if ph, ok := last["phase"].(string); ok && ph != "" {
+		return ph
+	}
+	switch last["msg"] {
+	case "pass":
+		return "between passes"
+	case "run lock taken", "local FTS simulator started", nil:
+		return "start"
+	}
+	return fmt.Sprint(last["msg"])
+}
