@@ -30,5 +30,10 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 
+chaos: ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck (ASO_CHAOS_SEED=N to vary)
+	@log=$$(mktemp /tmp/aso-chaos.XXXXXX); echo "+ ASO_CHAOS=full go test -race -v -run TestChaos ./chaos (full log: $$log)"; \
+	ASO_CHAOS=full $(GO) test -race -count=1 -timeout 60m -v -run '^TestChaos$$' ./chaos >$$log 2>&1; rc=$$?; \
+	grep -v -e '^=== ' -e '^        {' $$log; exit $$rc
+
 clean: ## remove build outputs
 	rm -rf bin bench/results.json

@@ -1,0 +1,170 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/proctest"
+)
+
+// env is one scenario run: its World, proxies, seeded randomness and the
+// faults and agent exits it saw.
+type env struct {
+	t       *testing.T
+	w       *proctest.World
+	backend backend
+	size    size
+	rng     *rand.Rand
+	faults  *faults
+	fts     *link
+	ftsURL  string       // the FTS endpoint through the proxy
+	couch   *link        // nil on memfile
+	pki     *ftstest.PKI // X.509 credentials, when the scenario uses them
+	// args are added to every agent's command line: the proxied --fts and
+	// --state, and what the scenario needs.
+	args []string
+
+	mu         sync.Mutex
+	exits      faults // agent exit codes, counted like faults
+	violations []string
+	lostJobs   map[string]bool // jobs the simulator was told to lose
+}
+
+// violate records a broken invariant the scenario itself checks.
+func (e *env) violate(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.violations = append(e.violations, fmt.Sprintf(format, args...))
+}
+
+func (e *env) exited(p *proctest.Proc) { e.exits.add(fmt.Sprintf("exit %d", p.Code()), 1) }
+
+// intn is a seeded random integer in [lo, hi].
+func (e *env) intn(lo, hi int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return lo + e.rng.IntN(hi-lo+1)
+}
+
+// between is a seeded random duration in [lo, hi].
+func (e *env) between(lo, hi time.Duration) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return lo + time.Duration(e.rng.Int64N(int64(hi-lo)+1))
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// agent starts `aso run` with the scenario's arguments and extra.
+func (e *env) agent(extra ...string) *proctest.Proc {
+	e.t.Helper()
+	return e.w.StartAgent(user, append(append([]string(nil), e.args...), extra...)...)
+}
+
+// wait waits for p and records its exit; an exit other than 0 (done), 1 (an
+// error the fault caused) or 3 (locked) is a violation, and so is a process
+// ended by a signal the scenario did not send.
+func (e *env) wait(p *proctest.Proc, d time.Duration) int {
+	e.t.Helper()
+	code := p.Wait(d)
+	e.exited(p)
+	if code != 0 && code != 1 && code != 3 {
+		e.violate("%s exited %d\n%s", p.Name, code, p.Tail(30))
+	}
+	return code
+}
+
+// underFaults runs agents one after another, like cron, for the size's
+// window while inject injects faults (inject must undo them when its ctx
+// ends), and adds a wave of requests every quarter of the window. When the
+// window ends, the running agent is stopped with SIGTERM after inject has
+// returned.
+func (e *env) underFaults(inject func(ctx context.Context), extra ...string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e.size.window)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { inject(ctx) })
+	wg.Go(func() {
+		for sleep(ctx, e.size.window/4) {
+			e.w.AddMix(user, e.size.wave)
+		}
+	})
+	for ctx.Err() == nil {
+		p := e.agent(extra...)
+		select {
+		case <-p.Done():
+			e.wait(p, 0)
+			sleep(ctx, 100*time.Millisecond)
+		case <-ctx.Done():
+			wg.Wait()
+			p.Term()
+			e.wait(p, time.Minute)
+		}
+	}
+	wg.Wait()
+}
+
+// every calls fn after a seeded pause in [lo, hi], again and again until
+// ctx ends.
+func (e *env) every(ctx context.Context, lo, hi time.Duration, fn func()) {
+	for sleep(ctx, e.between(lo, hi)) {
+		fn()
+	}
+}
+
+// excuseLostJobs drops the duplicate findings that only say a transfer was
+// submitted again while its file in a job the simulator lost was not
+// terminal: a lost job never runs again, and resubmitting its transfers is
+// the designed recovery.
+func excuseLostJobs(r proctest.Report, lost map[string]bool) proctest.Report {
+	if len(lost) == 0 {
+		return r
+	}
+	var kept []string
+	excused := map[string]bool{}
+	blamed := map[string]bool{}
+	for _, v := range r.Violations {
+		id, _, _ := strings.Cut(v, ":")
+		if job, ok := lostJobOf(v); ok && lost[job] {
+			excused[id] = true
+			continue
+		}
+		if strings.Contains(v, "submitted") || strings.Contains(v, "copied") || strings.Contains(v, "sid ") {
+			blamed[id] = true
+		}
+		kept = append(kept, v)
+	}
+	for id := range excused {
+		if !blamed[id] {
+			r.Duplicated--
+		}
+	}
+	r.Violations = kept
+	return r
+}
+
+// lostJobOf finds the previous job of a "submitted ... while its file in
+// job X was STATE" finding.
+func lostJobOf(v string) (string, bool) {
+	_, rest, ok := strings.Cut(v, "while its file in job ")
+	if !ok {
+		return "", false
+	}
+	job, _, _ := strings.Cut(rest, " ")
+	return job, true
+}

@@ -1,0 +1,105 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+// ftsScenarios are faults of the FTS server itself, from the simulator.
+func ftsScenarios() []scenario {
+	return []scenario{
+		{
+			name: "fts-503-bursts", ci: []backend{memfile},
+			run: func(e *env) {
+				e.underFaults(func(ctx context.Context) {
+					e.every(ctx, 100*time.Millisecond, 600*time.Millisecond, func() {
+						n := e.intn(1, 8)
+						e.w.Sim.Fail503(n)
+						e.faults.add("fts.503", n)
+					})
+					e.w.Sim.Fail503(0)
+				})
+			},
+		},
+		{
+			// FTS forgets jobs that are still running: the agent gets 404
+			// and must put their transfers back in the queue.
+			name: "fts-lost-jobs", ci: []backend{couch},
+			run: func(e *env) {
+				e.underFaults(func(ctx context.Context) {
+					e.every(ctx, 200*time.Millisecond, 700*time.Millisecond, func() {
+						var live []string
+						for _, f := range e.w.Sim.Files() {
+							if f.Finished == nil && !e.isLost(f.JobID) {
+								live = append(live, f.JobID)
+							}
+						}
+						if len(live) == 0 {
+							return
+						}
+						job := live[e.intn(0, len(live)-1)]
+						e.mu.Lock()
+						e.lostJobs[job] = true
+						e.mu.Unlock()
+						e.w.Sim.LoseJob(job)
+						e.faults.add("fts.lose_job", 1)
+					})
+				})
+			},
+		},
+		{
+			// FTS holds every request longer than the agent's timeouts.
+			name: "fts-hang", ci: []backend{memfile},
+			run: func(e *env) {
+				e.underFaults(func(ctx context.Context) {
+					defer e.w.Sim.SetHang(false)
+					e.every(ctx, 300*time.Millisecond, time.Second, func() {
+						e.w.Sim.SetHang(true)
+						e.faults.add("fts.hang", 1)
+						sleep(ctx, e.between(1500*time.Millisecond, 3*time.Second))
+						e.w.Sim.SetHang(false)
+					})
+				}, "--fts-timeout", "1s", "--phase-timeout", "4s")
+			},
+		},
+		{
+			// X.509 over TLS with delegation required: the server's copy
+			// of the proxy expires again and again mid-run, so
+			// submissions get 419 and the agent must delegate again.
+			name: "fts-delegation-419", ci: []backend{memfile},
+			sim: func(e *env, o *ftstest.Options) {
+				e.pki = ftstest.NewPKI(e.t)
+				o.TLS = &ftstest.TLSOptions{Cert: e.pki.Server, ClientCAs: e.pki.CAPool}
+				o.RequireDelegation = true
+			},
+			prepare: func(e *env) {
+				proxy := filepath.Join(e.w.Dir, "x509up")
+				if err := os.WriteFile(proxy, e.pki.ProxyPEM, 0o600); err != nil {
+					e.t.Fatal(err)
+				}
+				e.args = append(e.args, "--token-file=", "--proxy", proxy, "--cert-dir", e.pki.CADir)
+			},
+			run: func(e *env) {
+				e.underFaults(func(ctx context.Context) {
+					e.every(ctx, 300*time.Millisecond, 900*time.Millisecond, func() {
+						e.w.Sim.ExpireDelegation()
+						e.faults.add("fts.expire_delegation", 1)
+					})
+				})
+				if n := e.w.Sim.Requests()["delegation"]; n < 2 {
+					e.violate("the proxy was delegated %d times; want a delegation after an expiry", n)
+				}
+			},
+		},
+	}
+}
+
+func (e *env) isLost(job string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lostJobs[job]
+}
