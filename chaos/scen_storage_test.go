@@ -31,7 +31,7 @@ func storageScenarios() []scenario {
 			// The memfile's disk fills up mid-run (a tmpfs a little larger
 			// than the state file), and is given room again later.
 			name: "memfile-disk-full", on: []backend{memfile},
-			run:  diskFull,
+			run: diskFull,
 		},
 		{
 			// The agent is killed, and the journal is left ending in a
