@@ -103,3 +103,39 @@ func (e *env) isLost(job string) bool {
 	defer e.mu.Unlock()
 	return e.lostJobs[job]
 }
+
+// killScenario asks `aso kill` for random queued and running transfers
+// while connections to FTS are reset now and then: every killed transfer
+// must be cancelled in FTS and its destination copy deleted.
+func killScenario() scenario {
+	return scenario{
+		name: "kill-requests", ci: []backend{couch},
+		run: func(e *env) {
+			e.underFaults(func(ctx context.Context) {
+				e.every(ctx, 150*time.Millisecond, 500*time.Millisecond, func() {
+					all := e.w.Expected()
+					ids := make([]string, 0, 3)
+					for range 3 {
+						ids = append(ids, all[e.intn(0, len(all)-1)].ID())
+					}
+					kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					res, err := e.w.Store().RequestKill(kctx, ids)
+					if err != nil {
+						return
+					}
+					for _, r := range res {
+						if r.Err == nil {
+							e.faults.add("kill_request", 1)
+						}
+					}
+					if e.intn(0, 3) == 0 {
+						rm := e.fts.toxic("reset_peer", "upstream", map[string]any{"timeout": 0})
+						sleep(ctx, 100*time.Millisecond)
+						rm()
+					}
+				})
+			})
+		},
+	}
+}
