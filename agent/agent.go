@@ -158,9 +158,11 @@ func (a *Agent) loop(stop, work context.Context) error {
 // waitingSoon reports whether some transfer of the user will become
 // claimable before the run must end (a cool-off or an expired lease passing
 // before the --max-runtime deadline; any time without one), so the agent
-// should wait for it instead of exiting. Transfers blocked only by
-// dependencies are not counted: they become claimable through other
-// transfers' progress, which keeps passes busy anyway.
+// should wait for it instead of exiting. A transfer without dependencies
+// that is claimable already (its cool-off ended after this pass claimed)
+// counts too. Transfers blocked only by dependencies are not counted: they
+// become claimable through other transfers' progress, which keeps passes
+// busy anyway.
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -178,7 +180,9 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		if t.State == state.StateAcquired && !t.LeaseExpires.After(horizon) {
 			return true
 		}
-		if t.State == state.StateNew && t.RetryAfter.After(a.cfg.Now()) && !t.RetryAfter.After(horizon) {
+		// a cool-off that ended during the pass (after its claim) makes
+		// the transfer claimable now; one still running, claimable later
+		if t.State == state.StateNew && !t.RetryAfter.After(horizon) && (t.RetryAfter.After(a.cfg.Now()) || len(t.DependsOn) == 0) {
 			return true
 		}
 	}
