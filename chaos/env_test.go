@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/internal/proctest"
+	"github.com/asyncstageout/aso/state"
 )
 
 // env is one scenario run: its World, proxies, seeded randomness and the
@@ -44,6 +45,18 @@ func (e *env) violate(format string, args ...any) {
 }
 
 func (e *env) exited(p *proctest.Proc) { e.exits.add(fmt.Sprintf("exit %d", p.Code()), 1) }
+
+// kill sends SIGKILL to p and records its exit; the fault counts only if
+// p was still running.
+func (e *env) kill(p *proctest.Proc) {
+	select {
+	case <-p.Done():
+	default:
+		e.faults.add("sigkill", 1)
+	}
+	p.Kill()
+	e.exited(p)
+}
 
 // intn is a seeded random integer in [lo, hi].
 func (e *env) intn(lo, hi int) int {
@@ -117,6 +130,22 @@ func (e *env) underFaults(inject func(ctx context.Context), extra ...string) {
 		}
 	}
 	wg.Wait()
+}
+
+// checkReasons requires a reason on every failed or killed transfer.
+func (e *env) checkReasons() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := e.w.Store().List(ctx, state.Filter{States: []state.State{state.StateFailed, state.StateKilled}})
+	if err != nil {
+		e.t.Fatalf("list failed transfers: %v", err)
+	}
+	for _, t := range ts {
+		if strings.TrimSpace(t.Reason) == "" {
+			e.violate("%s: %s without a reason", t.ID, t.State)
+		}
+	}
 }
 
 // every calls fn after a seeded pause in [lo, hi], again and again until

@@ -21,9 +21,7 @@ func procScenarios() []scenario {
 					e.w.AddMix(user, e.size.wave)
 					p := e.agent()
 					sleep(context.Background(), e.between(0, 1500*time.Millisecond))
-					p.Kill()
-					e.exited(p)
-					e.faults.add("sigkill", 1)
+					e.kill(p)
 				}
 			},
 		},
@@ -63,6 +61,12 @@ func procScenarios() []scenario {
 					e.wait(b, time.Minute)
 				}
 			},
+		},
+		{
+			// Agents of two users run side by side and are killed at
+			// random: each touches only its own user's transfers.
+			name: "proc-two-users", ci: []backend{memfile},
+			run:  twoUsers,
 		},
 		{
 			// An agent frozen (SIGSTOP) past its lock and lease TTLs while
@@ -278,4 +282,49 @@ func ownerOf(p *proctest.Proc) string {
 
 func fmtTransition(h state.Transition) string {
 	return fmt.Sprintf("%s -> %s at %s (%s)", h.From, h.To, h.At, h.Reason)
+}
+
+// otherUser is the second user of proc-two-users.
+const otherUser = "chaos-other"
+
+// twoUsers runs and kills agents of two users side by side, drains the
+// second user's queue, and checks from the store that no agent wrote to a
+// transfer of the other user.
+func twoUsers(e *env) {
+	e.t.Helper()
+	e.w.AddMix(otherUser, e.size.transfers)
+	owners := map[string]string{} // agent ID -> its user
+	var procs []*proctest.Proc
+	for range e.size.kills {
+		a := e.agent()
+		b := e.w.StartAgent(otherUser, e.args...)
+		procs = append(procs, a, b)
+		sleep(context.Background(), e.between(300*time.Millisecond, 1500*time.Millisecond))
+		e.kill(a)
+		e.kill(b)
+	}
+	procs = append(procs, e.w.RunToEnd(otherUser, 2*time.Minute, e.args...))
+	for _, p := range procs {
+		if l, ok := logged(p, "run lock taken"); ok {
+			id, _ := l["owner"].(string)
+			u, _ := l["user"].(string)
+			owners[id] = u
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := e.w.Store().List(ctx, state.Filter{})
+	if err != nil {
+		e.t.Fatalf("list transfers: %v", err)
+	}
+	for _, t := range ts {
+		for _, h := range t.History {
+			if u, ok := owners[h.By]; ok && u != t.User {
+				e.violate("%s of %s written by %s, an agent of %s: %s", t.ID, t.User, h.By, u, fmtTransition(h))
+			}
+		}
+	}
+	if len(owners) < 2 {
+		e.violate("only %d agents took their lock; want agents of both users", len(owners))
+	}
 }

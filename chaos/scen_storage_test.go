@@ -43,9 +43,7 @@ func storageScenarios() []scenario {
 					e.w.AddMix(user, e.size.wave)
 					p := e.agent()
 					sleep(context.Background(), e.between(200*time.Millisecond, 1500*time.Millisecond))
-					p.Kill()
-					e.exited(p)
-					e.faults.add("sigkill", 1)
+					e.kill(p)
 					tearJournal(e)
 				}
 			},
