@@ -112,7 +112,7 @@ func (w *World) Check(o CheckOptions) Report {
 		known[e.ID()] = true
 	}
 	for _, f := range files {
-		id := transferIDOf(f)
+		id := TransferID(f)
 		if !known[id] {
 			c.violate(nil, "FTS file %d of job %s names transfer %q, which was never enqueued", f.FileID, f.JobID, id)
 			continue
@@ -259,7 +259,9 @@ func (c *checker) checkSIDs(files []ftstest.SimFile) {
 	}
 }
 
-func transferIDOf(f ftstest.SimFile) string {
+// TransferID is the aso transfer ID of a simulator file, from the metadata
+// aso submits it with ("" if absent).
+func TransferID(f ftstest.SimFile) string {
 	var md struct {
 		TransferID string `json:"transfer_id"`
 	}
