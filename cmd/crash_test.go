@@ -21,16 +21,19 @@ type crashScenario struct {
 	initial int           // transfers enqueued at first
 	more    int           // transfers added whenever an agent drains before its kill
 	budget  time.Duration // wall-clock bound of the kill loop
+	lockTTL string        // --lock-ttl: short, so restarts wait little for a dead agent's lock
+	wait    time.Duration // how long a kill waits for its trigger's log line
 }
 
-// crashFlags: small jobs, so there are many of them and kills land between
-// them.
-// A short lock TTL keeps the wait for a dead agent's lock short.
-var crashFlags = []string{"--max-files-per-job", "10", "--batch-size", "100", "--lock-ttl", "500ms"}
+// flags are the arguments of every agent of the scenario: small jobs, so
+// there are many of them and kills land between them.
+func (sc crashScenario) flags() []string {
+	return []string{"--max-files-per-job", "10", "--batch-size", "100", "--lock-ttl", sc.lockTTL}
+}
 
 // trigger is when a kill lands: delay after the first log line containing
-// after (or after the start when after is empty, or after 0.7 s when the
-// line does not come).
+// after (or after the start when after is empty, or after the scenario's
+// wait when the line does not come).
 type trigger struct {
 	after string
 	delay time.Duration
@@ -62,10 +65,11 @@ func killTrigger(rng *rand.Rand) trigger {
 // checks from outside that nothing was lost or submitted twice.
 func TestRun_CrashSafety(t *testing.T) {
 	t.Run("memfile", func(t *testing.T) {
-		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 90 * time.Second})
+		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 90 * time.Second, lockTTL: "500ms", wait: 700 * time.Millisecond})
 	})
 	t.Run("couchdb", func(t *testing.T) {
-		runCrashScenario(t, crashScenario{couch: true, kills: 20, initial: 120, more: 20, budget: 60 * time.Second})
+		// the PouchDB test server is slower: fewer kills, more patience
+		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 90 * time.Second, lockTTL: "1s", wait: 2 * time.Second})
 	})
 }
 
@@ -82,10 +86,10 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, sc.budget)
 		}
-		p := w.StartAgent(user, crashFlags...)
+		p := w.StartAgent(user, sc.flags()...)
 		trigger := killTrigger(rng)
 		if trigger.after != "" {
-			p.WaitLog(trigger.after, 700*time.Millisecond)
+			p.WaitLog(trigger.after, sc.wait)
 		}
 		delay := trigger.delay
 		select {
@@ -108,7 +112,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 			t.Fatalf("%s exited %d\n%s", p.Name, p.Code(), p.Tail(60))
 		}
 	}
-	final := w.RunToEnd(user, time.Minute, crashFlags...)
+	final := w.RunToEnd(user, time.Minute, sc.flags()...)
 	r := w.Check(proctest.CheckOptions{})
 	t.Logf("%d kills (last log line's phase: %s); kills that left transfers claimed before submission: %d, between submit_sid and commit: %d, finished in FTS but not recorded: %d; %d restarts refused while the lock lived; %d early drains; final run %s",
 		kills, histogram(phases), windows.claimed, windows.uncommitted, windows.unrecorded, locked, drained, final.Runtime().Round(time.Millisecond))
