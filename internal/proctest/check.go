@@ -282,3 +282,28 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// TouchedBy returns the IDs of the transfers that the agent of process pid
+// claimed or changed: its ID (hostname:pid:random) is their owner or in
+// their history.
+func (w *World) TouchedBy(pid int) []string {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := w.store.List(ctx, state.Filter{})
+	if err != nil {
+		w.t.Fatalf("proctest: list transfers: %v", err)
+	}
+	mark := fmt.Sprintf(":%d:", pid)
+	var out []string
+	for _, t := range ts {
+		hit := strings.Contains(t.Owner, mark)
+		for _, h := range t.History {
+			hit = hit || strings.Contains(h.By, mark)
+		}
+		if hit {
+			out = append(out, t.ID)
+		}
+	}
+	return out
+}

@@ -318,3 +318,6 @@ func (p *Proc) LastPhase() string {
 	}
 	return fmt.Sprint(last["msg"])
 }
+
+// Pid is the process ID; aso's agent ID (hostname:pid:random) contains it.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
