@@ -43,6 +43,9 @@ type Agent struct {
 
 	keeper *keeper
 	start  time.Time
+	// claimedAt is when the last pass asked for new transfers: one whose
+	// cool-off ended since then was not eligible for that claim.
+	claimedAt time.Time
 
 	// OnPass, if set, is called after every pass with its statistics.
 	OnPass func(PassStats)
@@ -157,12 +160,11 @@ func (a *Agent) loop(stop, work context.Context) error {
 
 // waitingSoon reports whether some transfer of the user will become
 // claimable before the run must end (a cool-off or an expired lease passing
-// before the --max-runtime deadline; any time without one), so the agent
-// should wait for it instead of exiting. A transfer without dependencies
-// that is claimable already (its cool-off ended after this pass claimed)
-// counts too. Transfers blocked only by dependencies are not counted: they
-// become claimable through other transfers' progress, which keeps passes
-// busy anyway.
+// before the --max-runtime deadline; any time without one), or became
+// claimable after the last pass's claim, so the agent should wait for it
+// instead of exiting. Transfers blocked only by
+// dependencies are not counted: they become claimable through other
+// transfers' progress, which keeps passes busy anyway.
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -180,9 +182,7 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		if t.State == state.StateAcquired && !t.LeaseExpires.After(horizon) {
 			return true
 		}
-		// a cool-off that ended during the pass (after its claim) makes
-		// the transfer claimable now; one still running, claimable later
-		if t.State == state.StateNew && !t.RetryAfter.After(horizon) && (t.RetryAfter.After(a.cfg.Now()) || len(t.DependsOn) == 0) {
+		if t.State == state.StateNew && t.RetryAfter.After(a.claimedAt) && !t.RetryAfter.After(horizon) {
 			return true
 		}
 	}

@@ -47,6 +47,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	a.claimedAt = a.cfg.Now()
 	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
 	cancel()
 	if err != nil {

@@ -11,11 +11,12 @@ import (
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
-// TestMain lets proctest re-execute this test binary as aso, and stops the
-// CouchDB test server at the end.
+// TestMain stops the CouchDB test server and removes the aso binary of the
+// process tests at the end.
 func TestMain(m *testing.M) {
-	proctest.Main()
-	os.Exit(couchtest.Main(m))
+	code := couchtest.Main(m)
+	proctest.Cleanup()
+	os.Exit(code)
 }
 
 // fastSim is a simulator whose files live about half a second.
@@ -39,4 +40,46 @@ func TestRunProcess_Drains(t *testing.T) {
 		t.Errorf("want some done and some failed transfers: %s", r)
 	}
 	_ = cmd.ExitLocked
+}
+
+// backends runs f once on a memfile store and once on CouchDB.
+func backends(t *testing.T, f func(t *testing.T, couch bool)) {
+	t.Run("memfile", func(t *testing.T) { f(t, false) })
+	t.Run("couchdb", func(t *testing.T) { f(t, true) })
+}
+
+// TestRunProcess_TwoAgentsOneUser starts two agents for the same user at
+// the same moment: exactly one works, the other exits 3 at once without
+// claiming or changing anything, and the queue drains with every invariant.
+func TestRunProcess_TwoAgentsOneUser(t *testing.T) {
+	backends(t, func(t *testing.T, couch bool) {
+		w := proctest.New(t, proctest.Options{Couch: couch, Sim: fastSim(5), Seed: 5})
+		w.AddMix("dave", 60)
+		// a long lock TTL: the loser cannot have waited for an expiry
+		args := []string{"--lock-ttl", "1m", "--max-files-per-job", "10"}
+		a, b := w.StartAgent("dave", args...), w.StartAgent("dave", args...)
+		ca, cb := a.Wait(time.Minute), b.Wait(time.Minute)
+		winner, loser := a, b
+		if ca != cmd.ExitOK {
+			winner, loser = b, a
+		}
+		if got := []int{winner.Code(), loser.Code()}; got[0] != cmd.ExitOK || got[1] != cmd.ExitLocked {
+			t.Fatalf("exit codes %d and %d, want one 0 and one %d\n%s\n%s", ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
+		}
+		if d := loser.Runtime(); d > 10*time.Second {
+			t.Errorf("the locked-out agent took %s to exit", d)
+		}
+		if loser.WaitLog("run lock taken", 0) {
+			t.Errorf("the locked-out agent says it took the lock:\n%s", loser.Tail(20))
+		}
+		if ids := w.TouchedBy(loser.Pid()); len(ids) > 0 {
+			t.Errorf("the locked-out agent touched %d transfers, e.g. %s", len(ids), ids[0])
+		}
+		if ids := w.TouchedBy(winner.Pid()); len(ids) != 60 {
+			t.Errorf("the working agent touched %d transfers, want all 60", len(ids))
+		}
+		r := w.Check(proctest.CheckOptions{})
+		t.Logf("%s", r)
+		r.Require(t)
+	})
 }

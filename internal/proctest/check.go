@@ -112,7 +112,7 @@ func (w *World) Check(o CheckOptions) Report {
 		known[e.ID()] = true
 	}
 	for _, f := range files {
-		id := transferIDOf(f)
+		id := TransferID(f)
 		if !known[id] {
 			c.violate(nil, "FTS file %d of job %s names transfer %q, which was never enqueued", f.FileID, f.JobID, id)
 			continue
@@ -259,7 +259,9 @@ func (c *checker) checkSIDs(files []ftstest.SimFile) {
 	}
 }
 
-func transferIDOf(f ftstest.SimFile) string {
+// TransferID is the aso transfer ID of a simulator file, from the metadata
+// aso submits it with ("" if absent).
+func TransferID(f ftstest.SimFile) string {
 	var md struct {
 		TransferID string `json:"transfer_id"`
 	}
@@ -279,4 +281,29 @@ func clip(b []byte) string {
 		return string(b[:40]) + "..."
 	}
 	return string(b)
+}
+
+// TouchedBy returns the IDs of the transfers that the agent of process pid
+// claimed or changed: its ID (hostname:pid:random) is their owner or in
+// their history.
+func (w *World) TouchedBy(pid int) []string {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := w.store.List(ctx, state.Filter{})
+	if err != nil {
+		w.t.Fatalf("proctest: list transfers: %v", err)
+	}
+	mark := fmt.Sprintf(":%d:", pid)
+	var out []string
+	for _, t := range ts {
+		hit := strings.Contains(t.Owner, mark)
+		for _, h := range t.History {
+			hit = hit || strings.Contains(h.By, mark)
+		}
+		if hit {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }

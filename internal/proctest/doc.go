@@ -13,13 +13,13 @@
 // returns a Report of every broken invariant, with counts (transfers, lost,
 // duplicated, stuck) for tables.
 //
-// The child is the test binary itself, re-executed: a test package that uses
-// proctest must call Main first thing in its TestMain, which turns the
-// re-executed binary into aso:
+// The children run an aso binary built once per test process with go build
+// (Binary); call Cleanup at the end of TestMain to remove it:
 //
 //	func TestMain(m *testing.M) {
-//		proctest.Main()
-//		os.Exit(couchtest.Main(m))
+//		code := couchtest.Main(m)
+//		proctest.Cleanup()
+//		os.Exit(code)
 //	}
 //
 // It is for tests only and must not be imported by production code.

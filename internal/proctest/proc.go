@@ -3,29 +3,69 @@ package proctest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/asyncstageout/aso/cmd"
 )
 
-// envRunAso is set in the environment of children: the re-executed test
-// binary then runs aso instead of the tests.
-const envRunAso = "PROCTEST_RUN_ASO"
+var (
+	buildOnce sync.Once
+	buildDir  string
+	binary    string
+	buildErr  error
+)
 
-// Main runs aso and exits when the process is a child started by Start;
-// otherwise it returns at once. Call it first in TestMain.
-func Main() {
-	if os.Getenv(envRunAso) == "1" {
-		os.Exit(cmd.Execute())
+// Binary returns the path of an aso binary built from this module (without
+// the race detector, so that agents start and run at their real speed),
+// building it on first use; t fails if the build fails.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "aso-proctest-")
+		if buildErr != nil {
+			return
+		}
+		binary = filepath.Join(buildDir, "aso")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, goTool(), "build", "-o", binary, "github.com/asyncstageout/aso")
+		if out, err := c.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build of aso: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("proctest: %v", buildErr)
+	}
+	return binary
+}
+
+// goTool is the go command of the toolchain running the tests.
+func goTool() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Cleanup removes the binary built by Binary. Call it at the end of
+// TestMain.
+func Cleanup() {
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
 	}
 }
 
@@ -57,10 +97,7 @@ type Proc struct {
 // start runs the test binary as aso with args.
 func start(t testing.TB, dir, name string, lifetime time.Duration, args []string) *Proc {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatalf("proctest: own executable: %v", err)
-	}
+	exe := Binary(t)
 	logPath := filepath.Join(dir, name+".log")
 	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -108,17 +145,17 @@ func start(t testing.TB, dir, name string, lifetime time.Duration, args []string
 	return p
 }
 
-// childEnv is the test's environment without aso settings (so a developer's
-// ASO_* variables cannot change a scenario), plus the switch to run aso.
+// childEnv is the test's environment without aso settings, so that a
+// developer's ASO_* variables cannot change a scenario.
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "ASO_") || strings.HasPrefix(kv, envRunAso+"=") || strings.HasPrefix(kv, "BEARER_TOKEN_FILE=") {
+		if strings.HasPrefix(kv, "ASO_") || strings.HasPrefix(kv, "BEARER_TOKEN_FILE=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, envRunAso+"=1")
+	return env
 }
 
 func (p *Proc) signal(sig syscall.Signal) error {
@@ -219,6 +256,28 @@ func (p *Proc) Tail(n int) string {
 	return fmt.Sprintf("--- last lines of %s ---\n%s", p.LogPath, strings.Join(lines, "\n"))
 }
 
+// WaitLog waits at most d until the process's log has a line containing
+// substr, and reports whether it came; it returns false at once if the
+// process exits without writing it.
+func (p *Proc) WaitLog(substr string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		exited := false
+		select {
+		case <-p.done:
+			exited = true
+		default:
+		}
+		if b, err := os.ReadFile(p.LogPath); err == nil && bytes.Contains(b, []byte(substr)) {
+			return true
+		}
+		if exited || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // LogLines returns the JSON log lines of the process, decoded; other lines
 // (a panic, a race report) are returned with the key "raw".
 func (p *Proc) LogLines() []map[string]any {
@@ -259,3 +318,6 @@ func (p *Proc) LastPhase() string {
 	}
 	return fmt.Sprint(last["msg"])
 }
+
+// Pid is the process ID; aso's agent ID (hostname:pid:random) contains it.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,184 @@
+package cmd_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/proctest"
+	"github.com/asyncstageout/aso/state"
+)
+
+// crashScenario parameterises TestRun_CrashSafety.
+type crashScenario struct {
+	couch   bool
+	kills   int           // SIGKILLs to land
+	initial int           // transfers enqueued at first
+	more    int           // transfers added whenever an agent drains before its kill
+	budget  time.Duration // wall-clock bound of the kill loop
+	lockTTL string        // --lock-ttl: short, so restarts wait little for a dead agent's lock
+	wait    time.Duration // how long a kill waits for its trigger's log line
+}
+
+// flags are the arguments of every agent of the scenario: small jobs, so
+// there are many of them and kills land between them.
+func (sc crashScenario) flags() []string {
+	return []string{"--max-files-per-job", "10", "--batch-size", "100", "--lock-ttl", sc.lockTTL}
+}
+
+// trigger is when a kill lands: delay after the first log line containing
+// after (or after the start when after is empty, or after the scenario's
+// wait when the line does not come).
+type trigger struct {
+	after string
+	delay time.Duration
+}
+
+// killTrigger draws the moment of the next kill: during start-up; right
+// after an FTS submission (before or during its commit: the window the
+// submit_sid protects); during the recording of outcomes; or anywhere
+// later (monitoring, sleeping between passes).
+func killTrigger(rng *rand.Rand) trigger {
+	ms := func(n int) time.Duration { return time.Duration(rng.IntN(n)) * time.Millisecond }
+	switch p := rng.IntN(100); {
+	case p < 15:
+		return trigger{delay: ms(300)}
+	case p < 45:
+		return trigger{after: `"msg":"job submitted"`, delay: ms(4)}
+	case p < 70:
+		return trigger{after: `"msg":"outcome recorded"`, delay: ms(10)}
+	default:
+		return trigger{after: "run lock taken", delay: ms(800)}
+	}
+}
+
+// TestRun_CrashSafety kills `aso run` with SIGKILL at random moments spread
+// over every phase (drawn with a fixed seed by killTrigger; restarts find
+// submissions without commit, active jobs and outcomes to record), restarts
+// it each time (waiting while the dead agent's
+// lock has not expired: exit 3), then lets a last run drain the queue, and
+// checks from outside that nothing was lost or submitted twice.
+func TestRun_CrashSafety(t *testing.T) {
+	t.Run("memfile", func(t *testing.T) {
+		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 90 * time.Second, lockTTL: "500ms", wait: 700 * time.Millisecond})
+	})
+	t.Run("couchdb", func(t *testing.T) {
+		// the PouchDB test server is slower: fewer kills, more patience
+		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 90 * time.Second, lockTTL: "1s", wait: 2 * time.Second})
+	})
+}
+
+func runCrashScenario(t *testing.T, sc crashScenario) {
+	const user = "carol"
+	w := proctest.New(t, proctest.Options{Couch: sc.couch, Sim: fastSim(21), Seed: 21})
+	w.AddMix(user, sc.initial)
+	rng := rand.New(rand.NewPCG(2026, 11))
+	phases := map[string]int{}
+	var kills, locked, drained int
+	var windows killWindows
+	deadline := time.Now().Add(sc.budget)
+	for kills < sc.kills {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, sc.budget)
+		}
+		p := w.StartAgent(user, sc.flags()...)
+		trigger := killTrigger(rng)
+		if trigger.after != "" {
+			p.WaitLog(trigger.after, sc.wait)
+		}
+		delay := trigger.delay
+		select {
+		case <-p.Done():
+		case <-time.After(delay):
+			p.Kill()
+		}
+		switch {
+		case p.Signaled():
+			kills++
+			phases[p.LastPhase()]++
+			windows.add(t, w, user)
+		case p.Code() == cmd.ExitLocked:
+			locked++
+			time.Sleep(100 * time.Millisecond)
+		case p.Code() == cmd.ExitOK:
+			drained++
+			w.AddMix(user, sc.more)
+		default:
+			t.Fatalf("%s exited %d\n%s", p.Name, p.Code(), p.Tail(60))
+		}
+	}
+	final := w.RunToEnd(user, time.Minute, sc.flags()...)
+	r := w.Check(proctest.CheckOptions{})
+	t.Logf("%d kills (last log line's phase: %s); kills that left transfers claimed before submission: %d, between submit_sid and commit: %d, finished in FTS but not recorded: %d; %d restarts refused while the lock lived; %d early drains; final run %s",
+		kills, histogram(phases), windows.claimed, windows.uncommitted, windows.unrecorded, locked, drained, final.Runtime().Round(time.Millisecond))
+	t.Logf("%s", r)
+	r.Require(t)
+	if r.Done == 0 || r.Failed == 0 {
+		t.Errorf("want done and failed transfers: %s", r)
+	}
+	if locked == 0 {
+		t.Errorf("no restart found the dead agent's lock alive: the lock was not exercised")
+	}
+	if windows.claimed == 0 || windows.uncommitted == 0 || windows.unrecorded == 0 {
+		t.Errorf("the kills did not cover every window: claimed %d, uncommitted %d, unrecorded %d", windows.claimed, windows.uncommitted, windows.unrecorded)
+	}
+}
+
+// killWindows counts the kills by what they interrupted, judged from the
+// store and the simulator right after the kill.
+type killWindows struct {
+	claimed     int // transfers acquired without submit_sid: killed between claim and submission
+	uncommitted int // acquired with submit_sid: killed between the sid and the commit
+	unrecorded  int // submitted, while FTS has finished them: killed before recording
+}
+
+func (k *killWindows) add(t testing.TB, w *proctest.World, user string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ts, err := w.Store().List(ctx, state.Filter{User: user, States: []state.State{state.StateAcquired, state.StateSubmitted}})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	ended := map[string]bool{} // job/transfer of files FTS has ended
+	for _, f := range w.Sim.Files() {
+		if f.Finished != nil {
+			ended[f.JobID+"/"+proctest.TransferID(f)] = true
+		}
+	}
+	var c, u, r bool
+	for _, tr := range ts {
+		switch {
+		case tr.State == state.StateAcquired && tr.SubmitSID == "":
+			c = true
+		case tr.State == state.StateAcquired:
+			u = true
+		case ended[tr.FTSJob+"/"+tr.ID]:
+			r = true
+		}
+	}
+	k.claimed += b2i(c)
+	k.uncommitted += b2i(u)
+	k.unrecorded += b2i(r)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func histogram(m map[string]int) string {
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
