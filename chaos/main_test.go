@@ -8,9 +8,10 @@ import (
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
-// TestMain lets proctest re-execute this test binary as aso, and stops the
-// CouchDB test server at the end.
+// TestMain stops the CouchDB test server and removes the aso binary of the
+// agents at the end.
 func TestMain(m *testing.M) {
-	proctest.Main()
-	os.Exit(couchtest.Main(m))
+	code := couchtest.Main(m)
+	proctest.Cleanup()
+	os.Exit(code)
 }

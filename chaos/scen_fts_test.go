@@ -52,7 +52,8 @@ func ftsScenarios() []scenario {
 			},
 		},
 		{
-			// FTS holds every request longer than the agent's timeouts.
+			// FTS holds every request longer than every timeout of the agent
+			// (each FTS request's and each phase's).
 			name: "fts-hang", ci: []backend{memfile},
 			run: func(e *env) {
 				e.underFaults(func(ctx context.Context) {
@@ -60,10 +61,10 @@ func ftsScenarios() []scenario {
 					e.every(ctx, 300*time.Millisecond, time.Second, func() {
 						e.w.Sim.SetHang(true)
 						e.faults.add("fts.hang", 1)
-						sleep(ctx, e.between(1500*time.Millisecond, 3*time.Second))
+						sleep(ctx, e.between(2500*time.Millisecond, 5*time.Second))
 						e.w.Sim.SetHang(false)
 					})
-				}, "--fts-timeout", "1s", "--phase-timeout", "4s")
+				}, "--fts-timeout", "1s", "--phase-timeout", "2s")
 			},
 		},
 		{

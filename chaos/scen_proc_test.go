@@ -66,7 +66,7 @@ func procScenarios() []scenario {
 			// Agents of two users run side by side and are killed at
 			// random: each touches only its own user's transfers.
 			name: "proc-two-users", ci: []backend{memfile},
-			run:  twoUsers,
+			run: twoUsers,
 		},
 		{
 			// An agent frozen (SIGSTOP) past its lock and lease TTLs while
