@@ -156,10 +156,11 @@ func (e *env) every(ctx context.Context, lo, hi time.Duration, fn func()) {
 	}
 }
 
-// excuseLostJobs drops the duplicate findings that only say a transfer was
+// excuseLostJobs drops the findings that only say that a transfer was
 // submitted again while its file in a job the simulator lost was not
-// terminal: a lost job never runs again, and resubmitting its transfers is
-// the designed recovery.
+// terminal, or ended while that file was not: a lost job never runs
+// again, and resubmitting (or failing) its transfers is the designed
+// recovery.
 func excuseLostJobs(r proctest.Report, lost map[string]bool) proctest.Report {
 	if len(lost) == 0 {
 		return r
@@ -169,8 +170,12 @@ func excuseLostJobs(r proctest.Report, lost map[string]bool) proctest.Report {
 	blamed := map[string]bool{}
 	for _, v := range r.Violations {
 		id, _, _ := strings.Cut(v, ":")
-		if job, ok := lostJobOf(v); ok && lost[job] {
+		if job, ok := jobAfter(v, "while its file in job "); ok && lost[job] {
 			excused[id] = true
+			continue
+		}
+		if job, ok := jobAfter(v, "but its file in job "); ok && lost[job] && strings.Contains(v, " is still ") {
+			r.Lost--
 			continue
 		}
 		if strings.Contains(v, "submitted") || strings.Contains(v, "copied") || strings.Contains(v, "sid ") {
@@ -187,10 +192,9 @@ func excuseLostJobs(r proctest.Report, lost map[string]bool) proctest.Report {
 	return r
 }
 
-// lostJobOf finds the previous job of a "submitted ... while its file in
-// job X was STATE" finding.
-func lostJobOf(v string) (string, bool) {
-	_, rest, ok := strings.Cut(v, "while its file in job ")
+// jobAfter returns the job ID that follows prefix in a finding.
+func jobAfter(v, prefix string) (string, bool) {
+	_, rest, ok := strings.Cut(v, prefix)
 	if !ok {
 		return "", false
 	}
