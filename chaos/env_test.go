@@ -35,6 +35,8 @@ type env struct {
 	exits      faults // agent exit codes, counted like faults
 	violations []string
 	lostJobs   map[string]bool // jobs the simulator was told to lose
+	cur        *proctest.Proc  // the agent underFaults is running
+	killed     map[string]bool // agents killed on purpose, by name
 }
 
 // violate records a broken invariant the scenario itself checks.
@@ -95,7 +97,10 @@ func (e *env) wait(p *proctest.Proc, d time.Duration) int {
 	e.t.Helper()
 	code := p.Wait(d)
 	e.exited(p)
-	if code != 0 && code != 1 && code != 3 {
+	e.mu.Lock()
+	onPurpose := e.killed[p.Name]
+	e.mu.Unlock()
+	if code != 0 && code != 1 && code != 3 && !(onPurpose && p.Signaled()) {
 		e.violate("%s exited %d\n%s", p.Name, code, p.Tail(30))
 	}
 	return code
@@ -119,9 +124,12 @@ func (e *env) underFaults(inject func(ctx context.Context), extra ...string) {
 	})
 	for ctx.Err() == nil {
 		p := e.agent(extra...)
+		e.mu.Lock()
+		e.cur = p
+		e.mu.Unlock()
 		select {
 		case <-p.Done():
-			e.wait(p, 0)
+			e.wait(p, time.Minute)
 			sleep(ctx, 100*time.Millisecond)
 		case <-ctx.Done():
 			wg.Wait()
@@ -130,6 +138,30 @@ func (e *env) underFaults(inject func(ctx context.Context), extra ...string) {
 		}
 	}
 	wg.Wait()
+}
+
+// killCurrent sends SIGKILL to the agent underFaults is running, if one
+// runs; underFaults records its exit.
+func (e *env) killCurrent() {
+	e.mu.Lock()
+	p := e.cur
+	if p != nil {
+		if e.killed == nil {
+			e.killed = map[string]bool{}
+		}
+		e.killed[p.Name] = true
+	}
+	e.mu.Unlock()
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.Done():
+		return
+	default:
+	}
+	e.faults.add("sigkill", 1)
+	p.Kill()
 }
 
 // checkReasons requires a reason on every failed or killed transfer.

@@ -31,23 +31,7 @@ func ftsScenarios() []scenario {
 			name: "fts-lost-jobs", ci: []backend{couch},
 			run: func(e *env) {
 				e.underFaults(func(ctx context.Context) {
-					e.every(ctx, 200*time.Millisecond, 700*time.Millisecond, func() {
-						var live []string
-						for _, f := range e.w.Sim.Files() {
-							if f.Finished == nil && !e.isLost(f.JobID) {
-								live = append(live, f.JobID)
-							}
-						}
-						if len(live) == 0 {
-							return
-						}
-						job := live[e.intn(0, len(live)-1)]
-						e.mu.Lock()
-						e.lostJobs[job] = true
-						e.mu.Unlock()
-						e.w.Sim.LoseJob(job)
-						e.faults.add("fts.lose_job", 1)
-					})
+					e.every(ctx, 200*time.Millisecond, 700*time.Millisecond, e.loseOneJob)
 				})
 			},
 		},
@@ -99,6 +83,25 @@ func ftsScenarios() []scenario {
 	}
 }
 
+// loseOneJob makes the simulator lose a random job that is not finished.
+func (e *env) loseOneJob() {
+	var live []string
+	for _, f := range e.w.Sim.Files() {
+		if f.Finished == nil && !e.isLost(f.JobID) {
+			live = append(live, f.JobID)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	job := live[e.intn(0, len(live)-1)]
+	e.mu.Lock()
+	e.lostJobs[job] = true
+	e.mu.Unlock()
+	e.w.Sim.LoseJob(job)
+	e.faults.add("fts.lose_job", 1)
+}
+
 func (e *env) isLost(job string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -137,6 +140,62 @@ func killScenario() scenario {
 					}
 				})
 			})
+		},
+	}
+}
+
+// stormScenario injects a seeded random mix of every fault that can be
+// injected while agents run: resets and outages of the links to FTS and
+// CouchDB, 503 bursts, lost jobs, FTS hangs and SIGKILL of the agent.
+func stormScenario() scenario {
+	return scenario{
+		name: "storm", ci: []backend{couch},
+		run: func(e *env) {
+			faults := []func(ctx context.Context){
+				func(ctx context.Context) {
+					rm := e.fts.toxic("reset_peer", "upstream", map[string]any{"timeout": e.intn(0, 50)})
+					sleep(ctx, e.between(50*time.Millisecond, 300*time.Millisecond))
+					rm()
+				},
+				func(ctx context.Context) {
+					e.fts.down()
+					sleep(ctx, e.between(200*time.Millisecond, time.Second))
+					e.fts.up()
+				},
+				func(context.Context) {
+					n := e.intn(1, 6)
+					e.w.Sim.Fail503(n)
+					e.faults.add("fts.503", n)
+				},
+				func(context.Context) { e.loseOneJob() },
+				func(ctx context.Context) {
+					e.w.Sim.SetHang(true)
+					e.faults.add("fts.hang", 1)
+					sleep(ctx, e.between(time.Second, 2500*time.Millisecond))
+					e.w.Sim.SetHang(false)
+				},
+				func(context.Context) { e.killCurrent() },
+			}
+			if e.couch != nil {
+				faults = append(faults,
+					func(ctx context.Context) {
+						rm := e.couch.toxic("reset_peer", "upstream", map[string]any{"timeout": e.intn(0, 50)})
+						sleep(ctx, e.between(50*time.Millisecond, 300*time.Millisecond))
+						rm()
+					},
+					func(ctx context.Context) {
+						e.couch.down()
+						sleep(ctx, e.between(200*time.Millisecond, time.Second))
+						e.couch.up()
+					})
+			}
+			e.underFaults(func(ctx context.Context) {
+				defer e.w.Sim.SetHang(false)
+				defer e.w.Sim.Fail503(0)
+				e.every(ctx, 100*time.Millisecond, 500*time.Millisecond, func() {
+					faults[e.intn(0, len(faults)-1)](ctx)
+				})
+			}, "--fts-timeout", "1s", "--phase-timeout", "3s")
 		},
 	}
 }
