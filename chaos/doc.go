@@ -9,10 +9,12 @@
 //   - FTS faults from the simulator (bursts of 503, lost jobs, hangs longer
 //     than every timeout, 419 asking for delegation mid-run over X.509);
 //   - process faults (SIGKILL at seeded random moments, SIGTERM in each
-//     phase, two agents started at once, an agent paused past its lease
-//     while another takes over);
+//     phase, two agents started at once, agents of two users side by side,
+//     an agent paused past its lease while another takes over);
 //   - storage faults (gfal-rm hanging or failing, a full disk under the
-//     memfile, a journal ending in a torn record).
+//     memfile, a journal ending in a torn record or cut in the middle of
+//     its last record);
+//   - kill requests during the run, and a storm mixing all of the above.
 //
 // `go test ./chaos` runs a short seeded selection (ASO_CHAOS_SEED picks the
 // seed); `make chaos` (ASO_CHAOS=full) runs every scenario on every backend
