@@ -173,10 +173,15 @@ func (e *env) checkReasons() {
 	if err != nil {
 		e.t.Fatalf("list failed transfers: %v", err)
 	}
+	reasons := map[string]int{}
 	for _, t := range ts {
 		if strings.TrimSpace(t.Reason) == "" {
 			e.violate("%s: %s without a reason", t.ID, t.State)
 		}
+		reasons[string(t.State)+": "+t.Reason]++
+	}
+	for r, n := range reasons {
+		e.t.Logf("%d x %s", n, r)
 	}
 }
 
