@@ -20,6 +20,7 @@ const EnvLarge = "ASO_TEST_LARGE"
 // FTS submission duplicated, and that one of the racing pair exits 3
 // without touching anything.
 func TestRun_Concurrency(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
 	total := 1000
 	if os.Getenv(EnvLarge) == "1" {
 		total = 5000

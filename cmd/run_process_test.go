@@ -33,6 +33,7 @@ func fastSim(seed int64) ftstest.Options {
 // TestRunProcess_Drains is the baseline of the process tests: one
 // uninterrupted agent drains a mixed queue and every invariant holds.
 func TestRunProcess_Drains(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
 	w := proctest.New(t, proctest.Options{Sim: fastSim(3), Seed: 3})
 	w.AddMix("alice", 60)
 	p := w.RunToEnd("alice", time.Minute, "--max-files-per-job", "10")
@@ -54,6 +55,7 @@ func backends(t *testing.T, f func(t *testing.T, couch bool)) {
 // the same moment: exactly one works, the other exits 3 at once without
 // claiming or changing anything, and the queue drains with every invariant.
 func TestRunProcess_TwoAgentsOneUser(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
 	backends(t, func(t *testing.T, couch bool) {
 		w := proctest.New(t, proctest.Options{Couch: couch, Sim: fastSim(5), Seed: 5})
 		w.AddMix("dave", 60)
@@ -91,6 +93,7 @@ func TestRunProcess_TwoAgentsOneUser(t *testing.T) {
 // nothing broken, releases its lock (a new agent starts at once, although
 // the lock's TTL is a minute), and the next run drains everything.
 func TestRunProcess_SIGTERM(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
 	cases := []struct {
 		name  string
 		after string // the log line after which SIGTERM is sent
