@@ -19,11 +19,16 @@ import (
 // retryable failures, missing sources, existing destinations, bad checksums,
 // dependencies, priorities and kills, and checks every outcome, every
 // destination file, and the simulator's record of submissions.
-func TestAgent_EndToEnd(t *testing.T) {
-	w := newWorld(t, ftstest.Options{
-		Seed: 11, QueueDelay: 30 * time.Second, StartDelay: 30 * time.Second, TransferTime: 2 * time.Minute,
-		FailureRate: 0.15, FailureReasons: []string{"TRANSFER [110] Connection timed out"},
-	})
+func TestAgent_EndToEnd(t *testing.T) { endToEnd(t, newWorld(t, endToEndSim)) }
+
+// endToEndSim is the simulator of the end-to-end scenario.
+var endToEndSim = ftstest.Options{
+	Seed: 11, QueueDelay: 30 * time.Second, StartDelay: 30 * time.Second, TransferTime: 2 * time.Minute,
+	FailureRate: 0.15, FailureReasons: []string{"TRANSFER [110] Connection timed out"},
+}
+
+// endToEnd is the scenario of TestAgent_EndToEnd, on w's store.
+func endToEnd(t *testing.T, w *world) {
 	type expect struct {
 		kind string
 		req  state.Request

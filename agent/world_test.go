@@ -31,15 +31,15 @@ const (
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// world is a complete offline installation: a memfile store, the FTS3
-// simulator over HTTP copying file:// URLs for real, two file:// sites, and
-// the real gfal-rm, all on one injected clock.
+// world is a complete offline installation: a state store (a memfile, or a
+// CouchDB database), the FTS3 simulator over HTTP copying file:// URLs for
+// real, two file:// sites, and the real gfal-rm, all on one injected clock.
 type world struct {
 	t        *testing.T
 	dir      string
 	clk      *statetest.Clock
-	path     string
-	store    *memfile.Store
+	opener   func(cfg state.Config) (state.Store, error)
+	store    state.Store
 	sim      *ftstest.Server
 	client   *fts.Client
 	sites    *srm.Sites
@@ -56,10 +56,18 @@ func requireGfalRm(t testing.TB) {
 	}
 }
 
+// newWorld builds a world on a memfile store.
 func newWorld(t *testing.T, simOpts ftstest.Options) *world {
 	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.aso")
+	return newWorldOn(t, simOpts, func(cfg state.Config) (state.Store, error) { return memfile.Open(path, cfg) })
+}
+
+// newWorldOn builds a world on the stores opener opens (one per agent).
+func newWorldOn(t *testing.T, simOpts ftstest.Options, opener func(cfg state.Config) (state.Store, error)) *world {
+	t.Helper()
 	requireGfalRm(t)
-	w := &world{t: t, dir: t.TempDir(), clk: statetest.NewClock(epoch), rng: rand.New(rand.NewPCG(1, 2))}
+	w := &world{t: t, dir: t.TempDir(), clk: statetest.NewClock(epoch), opener: opener, rng: rand.New(rand.NewPCG(1, 2))}
 	w.src, w.dst = filepath.Join(w.dir, srcSite), filepath.Join(w.dir, dstSite)
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n", srcSite, w.src, dstSite, w.dst)
@@ -68,7 +76,6 @@ func newWorld(t *testing.T, simOpts ftstest.Options) *world {
 	var err error
 	w.sites, err = srm.LoadSites(sitesFile)
 	must(t, err)
-	w.path = filepath.Join(w.dir, "state.aso")
 	w.store = w.open("setup")
 
 	token := "token-for-tests"
@@ -87,10 +94,10 @@ func newWorld(t *testing.T, simOpts ftstest.Options) *world {
 	return w
 }
 
-// open returns another handle on the world's state file.
-func (w *world) open(owner string) *memfile.Store {
+// open returns another handle on the world's state store.
+func (w *world) open(owner string) state.Store {
 	w.t.Helper()
-	s, err := memfile.Open(w.path, state.Config{
+	s, err := w.opener(state.Config{
 		Agent:  state.Agent{User: testUser, Owner: owner},
 		Policy: state.Policy{CoolOff: 5 * time.Minute, MaxAttempts: 3, LeaseTTL: 15 * time.Minute},
 		Now:    w.clk.Now,

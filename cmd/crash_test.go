@@ -64,12 +64,13 @@ func killTrigger(rng *rand.Rand) trigger {
 // lock has not expired: exit 3), then lets a last run drain the queue, and
 // checks from outside that nothing was lost or submitted twice.
 func TestRun_CrashSafety(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
 	t.Run("memfile", func(t *testing.T) {
-		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 90 * time.Second, lockTTL: "500ms", wait: 700 * time.Millisecond})
+		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 150 * time.Second, lockTTL: "500ms", wait: 700 * time.Millisecond})
 	})
 	t.Run("couchdb", func(t *testing.T) {
 		// the PouchDB test server is slower: fewer kills, more patience
-		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 90 * time.Second, lockTTL: "1s", wait: 2 * time.Second})
+		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 150 * time.Second, lockTTL: "1s", wait: 2 * time.Second})
 	})
 }
 

@@ -197,7 +197,7 @@ func (c *checker) checkSubmissions(t *state.Transfer, subs []ftstest.SimFile) {
 	sids := map[string]bool{}
 	finished := 0
 	for i, f := range subs {
-		if sids[f.SID] {
+		if f.SID != "" && sids[f.SID] {
 			dup = true
 			c.violate(nil, "%s: sid %s submitted twice", t.ID, f.SID)
 		}
@@ -248,6 +248,9 @@ func (c *checker) checkSIDs(files []ftstest.SimFile) {
 	job := map[string]string{}
 	var bad []string
 	for _, f := range files {
+		if f.SID == "" {
+			continue
+		}
 		if j, ok := job[f.SID]; ok && j != f.JobID {
 			bad = append(bad, fmt.Sprintf("sid %s used by jobs %s and %s", f.SID, j, f.JobID))
 		}

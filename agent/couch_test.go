@@ -1,0 +1,26 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
+)
+
+// TestMain stops the CouchDB test server at the end.
+func TestMain(m *testing.M) { os.Exit(couchtest.Main(m)) }
+
+// TestAgent_EndToEndCouchDB runs the end-to-end scenario of
+// TestAgent_EndToEnd on a CouchDB database prepared like `aso init` does.
+func TestAgent_EndToEndCouchDB(t *testing.T) {
+	u := couchtest.DB(t)
+	if err := couch.Init(context.Background(), couch.Options{URL: u}); err != nil {
+		t.Fatalf("init the database: %v", err)
+	}
+	endToEnd(t, newWorldOn(t, endToEndSim, func(cfg state.Config) (state.Store, error) {
+		return couch.Open(context.Background(), couch.Options{URL: u}, cfg)
+	}))
+}
