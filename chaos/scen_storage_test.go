@@ -110,10 +110,10 @@ func diskFull(e *env) {
 	}
 }
 
-// gfalWrapper installs a gfal-rm that misbehaves (mode "fail": exits 1
-// with an error; "hang": sleeps far past every timeout; "slow": sleeps half
+// gfalWrapper installs a gfal-rm that misbehaves (mode "fail": reports
+// the URL FAILED with an I/O error, as gfal-rm does, and stops; "hang": sleeps far past every timeout; "slow": sleeps half
 // a second first) the first time it is asked to delete each URL, and runs
-// the real gfal-rm otherwise. It logs each call to DIR/gfal-calls and each
+// the real gfal-rm on it otherwise. It logs each call to DIR/gfal-calls and each
 // misbehaviour to DIR/gfal-faults.
 func gfalWrapper(e *env, mode string) {
 	e.t.Helper()
@@ -123,25 +123,43 @@ func gfalWrapper(e *env, mode string) {
 	}
 	dir := e.w.Dir
 	action := map[string]string{
-		"fail": `echo "gfal-rm: chaos: storage unavailable" >&2; exit 1`,
+		"fail": `printf '%s\tFAILED\n' "$a"; echo "gfal-rm error: 5 (Input/output error) - chaos: storage unavailable" >&2; exit 1`,
 		"hang": `exec sleep 600`,
 		"slow": `sleep 0.5`,
 	}[mode]
+	// like gfal-rm, it works through the URLs in order, printing each
+	// result as it goes, so a hang or a failure cuts the run short there
 	script := fmt.Sprintf(`#!/bin/sh
 echo call >>%[1]s/gfal-calls
-bad=
+rc=0
+flags=
 for a in "$@"; do
 	case "$a" in
-	*://*)
-		m=%[1]s/gfal-marks/$(printf %%s "$a" | md5sum | cut -c1-20)
-		if [ ! -e "$m" ]; then : >"$m"; bad=1; fi ;;
+	*://*) ;;
+	--) ;;
+	*) flags="$flags $a" ;;
 	esac
 done
-if [ -n "$bad" ]; then
-	echo %[2]s >>%[1]s/gfal-faults
-	%[3]s
-fi
-exec %[4]s "$@"
+for a in "$@"; do
+	case "$a" in
+	*://*) ;;
+	*) continue ;;
+	esac
+	m=%[1]s/gfal-marks/$(printf %%s "$a" | md5sum | cut -c1-20)
+	if [ ! -e "$m" ]; then
+		: >"$m"
+		echo %[2]s >>%[1]s/gfal-faults
+		%[3]s
+	fi
+	%[4]s $flags -- "$a"
+	c=$?
+	case $c in
+	0) ;;
+	2) rc=2 ;; # MISSING: gfal-rm goes on, and exits 2 at the end
+	*) exit $c ;;
+	esac
+done
+exit $rc
 `, dir, mode, action, real)
 	if err := os.MkdirAll(filepath.Join(dir, "gfal-marks"), 0o755); err != nil {
 		e.t.Fatal(err)
@@ -150,7 +168,9 @@ exec %[4]s "$@"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		e.t.Fatal(err)
 	}
-	e.args = append(e.args, "--gfal-rm", path, "--delete-timeout", "2s")
+	// running the real gfal-rm once per URL is slow (a Python start each
+	// time): the timeout leaves room for that, and a hang outlasts it
+	e.args = append(e.args, "--gfal-rm", path, "--delete-timeout", "5s")
 }
 
 // gfalCalls is how many times the wrapper of gfalWrapper was run.
