@@ -111,10 +111,11 @@ func diskFull(e *env) {
 }
 
 // gfalWrapper installs a gfal-rm that misbehaves (mode "fail": reports
-// the URL FAILED with an I/O error, as gfal-rm does, and stops; "hang": sleeps far past every timeout; "slow": sleeps half
-// a second first) the first time it is asked to delete each URL, and runs
-// the real gfal-rm on it otherwise. It logs each call to DIR/gfal-calls and each
-// misbehaviour to DIR/gfal-faults.
+// the URL FAILED with an I/O error, as gfal-rm does, and stops; "hang":
+// sleeps far past every timeout; "slow": sleeps half a second first) the
+// first time it is asked to delete a URL (in mode "hang" one URL in four),
+// and runs the real gfal-rm on it otherwise. It logs each call to
+// DIR/gfal-calls and each misbehaviour to DIR/gfal-faults.
 func gfalWrapper(e *env, mode string) {
 	e.t.Helper()
 	real, err := exec.LookPath("gfal-rm")
@@ -122,13 +123,18 @@ func gfalWrapper(e *env, mode string) {
 		e.t.Fatalf("gfal-rm not found (apt-get install gfal2-util-scripts gfal2-plugin-file): %v", err)
 	}
 	dir := e.w.Dir
+	pattern := "*" // every URL
+	if mode == "hang" {
+		pattern = "[0-3]*" // one URL in four
+	}
 	action := map[string]string{
 		"fail": `printf '%s\tFAILED\n' "$a"; echo "gfal-rm error: 5 (Input/output error) - chaos: storage unavailable" >&2; exit 1`,
 		"hang": `exec sleep 600`,
 		"slow": `sleep 0.5`,
 	}[mode]
 	// like gfal-rm, it works through the URLs in order, printing each
-	// result as it goes, so a hang or a failure cuts the run short there
+	// result as it goes, so a hang or a failure cuts the run short there;
+	// the URLs between misbehaviours go to one real gfal-rm
 	script := fmt.Sprintf(`#!/bin/sh
 echo call >>%[1]s/gfal-calls
 rc=0
@@ -140,27 +146,40 @@ for a in "$@"; do
 	*) flags="$flags $a" ;;
 	esac
 done
-for a in "$@"; do
-	case "$a" in
-	*://*) ;;
-	*) continue ;;
-	esac
-	m=%[1]s/gfal-marks/$(printf %%s "$a" | md5sum | cut -c1-20)
-	if [ ! -e "$m" ]; then
-		: >"$m"
-		echo %[2]s >>%[1]s/gfal-faults
-		%[3]s
-	fi
-	%[4]s $flags -- "$a"
+group=
+flush() { # the real gfal-rm on the URLs gathered so far
+	[ -n "$group" ] || return 0
+	%[4]s $flags -- $group
 	c=$?
+	group=
 	case $c in
 	0) ;;
 	2) rc=2 ;; # MISSING: gfal-rm goes on, and exits 2 at the end
 	*) exit $c ;;
 	esac
+}
+for a in "$@"; do
+	case "$a" in
+	*://*) ;;
+	*) continue ;;
+	esac
+	h=$(printf %%s "$a" | md5sum | cut -c1-20)
+	m=%[1]s/gfal-marks/$h
+	case $h in
+	%[5]s) ;;
+	*) : >"$m" ;; # not one of the URLs this storage misbehaves for
+	esac
+	if [ ! -e "$m" ]; then
+		: >"$m"
+		flush
+		echo %[2]s >>%[1]s/gfal-faults
+		%[3]s
+	fi
+	group="$group $a"
 done
+flush
 exit $rc
-`, dir, mode, action, real)
+`, dir, mode, action, real, pattern)
 	if err := os.MkdirAll(filepath.Join(dir, "gfal-marks"), 0o755); err != nil {
 		e.t.Fatal(err)
 	}
@@ -168,9 +187,7 @@ exit $rc
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		e.t.Fatal(err)
 	}
-	// running the real gfal-rm once per URL is slow (a Python start each
-	// time): the timeout leaves room for that, and a hang outlasts it
-	e.args = append(e.args, "--gfal-rm", path, "--delete-timeout", "5s")
+	e.args = append(e.args, "--gfal-rm", path, "--delete-timeout", "3s")
 }
 
 // gfalCalls is how many times the wrapper of gfalWrapper was run.
