@@ -103,7 +103,7 @@ func sigtermIn(e *env, phase string, round int) {
 	if code := e.wait(p, time.Minute); code != 0 {
 		e.violate("SIGTERM in phase %s: %s exited %d, want 0\n%s", phase, p.Name, code, p.Tail(20))
 	}
-	r := excuseLostJobs(e.w.Check(proctest.CheckOptions{Unfinished: true}), nil)
+	r := excuseLostJobs(e.w.Check(proctest.CheckOptions{Unfinished: true}), nil, nil)
 	for _, v := range r.Violations {
 		e.violate("after SIGTERM in phase %s: %s", phase, v)
 	}

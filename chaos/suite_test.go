@@ -170,8 +170,7 @@ func runScenario(t *testing.T, sc scenario, b backend, sz size, seed uint64) row
 	w.AddMix(user, sz.transfers)
 	sc.run(e)
 	last := w.RunToEnd(user, 2*time.Minute, e.args...)
-	r := excuseLostJobs(w.Check(proctest.CheckOptions{}), e.lostJobs)
-	e.checkReasons()
+	r := excuseLostJobs(w.Check(proctest.CheckOptions{}), e.lostJobs, e.checkReasons())
 	for _, v := range e.violations {
 		t.Errorf("%s", v)
 	}
