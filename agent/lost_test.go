@@ -39,3 +39,28 @@ func TestAgent_LostJobLeavesTheDestinationAlone(t *testing.T) {
 		t.Errorf("the file at the destination was changed or deleted after a lost job: %q, %v", got, err)
 	}
 }
+
+// TestAgent_KillBeforeStartLeavesTheDestinationAlone: a transfer killed
+// while its FTS file is still queued never ran, so the file at its
+// destination (here somebody else's) is not its doing and must stay.
+func TestAgent_KillBeforeStartLeavesTheDestinationAlone(t *testing.T) {
+	w := newWorld(t, ftstest.Options{QueueDelay: time.Hour})
+	r, _ := w.request("taken", 0, true)
+	theirs := []byte("somebody else's file")
+	w.writeFile(w.dstPath(r), theirs)
+	w.enqueue([]state.Request{r})
+
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	_, err := w.store.RequestKill(context.Background(), []string{r.ID()})
+	must(t, err)
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+
+	if got := w.get(r.ID()); got.State != state.StateKilled {
+		t.Errorf("after the kill: %s, want killed", got.State)
+	}
+	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
+		t.Errorf("the file at the destination was changed or deleted by a kill before the transfer ran: %q, %v", got, err)
+	}
+}

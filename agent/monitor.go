@@ -58,6 +58,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 	var transients []state.Transient
 	kills := map[string][]int64{}
 	killed := map[int64]state.Transfer{}
+	running := map[int64]bool{} // killed files that were ACTIVE at this poll
 	for _, j := range jobs {
 		st, ok := byJob[j.ID]
 		if !ok || st.Err != nil {
@@ -98,6 +99,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 			if t.KillRequested {
 				kills[j.ID] = append(kills[j.ID], f.FileID)
 				killed[f.FileID] = t
+				running[f.FileID] = f.State == "ACTIVE"
 			}
 			if a.progressDue(&t, f, now) {
 				transients = append(transients, state.Transient{Transfer: t, Progress: state.Progress{
@@ -107,7 +109,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 		}
 	}
 	a.setTransient(work, transients, ps)
-	outs = append(outs, a.cancelKilled(work, kills, killed, ps)...)
+	outs = append(outs, a.cancelKilled(work, kills, killed, running, ps)...)
 	return outs
 }
 
@@ -168,7 +170,10 @@ func (a *Agent) setTransient(work context.Context, items []state.Transient, ps *
 // cancelKilled cancels in FTS the running files of transfers with
 // kill_requested (one request per job) and returns those FTS reports
 // cancelled as killed outcomes; the others are seen cancelled next pass.
-func (a *Agent) cancelKilled(work context.Context, kills map[string][]int64, killed map[int64]state.Transfer, ps *PassStats) []outcome {
+// The destination of a file cancelled before it was ACTIVE is left alone:
+// url-copy never ran for it, so whatever is there is not its doing (it may
+// be a file FTS would have refused to overwrite).
+func (a *Agent) cancelKilled(work context.Context, kills map[string][]int64, killed map[int64]state.Transfer, running map[int64]bool, ps *PassStats) []outcome {
 	var outs []outcome
 	for job, fids := range kills {
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
@@ -186,7 +191,7 @@ func (a *Agent) cancelKilled(work context.Context, kills map[string][]int64, kil
 			if i < len(states) && states[i] == "CANCELED" {
 				ps.Active--
 				outs = append(outs, outcome{term: state.Terminal{Transfer: t, Outcome: state.OutcomeKilled, FTSJob: job,
-					Reason: "killed by request: canceled in FTS"}, deleteDest: true})
+					Reason: "killed by request: canceled in FTS"}, deleteDest: running[fid]})
 			}
 		}
 	}

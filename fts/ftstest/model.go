@@ -204,6 +204,15 @@ func (s *Simulator) step(f *file, t time.Time) {
 		f.job.everActive = true
 	case stateReady:
 		f.state, f.activeAt = stateActive, t
+		// url-copy checks the source and the destination as it starts,
+		// before it copies anything
+		if s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL) {
+			if reason := s.checkLocal(f); reason != "" {
+				end := t
+				f.finishTime, f.txDuration = &end, 0
+				s.fail(f, t, reason)
+			}
+		}
 	case stateActive:
 		s.finishAttempt(f, t)
 	}
