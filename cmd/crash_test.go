@@ -183,3 +183,60 @@ func histogram(m map[string]int) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
 }
+
+// TestRun_PausedAgentLosesOwnership freezes an agent with SIGSTOP at random
+// moments for longer than its lock and leases live, lets a second agent take
+// the user over, then resumes the first: it must notice that it lost the
+// lock and stop with an error, while the second drains the queue with every
+// invariant intact. (On memfile, an agent frozen inside a store call holds
+// the file lock, so the second waits for it and then finds the first's run
+// lock renewed: it exits 3 and the first finishes the work.)
+func TestRun_PausedAgentLosesOwnership(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	backends(t, func(t *testing.T, couch bool) {
+		runPauseScenario(t, couch, 4)
+	})
+}
+
+func runPauseScenario(t *testing.T, couch bool, rounds int) {
+	const user = "frank"
+	w := proctest.New(t, proctest.Options{Couch: couch, Sim: fastSim(41), Seed: 41})
+	rng := rand.New(rand.NewPCG(7, 7))
+	args := []string{"--max-files-per-job", "5", "--lock-ttl", "500ms", "--lease-ttl", "1s"}
+	takeovers := 0
+	for round := 0; round < rounds; round++ {
+		w.AddMix(user, 40)
+		a := w.StartAgent(user, args...)
+		tr := killTrigger(rng)
+		if tr.after != "" {
+			a.WaitLog(tr.after, 2*time.Second)
+		}
+		time.Sleep(tr.delay)
+		a.Pause()
+		time.Sleep(1200 * time.Millisecond) // past the lock and the leases
+		b := w.StartAgent(user, args...)
+		took := b.WaitLog("run lock taken", 5*time.Second)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		a.Resume()
+		ca, cb := a.Wait(time.Minute), b.Wait(time.Minute)
+		switch {
+		case took:
+			takeovers++
+			if ca == cmd.ExitOK || ca == cmd.ExitLocked || cb != cmd.ExitOK {
+				t.Errorf("round %d: after the takeover the resumed agent exited %d (want an error for the lost lock), the new one %d (want 0)\n%s\n%s",
+					round, ca, cb, a.Tail(20), b.Tail(20))
+			}
+		case ca != cmd.ExitOK || cb != cmd.ExitLocked:
+			t.Errorf("round %d: without a takeover the agents exited %d and %d, want 0 and %d\n%s\n%s", round, ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
+		}
+		r := w.Check(proctest.CheckOptions{})
+		t.Logf("round %d (pause after %q + %s, takeover %v): %s", round, tr.after, tr.delay, took, r)
+		if !r.OK() {
+			r.Require(t)
+			t.Fatalf("resumed agent's log:\n%s", a.Tail(60))
+		}
+	}
+	if takeovers == 0 {
+		t.Errorf("no round had a takeover: the lost-lock path was not exercised")
+	}
+}
