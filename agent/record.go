@@ -7,8 +7,9 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// recordPhase deletes the destination copies of failed, cancelled and lost
-// transfers (in one batch, under a timeout), then persists every outcome in
+// recordPhase checks that the agent still owns the user, deletes the
+// destination copies of failed, cancelled and lost transfers (in one batch,
+// under a timeout), then persists every outcome in
 // one SetTerminalState call. An outcome whose deletion failed is not recorded
 // this pass, so the deletion is retried next pass (the transfer is still
 // submitted and FTS reports it again); after MaxDeleteAttempts it is recorded
@@ -18,6 +19,13 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		return
 	}
 	log := a.log.WithField(FieldPhase, "record")
+	// the outcomes were read from FTS a moment ago; if the agent was frozen
+	// since (SIGSTOP, a starved machine) another agent may have taken the
+	// user over and retried these transfers: check ownership (renewing if
+	// due, which it is after such a pause) before deleting anything
+	if !a.keeper.tick(work) {
+		return
+	}
 	failedDelete := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
 	for _, o := range outs {
