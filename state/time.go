@@ -55,6 +55,12 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("timestamp %s: not RFC 3339", truncate(string(b), 40))
 	}
+	if y := p.UTC().Year(); y < 0 || y > 9999 {
+		// TimeLayout writes such a time with 5 digits or a sign, which
+		// RFC 3339 (and so this method) refuses: the document would not
+		// read back after its next write.
+		return fmt.Errorf("timestamp %s: year %d in UTC is outside 0000-9999", truncate(string(b), 40), y)
+	}
 	*t = At(p)
 	return nil
 }
