@@ -30,5 +30,27 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 
+# Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
+# seed corpora under each package's testdata/fuzz/ also run in `make test`.
+FUZZ_TARGETS := \
+	./cmd:FuzzRecordReader \
+	./state:FuzzTransferJSON \
+	./state:FuzzRequestJSON \
+	./state/memfile:FuzzStateFile \
+	./state/couch:FuzzDecode \
+	./fts:FuzzParseStatus \
+	./fts:FuzzParseError \
+	./fts/ftstest:FuzzSubmit \
+	./srm:FuzzInterpretRun \
+	./srm:FuzzStorageXML
+FUZZTIME ?= 10s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "+ go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
 clean: ## remove build outputs
 	rm -rf bin bench/results.json
