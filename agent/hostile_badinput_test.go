@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -132,5 +133,47 @@ func TestAgent_HostileButValidNames(t *testing.T) {
 	}
 	if sum.Total != len(all) {
 		t.Errorf("Summary counts %d transfers, want %d", sum.Total, len(all))
+	}
+}
+
+// TestAgent_CatastrophicSiteRule: a site whose rule is a pattern that
+// backtracking engines take exponential time on, against LFNs built to
+// trigger it. The agent is not held up: those transfers fail with the
+// reason that no rule matches, and the transfers of the other sites
+// complete.
+func TestAgent_CatastrophicSiteRule(t *testing.T) {
+	w := newWorld(t, ftstest.Options{Seed: 4})
+	const evil = "T2_XX_Evil"
+	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
+		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
+		"%s:\n  protocol: file\n  rules:\n    - path-match: \"/((a+)+)+$\"\n      result: file://%s/evil/$1\n", srcSite, w.src, dstSite, w.dst, evil, w.dir)
+	var err error
+	w.sites, err = srm.ParseSites([]byte(sites), w.dir)
+	must(t, err)
+	var good, bad []state.Request
+	for i := 0; i < 5; i++ {
+		r, _ := w.request("good", i, true)
+		good = append(good, r)
+		b, _ := w.request("evil", i, true)
+		b.Destination = evil
+		b.DestinationLFN = "/" + strings.Repeat("a", state.MaxLFNLen-2-i) + "!"
+		bad = append(bad, b)
+	}
+	w.enqueue(append(append([]state.Request{}, good...), bad...))
+	start := time.Now()
+	if err := w.agent(w.config("agent-evil"), nil).Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("drained in %s", time.Since(start).Round(time.Millisecond))
+	for _, r := range good {
+		if tr := w.get(r.ID()); tr.State != state.StateDone {
+			t.Errorf("%s next to a catastrophic rule: %s %q, want done", tr.ID, tr.State, tr.Reason)
+		}
+	}
+	for _, r := range bad {
+		tr := w.get(r.ID())
+		if tr.State != state.StateFailed || !strings.Contains(tr.Reason, evil) || tr.FTSJob != "" {
+			t.Errorf("%s: %s %q (job %q), want failed without a job, naming site %s", tr.ID, tr.State, tr.Reason, tr.FTSJob, evil)
+		}
 	}
 }
