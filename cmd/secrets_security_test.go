@@ -126,7 +126,8 @@ func (sw *secretsWorld) aso(extra []string, stdin string, args ...string) (int, 
 // password, unreachable CouchDB, FTS refusing the token, unreachable FTS).
 // No password, token or proxy content appears in anything aso printed, and
 // gfal-rm, the only program aso starts, got no secret in its argv or
-// environment: the proxy only by its path in X509_USER_PROXY.
+// environment: the proxy only by its path in X509_USER_PROXY. Token and
+// proxy files that others can read are refused.
 func TestSecrets_NeverShown(t *testing.T) {
 	requireGfalRmForCmd(t)
 	dir := t.TempDir()
@@ -215,6 +216,13 @@ func TestSecrets_NeverShown(t *testing.T) {
 	ftsDown := closedPort(t)
 	sw.want(-1, urlState, "", append([]string{"run", "--fts", "http://" + ftsDown, "--token-file", tokenFile}, badFTS...)...)
 	sw.reached("Could not validate token", ftsDown)
+	// credentials files that others can read are refused, without their content
+	looseToken, looseProxy := filepath.Join(dir, "loose-token"), filepath.Join(dir, "loose-proxy")
+	noErr(t, os.WriteFile(looseToken, []byte(sw.secrets["token"]+"\n"), 0o640))
+	noErr(t, os.WriteFile(looseProxy, []byte("-----BEGIN RSA PRIVATE KEY-----\n"+sw.secrets["proxy key"]+"\n-----END RSA PRIVATE KEY-----\n"), 0o644))
+	sw.want(1, urlState, "", "run", "--fts", sim.URL, "--insecure", "--token-file", looseToken)
+	sw.want(1, urlState, "", "run", "--fts", sim.URL, "--insecure", "--proxy", looseProxy)
+	sw.reached("loose-token is accessible by group or others (mode 0640); run: chmod 600", "loose-proxy is accessible by group or others (mode 0644)")
 	// the password given on the command line (against the advice) is not echoed either
 	sw.want(1, nil, "", "--state", withPassword(sw.secrets["wrong password"]), "status")
 
