@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -293,6 +294,16 @@ func TestHandles_CatchUpAndCompaction(t *testing.T) {
 	}
 	if sa.Fsyncs != 10 || sa.JournalRecords != 10 {
 		t.Fatalf("stats a %+v; want 10 fsynced records", sa)
+	}
+	// every document survives the compactions byte for byte
+	want, err := a.List(ctx, state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, path, memfile.Options{})
+	got, err := c.List(ctx, state.Filter{})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("a new handle lists %d documents (%v), different from the writers' %d", len(got), err, len(want))
 	}
 	if left, _ := filepath.Glob(path + ".*"); len(left) != 0 {
 		t.Fatalf("files left behind: %v", left)

@@ -1,13 +1,16 @@
 package memfile
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -67,7 +70,7 @@ func (p *parser) nextLine(at int) ([]byte, int, error) {
 // record parses the record at p.pos and applies its documents, returning
 // the offset after it and the number of lines it spans. It returns errTorn
 // for a record that is incomplete or fails its checksum.
-func (p *parser) record(apply func(id string, d *anyDoc, raw []byte, bad string)) (int, int, error) {
+func (p *parser) record(apply applyFunc) (int, int, error) {
 	line, next, err := p.nextLine(p.pos)
 	if err != nil {
 		return 0, 0, err
@@ -76,7 +79,7 @@ func (p *parser) record(apply func(id string, d *anyDoc, raw []byte, bad string)
 		if len(bytes.TrimSpace(line)) == 0 {
 			return next, 1, nil
 		}
-		return next, 1, p.doc(line, apply)
+		return next, 1, p.doc(line, p.base+int64(p.pos), apply)
 	}
 	var h batchHeader
 	if err := json.Unmarshal(line, &h); err != nil || h.Docs < 0 || h.Bytes < 0 || len(h.CRC) != 8 {
@@ -101,13 +104,13 @@ func (p *parser) record(apply func(id string, d *anyDoc, raw []byte, bad string)
 		d   anyDoc
 		raw []byte
 		bad string
+		off int64
 	}
 	docs := make([]parsed, 0, h.Docs)
 	for at := 0; at < len(body); {
 		nl := bytes.IndexByte(body[at:], '\n')
 		raw := body[at : at+nl]
-		var pd parsed
-		pd.raw = raw
+		pd := parsed{raw: raw, off: p.base + int64(next+at)}
 		if err := decodeDoc(raw, &pd.d); err != nil {
 			if pd.d.ID == "" {
 				return 0, 0, p.errorf("document %d of the journal record: %v", len(docs)+1, err)
@@ -118,22 +121,26 @@ func (p *parser) record(apply func(id string, d *anyDoc, raw []byte, bad string)
 		at += nl + 1
 	}
 	for i := range docs {
-		apply(docs[i].d.ID, &docs[i].d, docs[i].raw, docs[i].bad)
+		apply(docs[i].d.ID, &docs[i].d, docs[i].raw, docs[i].bad, docs[i].off)
 	}
 	return end, 1 + h.Docs, nil
 }
 
-// doc parses one document line of the snapshot.
-func (p *parser) doc(line []byte, apply func(id string, d *anyDoc, raw []byte, bad string)) error {
+// applyFunc receives each document read: its ID, decoded form, raw bytes
+// at file offset off, and why it is invalid ("" if it is not).
+type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
+
+// doc parses one document line of the snapshot, found at file offset off.
+func (p *parser) doc(line []byte, off int64, apply applyFunc) error {
 	var d anyDoc
 	if err := decodeDoc(line, &d); err != nil {
 		if d.ID == "" {
 			return p.errorf("not a document: %v", err)
 		}
-		apply(d.ID, &d, line, err.Error())
+		apply(d.ID, &d, line, err.Error(), off)
 		return nil
 	}
-	apply(d.ID, &d, line, "")
+	apply(d.ID, &d, line, "", off)
 	return nil
 }
 
@@ -166,61 +173,90 @@ func decodeDoc(raw []byte, d *anyDoc) error {
 	return nil
 }
 
-// encodeBatch returns a journal record holding docs (one JSON line each).
-func encodeBatch(docs [][]byte) []byte {
-	n := 0
-	for _, d := range docs {
-		n += len(d) + 1
-	}
-	body := make([]byte, 0, n)
-	for _, d := range docs {
-		body = append(body, d...)
+// encodeBatch returns a journal record holding docs (transfers and locks),
+// one JSON line each, and where each document lies in it.
+func encodeBatch(docs []any) ([]byte, []span, error) {
+	body := make([]byte, 0, 1024*len(docs))
+	spans := make([]span, len(docs))
+	for i, d := range docs {
+		start := len(body)
+		var err error
+		if t, ok := d.(*state.Transfer); ok {
+			body, err = appendTransfer(body, t)
+		} else {
+			var b []byte
+			b, err = json.Marshal(d)
+			body = append(body, b...)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		spans[i] = span{off: int64(start), n: len(body) - start}
 		body = append(body, '\n')
 	}
 	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body), crc32.Checksum(body, crcTable))
-	return append([]byte(h), body...)
+	for i := range spans {
+		spans[i].off += int64(len(h))
+	}
+	return append([]byte(h), body...), spans, nil
 }
 
-// writeSnapshot writes every document of d to a new file next to path and
-// returns it open, synced, and flocked, not yet renamed.
-func writeSnapshot(path string, d *db) (*os.File, int64, error) {
+// writeSnapshot writes every document of d to a new file next to path,
+// copying transfers and invalid documents from old (the current file), and
+// returns it open, synced and flocked, not yet renamed, with the new spans.
+func writeSnapshot(path string, d *db, old []byte) (*os.File, int64, map[string]span, error) {
 	tmp := path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	fail := func(err error) (*os.File, int64, error) {
+	fail := func(err error) (*os.File, int64, map[string]span, error) {
 		f.Close()
 		os.Remove(tmp)
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(fileHeader)
-	enc := json.NewEncoder(&buf) // Encode ends each document with a newline
-	for _, t := range d.docs {
-		if err := enc.Encode(t); err != nil {
-			return fail(err)
+	type located struct {
+		id string
+		sp span
+	}
+	docs := make([]located, 0, len(d.at))
+	for id, sp := range d.at {
+		docs = append(docs, located{id, sp})
+	}
+	slices.SortFunc(docs, func(a, b located) int { return cmp.Compare(a.sp.off, b.sp.off) }) // read old in order
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(fileHeader)
+	off := int64(len(fileHeader))
+	at := make(map[string]span, len(docs))
+	for _, doc := range docs {
+		id, sp := doc.id, doc.sp
+		if sp.off < 0 || sp.off+int64(sp.n) > int64(len(old)) {
+			return fail(fmt.Errorf("document %s: span %+v outside the file of %d bytes", id, sp, len(old)))
 		}
+		w.Write(old[sp.off : sp.off+int64(sp.n)])
+		w.WriteByte('\n')
+		at[id] = span{off: off, n: sp.n}
+		off += int64(sp.n) + 1
 	}
 	for _, l := range d.locks {
-		if err := enc.Encode(l); err != nil {
+		b, err := json.Marshal(l)
+		if err != nil {
 			return fail(err)
 		}
+		w.Write(b)
+		w.WriteByte('\n')
+		off += int64(len(b)) + 1
 	}
-	for _, bad := range d.invalid {
-		buf.Write(bad.raw)
-		buf.WriteByte('\n')
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	return f, int64(buf.Len()), nil
+	return f, off, at, nil
 }
 
 // syncDir makes a rename or a creation in dir durable.

@@ -3,7 +3,6 @@ package memfile
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -38,6 +37,9 @@ type Stats struct {
 	JournalRecords int64 // records appended by this handle
 	Compactions    int64 // compactions done by this handle
 	Reloads        int64 // full re-reads after another handle compacted the file
+	// SyncTime is the time spent in fsync of journal records, CompactTime
+	// the time spent compacting (fsyncs included).
+	SyncTime, CompactTime time.Duration
 }
 
 // Store is a state.Store on one file. It is safe for concurrent use, and
@@ -240,17 +242,17 @@ func (s *Store) dropTorn(p *parser) error {
 	return nil
 }
 
-// applyDoc puts one document read from the file into the db.
-func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string) {
+// applyDoc puts one document read from the file at off into the db.
+func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int64) {
+	sp := span{off: off, n: len(raw)}
 	switch {
 	case bad != "":
-		s.d.putInvalid(id, bytes.Clone(raw), bad)
+		s.d.putInvalid(id, bytes.Clone(raw), bad, sp)
 	case d.Type == lockType:
-		delete(s.d.invalid, id)
 		s.d.putLock(&lockDoc{ID: d.ID, Rev: d.Rev, Type: lockType, User: d.User, Holder: d.Holder, Expire: d.Expire})
 	default:
 		t := d.Transfer
-		s.d.put(&t)
+		s.d.put(&t, sp)
 	}
 }
 
@@ -277,10 +279,11 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		return err
 	}
 	if !x.empty() {
-		if err := s.write(x, durable); err != nil {
+		spans, err := s.write(x, durable)
+		if err != nil {
 			return fmt.Errorf("memfile: %s: %w", call, err)
 		}
-		x.apply()
+		x.apply(spans)
 	}
 	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, s.snapEnd) {
 		if err := s.compact(); err != nil {
@@ -298,44 +301,60 @@ func (s *Store) view(ctx context.Context, call string, fn func(d *db, now time.T
 	return s.update(ctx, call, false, func(x *tx, now time.Time) error { return fn(x.d, now) })
 }
 
-// write appends the staged documents of x as one record.
-func (s *Store) write(x *tx, durable bool) error {
-	docs := make([][]byte, 0, len(x.order))
-	for _, id := range x.order {
-		var v any = x.locks[id]
+// write appends the staged documents of x as one record and returns where
+// each lies in the file.
+func (s *Store) write(x *tx, durable bool) ([]span, error) {
+	docs := make([]any, len(x.order))
+	for i, id := range x.order {
 		if t, ok := x.docs[id]; ok {
-			v = t
+			docs[i] = t
+		} else {
+			docs[i] = x.locks[id]
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		docs = append(docs, b)
 	}
-	rec := encodeBatch(docs)
+	rec, spans, err := encodeBatch(docs)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.f.WriteAt(rec, s.off); err != nil {
 		_ = s.f.Truncate(s.off)
-		return err
+		return nil, err
 	}
 	if durable {
+		start := time.Now()
 		if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
 			_ = s.f.Truncate(s.off)
-			return err
+			return nil, err
 		}
 		s.stats.Fsyncs++
+		s.stats.SyncTime += time.Since(start)
 	}
 	if s.snapEnd < 0 {
 		s.snapEnd = s.off
 	}
+	for i := range spans {
+		spans[i].off += s.off
+	}
 	s.off += int64(len(rec))
 	s.line += 1 + len(docs)
 	s.stats.JournalRecords++
-	return nil
+	return spans, nil
 }
 
 // compact replaces the file by a snapshot of s.d. Called with the flock held.
 func (s *Store) compact() error {
-	f, size, err := writeSnapshot(s.path, s.d)
+	start := time.Now()
+	defer func() { s.stats.CompactTime += time.Since(start) }()
+	var old []byte
+	if s.off > 0 {
+		m, err := unix.Mmap(int(s.f.Fd()), 0, int(s.off), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("map %s: %w", s.path, err)
+		}
+		defer unix.Munmap(m)
+		old = m
+	}
+	f, size, at, err := writeSnapshot(s.path, s.d, old)
 	if err != nil {
 		return err
 	}
@@ -349,6 +368,7 @@ func (s *Store) compact() error {
 	}
 	s.f.Close() // waiters on the old file see it was replaced
 	s.f = f
+	s.d.at = at
 	s.off, s.snapEnd = size, size
 	s.line = 1 + len(s.d.docs) + len(s.d.locks) + len(s.d.invalid)
 	s.stats.Compactions++
