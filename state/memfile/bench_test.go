@@ -86,3 +86,27 @@ func must(b *testing.B, res []state.Result, err error) {
 		}
 	}
 }
+
+// BenchmarkOpen measures reading a compacted file of n transfers, which
+// every CLI command does.
+func BenchmarkOpen(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "state.aso")
+	s := open(b, path, memfile.Options{})
+	for i := 0; i < n; i += 5000 {
+		enqueue(b, s, i, 5000)
+	}
+	drain(b, s, n)
+	if err := s.Compact(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.ResetTimer()
+	for range b.N {
+		s, err := memfile.Open(path, state.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
