@@ -119,7 +119,17 @@ func (d *db) putLock(l *lockDoc) {
 	d.locks[l.ID] = l
 }
 
-// clone returns a deep copy of t that may be changed freely.
+// edit returns a copy of t for a rule to change. The rules of package state
+// only assign fields and append to History; they never write into a slice
+// or map they did not make. So the copy shares them with t, and History is
+// clipped so that an append reallocates instead of writing into t's array.
+func edit(t *state.Transfer) *state.Transfer {
+	c := *t
+	c.History = slices.Clip(t.History)
+	return &c
+}
+
+// clone returns a deep copy of t, for callers who may change it freely.
 func clone(t *state.Transfer) *state.Transfer {
 	c := *t
 	c.History = slices.Clone(t.History)
