@@ -147,7 +147,9 @@ func (p *parser) doc(line []byte, off int64, apply applyFunc) error {
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
 func decodeDoc(raw []byte, d *anyDoc) error {
-	if err := json.Unmarshal(raw, d); err != nil {
+	if decodeTransfer(raw, &d.Transfer) {
+		d.Holder, d.Expire = "", state.Time{}
+	} else if err := json.Unmarshal(raw, d); err != nil {
 		var id struct {
 			ID string `json:"_id"`
 		}
