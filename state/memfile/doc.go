@@ -8,7 +8,8 @@
 // full new documents of one bulk call. A call appends one record and fsyncs
 // it, so a commit costs O(batch), not O(queue); compaction rewrites the file
 // (temp file, fsync, rename, fsync of the directory) once the journal has
-// grown larger than the snapshot. Several handles and several processes may
+// grown to twice the snapshot; reading a file decodes only the last version
+// of each document, so a long journal costs little at open. Several handles and several processes may
 // share a file: each operation holds an flock on it, first catches up on the
 // records others appended, then appends its own.
 //

@@ -67,82 +67,102 @@ func (p *parser) nextLine(at int) ([]byte, int, error) {
 	return p.buf[at : at+nl], at + nl + 1, nil
 }
 
-// record parses the record at p.pos and applies its documents, returning
-// the offset after it and the number of lines it spans. It returns errTorn
-// for a record that is incomplete or fails its checksum.
-func (p *parser) record(apply applyFunc) (int, int, error) {
+// pending is a document line found by the parser, decoded later.
+type pending struct {
+	raw  []byte
+	off  int64 // file offset of raw
+	line int   // file line of raw, from 1
+}
+
+// record parses the framing of the record at p.pos, returning the offset
+// after it, the number of lines it spans and its document lines. It returns
+// errTorn for a record that is incomplete or fails its checksum.
+func (p *parser) record() (int, int, []pending, error) {
 	line, next, err := p.nextLine(p.pos)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if !bytes.HasPrefix(line, batchPrefix) {
 		if len(bytes.TrimSpace(line)) == 0 {
-			return next, 1, nil
+			return next, 1, nil, nil
 		}
-		return next, 1, p.doc(line, p.base+int64(p.pos), apply)
+		return next, 1, []pending{{raw: line, off: p.base + int64(p.pos), line: p.line + 1}}, nil
 	}
 	var h batchHeader
 	if err := json.Unmarshal(line, &h); err != nil || h.Docs < 0 || h.Bytes < 0 || len(h.CRC) != 8 {
-		return 0, 0, p.errorf("bad journal record header %.80q", line)
+		return 0, 0, nil, p.errorf("bad journal record header %.80q", line)
 	}
 	end := next + h.Bytes
 	if end > len(p.buf) {
-		return 0, 0, errTorn
+		return 0, 0, nil, errTorn
 	}
 	body := p.buf[next:end]
 	if fmt.Sprintf("%08x", crc32.Checksum(body, crcTable)) != h.CRC {
 		if end == len(p.buf) {
-			return 0, 0, errTorn
+			return 0, 0, nil, errTorn
 		}
-		return 0, 0, p.errorf("journal record fails its checksum")
+		return 0, 0, nil, p.errorf("journal record fails its checksum")
 	}
 	if bytes.Count(body, []byte{'\n'}) != h.Docs || (h.Docs > 0 && body[len(body)-1] != '\n') {
-		return 0, 0, p.errorf("journal record holds a wrong number of documents (want %d)", h.Docs)
+		return 0, 0, nil, p.errorf("journal record holds a wrong number of documents (want %d)", h.Docs)
 	}
-	// decode every document before applying any: a record applies whole
-	type parsed struct {
-		d   anyDoc
-		raw []byte
-		bad string
-		off int64
-	}
-	docs := make([]parsed, 0, h.Docs)
+	docs := make([]pending, 0, h.Docs)
 	for at := 0; at < len(body); {
 		nl := bytes.IndexByte(body[at:], '\n')
-		raw := body[at : at+nl]
-		pd := parsed{raw: raw, off: p.base + int64(next+at)}
-		if err := decodeDoc(raw, &pd.d); err != nil {
-			if pd.d.ID == "" {
-				return 0, 0, p.errorf("document %d of the journal record: %v", len(docs)+1, err)
-			}
-			pd.bad = err.Error()
-		}
-		docs = append(docs, pd)
+		docs = append(docs, pending{raw: body[at : at+nl], off: p.base + int64(next+at), line: p.line + 2 + len(docs)})
 		at += nl + 1
 	}
-	for i := range docs {
-		apply(docs[i].d.ID, &docs[i].d, docs[i].raw, docs[i].bad, docs[i].off)
+	return end, 1 + h.Docs, docs, nil
+}
+
+var idPrefix = []byte(`{"_id":"`)
+
+// canonicalID returns the ID of a document line written by memfile (it
+// starts with its _id), or "" for any other line.
+func canonicalID(raw []byte) string {
+	if !bytes.HasPrefix(raw, idPrefix) {
+		return ""
 	}
-	return end, 1 + h.Docs, nil
+	rest := raw[len(idPrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return ""
+	}
+	return string(rest[:end])
+}
+
+// decodeAll decodes the document lines in file order and passes each to
+// apply, except a line whose document a later line replaces (a journal
+// holds many versions of a document; only the last one counts).
+func decodeAll(path string, docs []pending, apply applyFunc) error {
+	ids := make([]string, len(docs))
+	last := make(map[string]int, len(docs))
+	for i := range docs {
+		if id := canonicalID(docs[i].raw); id != "" {
+			ids[i] = id
+			last[id] = i
+		}
+	}
+	for i := range docs {
+		if ids[i] != "" && last[ids[i]] != i {
+			continue
+		}
+		var d anyDoc
+		if err := decodeDoc(docs[i].raw, &d); err != nil {
+			if d.ID == "" {
+				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", path, docs[i].line, docs[i].off, err)
+			}
+			apply(d.ID, &d, docs[i].raw, err.Error(), docs[i].off)
+			continue
+		}
+		apply(d.ID, &d, docs[i].raw, "", docs[i].off)
+	}
+	return nil
 }
 
 // applyFunc receives each document read: its ID, decoded form, raw bytes
 // at file offset off, and why it is invalid ("" if it is not).
 type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
-
-// doc parses one document line of the snapshot, found at file offset off.
-func (p *parser) doc(line []byte, off int64, apply applyFunc) error {
-	var d anyDoc
-	if err := decodeDoc(line, &d); err != nil {
-		if d.ID == "" {
-			return p.errorf("not a document: %v", err)
-		}
-		apply(d.ID, &d, line, err.Error(), off)
-		return nil
-	}
-	apply(d.ID, &d, line, "", off)
-	return nil
-}
 
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.

@@ -27,7 +27,7 @@ type Options struct {
 	// nil discards them.
 	Warn func(msg string)
 	// CompactBytes: the journal is compacted once it is larger than both this
-	// and the snapshot (0: DefaultCompactBytes).
+	// and twice the snapshot (0: DefaultCompactBytes).
 	CompactBytes int64
 }
 
@@ -173,21 +173,25 @@ func (s *Store) catchUp() error {
 	if size == s.off && s.off > 0 {
 		return nil
 	}
-	buf := make([]byte, size-s.off)
-	if _, err := s.f.ReadAt(buf, s.off); err != nil {
+	buf, release, err := s.read(s.off, size)
+	if err != nil {
 		return fmt.Errorf("memfile: read %s: %w", s.path, err)
 	}
+	defer release()
 	p := &parser{path: s.path, buf: buf, base: s.off, line: s.line}
 	if s.off == 0 {
 		if err := s.readHeader(p); err != nil || p.pos == 0 {
 			return err
 		}
 	}
+	var docs []pending
+	torn := false
 	for p.pos < len(buf) {
 		batch := bytes.HasPrefix(buf[p.pos:], batchPrefix)
-		next, lines, err := p.record(s.applyDoc)
+		next, lines, found, err := p.record()
 		if errors.Is(err, errTorn) {
-			return s.dropTorn(p)
+			torn = true
+			break
 		}
 		if err != nil {
 			return err
@@ -195,10 +199,35 @@ func (s *Store) catchUp() error {
 		if batch && s.snapEnd < 0 {
 			s.snapEnd = p.base + int64(p.pos)
 		}
+		docs = append(docs, found...)
 		p.pos, p.line = next, p.line+lines
+	}
+	// every record is whole and checked: now decode and apply them
+	if err := decodeAll(s.path, docs, s.applyDoc); err != nil {
+		return err
+	}
+	if torn {
+		return s.dropTorn(p)
 	}
 	s.off, s.line = size, p.line
 	return nil
+}
+
+// read returns the bytes of the file from off to size: mapped, not copied,
+// when they are many (a whole file at open), so they do not weigh on the
+// heap. Call release when done; nothing may keep a reference to them.
+func (s *Store) read(off, size int64) ([]byte, func(), error) {
+	if size-off < 1<<20 {
+		buf := make([]byte, size-off)
+		_, err := s.f.ReadAt(buf, off)
+		return buf, func() {}, err
+	}
+	start := off &^ int64(os.Getpagesize()-1)
+	m, err := unix.Mmap(int(s.f.Fd()), start, int(size-start), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m[off-start:], func() { _ = unix.Munmap(m) }, nil
 }
 
 // readHeader checks the first line, writing it to an empty file. It leaves
@@ -285,7 +314,7 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		}
 		x.apply(spans)
 	}
-	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, s.snapEnd) {
+	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) {
 		if err := s.compact(); err != nil {
 			if len(compact) > 0 {
 				return fmt.Errorf("memfile: compact %s: %w", s.path, err)
