@@ -12,6 +12,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -371,5 +374,35 @@ func TestOpen_LastVersionWins(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("reopened %s:\n got %+v\nwant %+v", id, got, want)
 		}
+	}
+}
+
+// TestLockWaitHonoursContext: a call waiting for a file lock that another
+// process holds gives up when its context ends, and proceeds once released.
+func TestLockWaitHonoursContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	id := enqueue(t, s, 0, 1)[0]
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Get(c, id); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("Get while the file is locked: %v, want a deadline error about the lock", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.Get(ctx, id); done <- err }()
+	time.Sleep(20 * time.Millisecond) // let it wait: this test is about waiting
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Get after the lock was released: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/state"
@@ -81,7 +82,7 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	}
 	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, f: f}
 	s.reset()
-	if err := s.lock(); err != nil {
+	if err := s.lock(context.Background()); err != nil {
 		s.f.Close()
 		return nil, err
 	}
@@ -129,10 +130,10 @@ func (s *Store) warn(format string, args ...any) {
 
 // lock takes the flock of the state file. If another handle replaced the
 // file (compaction) it reopens it and starts over from the new file.
-func (s *Store) lock() error {
+func (s *Store) lock(ctx context.Context) error {
 	for {
-		if err := unix.Flock(int(s.f.Fd()), unix.LOCK_EX); err != nil {
-			return fmt.Errorf("memfile: lock %s: %w", s.path, err)
+		if err := s.flock(ctx); err != nil {
+			return err
 		}
 		var held, named unix.Stat_t
 		if err := unix.Fstat(int(s.f.Fd()), &held); err != nil {
@@ -156,6 +157,32 @@ func (s *Store) lock() error {
 		s.reset()
 		s.stats.Reloads++
 	}
+}
+
+// flock takes the exclusive flock of s.f, polling while another handle or
+// process holds it, so that a holder that hangs cannot block a call past
+// its context.
+func (s *Store) flock(ctx context.Context) error {
+	fd := int(s.f.Fd())
+	try := func() error {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil && !errors.Is(err, unix.EWOULDBLOCK) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	if try() == nil {
+		return nil
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Microsecond, 5*time.Millisecond, 0
+	if err := backoff.Retry(try, backoff.WithContext(b, ctx)); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("memfile: waiting for the lock of %s, held by another process: %w", s.path, ctx.Err())
+		}
+		return fmt.Errorf("memfile: lock %s: %w", s.path, err)
+	}
+	return nil
 }
 
 func (s *Store) unlock() { _ = unix.Flock(int(s.f.Fd()), unix.LOCK_UN) }
@@ -296,7 +323,7 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 	if s.closed {
 		return fmt.Errorf("memfile: %s: store %s is closed", call, s.path)
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.unlock()
