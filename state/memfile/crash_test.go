@@ -183,6 +183,12 @@ func crashChild(path, gen string) {
 			os.Exit(1)
 		}
 		report("done", okIDs(tres))
+		if n%4 == 3 { // also die in the middle of compactions
+			if err := s.Compact(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 	}
 	os.Exit(0)
 }
