@@ -2,6 +2,7 @@ package memfile
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -91,8 +92,7 @@ func TestAppendTransfer(t *testing.T) {
 	nt.Progress.Throughput = 1e21
 	check("large float", &nt)
 	bad := nt
-	bad.Progress = &state.Progress{Throughput: 0}
-	bad.Progress.Throughput = float64(1) / float64(len(bad.ID)-len(bad.ID)) // +Inf
+	bad.Progress = &state.Progress{Throughput: math.Inf(1)}
 	if _, err := appendTransfer(nil, &bad); err == nil {
 		t.Fatal("an infinite throughput encoded without error")
 	}

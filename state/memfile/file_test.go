@@ -127,6 +127,9 @@ func TestOpen_TornLastRecord(t *testing.T) {
 			if len(w.msgs) != 0 {
 				t.Fatalf("warnings after repair: %q", w.msgs)
 			}
+			if _, err := s.Get(ctx, statetest.ReqID(statetest.Alice, 20)); err != nil {
+				t.Fatalf("the record written after the repair: %v", err)
+			}
 		})
 	}
 	t.Run("checksum", func(t *testing.T) {
