@@ -409,3 +409,42 @@ func TestLockWaitHonoursContext(t *testing.T) {
 		t.Fatalf("Get after the lock was released: %v", err)
 	}
 }
+
+// FuzzOpen: whatever the file holds, Open either fails with an error or
+// gives a store whose calls work; it never panics.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.aso")
+	s := open(f, path, memfile.Options{})
+	enqueue(f, s, 0, 3)
+	if ts, err := s.NewTransfers(ctx, 1); err != nil || len(ts) != 1 {
+		f.Fatal(ts, err)
+	}
+	s.Close()
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"aso_memfile":1}` + "\n" + `{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":"2026-01-01T00:00:00.000000Z"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "state.aso")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "fuzz"}}, memfile.Options{})
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		if _, err := s.Summary(ctx, state.SummaryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.NewTransfers(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {
+			t.Fatal(err)
+		}
+	})
+}
