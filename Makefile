@@ -26,7 +26,7 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 	$(GO) run ./testdata/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --log-level warn"; $(BIN) run --interval 1s --log-level warn --progress always; \
+	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 
