@@ -290,10 +290,10 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	ps.Submitted += len(ok)
 	ps.Jobs++
 	a.metrics.count("submitted", len(ok))
-	if len(lost) > 0 {
-		a.logLost(log, lost)
-		a.cancelOrphans(work, j.jobID, lost)
-	}
+	// A transfer found no longer ours was claimed by another agent after its
+	// sid was written: that agent adopts this same job by its sid, so the
+	// job is not cancelled here.
+	a.logLost(log, lost)
 }
 
 func (a *Agent) pendingIDs() map[string]bool {
