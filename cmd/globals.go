@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -34,6 +35,8 @@ type Globals struct {
 	LogFormat  string
 	ConfigFile string
 
+	// Stdin is what `aso enqueue -` reads; nil means os.Stdin.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Log            *logrus.Logger
 	// Getenv reads the environment; tests replace it.
@@ -159,40 +162,82 @@ func (g *Globals) UserName() (string, error) {
 // ExecuteContext runs aso with args, writing to stdout and stderr, and returns
 // the exit code. Errors are printed to stderr as "aso: <message>".
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &Globals{Stdout: stdout, Stderr: stderr}
+	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+}
+
+// Env is the process environment aso runs in: its standard streams and its
+// environment variables. Tests pass their own instead of the process's.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv reads an environment variable; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// ExecuteWith runs aso with args in env and returns the exit code. Errors
+// are printed to env.Stderr as "aso: <message>".
+func ExecuteWith(ctx context.Context, args []string, env Env) int {
+	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv}
 	root := NewRootCommand(g)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(g.stdin())
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil && isCobraUsage(err) {
 		err = usageError{err}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "aso: %v\n", err)
+		fmt.Fprintf(env.Stderr, "aso: %v\n", err)
 	}
 	return ExitCode(err)
+}
+
+func (g *Globals) stdin() io.Reader {
+	if g.Stdin == nil {
+		return os.Stdin
+	}
+	return g.Stdin
 }
 
 // storeOpeners maps a --state URL scheme to the backend that opens it; each
 // backend's wiring file registers itself.
 var storeOpeners = map[string]func(ctx context.Context, g *Globals, url string, cfg state.Config) (state.Store, error){}
 
-// OpenStore opens the state store named by --state.
+// OpenStore opens the state store named by --state. Errors and logs show the
+// URL with any password replaced by "xxxxx".
 func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store, error) {
 	u := g.StateURL
 	if u == "" {
 		u = defaultStateURL(g.Getenv)
 	}
+	shown := RedactURL(u)
+	if g.Log != nil {
+		g.Log.WithFields(logrus.Fields{"state": shown, FieldUser: cfg.Agent.User}).Debug("opening the state store")
+	}
 	scheme, _, ok := strings.Cut(u, ":")
 	if !ok {
-		return nil, usagef("--state %q: want file:PATH, couchdb://HOST:PORT/DB or http(s)://HOST:PORT/DB", u)
+		return nil, usagef("--state %q: want file:PATH, couchdb://HOST:PORT/DB or http(s)://HOST:PORT/DB", shown)
 	}
 	open, ok := storeOpeners[scheme]
 	if !ok {
-		return nil, usagef("--state %q: unknown scheme %q", u, scheme)
+		return nil, usagef("--state %q: unknown scheme %q", shown, scheme)
 	}
 	return open(ctx, g, u, cfg)
+}
+
+// RedactURL returns u with the password of its user information, if any,
+// replaced by "xxxxx", for logs and error messages.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err == nil {
+		return p.Redacted()
+	}
+	if i, j := strings.Index(u, "://"), strings.LastIndex(u, "@"); i >= 0 && j > i {
+		// unparsable, and may carry user information: drop all of it
+		return u[:i+3] + "xxxxx" + u[j:]
+	}
+	return u
 }
 
 func defaultStateURL(getenv func(string) string) string {

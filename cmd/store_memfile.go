@@ -14,7 +14,8 @@ func init() { storeOpeners["file"] = openMemfile }
 // and its directory when missing. Warnings of the store (a torn record
 // dropped after a crash) go to the log.
 func openMemfile(_ context.Context, g *Globals, url string, cfg state.Config) (state.Store, error) {
-	path := strings.TrimPrefix(strings.TrimPrefix(url, "file:"), "//")
+	path := strings.TrimPrefix(url, "file:")
+	path = strings.TrimPrefix(path, "//")
 	if path == "" {
 		return nil, usagef("--state %q: want file:PATH", url)
 	}

@@ -324,6 +324,8 @@ func (d *decoder) progress(p *state.Progress) bool {
 			return d.int(&p.Retries)
 		case "reason":
 			return d.str(&p.Reason)
+		case "file_id":
+			return d.int64(&p.FileID)
 		case "updated":
 			return d.time(&p.Updated)
 		}

@@ -135,6 +135,9 @@ func appendProgress(b []byte, p *state.Progress) ([]byte, error) {
 	if p.Reason != "" {
 		b = appendKey(b, `,"reason":`, p.Reason)
 	}
+	if p.FileID != 0 {
+		b = strconv.AppendInt(append(b, `,"file_id":`...), p.FileID, 10)
+	}
 	b = appendTime(append(b, `,"updated":`...), p.Updated)
 	return append(b, '}'), nil
 }

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Log field names.
+const (
+	FieldTransfer = "transfer_id"
+	FieldJob      = "fts_job"
+	FieldPhase    = "phase"
+	FieldUser     = "user"
+)
+
+// ErrStopped is the cause of the work context when the agent must stop at
+// once (run lock or leases lost).
+var ErrStopped = errors.New("agent stopped")
+
+// Agent is one user's TransferAgent.
+type Agent struct {
+	cfg     Config
+	store   Store
+	fts     FTS
+	sites   Resolver
+	deleter Deleter
+	log     *logrus.Entry
+	metrics *Metrics
+
+	claims *claims
+	// pending are jobs whose submission outcome is not known yet (an
+	// ambiguous FTS error) or whose commit failed: sid -> transfer IDs.
+	pending map[string]*pendingJob
+	// deleteFailures counts failed deletion attempts per transfer.
+	deleteFailures map[string]int
+
+	keeper *keeper
+	start  time.Time
+
+	// OnPass, if set, is called after every pass with its statistics.
+	OnPass func(PassStats)
+	// Report, if set, receives the dry-run plan.
+	Report func(Plan)
+}
+
+// New builds an agent. log may be nil (logs are discarded).
+func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.Logger) (*Agent, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = logrus.New()
+		log.SetOutput(discard{})
+	}
+	m := NewMetrics()
+	a := &Agent{
+		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+		log:            log.WithField(FieldUser, cfg.User),
+		metrics:        m,
+		claims:         newClaims(),
+		pending:        map[string]*pendingJob{},
+		deleteFailures: map[string]int{},
+	}
+	a.store = fencedStore{instrumentedStore{store, m}, a}
+	return a, nil
+}
+
+// Metrics returns the agent's metrics (for --metrics-file).
+func (a *Agent) Metrics() *Metrics { return a.metrics }
+
+// Run takes the user's run lock and loops until the queue has drained, ctx is
+// cancelled (SIGTERM: the writes in flight are finished, claimed but
+// unsubmitted transfers are released without penalty, the lock is released,
+// and Run returns nil), MaxRuntime passes, or the lock or a lease is lost
+// (Run stops at once and returns an error wrapping state.ErrLockLost or
+// state.ErrLeaseLost). It returns an error wrapping state.ErrLocked,
+// without touching anything, if another agent holds the lock.
+func (a *Agent) Run(ctx context.Context) error {
+	if a.cfg.DryRun {
+		return a.dryRun(ctx)
+	}
+	start := a.cfg.Now()
+	a.start = start
+	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	lock, err := a.store.AcquireLock(lctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
+	}
+	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
+
+	// stop: graceful (SIGTERM, max runtime). work: hard; I/O runs under it,
+	// so writes in flight finish on SIGTERM but not after losing the lock.
+	stop := ctx
+	if a.cfg.MaxRuntime > 0 {
+		var c context.CancelFunc
+		stop, c = context.WithTimeout(ctx, a.cfg.MaxRuntime)
+		defer c()
+	}
+	work, abort := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer abort(nil)
+	a.keeper = newKeeper(a, lock, func(err error) {
+		a.log.WithError(err).Error("lost ownership; stopping all work at once")
+		abort(fmt.Errorf("%w: %w", ErrStopped, err))
+	})
+	kctx, kstop := context.WithCancel(work)
+	var kwg sync.WaitGroup
+	kwg.Add(1)
+	go func() { defer kwg.Done(); a.keeper.run(kctx) }()
+
+	runErr := a.loop(stop, work)
+	kstop()
+	kwg.Wait()
+	if cause := context.Cause(work); cause != nil {
+		return cause
+	}
+	a.shutdown(work)
+	a.log.WithField("runtime", a.cfg.Now().Sub(start).Round(time.Millisecond).String()).Info("agent finished")
+	return runErr
+}
+
+func (a *Agent) loop(stop, work context.Context) error {
+	for n := 1; ; n++ {
+		if !a.keeper.tick(work) {
+			return nil
+		}
+		ps := a.pass(stop, work, n)
+		if a.OnPass != nil {
+			a.OnPass(ps)
+		}
+		if work.Err() != nil {
+			return nil
+		}
+		if stop.Err() != nil {
+			a.log.WithField("pass", n).Info("stopping on request")
+			return nil
+		}
+		if a.cfg.Once {
+			return nil
+		}
+		if ps.drained() && !a.waitingSoon(work) {
+			a.log.WithField("pass", n).Info("queue drained")
+			return nil
+		}
+		if ps.Claimed < a.cfg.BatchSize {
+			// a full batch means more is waiting: claim it at once
+			a.cfg.Sleep(a.cfg.Interval, stop.Done())
+		}
+	}
+}
+
+// waitingSoon reports whether some transfer of the user will become
+// claimable before the run must end (a cool-off or an expired lease passing
+// before the --max-runtime deadline; any time without one), so the agent
+// should wait for it instead of exiting. Transfers blocked only by
+// dependencies are not counted: they become claimable through other
+// transfers' progress, which keeps passes busy anyway.
+func (a *Agent) waitingSoon(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	defer cancel()
+	ts, err := a.store.List(ctx, state.Filter{User: a.cfg.User, States: []state.State{state.StateNew, state.StateAcquired}})
+	if err != nil {
+		a.log.WithError(err).Warn("cannot list waiting transfers; exiting anyway")
+		return false
+	}
+	horizon := time.Unix(1<<62, 0)
+	if a.cfg.MaxRuntime > 0 {
+		horizon = a.start.Add(a.cfg.MaxRuntime)
+	}
+	for i := range ts {
+		t := &ts[i]
+		if t.State == state.StateAcquired && !t.LeaseExpires.After(horizon) {
+			return true
+		}
+		if t.State == state.StateNew && t.RetryAfter.After(a.cfg.Now()) && !t.RetryAfter.After(horizon) {
+			return true
+		}
+	}
+	return false
+}
+
+// shutdown releases what was claimed but not submitted (without penalty;
+// transfers whose submission may have reached FTS keep their sid and lease,
+// so the next agent adopts them) and the run lock.
+func (a *Agent) shutdown(work context.Context) {
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.retryPending(ctx)
+	a.claims.mu.Lock()
+	var release []state.Abort
+	for _, t := range a.claims.all() {
+		if t.SubmitSID == "" {
+			release = append(release, state.Abort{Transfer: t, Reason: "agent stopped before submission", NoPenalty: true})
+		}
+	}
+	if len(release) > 0 {
+		res, err := a.store.AbortTransfers(ctx, release)
+		a.logResults("shutdown", "release", res, err)
+		for _, r := range res {
+			a.claims.drop(r.ID)
+		}
+	}
+	a.claims.mu.Unlock()
+	if err := a.store.ReleaseLock(ctx, a.keeper.current()); err != nil {
+		a.log.WithError(err).Warn("releasing the run lock failed; it expires by itself")
+	} else {
+		a.log.Info("run lock released")
+	}
+}
+
+func (a *Agent) logResults(phase, what string, res []state.Result, err error) {
+	l := a.log.WithField(FieldPhase, phase)
+	if err != nil {
+		l.WithError(err).Errorf("%s failed", what)
+		return
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			l.WithField(FieldTransfer, r.ID).WithError(r.Err).Warnf("%s: item not written", what)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

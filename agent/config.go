@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Defaults of Config.
+const (
+	DefaultBatchSize      = 500
+	DefaultMaxFilesPerJob = 200
+	DefaultInterval       = 60 * time.Second
+	DefaultUpdateWindow   = 15 * time.Minute
+	DefaultLockTTL        = 5 * time.Minute
+	DefaultPhaseTimeout   = 2 * time.Minute
+	DefaultDeleteTimeout  = 3 * time.Minute
+	DefaultMaxTimeInQueue = "12h"
+	// MaxDeleteAttempts bounds how many passes a failed destination deletion
+	// is retried before the outcome is recorded anyway, with the deletion
+	// failure in its reason.
+	MaxDeleteAttempts = 3
+)
+
+// Config parameterises an Agent. Zero values mean the defaults.
+type Config struct {
+	User  string // whose queue
+	Owner string // this agent's ID, hostname:pid:random
+
+	Policy         state.Policy  // lease TTL, cool-off, max attempts (the store applies them; the agent renews leases by LeaseTTL)
+	BatchSize      int           // transfers claimed per NewTransfers call
+	MaxFilesPerJob int           // files per FTS job
+	Interval       time.Duration // sleep between passes
+	UpdateWindow   time.Duration // every active transfer is touched at least this often
+	LockTTL        time.Duration // run lock TTL; renewed every third
+	PhaseTimeout   time.Duration // bound of each state-store or FTS call of a phase
+	DeleteTimeout  time.Duration // bound of one deletion batch
+	Once           bool          // one pass only
+	MaxRuntime     time.Duration // stop (gracefully) after this long; 0 = no limit
+	DryRun         bool          // claim nothing; report what would be submitted
+
+	// FTS job parameters.
+	VerifyChecksum bool
+	Overwrite      bool
+	FTSRetry       int    // FTS-side retries (0: server default, <0: none)
+	FTSRetryDelay  int    // seconds between FTS-side retries (0: server default)
+	MaxTimeInQueue string // e.g. "12h"
+	Activity       string
+
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Sleep waits between passes; nil means a timer. Tests replace it.
+	Sleep func(d time.Duration, stop <-chan struct{})
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.User == "" || c.Owner == "" {
+		return c, fmt.Errorf("agent: user and owner are required")
+	}
+	c.Policy = c.Policy.WithDefaults()
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.BatchSize, DefaultBatchSize)
+	def(&c.MaxFilesPerJob, DefaultMaxFilesPerJob)
+	defd(&c.Interval, DefaultInterval)
+	defd(&c.UpdateWindow, DefaultUpdateWindow)
+	defd(&c.LockTTL, DefaultLockTTL)
+	defd(&c.PhaseTimeout, DefaultPhaseTimeout)
+	defd(&c.DeleteTimeout, DefaultDeleteTimeout)
+	if c.MaxTimeInQueue == "" {
+		c.MaxTimeInQueue = DefaultMaxTimeInQueue
+	}
+	if c.Activity == "" {
+		c.Activity = "ASO"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Sleep == nil {
+		c.Sleep = func(d time.Duration, stop <-chan struct{}) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-stop:
+			}
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,36 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/srm"
+	"github.com/asyncstageout/aso/state"
+)
+
+// Store is what the agent needs of a state backend.
+type Store interface {
+	state.TransferState
+	state.Locker
+	List(ctx context.Context, f state.Filter) ([]state.Transfer, error)
+}
+
+// FTS is what the agent needs of an FTS3 server (*fts.Client).
+type FTS interface {
+	VO(ctx context.Context) (string, error)
+	EnsureDelegation(ctx context.Context) error
+	Submit(ctx context.Context, s fts.Submission) (string, error)
+	Status(ctx context.Context, jobIDs []string) ([]fts.JobStatus, error)
+	CancelFiles(ctx context.Context, jobID string, fileIDs []int64) ([]string, error)
+}
+
+// Resolver maps a LFN at a site to its PFN (*srm.Sites). other is the site at
+// the far end of the transfer, for catalogue rules with destination-match.
+type Resolver interface {
+	ResolveFor(site, lfn, other string) (string, error)
+}
+
+// Deleter deletes destination copies (*srm.Deleter).
+type Deleter interface {
+	Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error)
+}

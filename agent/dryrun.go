@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Plan is what a dry run would submit.
+type Plan struct {
+	Eligible     int         // transfers that would be claimed
+	Jobs         []PlanJob   // FTS jobs that would be submitted
+	Unresolvable []PlanError // transfers that would be aborted
+}
+
+// PlanJob is one FTS job of a Plan.
+type PlanJob struct {
+	Source, Destination string
+	Priority            int // FTS priority 1..5
+	Files               int
+	// Example is the first file of the job: source and destination PFN.
+	ExampleSource, ExampleDest string
+}
+
+// PlanError is a transfer whose PFNs cannot be resolved.
+type PlanError struct {
+	ID, Reason string
+}
+
+// dryRun claims nothing: it lists the transfers that are eligible now (one
+// batch), resolves their PFNs and reports the jobs that would be submitted.
+func (a *Agent) dryRun(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	defer cancel()
+	ts, err := a.store.List(ctx, state.Filter{User: a.cfg.User, States: []state.State{state.StateNew}})
+	if err != nil {
+		return fmt.Errorf("dry run: list transfers of %s: %w", a.cfg.User, err)
+	}
+	now := a.cfg.Now()
+	eligible := ts[:0]
+	for _, t := range ts {
+		if state.Claimable(&t, a.cfg.User, now) && !t.KillRequested {
+			eligible = append(eligible, t)
+		}
+	}
+	state.SortForClaim(eligible)
+	if len(eligible) > a.cfg.BatchSize {
+		eligible = eligible[:a.cfg.BatchSize]
+	}
+	jobs, aborts := a.plan(eligible)
+	byID := map[string]state.Transfer{}
+	for _, t := range eligible {
+		byID[t.ID] = t
+	}
+	p := Plan{Eligible: len(eligible)}
+	for _, j := range jobs {
+		t := byID[j.ids[0]]
+		p.Jobs = append(p.Jobs, PlanJob{Source: t.Source, Destination: t.Destination, Priority: j.prio, Files: len(j.files),
+			ExampleSource: j.files[0].src, ExampleDest: j.files[0].dst})
+	}
+	for _, ab := range aborts {
+		p.Unresolvable = append(p.Unresolvable, PlanError{ID: ab.Transfer.ID, Reason: ab.Reason})
+	}
+	if a.Report != nil {
+		a.Report(p)
+	}
+	return nil
+}

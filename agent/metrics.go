@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
+)
+
+// Metrics are the agent's Prometheus metrics, written with WriteFile in the
+// node_exporter textfile-collector format at the end of every pass.
+type Metrics struct {
+	reg       *prometheus.Registry
+	transfers *prometheus.CounterVec
+	events    *prometheus.CounterVec
+	requests  *prometheus.HistogramVec
+	errors    *prometheus.CounterVec
+	phase     *prometheus.HistogramVec
+	active    prometheus.Gauge
+	passes    prometheus.Counter
+}
+
+// NewMetrics registers the agent's metrics in a fresh registry.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aso_transfers_total", Help: "Transfer outcomes recorded, by outcome (done, failed, retried, killed, lost).",
+		}, []string{"outcome"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aso_events_total", Help: "Agent events: claimed, submitted, aborted, progress, deleted, delete_failed.",
+		}, []string{"event"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "aso_request_duration_seconds", Help: "Duration of state-store and FTS requests, by service and operation.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9),
+		}, []string{"service", "op"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aso_request_errors_total", Help: "Failed state-store and FTS requests, by service and operation.",
+		}, []string{"service", "op"}),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "aso_phase_duration_seconds", Help: "Duration of each phase of a pass.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+		}, []string{"phase"}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "aso_active_transfers", Help: "Transfers running in FTS at the last pass."}),
+		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "aso_passes_total", Help: "Passes of the agent loop."}),
+	}
+	m.reg.MustRegister(m.transfers, m.events, m.requests, m.errors, m.phase, m.active, m.passes)
+	return m
+}
+
+// Registry returns the registry holding the metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// WriteFile writes the metrics to path atomically (temporary file, rename).
+func (m *Metrics) WriteFile(path string) error { return prometheus.WriteToTextfile(path, m.reg) }
+
+func (m *Metrics) count(event string, n int) {
+	if n > 0 {
+		m.events.WithLabelValues(event).Add(float64(n))
+	}
+}
+
+func (m *Metrics) deletes(n int, err error) {
+	if err != nil {
+		m.count("delete_failed", n)
+		return
+	}
+	m.count("deleted", n)
+}
+
+func (m *Metrics) observePass(ps PassStats) {
+	m.passes.Inc()
+	m.active.Set(float64(ps.Active))
+	m.phase.WithLabelValues("submit").Observe(ps.Submit.Seconds())
+	m.phase.WithLabelValues("monitor").Observe(ps.Monitor.Seconds())
+	m.phase.WithLabelValues("record").Observe(ps.Record.Seconds())
+}
+
+func (m *Metrics) observe(service, op string, start time.Time, err error) {
+	m.requests.WithLabelValues(service, op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		m.errors.WithLabelValues(service, op).Inc()
+	}
+}
+
+// instrumentedFTS times every FTS call.
+type instrumentedFTS struct {
+	FTS
+	m *Metrics
+}
+
+func (f instrumentedFTS) Submit(ctx context.Context, s fts.Submission) (id string, err error) {
+	defer func(t time.Time) { f.m.observe("fts", "submit", t, err) }(time.Now())
+	return f.FTS.Submit(ctx, s)
+}
+
+func (f instrumentedFTS) Status(ctx context.Context, ids []string) (st []fts.JobStatus, err error) {
+	defer func(t time.Time) { f.m.observe("fts", "status", t, err) }(time.Now())
+	return f.FTS.Status(ctx, ids)
+}
+
+func (f instrumentedFTS) CancelFiles(ctx context.Context, job string, fids []int64) (s []string, err error) {
+	defer func(t time.Time) { f.m.observe("fts", "cancel", t, err) }(time.Now())
+	return f.FTS.CancelFiles(ctx, job, fids)
+}
+
+// instrumentedStore times every state-store call.
+type instrumentedStore struct {
+	Store
+	m *Metrics
+}
+
+func timed[T any](m *Metrics, op string, f func() (T, error)) (T, error) {
+	t := time.Now()
+	v, err := f()
+	m.observe("state", op, t, err)
+	return v, err
+}
+
+func (s instrumentedStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
+	return timed(s.m, "new_transfers", func() ([]state.Transfer, error) { return s.Store.NewTransfers(ctx, n) })
+}
+
+func (s instrumentedStore) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
+	return timed(s.m, "prepare_submit", func() ([]state.Result, error) { return s.Store.PrepareSubmit(ctx, ts, sid) })
+}
+
+func (s instrumentedStore) RenewLeases(ctx context.Context, ts []state.Transfer) ([]state.Result, error) {
+	return timed(s.m, "renew_leases", func() ([]state.Result, error) { return s.Store.RenewLeases(ctx, ts) })
+}
+
+func (s instrumentedStore) SetTransferID(ctx context.Context, cs []state.Commit, job string) ([]state.Result, error) {
+	return timed(s.m, "set_transfer_id", func() ([]state.Result, error) { return s.Store.SetTransferID(ctx, cs, job) })
+}
+
+func (s instrumentedStore) AbortTransfers(ctx context.Context, ab []state.Abort) ([]state.Result, error) {
+	return timed(s.m, "abort_transfers", func() ([]state.Result, error) { return s.Store.AbortTransfers(ctx, ab) })
+}
+
+func (s instrumentedStore) SetTransientState(ctx context.Context, it []state.Transient) ([]state.Result, error) {
+	return timed(s.m, "set_transient_state", func() ([]state.Result, error) { return s.Store.SetTransientState(ctx, it) })
+}
+
+func (s instrumentedStore) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+	return timed(s.m, "active_transfers", func() ([]state.Job, error) { return s.Store.ActiveTransfers(ctx, user) })
+}
+
+func (s instrumentedStore) SetTerminalState(ctx context.Context, o []state.Terminal) ([]state.Result, error) {
+	return timed(s.m, "set_terminal_state", func() ([]state.Result, error) { return s.Store.SetTerminalState(ctx, o) })
+}

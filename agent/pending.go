@@ -1,0 +1,110 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
+)
+
+// resolvePending settles submissions whose outcome is unknown: it looks
+// their jobs up in FTS by deterministic ID (one bulk status request per 100
+// jobs). A job FTS has is adopted (committed); one FTS has never seen is
+// submitted again with the same sid, which FTS would refuse with 409 had the
+// first submission reached it.
+func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
+	if len(a.pending) == 0 || work.Err() != nil {
+		return
+	}
+	log := a.log.WithField(FieldPhase, "submit")
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	vo, err := a.fts.VO(ctx)
+	if err != nil {
+		ps.Errors++
+		log.WithError(err).Error("FTS whoami failed; pending submissions are retried next pass")
+		return
+	}
+	jobs := make([]*pendingJob, 0, len(a.pending))
+	ids := make([]string, 0, len(a.pending))
+	for _, p := range a.pending {
+		if p.jobID == "" {
+			p.jobID = fts.JobIDFromSID(vo, p.sid)
+		}
+		jobs = append(jobs, p)
+		ids = append(ids, p.jobID)
+	}
+	sts, err := a.fts.Status(ctx, ids)
+	if err != nil {
+		ps.Errors++
+		log.WithError(err).Error("FTS status of pending submissions failed; retried next pass")
+		return
+	}
+	for i, p := range jobs {
+		if i >= len(sts) {
+			break
+		}
+		st := sts[i]
+		switch {
+		case st.Err != nil:
+			log.WithField(FieldJob, p.jobID).WithError(st.Err).Warn("pending submission still unknown")
+		case st.Lost:
+			a.resubmit(work, p, ps)
+		default:
+			files := make(map[string]fts.FileStatus, len(st.Files))
+			for _, f := range st.Files {
+				files[f.TransferID()] = f
+			}
+			log.WithField(FieldJob, p.jobID).WithField("files", len(files)).Info("adopting job found by sid")
+			a.commit(work, p, files, ps)
+		}
+	}
+}
+
+// resubmit sends a job FTS has never seen again, with the same sid.
+func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
+	if len(p.files) == 0 {
+		// recovered from the store after a crash: resolve the PFNs again
+		a.claims.mu.Lock()
+		ts := a.claims.get(p.ids)
+		a.claims.mu.Unlock()
+		jobs, aborts := a.plan(ts)
+		a.abort(work, aborts, ps)
+		p.files = p.files[:0]
+		p.ids = p.ids[:0]
+		for _, j := range jobs {
+			p.files = append(p.files, j.files...)
+			p.ids = append(p.ids, j.ids...)
+		}
+		if len(p.ids) == 0 {
+			delete(a.pending, p.sid)
+			return
+		}
+	}
+	p.jobID = ""
+	a.send(work, p, ps)
+}
+
+// releaseLocked returns held transfers to new without penalty (their sid is
+// cleared). The caller holds a.claims.mu.
+func (a *Agent) releaseLocked(ctx context.Context, ts []state.Transfer, reason string, ps *PassStats) {
+	aborts := make([]state.Abort, len(ts))
+	for i, t := range ts {
+		aborts[i] = state.Abort{Transfer: t, Reason: reason, NoPenalty: true}
+	}
+	res, err := a.store.AbortTransfers(ctx, aborts)
+	a.logResults("submit", "release", res, err)
+	if err != nil {
+		ps.Errors++
+		return
+	}
+	for _, r := range res {
+		a.claims.drop(r.ID)
+	}
+}
+
+// retryPending is the last attempt, at shutdown, to settle pending jobs.
+func (a *Agent) retryPending(ctx context.Context) {
+	var ps PassStats
+	a.resolvePending(ctx, &ps)
+}

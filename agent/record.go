@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// recordPhase deletes the destination copies of failed, cancelled and lost
+// transfers (in one batch, under a timeout), then persists every outcome in
+// one SetTerminalState call. An outcome whose deletion failed is not recorded
+// this pass, so the deletion is retried next pass (the transfer is still
+// submitted and FTS reports it again); after MaxDeleteAttempts it is recorded
+// anyway with the deletion failure in its reason, so no outcome is lost.
+func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats) {
+	if len(outs) == 0 {
+		return
+	}
+	log := a.log.WithField(FieldPhase, "record")
+	failedDelete := a.deleteDestinations(work, outs, ps)
+	terms := make([]state.Terminal, 0, len(outs))
+	for _, o := range outs {
+		id := o.term.Transfer.ID
+		if msg, failed := failedDelete[id]; failed {
+			a.deleteFailures[id]++
+			if a.deleteFailures[id] < MaxDeleteAttempts {
+				ps.Unrecorded++
+				continue
+			}
+			o.term.Reason += "; destination copy not deleted: " + msg
+			log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
+		}
+		terms = append(terms, o.term)
+	}
+	if len(terms) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	res, err := a.store.SetTerminalState(ctx, terms)
+	if err != nil {
+		ps.Errors++
+		ps.Unrecorded += len(terms)
+		log.WithError(err).Error("recording outcomes failed; retried next pass")
+		return
+	}
+	for i, r := range res {
+		if i >= len(terms) {
+			break
+		}
+		t := terms[i]
+		l := log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob)
+		switch {
+		case r.Err == nil:
+			delete(a.deleteFailures, r.ID)
+			a.countOutcome(t, ps)
+			l.WithField("outcome", t.Outcome).WithField("reason", t.Reason).Info("outcome recorded")
+		case errors.Is(r.Err, state.ErrLeaseLost):
+			l.WithError(r.Err).Warn("outcome not recorded: the transfer moved on")
+		default:
+			ps.Unrecorded++
+			l.WithError(r.Err).Error("outcome not recorded; retried next pass")
+		}
+	}
+}
+
+func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
+	label := string(t.Outcome)
+	switch t.Outcome {
+	case state.OutcomeDone:
+		ps.Done++
+	case state.OutcomeKilled:
+		ps.Killed++
+	case state.OutcomeLost:
+		ps.Lost++
+	case state.OutcomeFailed:
+		if t.Retryable && t.Transfer.Attempts+1 < a.cfg.Policy.MaxAttempts {
+			ps.Retried++
+			label = "retried"
+		} else {
+			ps.Failed++
+		}
+	}
+	a.metrics.transfers.WithLabelValues(label).Inc()
+}
+
+// deleteDestinations deletes the destination PFNs that must go and returns
+// the transfers whose deletion failed, with the reason.
+func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *PassStats) map[string]string {
+	var urls []string
+	owner := map[string]string{}
+	for _, o := range outs {
+		if o.deleteDest && o.term.Transfer.DestPFN != "" {
+			urls = append(urls, o.term.Transfer.DestPFN)
+			owner[o.term.Transfer.DestPFN] = o.term.Transfer.ID
+		}
+	}
+	failed := map[string]string{}
+	if len(urls) == 0 {
+		return failed
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.DeleteTimeout)
+	defer cancel()
+	res, err := a.deleter.Delete(ctx, urls)
+	a.metrics.deletes(len(urls), err)
+	log := a.log.WithField(FieldPhase, "record")
+	if err != nil {
+		log.WithError(err).Error("deleting destination copies failed")
+	}
+	seen := map[string]bool{}
+	for _, r := range res {
+		seen[r.URL] = true
+		if r.Err != nil {
+			failed[owner[r.URL]] = r.Err.Error()
+			log.WithField(FieldTransfer, owner[r.URL]).WithField("pfn", r.URL).WithError(r.Err).Warn("deleting the destination copy failed")
+			continue
+		}
+		ps.Deleted++
+	}
+	for _, u := range urls {
+		if !seen[u] {
+			msg := "no result from the deletion"
+			if err != nil {
+				msg = err.Error()
+			}
+			failed[owner[u]] = msg
+		}
+	}
+	return failed
+}

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// PassStats counts what one pass did.
+type PassStats struct {
+	Pass       int
+	Claimed    int // transfers claimed
+	Submitted  int // transfers committed to an FTS job (including adopted ones)
+	Jobs       int // FTS jobs submitted or adopted
+	Aborted    int // claims ended without a job (resolution or submission failure)
+	Pending    int // submissions whose outcome is not known yet
+	Active     int // transfers still running in FTS
+	Done       int
+	Failed     int
+	Retried    int // failures sent back to new for another attempt
+	Killed     int
+	Lost       int // transfers of jobs FTS no longer knows, sent back to new
+	Deleted    int // destination copies deleted (or found missing)
+	Unrecorded int // terminal outcomes not recorded this pass (retried next pass)
+	Errors     int // phase errors (a batch skipped)
+
+	Submit, Monitor, Record time.Duration
+}
+
+// drained: the pass found nothing to do: nothing claimed or submitted,
+// nothing active, nothing pending, and no outcome recorded (an outcome may
+// unblock dependents, which the next pass claims).
+func (p PassStats) drained() bool {
+	return p.Claimed == 0 && p.Submitted == 0 && p.Active == 0 && p.Unrecorded == 0 && p.Pending == 0 && p.Errors == 0 &&
+		p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Aborted == 0
+}
+
+// pass runs the three phases once.
+func (a *Agent) pass(stop, work context.Context, n int) PassStats {
+	ps := PassStats{Pass: n}
+	t0 := a.cfg.Now()
+	a.submitPhase(stop, work, &ps)
+	t1 := a.cfg.Now()
+	outcomes := a.monitorPhase(work, &ps)
+	t2 := a.cfg.Now()
+	a.recordPhase(work, outcomes, &ps)
+	t3 := a.cfg.Now()
+	ps.Submit, ps.Monitor, ps.Record = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+	a.metrics.observePass(ps)
+	a.log.WithFields(map[string]any{
+		"pass": n, "claimed": ps.Claimed, "submitted": ps.Submitted, "jobs": ps.Jobs, "aborted": ps.Aborted,
+		"pending": ps.Pending, "active": ps.Active, "done": ps.Done, "failed": ps.Failed, "retried": ps.Retried,
+		"killed": ps.Killed, "lost": ps.Lost, "deleted": ps.Deleted, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
+		"submit_s": ps.Submit.Seconds(), "monitor_s": ps.Monitor.Seconds(), "record_s": ps.Record.Seconds(),
+	}).Info("pass")
+	return ps
+}

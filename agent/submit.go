@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/google/uuid"
+	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
+)
+
+// planned is a transfer ready for submission, with its PFNs.
+type planned struct {
+	id, src, dst string
+}
+
+// pendingJob is a submission whose outcome is unknown (an ambiguous FTS
+// error, or a commit that failed): it is resolved by looking the job up by
+// its deterministic ID, and resubmitted with the same sid only if FTS has
+// never seen it, so it is never submitted twice.
+type pendingJob struct {
+	sid   string
+	jobID string // known once FTS accepted it or answered 409
+	ids   []string
+	files []planned // empty for jobs recovered from the store; resolved again when needed
+	prio  int
+}
+
+// jobKey groups transfers into FTS jobs: one link, one FTS priority.
+type jobKey struct {
+	src, dst string
+	prio     int
+}
+
+// ftsPriority maps a transfer priority (any integer, 0 = normal) to FTS's 1..5 (3 = normal).
+func ftsPriority(p int) int {
+	return max(1, min(5, 3+p))
+}
+
+func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
+	log := a.log.WithField(FieldPhase, "submit")
+	if stop.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
+	cancel()
+	if err != nil {
+		ps.Errors++
+		log.WithError(err).Error("claiming transfers failed; retrying next pass")
+	}
+	ps.Claimed = len(claimed)
+	a.metrics.count("claimed", len(claimed))
+
+	a.claims.mu.Lock()
+	a.claims.add(claimed)
+	var fresh []state.Transfer
+	inPending := a.pendingIDs()
+	for _, t := range a.claims.all() {
+		switch {
+		case inPending[t.ID]:
+		case t.SubmitSID != "":
+			// claimed again after a crash between submission and commit
+			p := a.pending[t.SubmitSID]
+			if p == nil {
+				p = &pendingJob{sid: t.SubmitSID, prio: ftsPriority(t.Priority)}
+				a.pending[t.SubmitSID] = p
+			}
+			p.ids = append(p.ids, t.ID)
+			log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
+		default:
+			fresh = append(fresh, t)
+		}
+	}
+	a.claims.mu.Unlock()
+
+	a.resolvePending(work, ps)
+
+	jobs, aborts := a.plan(fresh)
+	for _, j := range jobs {
+		if stop.Err() != nil || work.Err() != nil {
+			break // the rest is released at shutdown
+		}
+		a.submitJob(work, j, ps)
+	}
+	a.abort(work, aborts, ps)
+	// 409s and failed commits found above are settled in the same pass
+	a.resolvePending(work, ps)
+	ps.Pending = len(a.pending)
+}
+
+// plan groups transfers by link and priority, resolves their PFNs, and splits
+// them into jobs of at most MaxFilesPerJob files.
+func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
+	groups := map[jobKey][]planned{}
+	var aborts []state.Abort
+	for _, t := range ts {
+		src, err := a.sites.ResolveFor(t.Source, t.SourceLFN, t.Destination)
+		if err == nil {
+			var dst string
+			dst, err = a.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Source)
+			if err == nil {
+				k := jobKey{t.Source, t.Destination, ftsPriority(t.Priority)}
+				groups[k] = append(groups[k], planned{id: t.ID, src: src, dst: dst})
+				continue
+			}
+		}
+		aborts = append(aborts, state.Abort{Transfer: t, Reason: "cannot resolve PFN: " + err.Error()})
+	}
+	keys := make([]jobKey, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].prio != keys[j].prio {
+			return keys[i].prio > keys[j].prio
+		}
+		if keys[i].src != keys[j].src {
+			return keys[i].src < keys[j].src
+		}
+		return keys[i].dst < keys[j].dst
+	})
+	var jobs []*pendingJob
+	for _, k := range keys {
+		g := groups[k]
+		for len(g) > 0 {
+			n := min(len(g), a.cfg.MaxFilesPerJob)
+			j := &pendingJob{files: g[:n:n], prio: k.prio}
+			for _, f := range j.files {
+				j.ids = append(j.ids, f.id)
+			}
+			jobs = append(jobs, j)
+			g = g[n:]
+		}
+	}
+	return jobs, aborts
+}
+
+// submitJob writes the sid ahead, submits, and commits or aborts.
+func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
+	log := a.log.WithField(FieldPhase, "submit")
+	j.sid = uuid.NewString()
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	ts := a.claims.get(j.ids)
+	res, err := a.store.PrepareSubmit(ctx, ts, j.sid)
+	if err != nil {
+		a.claims.mu.Unlock()
+		ps.Errors++
+		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
+		return
+	}
+	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
+	a.claims.mu.Unlock()
+	a.logLost(log, lost)
+	if len(ok) == 0 {
+		return
+	}
+	keep := map[string]bool{}
+	for _, t := range ok {
+		keep[t.ID] = true
+	}
+	j.files = filterPlanned(j.files, keep)
+	j.ids = j.ids[:0]
+	for _, f := range j.files {
+		j.ids = append(j.ids, f.id)
+	}
+	a.pending[j.sid] = j
+	a.send(work, j, ps)
+}
+
+// send submits j to FTS with its sid and settles what it can.
+func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
+	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	jobID, err := a.fts.Submit(ctx, a.submission(j))
+	var dup *fts.DuplicateError
+	switch {
+	case err == nil:
+		j.jobID = jobID
+		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
+		a.commit(work, j, nil, ps)
+	case errors.As(err, &dup):
+		// FTS already has this sid: adopt the job, never submit again
+		j.jobID = dup.JobID
+		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
+	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
+		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	default:
+		log.WithError(err).Error("FTS refused the submission")
+		delete(a.pending, j.sid)
+		a.claims.mu.Lock()
+		ts := a.claims.get(j.ids)
+		a.claims.mu.Unlock()
+		aborts := make([]state.Abort, len(ts))
+		for i, t := range ts {
+			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error()}
+		}
+		a.abort(work, aborts, ps)
+	}
+}
+
+func (a *Agent) submission(j *pendingJob) fts.Submission {
+	a.claims.mu.Lock()
+	ts := a.claims.get(j.ids)
+	a.claims.mu.Unlock()
+	byID := make(map[string]*state.Transfer, len(ts))
+	for i := range ts {
+		byID[ts[i].ID] = &ts[i]
+	}
+	s := fts.Submission{Params: fts.SubmitParams{
+		VerifyChecksum: a.cfg.VerifyChecksum,
+		Overwrite:      a.cfg.Overwrite,
+		Retry:          a.cfg.FTSRetry,
+		RetryDelay:     a.cfg.FTSRetryDelay,
+		Priority:       j.prio,
+		MaxTimeInQueue: a.cfg.MaxTimeInQueue,
+		JobMetadata:    map[string]string{"issuer": "aso", "agent": a.cfg.Owner, "user": a.cfg.User},
+		IDGenerator:    "deterministic",
+		SID:            j.sid,
+	}}
+	for _, f := range j.files {
+		t := byID[f.id]
+		if t == nil {
+			continue
+		}
+		sf := fts.SubmitFile{
+			Sources: []string{f.src}, Destinations: []string{f.dst},
+			Filesize: t.Size, Activity: a.cfg.Activity,
+			Metadata: map[string]string{"transfer_id": t.ID, "user": t.User},
+		}
+		if ck := t.Checksum(); ck != "" {
+			sf.Checksum = "ADLER32:" + ck
+		}
+		s.Files = append(s.Files, sf)
+	}
+	return s
+}
+
+// commit records the job of j on its transfers. files, when known from an
+// FTS status reply, gives their PFNs and file IDs.
+func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts.FileStatus, ps *PassStats) {
+	log := a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID)
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	pfn := map[string]planned{}
+	for _, f := range j.files {
+		pfn[f.id] = f
+	}
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	ts := a.claims.get(j.ids)
+	commits := make([]state.Commit, 0, len(ts))
+	var strays []state.Transfer
+	for _, t := range ts {
+		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
+		if files != nil {
+			f, ok := files[t.ID]
+			if !ok {
+				strays = append(strays, t) // not in the job FTS has: never submitted
+				continue
+			}
+			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
+		}
+		commits = append(commits, c)
+	}
+	if len(strays) > 0 {
+		a.releaseLocked(ctx, strays, "not part of FTS job "+j.jobID, ps)
+	}
+	if len(commits) == 0 {
+		delete(a.pending, j.sid)
+		return
+	}
+	res, err := a.store.SetTransferID(ctx, commits, j.jobID)
+	if err != nil {
+		ps.Errors++
+		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
+		return
+	}
+	ok, lost := a.claims.update(ts, res, nil)
+	for _, t := range ok {
+		a.claims.drop(t.ID)
+	}
+	delete(a.pending, j.sid)
+	ps.Submitted += len(ok)
+	ps.Jobs++
+	a.metrics.count("submitted", len(ok))
+	// A transfer found no longer ours was claimed by another agent after its
+	// sid was written: that agent adopts this same job by its sid, so the
+	// job is not cancelled here.
+	a.logLost(log, lost)
+}
+
+func (a *Agent) pendingIDs() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range a.pending {
+		for _, id := range p.ids {
+			m[id] = true
+		}
+	}
+	return m
+}
+
+func filterPlanned(fs []planned, keep map[string]bool) []planned {
+	out := fs[:0:0]
+	for _, f := range fs {
+		if keep[f.id] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (a *Agent) abort(work context.Context, aborts []state.Abort, ps *PassStats) {
+	if len(aborts) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	// use the current revisions
+	ids := make([]string, len(aborts))
+	for i, ab := range aborts {
+		ids[i] = ab.Transfer.ID
+	}
+	cur := a.claims.get(ids)
+	byID := map[string]state.Transfer{}
+	for _, t := range cur {
+		byID[t.ID] = t
+	}
+	list := aborts[:0:0]
+	for _, ab := range aborts {
+		if t, ok := byID[ab.Transfer.ID]; ok {
+			ab.Transfer = t
+			list = append(list, ab)
+		}
+	}
+	res, err := a.store.AbortTransfers(ctx, list)
+	if err != nil {
+		ps.Errors++
+		a.log.WithField(FieldPhase, "submit").WithError(err).Error("abort failed; the claims expire by themselves")
+		return
+	}
+	for i, r := range res {
+		l := a.log.WithField(FieldPhase, "submit").WithField(FieldTransfer, r.ID)
+		if r.Err != nil {
+			l.WithError(r.Err).Warn("abort not written")
+		} else {
+			l.WithField("reason", list[i].Reason).Info("transfer aborted")
+			ps.Aborted++
+		}
+		a.claims.drop(r.ID)
+	}
+	a.metrics.count("aborted", ps.Aborted)
+}
+
+func (a *Agent) logLost(log *logrus.Entry, lost []state.Result) {
+	for _, r := range lost {
+		log.WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
+	}
+}

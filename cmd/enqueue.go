@@ -1,0 +1,200 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+func init() { register(newEnqueueCommand) }
+
+// EnqueueOptions are the flags of `aso enqueue`.
+type EnqueueOptions struct {
+	File    string
+	Verbose bool
+}
+
+// AddFlags registers the flags of `aso enqueue`.
+func (o *EnqueueOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.File, "file", "f", "-", "file of requests: a JSON array or JSON lines; - is standard input")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print a line for every stored or already queued request too")
+}
+
+func newEnqueueCommand(g *Globals) *cobra.Command {
+	o := &EnqueueOptions{}
+	cmd := &cobra.Command{
+		Use:   "enqueue [-f FILE|-]",
+		Short: "Add transfer requests from a JSON array or JSON lines file (default standard input)",
+		Long: "enqueue reads transfer requests, one JSON object each, as a JSON array or as JSON lines,\n" +
+			"and stores the valid ones as new transfers. Fields: user, group, role, source, destination,\n" +
+			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on.\n" +
+			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
+			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
+			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
+			"and the reason; the valid records are stored all the same, and aso exits 2.\n" +
+			"The input is streamed: its size is not limited by memory.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runEnqueue(cmd.Context(), o, g) },
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// enqueueTally counts what happened to the records.
+type enqueueTally struct{ stored, queued, rejected int }
+
+func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
+	in := g.stdin()
+	if o.File != "-" && o.File != "" {
+		f, err := os.Open(o.File)
+		if err != nil {
+			return usagef("enqueue: %v", err)
+		}
+		defer f.Close()
+		in = f
+	} else if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
+	}
+	var tally enqueueTally
+	err := withStore(ctx, g, g.User, func(st state.Store) error {
+		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally}
+		err := b.readAll(ctx, newRecordReader(in))
+		fmt.Fprintf(g.Stdout, "%d stored, %d already queued, %d rejected\n", tally.stored, tally.queued, tally.rejected)
+		g.Log.WithFields(logrus.Fields{FieldUser: g.User, "stored": tally.stored, "already_queued": tally.queued, "rejected": tally.rejected}).Info("enqueue finished")
+		return err
+	})
+	if err == nil && tally.rejected > 0 {
+		return usagef("enqueue: %d record(s) rejected (see above); every other record was stored", tally.rejected)
+	}
+	return err
+}
+
+// readAll stores every record of rr. An input that cannot be parsed further
+// (a JSON syntax error inside an array) counts as one rejected record after
+// the records before it were stored; one that cannot be read is an error.
+func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
+	for {
+		rec, err := rr.next()
+		var ie *inputError
+		switch {
+		case errors.Is(err, io.EOF):
+			return b.flush(ctx)
+		case errors.As(err, &ie) && !ie.read:
+			if err := b.flush(ctx); err != nil {
+				return err
+			}
+			b.tally.rejected++
+			fmt.Fprintf(b.g.Stdout, "%s: rejected: %v\n", ie.where(), ie.err)
+			return nil
+		case err != nil:
+			if ferr := b.flush(ctx); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("enqueue: read the input: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := b.add(ctx, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// enqueueBatch collects records and stores them with one Enqueue call per
+// adminBatch requests, then reports them in input order.
+type enqueueBatch struct {
+	g       *Globals
+	st      state.Store
+	verbose bool
+	tally   *enqueueTally
+
+	recs []record
+	reqs []state.Request
+	at   []int // at[i] is the index in recs of reqs[i]
+}
+
+// add queues one record, filling an empty user from --user, and flushes
+// when the batch is full. (A request given twice in one batch is the store's
+// to report as already queued: the conformance suite requires it.)
+func (b *enqueueBatch) add(ctx context.Context, rec record) error {
+	if rec.err == nil && rec.req.User == "" && b.g.User != "" {
+		rec.req.User = b.g.User
+	}
+	if rec.err == nil {
+		b.reqs = append(b.reqs, rec.req)
+		b.at = append(b.at, len(b.recs))
+	}
+	b.recs = append(b.recs, rec)
+	if len(b.reqs) >= adminBatch || len(b.recs) >= 4*adminBatch {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// flush stores the queued requests and prints the batch's lines.
+func (b *enqueueBatch) flush(ctx context.Context) error {
+	results := make([]state.EnqueueResult, len(b.recs))
+	if len(b.reqs) > 0 {
+		res, err := b.st.Enqueue(ctx, b.reqs)
+		if err != nil {
+			return fmt.Errorf("enqueue: store records up to line %d: %w", b.recs[len(b.recs)-1].line, err)
+		}
+		if len(res) != len(b.reqs) {
+			return fmt.Errorf("enqueue: the store answered %d results for %d requests", len(res), len(b.reqs))
+		}
+		for i, r := range res {
+			results[b.at[i]] = r
+		}
+	}
+	for i := range b.recs {
+		b.report(&b.recs[i], results[i])
+	}
+	b.recs, b.reqs, b.at = b.recs[:0], b.reqs[:0], b.at[:0]
+	return nil
+}
+
+// report prints the outcome of one record: always when it was rejected, with
+// -v otherwise.
+func (b *enqueueBatch) report(rec *record, res state.EnqueueResult) {
+	out := b.g.Stdout
+	switch {
+	case rec.err != nil:
+		b.tally.rejected++
+		fmt.Fprintf(out, "%s: rejected: %v\n", rec.where(), rec.err)
+	case res.Status == state.Rejected:
+		b.tally.rejected++
+		fmt.Fprintf(out, "%s: rejected: %v\n", rec.where(), validationText(res.Err))
+	case res.Status == state.AlreadyQueued:
+		b.tally.queued++
+		if b.verbose {
+			fmt.Fprintf(out, "%s: already queued %s\n", rec.where(), res.ID)
+		}
+	default:
+		b.tally.stored++
+		if b.verbose {
+			fmt.Fprintf(out, "%s: stored %s\n", rec.where(), res.ID)
+		}
+	}
+}
+
+// validationText returns the text of the *state.ValidationError inside err
+// (field, value and reason), without the wrapping of the backend.
+func validationText(err error) string {
+	var ve *state.ValidationError
+	if errors.As(err, &ve) {
+		return ve.Error()
+	}
+	if err == nil {
+		return "rejected by the store"
+	}
+	return err.Error()
+}

@@ -1,0 +1,111 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+// FTSOptions are the flags that select and authenticate to an FTS3 server.
+type FTSOptions struct {
+	Endpoint      string
+	Proxy         string
+	TokenFile     string
+	CertDir       string
+	Insecure      bool
+	Timeout       time.Duration
+	MinDelegation time.Duration
+	SimSeed       int64
+	SimFailure    float64
+	SimTransfer   time.Duration
+}
+
+// AddFlags registers the FTS flags on cmd.
+func (o *FTSOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.Endpoint, "fts", "local", `FTS3 REST endpoint (https://HOST:8446), or "local" for the in-process simulator with real file:// copies`)
+	f.StringVar(&o.Proxy, "proxy", "", "X.509 proxy (default $X509_USER_PROXY, then /tmp/x509up_u<uid>)")
+	f.StringVar(&o.TokenFile, "token-file", "", "OAuth2 bearer token file instead of a proxy (default $BEARER_TOKEN_FILE)")
+	f.StringVar(&o.CertDir, "cert-dir", "", "CA certificates directory (default $X509_CERT_DIR, then /etc/grid-security/certificates)")
+	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the FTS server's certificate (testing only)")
+	f.DurationVar(&o.Timeout, "fts-timeout", 30*time.Second, "timeout of each FTS request")
+	f.DurationVar(&o.MinDelegation, "min-delegation", 12*time.Hour, "re-delegate the proxy when the server's copy has less left")
+	f.Int64Var(&o.SimSeed, "sim-seed", 1, `seed of the local simulator (--fts local)`)
+	f.Float64Var(&o.SimFailure, "sim-failure-rate", 0, `per-file failure probability of the local simulator (--fts local)`)
+	f.DurationVar(&o.SimTransfer, "sim-transfer-time", 0, `how long each file of the local simulator stays active (--fts local); 0 = instant`)
+}
+
+func (o *FTSOptions) proxyPath(g *Globals) string {
+	if o.Proxy != "" || o.TokenFile != "" || o.Endpoint == "local" {
+		return o.Proxy
+	}
+	return fts.DefaultProxyPath(g.Getenv, os.Getuid())
+}
+
+// Open returns a client for the configured server. For "local" it starts the
+// simulator in-process on loopback and authenticates with a random token;
+// the returned function stops it.
+func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(), error) {
+	if o.Endpoint != "local" {
+		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation}
+		cfg.TokenFile = firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+		if cfg.TokenFile == "" {
+			cfg.ProxyPath = o.proxyPath(g)
+		}
+		cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+		c, err := fts.New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := c.EnsureDelegation(ctx); err != nil {
+			return nil, nil, fmt.Errorf("fts delegation: %w", err)
+		}
+		return c, func() {}, nil
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	srv, err := ftstest.Start("127.0.0.1:0", ftstest.Options{
+		Seed: o.SimSeed, FailureRate: o.SimFailure, LocalFiles: true, Tokens: []string{token}, Speed: 1,
+		TransferTime: o.SimTransfer,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the local FTS simulator: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "aso-fts-local-")
+	if err != nil {
+		srv.Close()
+		return nil, nil, err
+	}
+	cleanup := func() { srv.Close(); os.RemoveAll(dir) }
+	tf := filepath.Join(dir, "token")
+	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	c, err := fts.New(fts.Config{Endpoint: srv.URL, TokenFile: tf, Timeout: o.Timeout})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	g.Log.WithField("url", srv.URL).Info("local FTS simulator started")
+	return c, cleanup, nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

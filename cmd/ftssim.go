@@ -1,0 +1,143 @@
+package cmd
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+func init() { register(newFTSSimCommand) }
+
+// FTSSimOptions are the flags of `aso fts-sim`.
+type FTSSimOptions struct {
+	Listen            string
+	TLSDir            string
+	Speed             float64
+	FailureRate       float64
+	Seed              int64
+	LocalFiles        bool
+	RequireDelegation bool
+	QueueDelay        time.Duration
+	StartDelay        time.Duration
+	TransferTime      time.Duration
+	DefaultRetry      int
+}
+
+// AddFlags registers the fts-sim flags on cmd.
+func (o *FTSSimOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:8446", "address to listen on (port 0 picks a free port)")
+	f.StringVar(&o.TLSDir, "tls-dir", "", "serve HTTPS with the certificates in this directory (see above); default plain HTTP")
+	f.Float64Var(&o.Speed, "speed", 1, "simulated time runs this many times faster than real time")
+	f.Float64Var(&o.FailureRate, "failure-rate", 0, "probability that a transfer attempt fails (0 to 1)")
+	f.Int64Var(&o.Seed, "seed", 1, "seed of every simulated random choice")
+	f.BoolVar(&o.LocalFiles, "local-files", false, "accept file:// URLs and really copy them (real FTS refuses them)")
+	f.BoolVar(&o.RequireDelegation, "require-delegation", false, "X.509 clients must delegate a proxy before submitting (419 otherwise)")
+	f.DurationVar(&o.QueueDelay, "queue-delay", 2*time.Second, "simulated time a file waits in SUBMITTED")
+	f.DurationVar(&o.StartDelay, "start-delay", time.Second, "simulated time a file stays READY")
+	f.DurationVar(&o.TransferTime, "transfer-time", 5*time.Second, "simulated time a file stays ACTIVE")
+	f.IntVar(&o.DefaultRetry, "default-retry", 0, "FTS-side retries of recoverable failures for jobs that ask for retry 0")
+}
+
+const ftsSimLong = `Serve an FTS3 simulator that speaks the FTS3 REST API, for demos and manual
+testing. It keeps its jobs in memory and prints the URL it serves, then runs
+until interrupted.
+
+Without --tls-dir it serves plain HTTP and accepts any bearer token
+(Authorization: Bearer ...). With --tls-dir DIR it serves HTTPS and also
+accepts X.509 client certificates and RFC 3820 proxies. DIR holds:
+  hostcert.pem   the server certificate (followed by any intermediates)
+  hostkey.pem    the server's unencrypted private key
+  *.pem, *.crt, *.0 (any other file named so)
+                 CA certificates that client certificates must chain to,
+                 as in /etc/grid-security/certificates`
+
+func newFTSSimCommand(g *Globals) *cobra.Command {
+	opts := &FTSSimOptions{}
+	cmd := &cobra.Command{
+		Use:   "fts-sim",
+		Short: "Serve an FTS3 simulator on a port",
+		Long:  ftsSimLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runFTSSim(cmd.Context(), opts, g) },
+	}
+	opts.AddFlags(cmd)
+	return cmd
+}
+
+func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
+	if o.FailureRate < 0 || o.FailureRate > 1 {
+		return usagef("--failure-rate %v: want a probability between 0 and 1", o.FailureRate)
+	}
+	if o.Speed <= 0 {
+		return usagef("--speed %v: want a positive factor", o.Speed)
+	}
+	opts := ftstest.Options{
+		Speed: o.Speed, Seed: o.Seed, FailureRate: o.FailureRate, LocalFiles: o.LocalFiles,
+		RequireDelegation: o.RequireDelegation, QueueDelay: o.QueueDelay, StartDelay: o.StartDelay,
+		TransferTime: o.TransferTime, DefaultRetry: o.DefaultRetry,
+	}
+	if o.TLSDir != "" {
+		t, err := loadSimTLS(o.TLSDir)
+		if err != nil {
+			return err
+		}
+		opts.TLS = t
+	}
+	srv, err := ftstest.Start(o.Listen, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.Stdout, "fts-sim: serving %s\n", srv.URL)
+	<-ctx.Done()
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("fts-sim: stop: %w", err)
+	}
+	return nil
+}
+
+// caFileRE matches the CA files of a --tls-dir: PEM files and OpenSSL
+// hashed names.
+var caFileRE = regexp.MustCompile(`(\.pem|\.crt|\.[0-9]+)$`)
+
+// loadSimTLS reads the server certificate and the client CAs of --tls-dir.
+func loadSimTLS(dir string) (*ftstest.TLSOptions, error) {
+	certFile, keyFile := filepath.Join(dir, "hostcert.pem"), filepath.Join(dir, "hostkey.pem")
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, usagef("--tls-dir %s: server certificate (hostcert.pem, hostkey.pem): %v", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, usagef("--tls-dir %s: %v", dir, err)
+	}
+	pool := x509.NewCertPool()
+	n := 0
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || name == "hostcert.pem" || name == "hostkey.pem" || !caFileRE.MatchString(name) {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("fts-sim: read CA %s: %w", name, err)
+		}
+		if pool.AppendCertsFromPEM(raw) {
+			n++
+		}
+	}
+	t := &ftstest.TLSOptions{Cert: cert}
+	if n > 0 {
+		t.ClientCAs = pool
+	}
+	return t, nil
+}

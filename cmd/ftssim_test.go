@@ -1,0 +1,165 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startFTSSim runs `aso fts-sim args...` in the background and returns the
+// URL it prints, and a function that interrupts it and returns its exit
+// code.
+func startFTSSim(t *testing.T, args ...string) (string, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cmd.ExecuteContext(ctx, append([]string{"fts-sim", "--listen", "127.0.0.1:0"}, args...), &stdout, &stderr)
+	}()
+	stop := func() int {
+		cancel()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(10 * time.Second):
+			t.Fatal("fts-sim did not stop when interrupted")
+			return -1
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if line, ok := strings.CutPrefix(stdout.String(), "fts-sim: serving "); ok && strings.HasSuffix(line, "\n") {
+			t.Cleanup(func() { cancel() })
+			return strings.TrimSpace(line), stop
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("fts-sim exited %d: %s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	t.Fatalf("fts-sim printed no URL; stdout %q stderr %q", stdout.String(), stderr.String())
+	return "", nil
+}
+
+func getJSON(t *testing.T, c *http.Client, url string, token string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d, %v", url, resp.StatusCode, err)
+	}
+	return v
+}
+
+func TestFTSSim_PlainHTTP(t *testing.T) {
+	url, stop := startFTSSim(t, "--seed", "7")
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("URL %q", url)
+	}
+	w := getJSON(t, http.DefaultClient, url+"/whoami", "some-token")
+	if w["method"] != "oauth2" {
+		t.Fatalf("whoami method %v, want oauth2", w["method"])
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit code %d after interrupt, want 0", code)
+	}
+	if _, err := http.Get(url + "/"); err == nil {
+		t.Fatal("the simulator still serves after the interrupt")
+	}
+}
+
+func TestFTSSim_TLSDir(t *testing.T) {
+	p := ftstest.NewPKI(t)
+	dir := t.TempDir()
+	var chain []byte
+	for _, der := range p.Server.Certificate {
+		chain = append(chain, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	key := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(p.Server.PrivateKey.(*rsa.PrivateKey))})
+	ca, err := os.ReadDir(p.CADir)
+	if err != nil || len(ca) == 0 {
+		t.Fatalf("CA dir: %v", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(p.CADir, ca[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"hostcert.pem": chain, "hostkey.pem": key, "0badc0de.0": caPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url, stop := startFTSSim(t, "--tls-dir", dir)
+	defer stop()
+	if !strings.HasPrefix(url, "https://127.0.0.1:") {
+		t.Fatalf("URL %q", url)
+	}
+	proxy, err := tls.X509KeyPair(p.ProxyPEM, p.ProxyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: p.CAPool, Certificates: []tls.Certificate{proxy}, MinVersion: tls.VersionTLS12,
+	}}}
+	w := getJSON(t, c, url+"/whoami", "")
+	if w["method"] != "certificate" || w["user_dn"] != p.UserDN {
+		t.Fatalf("whoami %v, want the proxy's user %s by certificate", w, p.UserDN)
+	}
+}
+
+func TestFTSSim_BadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"fts-sim", "--failure-rate", "1.5"},
+		{"fts-sim", "--speed", "0"},
+		{"fts-sim", "--tls-dir", t.TempDir()},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := cmd.ExecuteContext(context.Background(), args, &stdout, &stderr); code != cmd.ExitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, code, cmd.ExitUsage, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package cmd_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
+)
+
+// runAso runs aso with args and returns its exit code, stdout and stderr.
+func runAso(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := cmd.ExecuteContext(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestInitCommand(t *testing.T) {
+	for _, k := range []string{"ASO_COUCHDB_CREDENTIALS", "ASO_COUCHDB_USER", "ASO_COUCHDB_PASSWORD", "ASO_CONFIG"} {
+		t.Setenv(k, "")
+	}
+	base := couchtest.Server(t)
+	t.Run("creates the database, twice", func(t *testing.T) {
+		name := couchtest.NewName()
+		couchtest.DropLater(t, base+name)
+		u := "couchdb://" + strings.TrimPrefix(base, "http://") + name
+		for i := 0; i < 2; i++ {
+			code, out, errs := runAso(t, "init", "--state", u, "--log-level", "error")
+			if code != 0 || !strings.Contains(out, "initialised") {
+				t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i+1, code, out, errs)
+			}
+		}
+	})
+	t.Run("needs --state", func(t *testing.T) {
+		if code, _, _ := runAso(t, "init"); code != cmd.ExitUsage {
+			t.Fatalf("exit %d, want %d", code, cmd.ExitUsage)
+		}
+	})
+	t.Run("passwords stay out of errors", func(t *testing.T) {
+		const secret = "s3cret-pw"
+		creds := filepath.Join(t.TempDir(), "creds")
+		if err := os.WriteFile(creds, []byte("bob:"+secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("ASO_COUCHDB_CREDENTIALS", creds)
+		code, out, errs := runAso(t, "init", "--state", base+couchtest.NewName())
+		t.Logf("stderr: %s", errs)
+		if code != cmd.ExitError || !strings.Contains(errs, "unauthorized") && !strings.Contains(errs, "401") && !strings.Contains(strings.ToLower(errs), "password is incorrect") {
+			t.Fatalf("wrong credentials from a file: exit %d, stderr %q", code, errs)
+		}
+		if strings.Contains(out+errs, secret) {
+			t.Fatalf("the password appears in the output: %q", out+errs)
+		}
+		withPass := strings.Replace(base, "http://", "http://bob:"+secret+"@", 1) + couchtest.NewName()
+		code, out, errs = runAso(t, "init", "--state", withPass)
+		if code != cmd.ExitError || strings.Contains(out+errs, secret) {
+			t.Fatalf("password in the URL: exit %d, output %q", code, out+errs)
+		}
+		if err := os.WriteFile(creds, []byte("no separator"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errs := runAso(t, "init", "--state", base+couchtest.NewName()); code != cmd.ExitUsage || !strings.Contains(errs, creds) {
+			t.Fatalf("malformed credentials file: exit %d, stderr %q", code, errs)
+		}
+	})
+}

@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/asyncstageout/aso/agent"
+)
+
+// progressView shows a live line per pass on a terminal, and a summary of
+// the whole run at the end.
+type progressView struct {
+	g     *Globals
+	live  bool
+	start time.Time
+	total agent.PassStats
+}
+
+func newProgressView(g *Globals, mode string) *progressView {
+	live := mode == "always"
+	if mode == "auto" {
+		if f, ok := g.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			live = true
+		}
+	}
+	return &progressView{g: g, live: live, start: time.Now()}
+}
+
+func (v *progressView) pass(ps agent.PassStats) {
+	t := &v.total
+	t.Pass = ps.Pass
+	t.Claimed += ps.Claimed
+	t.Submitted += ps.Submitted
+	t.Jobs += ps.Jobs
+	t.Aborted += ps.Aborted
+	t.Done += ps.Done
+	t.Failed += ps.Failed
+	t.Retried += ps.Retried
+	t.Killed += ps.Killed
+	t.Lost += ps.Lost
+	t.Deleted += ps.Deleted
+	t.Active = ps.Active
+	if v.live {
+		fmt.Fprintf(v.g.Stderr, "\r\033[Kpass %d: submitted %d (%d jobs), active %d, done %d, failed %d, retried %d, killed %d",
+			t.Pass, t.Submitted, t.Jobs, t.Active, t.Done, t.Failed, t.Retried, t.Killed)
+	}
+}
+
+func (v *progressView) finish() {
+	if v.live {
+		fmt.Fprintln(v.g.Stderr)
+	}
+	t := v.total
+	fmt.Fprintf(v.g.Stdout, "aso run: %d passes in %s: submitted %d in %d FTS jobs, done %d, failed %d, retried %d, killed %d, lost %d, aborted %d, destination copies deleted %d\n",
+		t.Pass, time.Since(v.start).Round(time.Millisecond), t.Submitted, t.Jobs, t.Done, t.Failed, t.Retried, t.Killed, t.Lost, t.Aborted, t.Deleted)
+}

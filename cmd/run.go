@@ -1,0 +1,207 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/srm"
+	"github.com/asyncstageout/aso/state"
+)
+
+func init() { register(newRunCommand) }
+
+// RunOptions are the flags of `aso run`.
+type RunOptions struct {
+	FTS         FTSOptions
+	Sites       string
+	Agent       agent.Config
+	LeaseTTL    time.Duration
+	CoolOff     time.Duration
+	MaxAttempts int
+	MetricsFile string
+	GfalRm      string
+	Progress    string
+}
+
+// AddFlags registers the flags of `aso run`.
+func (o *RunOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	o.FTS.AddFlags(cmd)
+	f.StringVar(&o.Sites, "sites", "", "sites file mapping site names to storage rules (YAML or JSON)")
+	a := &o.Agent
+	f.IntVar(&a.BatchSize, "batch-size", agent.DefaultBatchSize, "transfers claimed per state-store call")
+	f.IntVar(&a.MaxFilesPerJob, "max-files-per-job", agent.DefaultMaxFilesPerJob, "files per FTS job")
+	f.DurationVar(&a.Interval, "interval", agent.DefaultInterval, "sleep between passes")
+	f.DurationVar(&a.UpdateWindow, "update-window", agent.DefaultUpdateWindow, "every active transfer is touched at least this often")
+	f.DurationVar(&a.LockTTL, "lock-ttl", agent.DefaultLockTTL, "TTL of the per-user run lock (renewed every third)")
+	f.DurationVar(&a.PhaseTimeout, "phase-timeout", agent.DefaultPhaseTimeout, "bound of each state-store and FTS call")
+	f.DurationVar(&a.DeleteTimeout, "delete-timeout", agent.DefaultDeleteTimeout, "bound of one gfal-rm batch")
+	f.BoolVar(&a.Once, "once", false, "run a single pass")
+	f.DurationVar(&a.MaxRuntime, "max-runtime", 0, "stop gracefully after this long (keep it under the cron period); 0 = no limit")
+	f.BoolVar(&a.DryRun, "dry-run", false, "claim nothing; print what would be submitted")
+	f.BoolVar(&a.VerifyChecksum, "verify-checksum", true, "ask FTS to verify ADLER32 checksums")
+	f.BoolVar(&a.Overwrite, "overwrite", false, "let FTS overwrite existing destination files")
+	f.IntVar(&a.FTSRetry, "fts-retry", 2, "FTS-side retries of recoverable errors (0: server default, -1: none)")
+	f.IntVar(&a.FTSRetryDelay, "fts-retry-delay", 0, "seconds between FTS-side retries (0: server default)")
+	f.StringVar(&a.MaxTimeInQueue, "max-time-in-queue", agent.DefaultMaxTimeInQueue, "FTS cancels jobs queued longer than this (e.g. 12h, 90m)")
+	f.StringVar(&a.Activity, "activity", "ASO", "FTS activity of the transfers")
+	f.DurationVar(&o.LeaseTTL, "lease-ttl", state.DefaultLeaseTTL, "lease of claimed transfers (renewed every third)")
+	f.DurationVar(&o.CoolOff, "cool-off", state.DefaultCoolOff, "wait before a failed transfer is retried")
+	f.IntVar(&o.MaxAttempts, "max-attempts", state.DefaultMaxAttempts, "attempts before a retryable failure is final")
+	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
+	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
+	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
+}
+
+func newRunCommand(g *Globals) *cobra.Command {
+	o := &RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the agent for one user until the queue has drained",
+		Long: `Run the transfer agent for one user: claim the user's transfers, submit them to FTS3
+in bulk, monitor the jobs, delete the destination copy of failed transfers, record every
+outcome, and exit when nothing is left to do.
+
+Without --fts and --state it runs offline: file state and an in-process FTS3 simulator
+that copies file:// URLs for real.
+
+SIGTERM or SIGINT: the writes in flight are finished, transfers claimed but not submitted
+are released, the run lock is released, and aso exits 0. A second signal exits at once.
+
+` + exitCodesHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), o, g) },
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
+	user, err := g.UserName()
+	if err != nil {
+		return err
+	}
+	if o.Sites == "" {
+		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
+	}
+	sites, err := srm.LoadSites(o.Sites)
+	if err != nil {
+		return fmt.Errorf("sites file: %w", err)
+	}
+	defer exitOnSecondSignal(ctx, g)()
+
+	owner := agentID()
+	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts}
+	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	client, closeFTS, err := o.FTS.Open(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer closeFTS()
+
+	cfg := o.Agent
+	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
+	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
+	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
+	if err != nil {
+		return err
+	}
+	view := newProgressView(g, o.Progress)
+	ag.OnPass = func(ps agent.PassStats) {
+		view.pass(ps)
+		if o.MetricsFile != "" {
+			if err := ag.Metrics().WriteFile(o.MetricsFile); err != nil {
+				g.Log.WithError(err).Warn("writing the metrics file failed")
+			}
+		}
+	}
+	ag.Report = func(p agent.Plan) { printPlan(g, p) }
+	err = ag.Run(ctx)
+	view.finish()
+	if err != nil {
+		return err
+	}
+	printQueue(ctx, g, store, user)
+	return nil
+}
+
+// printQueue prints the user's queue by state after the run: it includes
+// what the store settled itself (dependents of failed transfers, kills of
+// unsubmitted ones), which the run's own counts do not.
+func printQueue(ctx context.Context, g *Globals, store state.Store, user string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	sum, err := store.Summary(ctx, state.SummaryOptions{User: user})
+	if err != nil {
+		g.Log.WithError(err).Warn("cannot summarise the queue")
+		return
+	}
+	fmt.Fprintf(g.Stdout, "queue of %s:", user)
+	for i, s := range state.States {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(g.Stdout, "%s %s %d", sep, s, sum.ByState[s])
+	}
+	fmt.Fprintln(g.Stdout)
+}
+
+// agentID is hostname:pid:random, readable by an operator.
+func agentID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// exitOnSecondSignal exits at once on a signal received after the first
+// one (which cancelled ctx and started a graceful stop). The returned
+// function stops watching.
+func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		select {
+		case <-done:
+		case <-ch:
+			fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
+			os.Exit(ExitError)
+		}
+	}()
+	return func() { close(done) }
+}
+
+func printPlan(g *Globals, p agent.Plan) {
+	fmt.Fprintf(g.Stdout, "dry run: %d transfers eligible, %d FTS jobs would be submitted\n", p.Eligible, len(p.Jobs))
+	for _, j := range p.Jobs {
+		fmt.Fprintf(g.Stdout, "  job %s -> %s priority %d: %d files (e.g. %s -> %s)\n", j.Source, j.Destination, j.Priority, j.Files, j.ExampleSource, j.ExampleDest)
+	}
+	for _, e := range p.Unresolvable {
+		fmt.Fprintf(g.Stdout, "  would abort %s: %s\n", e.ID, e.Reason)
+	}
+}

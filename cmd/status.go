@@ -1,0 +1,238 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+func init() { register(newStatusCommand) }
+
+// StatusOptions are the flags and argument of `aso status`.
+type StatusOptions struct {
+	ID         string
+	JSON       bool
+	AllUsers   bool
+	StaleAfter time.Duration
+}
+
+// AddFlags registers the flags of `aso status`.
+func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&o.JSON, "json", false, "print JSON instead of tables")
+	f.BoolVar(&o.AllUsers, "all-users", false, "count the transfers of every user, not only --user's")
+	f.DurationVar(&o.StaleAfter, "stale-after", 0, "report submitted transfers not updated for this long as stale (default 45m)")
+}
+
+func newStatusCommand(g *Globals) *cobra.Command {
+	o := &StatusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [ID]",
+		Short: "Show the user's transfers by state and link, or one transfer in full",
+		Long: "status counts the transfers of --user (the login name by default; --all-users: everyone)\n" +
+			"by state and by link, and lists the oldest waiting transfer, stale submitted transfers\n" +
+			"(no update from the agent for --stale-after), stuck acquired transfers, and stored\n" +
+			"documents that are not valid transfers.\n\n" +
+			"status ID shows one transfer: every field, FTS progress, retries, and its history.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.ID = args[0]
+			}
+			return runStatus(cmd.Context(), o, g)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
+	if o.StaleAfter < 0 {
+		return usagef("--stale-after %s: must not be negative", o.StaleAfter)
+	}
+	if o.ID != "" {
+		return withStore(ctx, g, g.User, func(st state.Store) error { return showTransfer(ctx, g, st, o) })
+	}
+	user := ""
+	if !o.AllUsers {
+		u, err := g.UserName()
+		if err != nil {
+			return err
+		}
+		user = u
+	}
+	return withStore(ctx, g, user, func(st state.Store) error {
+		sum, err := st.Summary(ctx, state.SummaryOptions{User: user, StaleAfter: o.StaleAfter})
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		reasons, err := failureReasons(ctx, st, user)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			out := newStatusJSON(user, sum)
+			out.FailureReasons = reasons
+			return writeJSON(g.Stdout, out)
+		}
+		if err := printSummary(g.Stdout, user, o.StaleAfter, sum); err != nil {
+			return err
+		}
+		printReasons(g.Stdout, reasons)
+		return nil
+	})
+}
+
+// StatusJSON is what `aso status --json` prints. Every state appears in
+// by_state (and in each link's and user's counts), with 0 when none.
+type StatusJSON struct {
+	User          string                         `json:"user,omitempty"` // empty for --all-users
+	Total         int                            `json:"total"`
+	ByState       map[state.State]int            `json:"by_state"`
+	ByLink        map[string]map[state.State]int `json:"by_link"`
+	ByUser        map[string]map[state.State]int `json:"by_user,omitempty"`
+	OldestWaiting *state.Transfer                `json:"oldest_waiting"`
+	Stale         []state.Transfer               `json:"stale"`
+	StuckAcquired []state.Transfer               `json:"stuck_acquired"`
+	Invalid       []state.InvalidDoc             `json:"invalid"`
+	// FailureReasons counts failed and retrying transfers by reason.
+	FailureReasons []ReasonCount `json:"failure_reasons"`
+}
+
+func newStatusJSON(user string, s state.Summary) StatusJSON {
+	out := StatusJSON{
+		User: user, Total: s.Total, ByState: allStates(s.ByState),
+		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
+		Stale: nonNil(s.Stale), StuckAcquired: nonNil(s.StuckAcquired), Invalid: nonNil(s.Invalid),
+		FailureReasons: []ReasonCount{},
+	}
+	for link, m := range s.ByLink {
+		out.ByLink[link] = allStates(m)
+	}
+	if user == "" {
+		out.ByUser = map[string]map[state.State]int{}
+		for u, m := range s.ByUser {
+			out.ByUser[u] = allStates(m)
+		}
+	}
+	return out
+}
+
+// allStates returns the counts of m with every state present.
+func allStates(m map[state.State]int) map[state.State]int {
+	out := make(map[state.State]int, len(state.States))
+	for _, s := range state.States {
+		out[s] = m[s]
+	}
+	return out
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printSummary prints the summary as tables.
+func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Summary) error {
+	who := "user " + user
+	if user == "" {
+		who = "all users"
+	}
+	fmt.Fprintf(w, "Transfers of %s: %d\n\n", who, s.Total)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "STATE\tCOUNT\n")
+	for _, st := range state.States {
+		fmt.Fprintf(tw, "%s\t%d\n", st, s.ByState[st])
+	}
+	tw.Flush()
+	countTable(w, "LINK", s.ByLink)
+	if user == "" {
+		countTable(w, "USER", s.ByUser)
+	}
+	if t := s.OldestWaiting; t != nil {
+		fmt.Fprintf(w, "\nOldest waiting: %s, %s, %s since %s, attempts %d", t.ID, t.Link(), t.State, t.LastUpdate, t.Attempts)
+		if !t.RetryAfter.IsZero() {
+			fmt.Fprintf(w, ", retry after %s", t.RetryAfter)
+		}
+		fmt.Fprintln(w)
+	}
+	if staleAfter == 0 {
+		staleAfter = 3 * state.DefaultLeaseTTL
+	}
+	transferList(w, fmt.Sprintf("Stale submitted transfers (no update for %s)", staleAfter), s.Stale, func(t *state.Transfer) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, t.Link(), t.FTSJob, t.LastUpdate)
+	}, "ID\tLINK\tFTS JOB\tLAST UPDATE")
+	transferList(w, "Stuck acquired transfers (lease expired)", s.StuckAcquired, func(t *state.Transfer) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, t.Link(), t.Owner, t.LeaseExpires)
+	}, "ID\tLINK\tOWNER\tLEASE EXPIRED")
+	if len(s.Invalid) > 0 {
+		fmt.Fprintf(w, "\nInvalid documents (skipped by the agent): %d\n", len(s.Invalid))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "ID\tREASON\n")
+		for _, d := range s.Invalid {
+			fmt.Fprintf(tw, "%s\t%s\n", d.ID, d.Reason)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// countTable prints counts by state of each key (link or user), sorted.
+func countTable(w io.Writer, title string, m map[string]map[state.State]int) {
+	if len(m) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := []string{title}
+	for _, s := range state.States {
+		head = append(head, strings.ToUpper(string(s)))
+	}
+	fmt.Fprintf(tw, "%s\tTOTAL\n", strings.Join(head, "\t"))
+	for _, k := range keys {
+		row, total := []string{k}, 0
+		for _, s := range state.States {
+			row = append(row, fmt.Sprint(m[k][s]))
+			total += m[k][s]
+		}
+		fmt.Fprintf(tw, "%s\t%d\n", strings.Join(row, "\t"), total)
+	}
+	tw.Flush()
+}
+
+// transferList prints a titled table of transfers, or nothing when ts is empty.
+func transferList(w io.Writer, title string, ts []state.Transfer, row func(*state.Transfer) string, head string) {
+	if len(ts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s: %d\n", title, len(ts))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, head)
+	for i := range ts {
+		fmt.Fprintln(tw, row(&ts[i]))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,135 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+)
+
+// couchSettingsHelp documents the CouchDB connection settings that are not
+// part of --state. They are read from the environment or the configuration
+// file by every command that opens a CouchDB store (root.go, shared by all
+// commands, has no flags for them).
+const couchSettingsHelp = `CouchDB settings (environment, or the config file key in parentheses):
+  ASO_COUCHDB_CREDENTIALS (couchdb-credentials)  file holding "user:password" or {"username":..,"password":..}
+  ASO_COUCHDB_USER, ASO_COUCHDB_PASSWORD         credentials, when no file is given
+  ASO_COUCHDB_CA_FILE     (couchdb-ca-file)      PEM CA bundle for https
+  ASO_COUCHDB_TIMEOUT     (couchdb-timeout)      timeout of each HTTP request (default 30s)
+Credentials in the --state URL take precedence over all of these.`
+
+func init() {
+	for _, scheme := range []string{"couchdb", "http", "https"} {
+		storeOpeners[scheme] = openCouch
+	}
+}
+
+// openCouch opens --state couchdb://HOST:PORT/DB (or http(s)://).
+func openCouch(ctx context.Context, g *Globals, u string, cfg state.Config) (state.Store, error) {
+	o, err := couchOptions(g, u)
+	if err != nil {
+		return nil, err
+	}
+	return couch.Open(ctx, o, cfg)
+}
+
+// couchSetting reads ASO_<KEY> from the environment, else key from the
+// configuration file.
+func couchSetting(g *Globals, key string) (string, error) {
+	getenv := g.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if v := getenv("ASO_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))); v != "" {
+		return v, nil
+	}
+	file := g.ConfigFile
+	if file == "" {
+		file = getenv("ASO_CONFIG")
+	}
+	if file == "" {
+		return "", nil
+	}
+	v := viper.New()
+	v.SetConfigFile(file)
+	if err := v.ReadInConfig(); err != nil {
+		return "", usagef("config file %s: %v", file, err)
+	}
+	return v.GetString(key), nil
+}
+
+// couchOptions builds the connection options of the store at u.
+func couchOptions(g *Globals, u string) (couch.Options, error) {
+	o := couch.Options{URL: u}
+	pu, err := url.Parse(u)
+	if err != nil {
+		return o, usagef("--state %s: not a URL", couch.Redact(u))
+	}
+	if pu.User == nil {
+		file, err := couchSetting(g, "couchdb-credentials")
+		if err != nil {
+			return o, err
+		}
+		if file != "" {
+			if o.Username, o.Password, err = readCredentials(file); err != nil {
+				return o, err
+			}
+		} else {
+			o.Username, _ = couchSetting(g, "couchdb-user")
+			o.Password, _ = couchSetting(g, "couchdb-password")
+		}
+	}
+	if o.CAFile, err = couchSetting(g, "couchdb-ca-file"); err != nil {
+		return o, err
+	}
+	t, err := couchSetting(g, "couchdb-timeout")
+	if err != nil {
+		return o, err
+	}
+	if t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			return o, usagef("ASO_COUCHDB_TIMEOUT %q: want a positive duration such as 30s", t)
+		}
+		o.Timeout = d
+	}
+	return o, nil
+}
+
+// readCredentials reads "user:password" or a JSON object with username (or
+// user) and password from file. Errors never quote the file's content.
+func readCredentials(file string) (user, pass string, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", "", fmt.Errorf("CouchDB credentials file: %w", err)
+	}
+	text := strings.TrimSpace(string(b))
+	if strings.HasPrefix(text, "{") {
+		var c struct {
+			Username string `json:"username"`
+			User     string `json:"user"`
+			Password string `json:"password"`
+		}
+		if json.Unmarshal([]byte(text), &c) != nil {
+			return "", "", usagef("CouchDB credentials file %s: not valid JSON (want {\"username\": ..., \"password\": ...})", file)
+		}
+		if c.Username == "" {
+			c.Username = c.User
+		}
+		user, pass = c.Username, c.Password
+	} else {
+		user, pass, _ = strings.Cut(text, ":")
+	}
+	if user == "" || pass == "" {
+		return "", "", usagef("CouchDB credentials file %s: want \"user:password\" or {\"username\": ..., \"password\": ...}", file)
+	}
+	return user, pass, nil
+}

@@ -1,0 +1,216 @@
+package ftstest
+
+import (
+	"bytes"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Authentication methods, as whoami reports them.
+const (
+	methodCert  = "certificate"
+	methodOAuth = "oauth2"
+)
+
+// identity is an authenticated user (FTS's UserCredentials).
+type identity struct {
+	dn     string
+	method string
+	vo     string
+	fqans  []string
+	dlgID  string
+}
+
+// authenticate finds the request's credentials: a verified client
+// certificate or proxy chain first, then a bearer token. Without either it
+// returns the HTTP code and message of FTS's auth middleware.
+func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		var pool *x509.CertPool
+		if s.opts.TLS != nil {
+			pool = s.opts.TLS.ClientCAs
+		}
+		eec, err := verifyClientChain(r.TLS.PeerCertificates, pool, time.Now())
+		if err != nil {
+			return nil, http.StatusForbidden, fmt.Sprintf("Invalid credentials (%v)", err)
+		}
+		dn := formatDN(eec.RawSubject)
+		return &identity{dn: dn, method: methodCert, vo: s.opts.VO, dlgID: delegationID(dn, nil)}, 0, ""
+	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, token, _ := strings.Cut(auth, " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			return nil, http.StatusForbidden, "Invalid credentials (Authorization header is not a Bearer token)"
+		}
+		if len(s.opts.Tokens) > 0 && !slices.Contains(s.opts.Tokens, token) {
+			return nil, http.StatusForbidden, "Invalid credentials (Could not validate token)"
+		}
+		dlg := delegationID(s.opts.UserDN, nil)
+		if iss, sub := jwtIssuerSubject(token); iss != "" && sub != "" {
+			dlg = delegationID(iss+sub, nil)
+		}
+		return &identity{dn: s.opts.UserDN, method: methodOAuth, vo: s.opts.VO, dlgID: dlg}, 0, ""
+	}
+	return nil, http.StatusForbidden, "The user does not belong to any authorized vo"
+}
+
+// jwtIssuerSubject reads iss and sub from a JWT's payload, without
+// checking its signature.
+func jwtIssuerSubject(token string) (iss, sub string) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", ""
+	}
+	var claims struct{ Iss, Sub string }
+	if json.Unmarshal(raw, &claims) != nil {
+		return "", ""
+	}
+	return claims.Iss, claims.Sub
+}
+
+// handleWhoami serves GET /whoami.
+func (s *Simulator) handleWhoami(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
+	level := map[string]string{"deleg": "all", "transfer": "vo"}
+	if id.method == methodOAuth {
+		level = map[string]string{"deleg": "all", "transfer": "all"}
+	}
+	fqans := id.fqans
+	if fqans == nil {
+		fqans = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"user_dn":       id.dn,
+		"dn":            []string{id.dn},
+		"base_id":       baseID,
+		"voms_cred":     fqans,
+		"vos":           []string{id.vo},
+		"vos_id":        []string{uuid5(baseID, id.vo)},
+		"roles":         []string{},
+		"level":         level,
+		"delegation_id": id.dlgID,
+		"method":        id.method,
+		"is_root":       false,
+	})
+}
+
+// handleVersion serves GET /.
+func (s *Simulator) handleVersion(w http.ResponseWriter, _ *http.Request, _ *identity, _ []string) {
+	v := func(a, b, c int) map[string]int { return map[string]int{"major": a, "minor": b, "patch": c} }
+	writeJSON(w, http.StatusOK, map[string]any{
+		"delegation": v(2, 0, 0),
+		"api":        v(3, 13, 4),
+		"core":       v(3, 14, 4),
+		"schema":     v(3, 13, 4),
+		"_links": map[string]any{
+			"curies":         []map[string]string{{"name": "fts", "href": "https://fts3-docs.web.cern.ch/fts3-docs/"}},
+			"fts:whoami":     map[string]any{"href": "/whoami", "title": "Check user certificate"},
+			"fts:joblist":    map[string]any{"href": "/jobs{?vo_name,user_dn,dlg_id,state_in,limit}", "title": "List of active jobs", "templated": true},
+			"fts:job":        map[string]any{"href": "/jobs/{id}", "title": "Job information", "templated": true},
+			"fts:submitjob":  map[string]any{"href": "/jobs", "title": "Submit a transfer job"},
+			"fts:delegation": map[string]any{"href": "/delegation/{dlg_id}", "title": "Delegation", "templated": true},
+		},
+	})
+}
+
+// oidProxyCertInfo is the RFC 3820 proxyCertInfo extension.
+var oidProxyCertInfo = asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 1, 14}
+
+// isProxyOf reports whether c is a proxy certificate issued by parent: its
+// issuer is parent's subject and its subject is parent's subject plus one
+// trailing CN (RFC 3820 and legacy proxies alike).
+func isProxyOf(c, parent *x509.Certificate) bool {
+	if !bytes.Equal(c.RawIssuer, parent.RawSubject) {
+		return false
+	}
+	var sub, iss pkix.RDNSequence
+	if _, err := asn1.Unmarshal(c.RawSubject, &sub); err != nil {
+		return false
+	}
+	if _, err := asn1.Unmarshal(parent.RawSubject, &iss); err != nil {
+		return false
+	}
+	if len(sub) != len(iss)+1 {
+		return false
+	}
+	lastRDN := sub[len(sub)-1]
+	return len(lastRDN) == 1 && lastRDN[0].Type.Equal(oidCN) && formatRDNs(sub[:len(iss)]) == formatRDNs(iss)
+}
+
+// verifyClientChain checks a client's certificate chain the way
+// mod_gridsite does: any leading proxies must each be signed by the next
+// certificate and be valid at now; the first non-proxy (the user's
+// end-entity certificate) must verify against roots. It returns that
+// end-entity certificate, whose subject is the user's DN.
+func verifyClientChain(chain []*x509.Certificate, roots *x509.CertPool, now time.Time) (*x509.Certificate, error) {
+	if roots == nil {
+		return nil, errors.New("client certificates are not accepted by this server")
+	}
+	i := 0
+	for ; i+1 < len(chain) && isProxyOf(chain[i], chain[i+1]); i++ {
+		c, parent := chain[i], chain[i+1]
+		if now.Before(c.NotBefore) || now.After(c.NotAfter) {
+			return nil, fmt.Errorf("proxy %s expired or not yet valid (valid %s to %s)", formatDN(c.RawSubject), c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+		}
+		if err := parent.CheckSignature(c.SignatureAlgorithm, c.RawTBSCertificate, c.Signature); err != nil {
+			return nil, fmt.Errorf("proxy %s is not signed by its issuer: %w", formatDN(c.RawSubject), err)
+		}
+	}
+	eec := chain[i]
+	inter := x509.NewCertPool()
+	for _, c := range chain[i+1:] {
+		inter.AddCert(c)
+	}
+	_, err := eec.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	if err != nil {
+		return nil, fmt.Errorf("certificate %s: %w", formatDN(eec.RawSubject), err)
+	}
+	return eec, nil
+}
+
+var (
+	oidCN = asn1.ObjectIdentifier{2, 5, 4, 3}
+	// dnNames are OpenSSL's short names for DN attributes.
+	dnNames = map[string]string{
+		"2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU",
+		"2.5.4.5": "serialNumber", "2.5.4.9": "street", "2.5.4.17": "postalCode",
+		"0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID", "1.2.840.113549.1.9.1": "emailAddress",
+	}
+)
+
+// formatDN renders a DER subject in the OpenSSL one-line form FTS uses:
+// "/DC=ch/DC=cern/OU=Users/CN=name".
+func formatDN(raw []byte) string {
+	var seq pkix.RDNSequence
+	if _, err := asn1.Unmarshal(raw, &seq); err != nil {
+		return ""
+	}
+	return formatRDNs(seq)
+}
+
+func formatRDNs(seq pkix.RDNSequence) string {
+	var b strings.Builder
+	for _, rdn := range seq {
+		for _, atv := range rdn {
+			name, ok := dnNames[atv.Type.String()]
+			if !ok {
+				name = atv.Type.String()
+			}
+			fmt.Fprintf(&b, "/%s=%v", name, atv.Value)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,209 @@
+package ftstest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// delegationKeyBits is the size of the key the server generates for a
+// delegation request.
+const delegationKeyBits = 2048
+
+// checkDelegation returns FTS's 419 message when the user has no usable
+// delegated proxy, or "". Credential lifetimes are checked against real
+// time, like the certificates themselves.
+func (s *Simulator) checkDelegation(id *identity) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.dlg[id.dlgID]
+	if d == nil || d.termination == nil {
+		return fmt.Sprintf("No delegation found for \"%s\"", id.dn)
+	}
+	left := time.Until(*d.termination)
+	switch {
+	case left <= 0:
+		return fmt.Sprintf("The delegated credentials expired %d seconds ago (%s)", int64(-left.Seconds()), id.dlgID)
+	case left < time.Hour:
+		return fmt.Sprintf("The delegated credentials has less than one hour left (%s)", id.dlgID)
+	}
+	return ""
+}
+
+// ownDelegation wraps a delegation handler: a user may only touch their
+// own delegation id.
+func ownDelegation(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
+		if args[0] != id.dlgID {
+			writeError(w, http.StatusForbidden, "The requested ID and the credentials ID do not match")
+			return
+		}
+		h(w, r, id, args)
+	}
+}
+
+// handleDelegationInfo serves GET /delegation/{dlg}.
+func (s *Simulator) handleDelegationInfo(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
+	s.mu.Lock()
+	d := s.dlg[id.dlgID]
+	var reply any
+	if d != nil && d.termination != nil {
+		reply = map[string]any{"termination_time": d.termination.UTC().Format(ftsTime), "voms_attrs": []string{""}}
+	}
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// handleDelegationDelete serves DELETE /delegation/{dlg}.
+func (s *Simulator) handleDelegationDelete(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
+	s.mu.Lock()
+	d := s.dlg[id.dlgID]
+	found := d != nil && d.termination != nil
+	if found {
+		d.termination = nil
+	}
+	s.mu.Unlock()
+	if !found {
+		writeError(w, http.StatusNotFound, "Delegated credentials not found")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleDelegationRequest serves GET /delegation/{dlg}/request: a PEM
+// certificate request whose key the server keeps (and reuses until the
+// proxy is delegated).
+func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
+	csr := s.pendingRequest(id.dlgID)
+	if csr == nil {
+		// Generate outside the lock (it is slow); the first to store wins.
+		nd, err := newDelegationRequest()
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		s.mu.Lock()
+		d := s.dlg[id.dlgID]
+		if d == nil {
+			d = &delegation{}
+			s.dlg[id.dlgID] = d
+		}
+		if d.key == nil {
+			d.key, d.csrPEM = nd.key, nd.csrPEM
+		}
+		csr = d.csrPEM
+		s.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Delegation-ID", id.dlgID)
+	_, _ = w.Write(csr)
+}
+
+// pendingRequest returns the stored request of a delegation id, or nil.
+func (s *Simulator) pendingRequest(dlgID string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d := s.dlg[dlgID]; d != nil && d.key != nil {
+		return d.csrPEM
+	}
+	return nil
+}
+
+func newDelegationRequest() (*delegation, error) {
+	key, err := rsa.GenerateKey(rand.Reader, delegationKeyBits)
+	if err != nil {
+		return nil, fmt.Errorf("generate delegation key: %w", err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{Organization: []string{"Dummy"}}, SignatureAlgorithm: x509.SHA256WithRSA,
+	}, key)
+	if err != nil {
+		return nil, fmt.Errorf("create delegation request: %w", err)
+	}
+	return &delegation{key: key, csrPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}, nil
+}
+
+// handleDelegationPut serves PUT /delegation/{dlg}/credential: the proxy the
+// client signed from the request, followed by the client's own chain.
+func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Could not read the proxy: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	var key *rsa.PrivateKey
+	if d := s.dlg[id.dlgID]; d != nil {
+		key = d.key
+	}
+	s.mu.Unlock()
+	if key == nil {
+		writeError(w, http.StatusBadRequest, "No credential cache found")
+		return
+	}
+	expiry, err := validateProxy(body, key)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Could not process the proxy: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.dlg[id.dlgID].termination = &expiry
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusCreated)
+}
+
+// validateProxy checks a delegated proxy as FTS's _validate_proxy: at
+// least two certificates, the first's key is the stored one, it is signed
+// by the second, and its subject is its issuer plus a trailing CN. It
+// returns the proxy's expiry.
+func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, error) {
+	var certs []*x509.Certificate
+	for rest := body; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			break
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) < 2 {
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Malformed proxy")
+	}
+	proxy, issuer := certs[0], certs[1]
+	pub, ok := proxy.PublicKey.(*rsa.PublicKey)
+	if !ok || !pub.Equal(&key.PublicKey) {
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("The proxy does not match the stored associated private key")
+	}
+	if err := issuer.CheckSignature(proxy.SignatureAlgorithm, proxy.RawTBSCertificate, proxy.Signature); err != nil {
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Failed to verify the proxy, maybe signed with the wrong private key?")
+	}
+	var sub, iss pkix.RDNSequence
+	_, err1 := asn1.Unmarshal(proxy.RawSubject, &sub)
+	_, err2 := asn1.Unmarshal(proxy.RawIssuer, &iss)
+	if err1 != nil || err2 != nil || len(sub) == 0 || formatRDNs(sub[:len(sub)-1]) != formatRDNs(iss) {
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer))
+	}
+	if last := sub[len(sub)-1]; len(last) != 1 || !last[0].Type.Equal(oidCN) {
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Missing trailing Common Name in the proxy")
+	}
+	return proxy.NotAfter.UTC(), nil
+}

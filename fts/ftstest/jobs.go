@@ -1,0 +1,322 @@
+package ftstest
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func notFoundMsg(id string) string {
+	return fmt.Sprintf("No job with the id \"%s\" has been found", id)
+}
+
+// lookup returns the job advanced to now, or nil. Callers hold s.mu.
+func (s *Simulator) lookup(id string) *job {
+	j := s.jobs[id]
+	if j != nil {
+		s.advance(j, s.now())
+	}
+	return j
+}
+
+// handleStatus serves GET /jobs/{id} and GET /jobs/a,b,c[?files=..].
+func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *identity, args []string) {
+	ids := strings.Split(args[0], ",")
+	var fields []string
+	if v, ok := r.URL.Query()["files"]; ok {
+		fields = strings.Split(v[0], ",")
+	}
+	s.mu.Lock()
+	statuses := make([]map[string]any, 0, len(ids))
+	errs := 0
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		j := s.lookup(id)
+		if j == nil {
+			statuses = append(statuses, errorDict(id, http.StatusNotFound, notFoundMsg(id)))
+			errs++
+			continue
+		}
+		d := jobJSON(j)
+		if fields != nil {
+			files := make([]map[string]any, 0, len(j.files))
+			for _, f := range j.files {
+				all, sub := fileJSON(f), map[string]any{}
+				for _, k := range fields {
+					if v, ok := all[k]; ok {
+						sub[k] = v
+					}
+				}
+				files = append(files, sub)
+			}
+			d["files"] = files
+		}
+		d["http_status"] = "200 Ok"
+		statuses = append(statuses, d)
+	}
+	s.mu.Unlock()
+	switch {
+	case len(ids) == 1 && len(statuses) == 1 && errs == 1:
+		writeJSON(w, http.StatusNotFound, statuses[0])
+	case len(ids) == 1 && len(statuses) == 1:
+		writeJSON(w, http.StatusOK, statuses[0])
+	case errs > 0:
+		writeJSON(w, http.StatusMultiStatus, statuses)
+	default:
+		writeJSON(w, http.StatusOK, statuses)
+	}
+}
+
+// withJob runs fn under the lock on the job advanced to now, or answers
+// 404 as FTS's views do.
+func (s *Simulator) withJob(w http.ResponseWriter, id string, fn func(j *job)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.lookup(id)
+	if j == nil {
+		writeError(w, http.StatusNotFound, notFoundMsg(id))
+		return
+	}
+	fn(j)
+}
+
+// handleFiles serves GET /jobs/{id}/files.
+func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+	s.withJob(w, args[0], func(j *job) {
+		out := make([]map[string]any, len(j.files))
+		for i, f := range j.files {
+			out[i] = fileJSON(f)
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// handleRetries serves GET /jobs/{id}/files/{fid}/retries.
+func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+	s.withJob(w, args[0], func(j *job) {
+		fid, _ := strconv.ParseInt(args[1], 10, 64)
+		for _, f := range j.files {
+			if f.id == fid {
+				out := make([]map[string]any, len(f.retryRows))
+				for i, row := range f.retryRows {
+					out[i] = retryJSON(f, row)
+				}
+				writeJSON(w, http.StatusOK, out)
+				return
+			}
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("No file with the id \"%s\" has been found", args[1]))
+	})
+}
+
+// handleField serves GET /jobs/{id}/{field}: the bare value of one field.
+func (s *Simulator) handleField(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+	s.withJob(w, args[0], func(j *job) {
+		v, ok := jobJSON(j)[args[1]]
+		if !ok {
+			writeError(w, http.StatusNotFound, "No such field")
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// handleList serves GET /jobs: the user's VO's jobs, unfinished ones unless
+// state_in is given.
+func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *identity, _ []string) {
+	q := r.URL.Query()
+	limit := -1
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err == nil && (n < 0 || n > 500) {
+			writeError(w, http.StatusBadRequest, "The limit must be positive and less or equal than 500")
+			return
+		}
+		if err == nil {
+			limit = n
+		}
+	}
+	var states map[string]bool
+	if v := q.Get("state_in"); v != "" {
+		states = map[string]bool{}
+		for _, st := range strings.Split(v, ",") {
+			states[st] = true
+		}
+	}
+	s.mu.Lock()
+	out := []map[string]any{}
+	now := s.now()
+	for _, j := range s.sortedJobs() {
+		s.advance(j, now)
+		if (states == nil && isJobTerminal(j.state)) || (states != nil && !states[j.state]) {
+			continue
+		}
+		if j.vo != id.vo || (q.Get("dlg_id") != "" && j.credID != q.Get("dlg_id")) {
+			continue
+		}
+		out = append(out, jobJSON(j))
+	}
+	s.mu.Unlock()
+	if limit >= 0 {
+		// FTS then lists the newest first.
+		slices.Reverse(out)
+		out = out[:min(limit, len(out))]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleCancel serves DELETE /jobs/{ids}.
+func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+	ids := strings.Split(args[0], ",")
+	s.mu.Lock()
+	now := s.now()
+	responses := s.modifyJobs(ids, func(j *job) {
+		reason := reasonUserCancel
+		j.state, j.canceled, j.reason, j.finished = stateCanceled, true, &reason, &now
+		for _, f := range j.files {
+			if !isFileActive(f.state) {
+				continue
+			}
+			if f.running() {
+				at := now
+				f.cancelAt = &at // its url-copy still has to die
+			} else {
+				f.finishTime = &now
+			}
+			f.state, f.reason, f.reasonSet = stateCanceled, reasonUserCancel, true
+		}
+	})
+	s.mu.Unlock()
+	multistatus(w, responses, len(ids) > 1)
+}
+
+// modifyJobs applies change to each active job of ids and returns FTS's
+// per-job replies: the job with "200 Ok", the job with "304 Not Modified"
+// when it is terminal, or a 404 error entry. Callers hold s.mu.
+func (s *Simulator) modifyJobs(ids []string, change func(j *job)) []map[string]any {
+	var responses []map[string]any
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		j := s.lookup(id)
+		switch {
+		case j == nil:
+			responses = append(responses, errorDict(id, http.StatusNotFound, notFoundMsg(id)))
+		case isJobTerminal(j.state):
+			d := jobJSON(j)
+			d["http_status"], d["http_message"] = "304 Not Modified", "The job is in a terminal state"
+			responses = append(responses, d)
+		default:
+			change(j)
+			d := jobJSON(j)
+			d["http_status"], d["http_message"] = "200 Ok", nil
+			responses = append(responses, d)
+		}
+	}
+	return responses
+}
+
+// multistatus replies like FTS's _multistatus: with several ids a list, 207
+// when it holds an error entry; with one id the entry alone, with its own
+// status when it is an error.
+func multistatus(w http.ResponseWriter, responses []map[string]any, multi bool) {
+	if multi {
+		code := http.StatusOK
+		for _, d := range responses {
+			if _, isJob := d["job_state"]; !isJob && !strings.HasPrefix(d["http_status"].(string), "2") {
+				code = http.StatusMultiStatus
+			}
+		}
+		writeJSON(w, code, responses)
+		return
+	}
+	if len(responses) == 0 {
+		writeError(w, http.StatusNotFound, notFoundMsg(""))
+		return
+	}
+	single := responses[0]
+	if st := single["http_status"].(string); st != "200 Ok" && st != "304 Not Modified" {
+		code, _ := strconv.Atoi(strings.Fields(st)[0])
+		writeJSON(w, code, single)
+		return
+	}
+	writeJSON(w, http.StatusOK, single)
+}
+
+// handleCancelFiles serves DELETE /jobs/{id}/files/{fids}.
+func (s *Simulator) handleCancelFiles(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+	s.withJob(w, args[0], func(j *job) { s.cancelFiles(w, j, args[1]) })
+}
+
+func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
+	if j.jobType != "N" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Multihop or reuse jobs must be cancelled at once (%s)", j.jobType))
+		return
+	}
+	now := s.now()
+	var changed []string
+	for _, sid := range strings.Split(fids, ",") {
+		fid, err := strconv.ParseInt(sid, 10, 64)
+		var f *file
+		for _, c := range j.files {
+			if err == nil && c.id == fid {
+				f = c
+			}
+		}
+		switch {
+		case f == nil:
+			changed = append(changed, "File does not belong to the job")
+		case !isFileActive(f.state):
+			changed = append(changed, f.state)
+		default:
+			f.state, f.finishTime = stateCanceled, &now
+			changed = append(changed, stateCanceled)
+		}
+	}
+	active := false
+	for _, f := range j.files {
+		active = active || isFileActive(f.state)
+	}
+	if !active && !isJobTerminal(j.state) {
+		j.state, j.canceled, j.finished = stateCanceled, true, &now
+	}
+	if len(changed) > 1 {
+		writeJSON(w, http.StatusOK, changed)
+		return
+	}
+	writeJSON(w, http.StatusOK, changed[0])
+}
+
+// handleModify serves POST /jobs/{ids} with {"params":{"priority":N}}.
+func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, _ *identity, args []string) {
+	body, serr := readSubmission(r)
+	if serr != nil {
+		writeError(w, serr.code, serr.msg)
+		return
+	}
+	prio := 0
+	if params, ok := body["params"].(map[string]any); ok {
+		if v, given := params["priority"]; given {
+			n, perr := pyInt("priority", v)
+			if perr != nil {
+				writeError(w, http.StatusBadRequest, "Invalid priority value")
+				return
+			}
+			prio = n
+		}
+	}
+	ids := strings.Split(args[0], ",")
+	s.mu.Lock()
+	responses := s.modifyJobs(ids, func(j *job) {
+		if prio != 0 {
+			j.priority = min(max(prio, 1), 5)
+		}
+	})
+	s.mu.Unlock()
+	multistatus(w, responses, len(ids) > 1)
+}

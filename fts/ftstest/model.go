@@ -1,0 +1,411 @@
+package ftstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// File and job states (FTS3 model/file.py, model/job.py).
+const (
+	stateStaging       = "STAGING"
+	stateSubmitted     = "SUBMITTED"
+	stateReady         = "READY"
+	stateActive        = "ACTIVE"
+	stateFinished      = "FINISHED"
+	stateFailed        = "FAILED"
+	stateCanceled      = "CANCELED"
+	stateNotUsed       = "NOT_USED"
+	stateFinishedDirty = "FINISHEDDIRTY"
+)
+
+// Reasons FTS writes itself.
+const (
+	reasonUserCancel  = "Job canceled by the user"
+	reasonQueueExpiry = "Job has been canceled because it stayed in the queue for too long (max-time-in-queue timeout)"
+	reasonJobFailed   = "One or more files failed. Please have a look at the details for more information"
+)
+
+// cancelGrace is how long after a cancellation the url-copy of a running
+// file takes to die; until then its finish_time stays null, as in FTS.
+const cancelGrace = time.Second
+
+type job struct {
+	id, sid          string
+	state, jobType   string
+	reason           *string
+	userDN, credID   string
+	vo               string
+	sourceSE, destSE *string
+	submitTime       time.Time
+	finished         *time.Time
+	priority         int
+	retry            int
+	retryDelay       int
+	canceled         bool
+	overwrite        string // FTS overwrite letter, "" for none
+	verifyChecksum   string // n, s, t or b
+	bringOnline      int
+	copyPinLifetime  int
+	archiveTimeout   int
+	expiry           *int64 // max_time_in_queue as an epoch
+	metadata         any
+	spaceToken       string
+	sourceSpaceToken string
+	internalParams   *string
+	dstFileReport    bool
+	targetQos        *string
+	everActive       bool
+	staging          bool // bring_online or copy_pin_lifetime: files start STAGING
+	expired          bool // the max_time_in_queue expiry was applied
+	files            []*file
+}
+
+type retryRow struct {
+	attempt int
+	at      time.Time
+	reason  string
+	host    string
+}
+
+type file struct {
+	id                int64
+	index             int
+	job               *job
+	state             string
+	sourceSURL        string
+	destSURL          string
+	sourceSE, destSE  string
+	reason            string
+	reasonSet         bool // reason is NULL in FTS until first written
+	recoverable       *bool
+	filesize          int64
+	userFilesize      int64
+	checksum          string
+	startTime         *time.Time
+	finishTime        *time.Time
+	txDuration        float64
+	throughput        float64
+	retry             int
+	host              *string
+	metadata          any
+	activity          string
+	selectionStrategy string
+	hashedID          int
+
+	stagingStart, stagingFinished *time.Time
+
+	queuedAt  time.Time  // when the current attempt may leave SUBMITTED or STAGING
+	readyAt   time.Time  // when it became READY
+	activeAt  time.Time  // when it became ACTIVE
+	attempt   int        // current attempt, from 0
+	cancelAt  *time.Time // canceled while running: finish_time pending
+	retryRows []retryRow
+}
+
+func isTerminal(state string) bool {
+	return state == stateFinished || state == stateFailed || state == stateCanceled
+}
+
+func isJobTerminal(state string) bool {
+	return isTerminal(state) || state == stateFinishedDirty
+}
+
+// isFileActive reports FTS's FileActiveStates among those simulated.
+func isFileActive(state string) bool {
+	return state == stateStaging || state == stateSubmitted || state == stateReady || state == stateActive
+}
+
+// entryState is the state a file enters the queue in.
+func (j *job) entryState() string {
+	if j.staging {
+		return stateStaging
+	}
+	return stateSubmitted
+}
+
+func (f *file) running() bool { return f.state == stateReady || f.state == stateActive }
+
+// advance brings the job to the simulated time now: every file moves
+// through the transitions whose time has come, then the job state is
+// aggregated. Files are advanced in order, so a hop or replica activated by
+// an earlier file is advanced in the same pass. A queue expiry within the
+// period is applied at its own time.
+func (s *Simulator) advance(j *job, now time.Time) {
+	if j.expiry != nil && !j.expired {
+		if exp := time.Unix(*j.expiry, 0).UTC(); !exp.After(now) {
+			s.advanceFiles(j, exp)
+			s.expire(j, exp)
+		}
+	}
+	s.advanceFiles(j, now)
+}
+
+func (s *Simulator) advanceFiles(j *job, now time.Time) {
+	for _, f := range j.files {
+		s.advanceFile(f, now)
+	}
+	s.aggregate(j)
+}
+
+// expire cancels the queued files of a job still active at its
+// max_time_in_queue (FTS cancelExpiredJobsForVo); running files go on.
+func (s *Simulator) expire(j *job, exp time.Time) {
+	j.expired = true
+	if isJobTerminal(j.state) {
+		return
+	}
+	for _, f := range j.files {
+		if f.state == stateStaging || f.state == stateSubmitted || f.state == stateNotUsed {
+			at := exp
+			f.state, f.reason, f.reasonSet, f.finishTime = stateCanceled, reasonQueueExpiry, true, &at
+		}
+	}
+	s.aggregate(j)
+}
+
+func (s *Simulator) advanceFile(f *file, now time.Time) {
+	if f.cancelAt != nil && f.finishTime == nil && !now.Before(f.cancelAt.Add(cancelGrace)) {
+		t := f.cancelAt.Add(cancelGrace)
+		f.finishTime = &t
+	}
+	for !isTerminal(f.state) && f.state != stateNotUsed {
+		next := f.nextEvent(s.opts)
+		if next.After(now) {
+			return
+		}
+		s.step(f, next)
+	}
+}
+
+func (f *file) nextEvent(o Options) time.Time {
+	switch f.state {
+	case stateStaging, stateSubmitted:
+		return f.queuedAt.Add(o.QueueDelay)
+	case stateReady:
+		return f.readyAt.Add(o.StartDelay)
+	default:
+		return f.activeAt.Add(o.TransferTime)
+	}
+}
+
+// step applies the transition due at t.
+func (s *Simulator) step(f *file, t time.Time) {
+	switch f.state {
+	case stateStaging:
+		start, end := f.queuedAt, t
+		f.state, f.stagingStart, f.stagingFinished, f.queuedAt = stateSubmitted, &start, &end, t
+	case stateSubmitted:
+		f.state, f.readyAt, f.reason, f.reasonSet = stateReady, t, "", true
+		start := t
+		f.startTime = &start
+		host := fmt.Sprintf("fts-sim-%02d.example.org", mix(uint64(s.opts.Seed), uint64(f.id))%3+1)
+		f.host = &host
+		f.job.everActive = true
+	case stateReady:
+		f.state, f.activeAt = stateActive, t
+	case stateActive:
+		s.finishAttempt(f, t)
+	}
+}
+
+// finishAttempt ends the ACTIVE attempt at t: a drawn failure, or the real
+// copy in LocalFiles mode, or success.
+func (s *Simulator) finishAttempt(f *file, t time.Time) {
+	h := mix(uint64(s.opts.Seed)^uint64(f.id)<<20, uint64(f.attempt)+1)
+	local := s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL)
+	reason, copied := "", false
+	if local {
+		// url-copy checks the source and the destination before it copies
+		// anything: a drawn transfer failure can only happen after that.
+		reason = s.checkLocal(f)
+	}
+	if reason == "" && unit(h) < s.failureRate {
+		reasons := s.opts.FailureReasons
+		reason = reasons[mix(h, 7)%uint64(len(reasons))]
+	} else if reason == "" && local {
+		var size int64
+		size, reason = s.copyLocal(f)
+		copied = reason == ""
+		f.filesize = size
+	}
+	tx := t.Sub(f.activeAt).Seconds()
+	end := t
+	f.finishTime = &end
+	f.txDuration = tx
+	if reason == "" {
+		f.state = stateFinished
+		size := f.filesize // the bytes really copied
+		if !copied {
+			size = f.userFilesize
+		}
+		if !copied && size <= 0 {
+			size = int64(1<<20 + mix(h, 11)%(2<<30))
+		}
+		f.filesize = size
+		if tx > 0 {
+			f.throughput = float64(size) / (1 << 20) / tx
+		}
+		s.afterTerminal(f, t)
+		return
+	}
+	s.fail(f, t, reason)
+}
+
+// fail records a failed attempt: retried later (back to SUBMITTED) when the
+// reason is recoverable and retries are left, else FAILED, or CANCELED for
+// ECANCELED.
+func (s *Simulator) fail(f *file, t time.Time, reason string) {
+	rec := recoverable(reason)
+	f.reason, f.reasonSet, f.recoverable = reason, true, &rec
+	f.throughput = 0
+	if rec && f.retry < f.job.maxRetries(s.opts.DefaultRetry) {
+		host := ""
+		if f.host != nil {
+			host = *f.host
+		}
+		f.retryRows = append(f.retryRows, retryRow{attempt: f.retry + 1, at: t, reason: reason, host: host})
+		f.retry++
+		f.attempt++
+		f.state = stateSubmitted
+		f.startTime, f.finishTime, f.host = nil, nil, nil
+		f.txDuration = 0
+		f.queuedAt = t.Add(f.job.effectiveRetryDelay())
+		return
+	}
+	f.state = stateFailed
+	if errnoOf(reason) == errECANCELED {
+		f.state = stateCanceled
+	}
+	s.afterTerminal(f, t)
+}
+
+// maxRetries is FTS's getRetry: retry 0 means the server default, a
+// negative retry none; multi-replica and multihop jobs are never retried.
+func (j *job) maxRetries(serverDefault int) int {
+	if j.jobType == "R" || j.jobType == "H" {
+		return 0
+	}
+	switch {
+	case j.retry == 0:
+		return serverDefault
+	case j.retry < 0:
+		return 0
+	}
+	return j.retry
+}
+
+func (j *job) effectiveRetryDelay() time.Duration {
+	if j.retryDelay <= 0 {
+		return 120 * time.Second
+	}
+	return time.Duration(j.retryDelay) * time.Second
+}
+
+// afterTerminal activates what a terminal file unblocks: the next hop of a
+// multihop job when a hop finished, the next replica when one failed.
+func (s *Simulator) afterTerminal(f *file, t time.Time) {
+	j := f.job
+	switch {
+	case j.jobType == "H" && f.state == stateFinished:
+		for _, n := range j.files {
+			if n.index == f.index+1 && n.state == stateNotUsed {
+				n.state, n.queuedAt = stateSubmitted, t
+				return
+			}
+		}
+	case j.jobType == "R" && f.state == stateFailed:
+		for _, n := range j.files {
+			if n.index == f.index && n.state == stateNotUsed {
+				n.state, n.queuedAt = j.entryState(), t
+				return
+			}
+		}
+	}
+}
+
+// aggregate sets the job state from its files (FTS updateJobTransferStatus):
+// ACTIVE once a file was scheduled; when no file is active any more, counted
+// per file index, FINISHED, FINISHEDDIRTY, FAILED or CANCELED.
+func (s *Simulator) aggregate(j *job) {
+	if isJobTerminal(j.state) {
+		return
+	}
+	var last time.Time
+	for _, f := range j.files {
+		if isFileActive(f.state) {
+			if j.everActive {
+				j.state = stateActive
+			}
+			return
+		}
+		if f.finishTime != nil && f.finishTime.After(last) {
+			last = *f.finishTime
+		}
+		if f.cancelAt != nil && f.cancelAt.After(last) {
+			last = *f.cancelAt
+		}
+	}
+	finished, failed, indexes := 0, 0, 0
+	byIndex := map[int]string{}
+	for _, f := range j.files {
+		st, seen := byIndex[f.index]
+		switch {
+		case f.state == stateFinished:
+			byIndex[f.index] = stateFinished
+		case f.state == stateFailed && st != stateFinished:
+			byIndex[f.index] = stateFailed
+		case f.state == stateCanceled && !seen:
+			byIndex[f.index] = stateCanceled
+		}
+	}
+	for _, st := range byIndex {
+		indexes++
+		switch st {
+		case stateFinished:
+			finished++
+		case stateFailed:
+			failed++
+		}
+	}
+	reason := ""
+	switch {
+	case finished == indexes:
+		j.state = stateFinished
+	case finished > 0 && failed > 0 && j.jobType != "H":
+		j.state, reason = stateFinishedDirty, reasonJobFailed
+	case failed > 0:
+		j.state, reason = stateFailed, reasonJobFailed
+	default:
+		j.state = stateCanceled
+		if j.expired {
+			reason = reasonQueueExpiry
+		}
+	}
+	j.reason = &reason
+	j.finished = &last
+}
+
+// SimFile is one file the simulator received, as GET /sim/files lists it.
+type SimFile struct {
+	JobID       string          `json:"job_id"`
+	SID         string          `json:"sid"`
+	FileID      int64           `json:"file_id"`
+	Source      string          `json:"source"`
+	Destination string          `json:"destination"`
+	State       string          `json:"state"`
+	Reason      string          `json:"reason"`
+	Submitted   time.Time       `json:"submitted"`
+	Retries     int             `json:"retries"`
+	Metadata    json.RawMessage `json:"metadata"`
+}
+
+func (f *file) sim() SimFile {
+	md, _ := json.Marshal(f.metadata)
+	return SimFile{
+		JobID: f.job.id, SID: f.job.sid, FileID: f.id,
+		Source: f.sourceSURL, Destination: f.destSURL,
+		State: f.state, Reason: f.reason, Submitted: f.job.submitTime,
+		Retries: f.retry, Metadata: md,
+	}
+}

@@ -1,0 +1,220 @@
+package ftstest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// PKI is a throw-away grid PKI for tests: a CA, a server certificate for
+// 127.0.0.1/localhost, a user certificate and an RFC 3820 proxy of it.
+type PKI struct {
+	// CAPool holds the CA certificate.
+	CAPool *x509.CertPool
+	// CADir is a directory holding the CA certificate as a .pem file, to use
+	// as X509_CERT_DIR.
+	CADir string
+	// Server is the server certificate and key (for TLSOptions.Cert).
+	Server tls.Certificate
+	// UserCertPEM and UserKeyPEM are the user's certificate and
+	// unencrypted RSA key.
+	UserCertPEM, UserKeyPEM []byte
+	// ProxyPEM is an RFC 3820 proxy valid 12 hours: proxy certificate, its
+	// key, then the user certificate, as in /tmp/x509up_u<uid>.
+	ProxyPEM []byte
+	// UserDN is the user's DN in FTS's form ("/DC=org/.../CN=...").
+	UserDN string
+
+	userCert *x509.Certificate
+	userKey  *rsa.PrivateKey
+}
+
+var (
+	keyPoolOnce sync.Once
+	keyPool     [4]*rsa.PrivateKey
+	keyPoolErr  error
+)
+
+// pooledKeys returns RSA keys generated once per process: generating RSA
+// keys is slow, and test PKIs need not be unique.
+func pooledKeys() ([4]*rsa.PrivateKey, error) {
+	keyPoolOnce.Do(func() {
+		var wg sync.WaitGroup
+		errs := make([]error, len(keyPool))
+		for i := range keyPool {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				keyPool[i], errs[i] = rsa.GenerateKey(rand.Reader, 2048)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				keyPoolErr = err
+			}
+		}
+	})
+	return keyPool, keyPoolErr
+}
+
+var (
+	oidDC  = asn1.ObjectIdentifier{0, 9, 2342, 19200300, 100, 1, 25}
+	oidOU  = asn1.ObjectIdentifier{2, 5, 4, 11}
+	serial = struct {
+		sync.Mutex
+		n int64
+	}{n: time.Now().UnixNano()}
+)
+
+func nextSerial() *big.Int {
+	serial.Lock()
+	defer serial.Unlock()
+	serial.n++
+	return big.NewInt(serial.n)
+}
+
+// rawName encodes RDNs in the given order (pkix.Name would reorder them).
+func rawName(t testing.TB, rdns ...pkix.AttributeTypeAndValue) []byte {
+	t.Helper()
+	seq := make(pkix.RDNSequence, len(rdns))
+	for i, a := range rdns {
+		seq[i] = pkix.RelativeDistinguishedNameSET{a}
+	}
+	der, err := asn1.Marshal(seq)
+	if err != nil {
+		t.Fatalf("ftstest: encode name: %v", err)
+	}
+	return der
+}
+
+func atv(oid asn1.ObjectIdentifier, v string) pkix.AttributeTypeAndValue {
+	return pkix.AttributeTypeAndValue{Type: oid, Value: v}
+}
+
+func createCert(t testing.TB, tmpl, parent *x509.Certificate, pub, signer any) *x509.Certificate {
+	t.Helper()
+	if parent == nil {
+		parent = tmpl // self-signed
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		t.Fatalf("ftstest: create certificate: %v", err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatalf("ftstest: parse certificate: %v", err)
+	}
+	return c
+}
+
+func certPEM(c *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+}
+
+func keyPEM(k *rsa.PrivateKey) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+}
+
+// NewPKI makes a CA, a server certificate for 127.0.0.1, ::1 and localhost,
+// a user certificate and a 12-hour RFC 3820 proxy.
+func NewPKI(t testing.TB) *PKI {
+	t.Helper()
+	keys, err := pooledKeys()
+	if err != nil {
+		t.Fatalf("ftstest: generate keys: %v", err)
+	}
+	// Each PKI has its own CA key (ECDSA: fast to make), so PKIs do not
+	// trust each other's certificates.
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("ftstest: generate CA key: %v", err)
+	}
+	now := time.Now()
+	caSerial := nextSerial()
+	ca := createCert(t, &x509.Certificate{
+		SerialNumber: caSerial, RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "ASO Test CA "+caSerial.String())),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}, nil, &caKey.PublicKey, caKey)
+	srv := createCert(t, &x509.Certificate{
+		SerialNumber: nextSerial(), RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "localhost")),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}, ca, &keys[1].PublicKey, caKey)
+	user := createCert(t, &x509.Certificate{
+		SerialNumber: nextSerial(), RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidOU, "Users"), atv(oidCN, "aso test user")),
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, &keys[2].PublicKey, caKey)
+	p := &PKI{
+		CAPool: x509.NewCertPool(), CADir: t.TempDir(),
+		Server:      tls.Certificate{Certificate: [][]byte{srv.Raw, ca.Raw}, PrivateKey: keys[1], Leaf: srv},
+		UserCertPEM: certPEM(user), UserKeyPEM: keyPEM(keys[2]), UserDN: formatDN(user.RawSubject),
+		userCert: user, userKey: keys[2],
+	}
+	p.CAPool.AddCert(ca)
+	if err := os.WriteFile(filepath.Join(p.CADir, "aso-test-ca.pem"), certPEM(ca), 0o644); err != nil {
+		t.Fatalf("ftstest: write CA: %v", err)
+	}
+	p.ProxyPEM = makeProxy(t, p, keys[0], 12*time.Hour)
+	return p
+}
+
+// NewProxy makes another RFC 3820 proxy of p's user, valid from an hour ago
+// for lifetime from now (a negative lifetime gives an expired proxy).
+func NewProxy(t testing.TB, p *PKI, lifetime time.Duration) []byte {
+	t.Helper()
+	keys, err := pooledKeys()
+	if err != nil {
+		t.Fatalf("ftstest: generate keys: %v", err)
+	}
+	return makeProxy(t, p, keys[3], lifetime)
+}
+
+func makeProxy(t testing.TB, p *PKI, key *rsa.PrivateKey, lifetime time.Duration) []byte {
+	t.Helper()
+	now := time.Now()
+	sn := nextSerial()
+	var seq pkix.RDNSequence
+	if _, err := asn1.Unmarshal(p.userCert.RawSubject, &seq); err != nil {
+		t.Fatalf("ftstest: user subject: %v", err)
+	}
+	seq = append(seq, pkix.RelativeDistinguishedNameSET{atv(oidCN, sn.String())})
+	subject, err := asn1.Marshal(seq)
+	if err != nil {
+		t.Fatalf("ftstest: proxy subject: %v", err)
+	}
+	pci, err := asn1.Marshal(struct {
+		Policy struct{ Language asn1.ObjectIdentifier }
+	}{Policy: struct{ Language asn1.ObjectIdentifier }{asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 21, 1}}})
+	if err != nil {
+		t.Fatalf("ftstest: proxyCertInfo: %v", err)
+	}
+	notBefore := now.Add(-time.Hour)
+	if lifetime < 0 {
+		notBefore = now.Add(lifetime - time.Hour)
+	}
+	proxy := createCert(t, &x509.Certificate{
+		SerialNumber: sn, RawSubject: subject, NotBefore: notBefore, NotAfter: now.Add(lifetime),
+		KeyUsage:        x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtraExtensions: []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}},
+	}, p.userCert, &key.PublicKey, p.userKey)
+	out := certPEM(proxy)
+	out = append(out, keyPEM(key)...)
+	return append(out, certPEM(p.userCert)...)
+}

@@ -1,0 +1,100 @@
+package ftstest
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Errno values FTS's retry heuristics look at (Linux numbering, as FTS
+// reports them whatever the platform the simulator runs on).
+const (
+	errEPERM           = 1
+	errEIO             = 5
+	errENOENT          = 2
+	errE2BIG           = 7
+	errEACCES          = 13
+	errEEXIST          = 17
+	errENOTDIR         = 20
+	errEISDIR          = 21
+	errEINVAL          = 22
+	errEFBIG           = 27
+	errENOSPC          = 28
+	errEROFS           = 30
+	errENAMETOOLONG    = 36
+	errEPROTONOSUPPORT = 93
+	errETIMEDOUT       = 110
+	errECANCELED       = 125
+)
+
+var reasonRE = regexp.MustCompile(`^(SOURCE|DESTINATION|TRANSFER|GENERAL_FAILURE) \[(\d+)\] (.*)$`)
+
+// parseReason splits an FTS reason "<SCOPE> [<errno>] <message>".
+func parseReason(reason string) (scope string, errno int, msg string) {
+	m := reasonRE.FindStringSubmatch(reason)
+	if m == nil {
+		return "", 0, reason
+	}
+	n, _ := strconv.Atoi(m[2])
+	return m[1], n, m[3]
+}
+
+func errnoOf(reason string) int {
+	_, n, _ := parseReason(reason)
+	return n
+}
+
+var (
+	impliesRetry = []string{
+		"performance marker", "Name or service not known", "Connection timed out",
+		"end-of-file was reached", "end of file occurred", "SRM_INTERNAL_ERROR",
+		"was forcefully killed", "operation timeout",
+	}
+	impliesNoRetry = []string{
+		"proxy expired", "with an error 550 File not found", "File exists and overwrite",
+		"No such file or directory", "SRM_INVALID_PATH", "The certificate has expired",
+		"The available CRL has expired", "SRM Authentication failed", "SRM_DUPLICATION_ERROR",
+		"SRM_AUTHENTICATION_FAILURE", "SRM_NO_FREE_SPACE", "digest too big for rsa key",
+		"Can not determine address of local host", "Permission denied",
+		"System error in write into HDFS", "File exists", "checksum do not match", "CHECKSUM MISMATCH",
+	}
+	noRetryErrno = map[string][]int{
+		"SOURCE":      {errENOENT, errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errENOTDIR, errEPROTONOSUPPORT},
+		"DESTINATION": {errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errEPROTONOSUPPORT, errEEXIST, errEROFS},
+		"TRANSFER":    {errENOSPC, errEPERM, errEACCES, errEEXIST, errEFBIG, errEROFS, errENAMETOOLONG, errEPROTONOSUPPORT},
+	}
+)
+
+// recoverable is FTS's retry heuristic (url-copy heuristics.cpp
+// retryTransfer): messages that imply a retry, ETIMEDOUT, then ECANCELED,
+// messages that forbid one, then per-scope errno lists. As the reference
+// (section 7.4) says, DESTINATION EEXIST and EROFS are not recoverable:
+// heuristics.cpp's case-sensitive "File exists" would miss FTS's own
+// "Destination file exists and overwrite is not enabled".
+func recoverable(reason string) bool {
+	scope, errno, msg := parseReason(reason)
+	if containsAny(msg, impliesRetry) || errno == errETIMEDOUT {
+		return true
+	}
+	if errno == errECANCELED || containsAny(msg, impliesNoRetry) {
+		return false
+	}
+	if scope != "SOURCE" && scope != "DESTINATION" {
+		scope = "TRANSFER"
+	}
+	for _, n := range noRetryErrno[scope] {
+		if n == errno {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAny(s string, needles []string) bool {
+	for _, n := range needles {
+		if strings.Contains(s, n) {
+			return true
+		}
+	}
+	return false
+}

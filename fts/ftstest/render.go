@@ -1,0 +1,186 @@
+package ftstest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/http"
+	"time"
+)
+
+// ftsTime formats a time as FTS does: naive UTC, seconds, no zone.
+const ftsTime = "2006-01-02T15:04:05"
+
+func timeOrNull(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UTC().Format(ftsTime)
+}
+
+func strOrNull(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// jobJSON is the job as FTS serialises its ORM object (model/job.py).
+func jobJSON(j *job) map[string]any {
+	var cancel any
+	if j.canceled {
+		cancel = true
+	}
+	var expiry any
+	if j.expiry != nil {
+		expiry = *j.expiry
+	}
+	return map[string]any{
+		"job_id":              j.id,
+		"source_se":           strOrNull(j.sourceSE),
+		"dest_se":             strOrNull(j.destSE),
+		"job_state":           j.state,
+		"job_type":            j.jobType,
+		"cancel_job":          cancel,
+		"submit_host":         "fts-sim.example.org",
+		"user_dn":             j.userDN,
+		"cred_id":             j.credID,
+		"vo_name":             j.vo,
+		"reason":              strOrNull(j.reason),
+		"submit_time":         timeOrNull(&j.submitTime),
+		"priority":            j.priority,
+		"max_time_in_queue":   expiry,
+		"space_token":         j.spaceToken,
+		"internal_job_params": strOrNull(j.internalParams),
+		"dst_file_report":     j.dstFileReport,
+		"overwrite_flag":      j.overwrite == "Y",
+		"job_finished":        timeOrNull(j.finished),
+		"source_space_token":  j.sourceSpaceToken,
+		"copy_pin_lifetime":   j.copyPinLifetime,
+		"verify_checksum":     j.verifyChecksum,
+		"bring_online":        j.bringOnline,
+		"archive_timeout":     j.archiveTimeout,
+		"target_qos":          strOrNull(j.targetQos),
+		"job_metadata":        j.metadata,
+		"retry":               j.retry,
+		"retry_delay":         j.retryDelay,
+	}
+}
+
+// fileJSON is the file as FTS serialises it (model/file.py).
+func fileJSON(f *file) map[string]any {
+	var rec, pid, logFile, reason any
+	if f.reasonSet {
+		reason = f.reason
+	}
+	if f.recoverable != nil {
+		rec = *f.recoverable
+	}
+	if f.startTime != nil {
+		pid = 10000 + f.id%50000
+		logFile = fmt.Sprintf("/var/log/fts3/transfers/%s/%d.log", f.startTime.UTC().Format("2006-01-02"), f.id)
+	}
+	return map[string]any{
+		"file_id":              f.id,
+		"hashed_id":            f.hashedID,
+		"file_index":           f.index,
+		"job_id":               f.job.id,
+		"dest_surl_uuid":       nil,
+		"vo_name":              f.job.vo,
+		"source_se":            f.sourceSE,
+		"dest_se":              f.destSE,
+		"priority":             f.job.priority,
+		"file_state":           f.state,
+		"transfer_host":        strOrNull(f.host),
+		"source_surl":          f.sourceSURL,
+		"dest_surl":            f.destSURL,
+		"staging_host":         nil,
+		"reason":               reason,
+		"recoverable":          rec,
+		"filesize":             f.filesize,
+		"checksum":             f.checksum,
+		"finish_time":          timeOrNull(f.finishTime),
+		"start_time":           timeOrNull(f.startTime),
+		"archive_start_time":   nil,
+		"archive_finish_time":  nil,
+		"internal_file_params": nil,
+		"pid":                  pid,
+		"tx_duration":          f.txDuration,
+		"throughput":           f.throughput,
+		"retry":                f.retry,
+		"user_filesize":        f.userFilesize,
+		"file_metadata":        f.metadata,
+		"staging_start":        timeOrNull(f.stagingStart),
+		"staging_finished":     timeOrNull(f.stagingFinished),
+		"selection_strategy":   f.selectionStrategy,
+		"bringonline_token":    nil,
+		"log_file":             logFile,
+		"log_debug":            nil,
+		"activity":             f.activity,
+	}
+}
+
+// retryJSON is one row of GET /jobs/{id}/files/{fid}/retries.
+func retryJSON(f *file, r retryRow) map[string]any {
+	return map[string]any{
+		"file_id":       f.id,
+		"attempt":       r.attempt,
+		"datetime":      r.at.UTC().Format(ftsTime),
+		"reason":        r.reason,
+		"transfer_host": r.host,
+		"log_file":      fmt.Sprintf("/var/log/fts3/transfers/%s/%d.%d.log", r.at.UTC().Format("2006-01-02"), f.id, r.attempt),
+	}
+}
+
+// errorDict is the per-job error entry of bulk replies and single-id 404s.
+func errorDict(id string, code int, msg string) map[string]any {
+	return map[string]any{
+		"job_id":       id,
+		"http_status":  fmt.Sprintf("%d %s", code, statusName(code)),
+		"http_message": msg,
+	}
+}
+
+// statusName is werkzeug's name of an HTTP status code.
+func statusName(code int) string {
+	switch code {
+	case http.StatusOK:
+		return "Ok"
+	case 419:
+		return "Unknown Error"
+	}
+	if t := http.StatusText(code); t != "" {
+		return t
+	}
+	return "Unknown Error"
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError writes a view error as FTS does: {"status":"<code> <Name>","message":..}.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"status": fmt.Sprintf("%d %s", code, statusName(code)), "message": msg})
+}
+
+// writeHTMLError writes a middleware error as a werkzeug HTML page.
+func writeHTMLError(w http.ResponseWriter, code int, msg string) {
+	name := statusName(code)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "<!doctype html>\n<html lang=en>\n<title>%d %s</title>\n<h1>%s</h1>\n<p>%s</p>\n", code, name, name, html.EscapeString(msg))
+}
+
+// msg503 is werkzeug's ServiceUnavailable description.
+const msg503 = "The server is temporarily unable to service your request due to maintenance downtime or capacity problems. Please try again later."

@@ -1,0 +1,256 @@
+package ftstest
+
+import (
+	"crypto/rsa"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Simulator is an FTS3 server in memory: an http.Handler. Its knobs are safe
+// to call while it serves.
+type Simulator struct {
+	opts  Options
+	start time.Time // real time at creation, for Speed
+
+	mu          sync.Mutex
+	jobs        map[string]*job
+	ledger      []*file // every file ever received, also of lost jobs
+	nextFileID  int64
+	ids         *uuid1Gen
+	failureRate float64
+	counts      map[string]int
+	fail503     int
+	hang        chan struct{} // non-nil while hanging; closed to release
+	dlg         map[string]*delegation
+}
+
+// delegation is one user's delegation state: the key of the pending
+// request, and the termination time of the stored proxy.
+type delegation struct {
+	key         *rsa.PrivateKey
+	csrPEM      []byte
+	termination *time.Time
+}
+
+// New returns a simulator configured by opts.
+func New(opts Options) *Simulator {
+	opts = opts.withDefaults()
+	return &Simulator{
+		opts:        opts,
+		start:       time.Now(),
+		jobs:        map[string]*job{},
+		nextFileID:  1,
+		ids:         newUUID1Gen(opts.Seed),
+		failureRate: opts.FailureRate,
+		counts:      map[string]int{},
+		dlg:         map[string]*delegation{},
+	}
+}
+
+// now is the simulated time.
+func (s *Simulator) now() time.Time {
+	if s.opts.Now != nil {
+		return s.opts.Now().UTC()
+	}
+	el := time.Since(s.start)
+	return s.start.Add(time.Duration(float64(el) * s.opts.Speed)).UTC()
+}
+
+// SetHang makes the simulator hold every request without answering (until
+// SetHang(false) or the client gives up), for timeout tests.
+func (s *Simulator) SetHang(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.hang == nil:
+		s.hang = make(chan struct{})
+	case !on && s.hang != nil:
+		close(s.hang)
+		s.hang = nil
+	}
+}
+
+// Fail503 makes the next n requests fail with 503 and the HTML page of
+// FTS's database TimeoutHandler.
+func (s *Simulator) Fail503(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail503 = n
+}
+
+// LoseJob forgets a job, as when FTS archives or loses it: it answers 404
+// afterwards. Its files stay in Files.
+func (s *Simulator) LoseJob(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.jobs, id)
+}
+
+// SetFailureRate changes the probability that an attempt fails; it applies
+// to attempts that end from now on.
+func (s *Simulator) SetFailureRate(p float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failureRate = p
+}
+
+// ExpireDelegation makes every delegated proxy expired, so the next
+// submission of an X.509 client gets 419 until it delegates again.
+func (s *Simulator) ExpireDelegation() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	past := time.Now().Add(-time.Second).UTC()
+	for _, d := range s.dlg {
+		if d.termination != nil {
+			d.termination = &past
+		}
+	}
+}
+
+// Files lists every file the simulator received, in submission order, with
+// its current state (the content of GET /sim/files).
+func (s *Simulator) Files() []SimFile {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for _, j := range s.jobs {
+		s.advance(j, now)
+	}
+	out := make([]SimFile, len(s.ledger))
+	for i, f := range s.ledger {
+		out[i] = f.sim()
+	}
+	return out
+}
+
+// Requests returns how many requests of each kind were received: "submit",
+// "status" (GET /jobs/ids), "files", "retries", "field", "list", "cancel",
+// "cancel_files", "modify", "whoami", "version", "delegation" (PUT of a
+// proxy), "delegation_request", "delegation_info", "delegation_delete",
+// "unknown". Requests refused by Fail503 or authentication count too;
+// GET /sim/files does not.
+func (s *Simulator) Requests() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.counts))
+	for k, v := range s.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// handlerFunc serves an authenticated request; args are the path's
+// variable parts.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, id *identity, args []string)
+
+// route is a resolved request: its kind (for the counters) and handler.
+type route struct {
+	kind string
+	h    handlerFunc
+	args []string
+}
+
+func (s *Simulator) resolve(r *http.Request) route {
+	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	m := r.Method
+	get, del := m == http.MethodGet, m == http.MethodDelete
+	switch {
+	case r.URL.Path == "/" && get:
+		return route{kind: "version", h: s.handleVersion}
+	case len(p) == 1 && p[0] == "whoami" && get:
+		return route{kind: "whoami", h: s.handleWhoami}
+	case len(p) == 1 && p[0] == "jobs" && (m == http.MethodPost || m == http.MethodPut):
+		return route{kind: "submit", h: s.handleSubmit}
+	case len(p) == 1 && p[0] == "jobs" && get:
+		return route{kind: "list", h: s.handleList}
+	case len(p) == 2 && p[0] == "jobs" && get:
+		return route{kind: "status", h: s.handleStatus, args: p[1:]}
+	case len(p) == 2 && p[0] == "jobs" && del:
+		return route{kind: "cancel", h: s.handleCancel, args: p[1:]}
+	case len(p) == 2 && p[0] == "jobs" && m == http.MethodPost:
+		return route{kind: "modify", h: s.handleModify, args: p[1:]}
+	case len(p) == 3 && p[0] == "jobs" && p[2] == "files" && get:
+		return route{kind: "files", h: s.handleFiles, args: p[1:2]}
+	case len(p) == 3 && p[0] == "jobs" && get:
+		return route{kind: "field", h: s.handleField, args: p[1:]}
+	case len(p) == 4 && p[0] == "jobs" && p[2] == "files" && del:
+		return route{kind: "cancel_files", h: s.handleCancelFiles, args: []string{p[1], p[3]}}
+	case len(p) == 5 && p[0] == "jobs" && p[2] == "files" && p[4] == "retries" && get:
+		return route{kind: "retries", h: s.handleRetries, args: []string{p[1], p[3]}}
+	case len(p) == 2 && p[0] == "delegation" && get:
+		return route{kind: "delegation_info", h: ownDelegation(s.handleDelegationInfo), args: p[1:]}
+	case len(p) == 2 && p[0] == "delegation" && del:
+		return route{kind: "delegation_delete", h: ownDelegation(s.handleDelegationDelete), args: p[1:]}
+	case len(p) == 3 && p[0] == "delegation" && p[2] == "request" && get:
+		return route{kind: "delegation_request", h: ownDelegation(s.handleDelegationRequest), args: p[1:2]}
+	case len(p) == 3 && p[0] == "delegation" && p[2] == "credential" && (m == http.MethodPut || m == http.MethodPost):
+		return route{kind: "delegation", h: ownDelegation(s.handleDelegationPut), args: p[1:2]}
+	}
+	return route{kind: "unknown", h: handleUnknown}
+}
+
+func handleUnknown(w http.ResponseWriter, _ *http.Request, _ *identity, _ []string) {
+	writeError(w, http.StatusNotFound, "The requested URL was not found on the server. If you entered the URL manually please check your spelling and try again.")
+}
+
+// ServeHTTP serves the FTS3 REST API and GET /sim/files.
+func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/sim/files" && r.Method == http.MethodGet {
+		writeJSON(w, http.StatusOK, s.Files())
+		return
+	}
+	rt := s.resolve(r)
+	s.mu.Lock()
+	s.counts[rt.kind]++
+	hang := s.hang
+	failing := s.fail503 > 0
+	if failing {
+		s.fail503--
+	}
+	s.mu.Unlock()
+
+	if s.opts.Latency > 0 {
+		t := time.NewTimer(s.opts.Latency)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if failing {
+		writeHTMLError(w, http.StatusServiceUnavailable, msg503)
+		return
+	}
+	id, code, msg := s.authenticate(r)
+	if id == nil {
+		writeHTMLError(w, code, msg)
+		return
+	}
+	rt.h(w, r, id, rt.args)
+}
+
+// sortedJobs returns the live jobs by submission time.
+func (s *Simulator) sortedJobs() []*job {
+	out := make([]*job, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		out = append(out, j)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].submitTime.Equal(out[b].submitTime) {
+			return out[a].submitTime.Before(out[b].submitTime)
+		}
+		return out[a].files[0].id < out[b].files[0].id
+	})
+	return out
+}

@@ -1,0 +1,138 @@
+package fts
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// BaseID is the namespace of FTS deterministic job ids.
+const BaseID = "01874efb-4735-4595-bc9c-591aef8240c9"
+
+// Submission is the body of POST /jobs.
+type Submission struct {
+	Files  []SubmitFile `json:"files"`
+	Params SubmitParams `json:"params"`
+}
+
+// SubmitFile is one transfer of a submission. Checksum reads "ADLER32:0a1b2c3d".
+type SubmitFile struct {
+	Sources      []string `json:"sources"`
+	Destinations []string `json:"destinations"`
+	Checksum     string   `json:"checksum,omitempty"`
+	Filesize     int64    `json:"filesize,omitempty"`
+	Metadata     any      `json:"metadata,omitempty"`
+	Activity     string   `json:"activity,omitempty"`
+}
+
+// SubmitParams are the job parameters of a submission. Zero values are left
+// out, so the server applies its defaults (retry 0 = server default, -1 =
+// none; priority 1..5, default 3; MaxTimeInQueue like "20h").
+type SubmitParams struct {
+	VerifyChecksum bool   `json:"verify_checksum,omitempty"`
+	Overwrite      bool   `json:"overwrite,omitempty"`
+	Retry          int    `json:"retry,omitempty"`
+	RetryDelay     int    `json:"retry_delay,omitempty"`
+	Priority       int    `json:"priority,omitempty"`
+	MaxTimeInQueue string `json:"max_time_in_queue,omitempty"`
+	JobMetadata    any    `json:"job_metadata,omitempty"`
+	IDGenerator    string `json:"id_generator,omitempty"` // "deterministic" with SID
+	SID            string `json:"sid,omitempty"`
+}
+
+// JobIDFromSID returns the id FTS gives a job submitted with
+// id_generator "deterministic" and this sid by a user of this VO.
+func JobIDFromSID(vo, sid string) string {
+	return jobIDFromSID(uuid.MustParse(BaseID), vo, sid)
+}
+
+func jobIDFromSID(base uuid.UUID, vo, sid string) string {
+	return uuid.NewSHA1(uuid.NewSHA1(base, []byte(vo)), []byte(sid)).String()
+}
+
+// Submit submits one job and returns its id. If the server asks for a
+// delegation (419), the proxy is delegated and the submission retried once.
+// A duplicate sid (409) gives a *DuplicateError naming the existing job.
+// Only failures where the server surely did not act are retried, so a
+// submission without a sid is never made twice by this call.
+func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
+	if err := checkSubmission(s); err != nil {
+		return "", fmt.Errorf("fts: submit: %w", err)
+	}
+	body, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("fts: submit: encode: %w", err)
+	}
+	rq := request{method: http.MethodPost, path: "/jobs", body: body}
+	r, err := c.send(ctx, rq)
+	if err == nil && r.status == 419 && c.proxy != nil {
+		if derr := c.delegate(ctx); derr != nil {
+			return "", fmt.Errorf("fts: submit: the server asks for a delegation (%s): %w", r.httpError().Message, derr)
+		}
+		r, err = c.send(ctx, rq)
+	}
+	if err != nil {
+		return "", fmt.Errorf("fts: submit: %w", err)
+	}
+	switch {
+	case r.status == http.StatusConflict:
+		return "", c.duplicate(ctx, s.Params.SID, r)
+	case r.status < 200 || r.status > 299:
+		return "", fmt.Errorf("fts: submit: %w", r.httpError())
+	}
+	var reply struct {
+		JobID flexString `json:"job_id"`
+	}
+	if err := json.Unmarshal(r.body, &reply); err != nil || reply.JobID == "" {
+		return "", fmt.Errorf("fts: submit: reply without a job id: %s", clip(string(r.body)))
+	}
+	return string(reply.JobID), nil
+}
+
+// duplicate builds the DuplicateError of a 409 reply. The job id is
+// computed from the sid, with the namespace the server reports in whoami.
+func (c *Client) duplicate(ctx context.Context, sid string, r *reply) error {
+	e := &DuplicateError{SID: sid, Message: r.httpError().Message}
+	if sid == "" {
+		return e
+	}
+	w, err := c.whoami(ctx)
+	if err != nil || len(w.VOs) == 0 {
+		return e
+	}
+	base, perr := uuid.Parse(w.BaseID)
+	if perr != nil {
+		base = uuid.MustParse(BaseID)
+	}
+	e.JobID = jobIDFromSID(base, w.VOs[0], sid)
+	return e
+}
+
+// checkSubmission refuses what the server would refuse with a vaguer message.
+func checkSubmission(s Submission) error {
+	if len(s.Files) == 0 {
+		return errors.New("no files")
+	}
+	for i, f := range s.Files {
+		if len(f.Sources) == 0 || len(f.Destinations) == 0 {
+			return fmt.Errorf("file %d: needs at least one source and one destination", i)
+		}
+		for _, u := range append(append([]string(nil), f.Sources...), f.Destinations...) {
+			if !strings.Contains(u, "://") {
+				return fmt.Errorf("file %d: %q is not a URL", i, u)
+			}
+		}
+		if f.Checksum != "" && !strings.Contains(f.Checksum, ":") {
+			return fmt.Errorf("file %d: checksum %q: want ALGORITHM:value", i, f.Checksum)
+		}
+	}
+	if (s.Params.IDGenerator == "deterministic") != (s.Params.SID != "") {
+		return errors.New(`params: id_generator "deterministic" and sid go together`)
+	}
+	return nil
+}

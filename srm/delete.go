@@ -1,0 +1,304 @@
+package srm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Statuses of a DeleteResult.
+const (
+	StatusDeleted = "DELETED" // the file was removed
+	StatusMissing = "MISSING" // there was no such file: as good as deleted
+	StatusFailed  = "FAILED"  // gfal-rm tried and failed; Errno and Message say why
+	StatusSkipped = "SKIPPED" // not attempted; Err says why
+)
+
+// Errors of Delete.
+var (
+	// ErrTimeout: a gfal-rm process ran out of time and was killed.
+	ErrTimeout = errors.New("timed out")
+	// ErrGfalRm: gfal-rm could not be run, or did not behave as gfal-rm
+	// does (usage error, crash, output out of step).
+	ErrGfalRm = errors.New("gfal-rm failed")
+	// ErrBadURL: a URL was not passed to gfal-rm because it has no scheme
+	// or contains control characters.
+	ErrBadURL = errors.New("bad URL")
+)
+
+// Defaults of a Deleter.
+const (
+	DefaultTimeout   = 180 * time.Second
+	DefaultBatchSize = 100
+)
+
+// childPath is the PATH of gfal-rm. gfal-rm runs the first python on PATH
+// that has the gfal2 module; /usr/bin/python3 is the one the Debian packages
+// install it for.
+const childPath = "/usr/bin:/bin"
+
+// maxOutput bounds what is kept of each stream of a gfal-rm process.
+const maxOutput = 4 << 20
+
+// GfalRmInstallHint says how to install gfal-rm and the plugins aso uses.
+func GfalRmInstallHint() string {
+	return "apt-get install gfal2-util-scripts gfal2-plugin-file gfal2-plugin-http gfal2-plugin-mock"
+}
+
+// Deleter deletes files with gfal-rm. The zero value is ready to use.
+type Deleter struct {
+	// Command is the gfal-rm program; default "gfal-rm", looked up in PATH.
+	Command string
+	// Timeout bounds each gfal-rm process: it is passed as -t (whole
+	// seconds, rounded up) and enforced with a deadline that kills the
+	// process. Default DefaultTimeout.
+	Timeout time.Duration
+	// Proxy is the X.509 proxy file, passed as X509_USER_PROXY if set.
+	Proxy string
+	// CertDir is the CA directory, passed as X509_CERT_DIR if set.
+	CertDir string
+	// BatchSize is the number of URLs per gfal-rm process; default
+	// DefaultBatchSize.
+	BatchSize int
+}
+
+// DeleteResult is the outcome for one URL.
+type DeleteResult struct {
+	URL     string
+	Status  string // StatusDeleted, StatusMissing, StatusFailed or StatusSkipped
+	Errno   int    // gfal-rm's error code for FAILED, when it gave one
+	Message string
+	Err     error // nil for DELETED and MISSING
+}
+
+// Delete removes urls with gfal-rm, BatchSize URLs per process, and returns
+// one result per URL in input order (a URL given twice is deleted once and
+// gets the same result twice). gfal-rm stops at the first URL it fails to
+// delete; the URLs after it are run again in a new process, so one bad URL
+// never blocks the others. After a timeout, the batch's other URLs on the
+// same endpoint (scheme://host:port) are SKIPPED rather than tried.
+//
+// The error is for failures of a whole batch: gfal-rm missing (wraps
+// exec.ErrNotFound and ErrGfalRm), a usage error or crash (ErrGfalRm), a
+// process killed by the timeout (ErrTimeout), or ctx ending. The results of
+// the URLs it affected carry it too. A URL that is not a URL is FAILED with
+// ErrBadURL without failing the batch.
+func (d *Deleter) Delete(ctx context.Context, urls []string) ([]DeleteResult, error) {
+	results := make([]DeleteResult, len(urls))
+	first := map[string]int{} // URL -> index of its first occurrence
+	var todo []string
+	for i, u := range urls {
+		results[i].URL = u
+		if _, dup := first[u]; dup {
+			continue // gets its first occurrence's result below
+		}
+		first[u] = i
+		if reason := checkURL(u); reason != "" {
+			err := fmt.Errorf("srm: delete %q: %s: %w", u, reason, ErrBadURL)
+			results[i] = DeleteResult{URL: u, Status: StatusFailed, Message: reason, Err: err}
+			continue
+		}
+		todo = append(todo, u)
+	}
+	done, err := d.deleteAll(ctx, todo)
+	for _, r := range done {
+		results[first[r.URL]] = r
+	}
+	for i, u := range urls {
+		results[i] = results[first[u]]
+	}
+	return results, err
+}
+
+// deleteAll runs the batches of urls (distinct, valid) and returns their results.
+func (d *Deleter) deleteAll(ctx context.Context, urls []string) ([]DeleteResult, error) {
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	command := d.Command
+	if command == "" {
+		command = "gfal-rm"
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		err = fmt.Errorf("srm: %w (install it with: %s): %w", err, GfalRmInstallHint(), ErrGfalRm)
+		return skipFrom(newResults(urls), 0, err), err
+	}
+	size := d.BatchSize
+	if size <= 0 {
+		size = DefaultBatchSize
+	}
+	var results []DeleteResult
+	var errs []error
+	for start := 0; start < len(urls); start += size {
+		batch := urls[start:min(start+size, len(urls))]
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			results = append(results, skipFrom(newResults(urls[start:]), 0, err)...)
+			break
+		}
+		r, err := d.deleteBatch(ctx, path, batch)
+		results = append(results, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return results, errors.Join(errs...)
+}
+
+// deleteBatch deletes one batch, starting a new process for the URLs after
+// each one gfal-rm failed on; there are at most len(urls) processes. After
+// a URL times out (gfal-rm's ETIMEDOUT, or our deadline), the batch's other
+// URLs on the same endpoint are skipped, so an unreachable storage costs one
+// timeout per batch, not one per URL.
+func (d *Deleter) deleteBatch(ctx context.Context, path string, urls []string) ([]DeleteResult, error) {
+	byURL := make(map[string]DeleteResult, len(urls))
+	var errs []error
+	for rest := urls; len(rest) > 0; {
+		out := d.run(ctx, path, rest)
+		r, settled, err := interpretRun(rest, out)
+		timedOut := errors.Is(err, ErrTimeout) && ctx.Err() == nil
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err != nil && (!timedOut || settled == 0) {
+			settled = len(rest) // every result is final
+		}
+		for _, x := range r[:settled] {
+			byURL[x.URL] = x
+		}
+		if settled == len(rest) {
+			break
+		}
+		last := r[settled-1]
+		rest = rest[settled:]
+		if timedOut || last.Errno == int(syscall.ETIMEDOUT) {
+			rest = skipEndpoint(rest, last.URL, byURL)
+		}
+	}
+	results := make([]DeleteResult, len(urls))
+	for i, u := range urls {
+		results[i] = byURL[u]
+	}
+	return results, errors.Join(errs...)
+}
+
+// skipEndpoint records the URLs of rest on the endpoint of timedOut as
+// SKIPPED and returns the others.
+func skipEndpoint(rest []string, timedOut string, byURL map[string]DeleteResult) []string {
+	ep := endpoint(timedOut)
+	err := fmt.Errorf("srm: %s timed out on %s: %w", ep, timedOut, ErrTimeout)
+	var keep []string
+	for _, u := range rest {
+		if endpoint(u) != ep {
+			keep = append(keep, u)
+			continue
+		}
+		byURL[u] = DeleteResult{URL: u, Status: StatusSkipped, Message: "not attempted: " + err.Error(), Err: err}
+	}
+	return keep
+}
+
+// endpoint is the scheme and authority of a URL: "davs://host:443".
+func endpoint(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		scheme, _, _ = strings.Cut(u, ":")
+		return scheme + ":"
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	return scheme + "://" + rest
+}
+
+// run runs gfal-rm once on urls, with a minimal environment, in its own
+// process group, killed with its children when the deadline passes.
+func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput {
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	secs := int(math.Ceil(timeout.Seconds()))
+	args := append([]string{"-t", strconv.Itoa(secs), "--"}, urls...)
+	cmd := exec.CommandContext(pctx, path, args...)
+	cmd.Env = d.env()
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr boundedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := runOutput{
+		Stdout: stdout.String(), Stderr: stderr.String(),
+		ExitCode: cmd.ProcessState.ExitCode(), Started: cmd.Process != nil,
+	}
+	switch {
+	case ctx.Err() != nil:
+		out.Killed = fmt.Errorf("srm: gfal-rm stopped: %w", ctx.Err())
+	case pctx.Err() != nil:
+		out.Killed = fmt.Errorf("srm: gfal-rm killed after %v: %w", timeout, ErrTimeout)
+	case err != nil && cmd.ProcessState == nil:
+		out.Killed = fmt.Errorf("srm: run %s: %v: %w", path, err, ErrGfalRm)
+	}
+	return out
+}
+
+// env is the child's whole environment: nothing of ours leaks into it.
+func (d *Deleter) env() []string {
+	env := []string{"PATH=" + childPath, "HOME=/nonexistent"}
+	if d.Proxy != "" {
+		env = append(env, "X509_USER_PROXY="+d.Proxy)
+	}
+	if d.CertDir != "" {
+		env = append(env, "X509_CERT_DIR="+d.CertDir)
+	}
+	return env
+}
+
+// urlScheme is what every URL given to gfal-rm must start with; a
+// scheme-less argument would be taken as a local path, and one starting with
+// '-' as an option.
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:.`)
+
+// checkURL returns why u must not be given to gfal-rm, or "".
+func checkURL(u string) string {
+	for _, c := range []byte(u) {
+		if c < 0x20 || c == 0x7f {
+			return "contains a control character"
+		}
+	}
+	if !urlScheme.MatchString(u) {
+		return "not a URL: want scheme://... such as file:///path or davs://host/path"
+	}
+	return ""
+}
+
+func newResults(urls []string) []DeleteResult {
+	r := make([]DeleteResult, len(urls))
+	for i, u := range urls {
+		r[i].URL = u
+	}
+	return r
+}
+
+// boundedBuffer keeps the first maxOutput bytes written to it.
+type boundedBuffer struct{ bytes.Buffer }
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := maxOutput - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}

@@ -1,0 +1,316 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// by names the writer of admin changes in history entries.
+func (s *Store) by() string {
+	if s.cfg.Agent.Owner != "" {
+		return s.cfg.Agent.Owner
+	}
+	return "aso"
+}
+
+// Enqueue stores valid requests as new transfers with one _bulk_docs.
+func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
+	now := s.now()
+	res := make([]state.EnqueueResult, len(reqs))
+	first := map[string]bool{}
+	var docs []any
+	var ids []string
+	var at []int
+	for i := range reqs {
+		r := &reqs[i]
+		res[i].ID = r.ID()
+		if err := r.Validate(); err != nil {
+			res[i].Status, res[i].Err = state.Rejected, err
+			continue
+		}
+		if first[res[i].ID] {
+			res[i].Status = state.AlreadyQueued
+			continue
+		}
+		first[res[i].ID] = true
+		t := state.NewTransfer(*r, now, s.by())
+		body, err := encode(&t)
+		if err != nil {
+			res[i].Status, res[i].Err = state.Rejected, err
+			continue
+		}
+		docs = append(docs, body)
+		ids = append(ids, t.ID)
+		at = append(at, i)
+	}
+	out, err := s.bulkDocs(ctx, ids, docs)
+	if err != nil {
+		return nil, fmt.Errorf("couch: enqueue: %w", err)
+	}
+	var refused []int
+	for k, r := range out {
+		i := at[k]
+		switch {
+		case r.Error == nil:
+			res[i].Status = state.Stored
+		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
+			res[i].Status = state.AlreadyQueued
+		default:
+			res[i].Status = state.Rejected
+			res[i].Err = fmt.Errorf("couch: enqueue %s: %v: %w", res[i].ID, r.Error, state.ErrInvalid)
+			refused = append(refused, i)
+		}
+	}
+	// A server may validate a new document against an existing one before
+	// it reports the conflict (the PouchDB server does): a refused request
+	// whose ID is stored is already queued.
+	if len(refused) > 0 {
+		ids := make([]string, len(refused))
+		for k, i := range refused {
+			ids[k] = res[i].ID
+		}
+		stored, err := s.readKeys(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("couch: enqueue: %w", err)
+		}
+		for _, i := range refused {
+			if _, ok := stored[res[i].ID]; ok {
+				res[i].Status, res[i].Err = state.AlreadyQueued, nil
+			}
+		}
+	}
+	return res, nil
+}
+
+// Get returns one transfer.
+func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
+	docs, err := s.readKeys(ctx, []string{id})
+	if err != nil {
+		return state.Transfer{}, fmt.Errorf("couch: get %s: %w", id, err)
+	}
+	raw, ok := docs[id]
+	if !ok {
+		return state.Transfer{}, fmt.Errorf("couch: get %s: %w", id, state.ErrNotFound)
+	}
+	t, err := decode(raw)
+	if err != nil {
+		return state.Transfer{}, fmt.Errorf("couch: get %s: stored document: %w", id, err)
+	}
+	return t, nil
+}
+
+// List returns the transfers matching f, oldest created first. With IDs it
+// reads them in one request; otherwise it queries the "aso-created" index.
+func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
+	var docs []json.RawMessage
+	if len(f.IDs) > 0 {
+		m, err := s.readKeys(ctx, f.IDs)
+		if err != nil {
+			return nil, fmt.Errorf("couch: list: %w", err)
+		}
+		for _, id := range f.IDs {
+			if raw, ok := m[id]; ok {
+				docs = append(docs, raw)
+				delete(m, id)
+			}
+		}
+	} else {
+		sel := map[string]any{"type": state.DocType, "created": map[string]any{"$gt": nil}}
+		if f.User != "" {
+			sel["user"] = f.User
+		}
+		if len(f.States) > 0 {
+			sel["state"] = map[string]any{"$in": f.States}
+		}
+		if src, dst, ok := strings.Cut(f.Link, "->"); ok {
+			sel["source"], sel["destination"] = src, dst
+		}
+		var err error
+		docs, err = s.findAll(ctx, map[string]any{
+			"selector":  sel,
+			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
+			"use_index": []string{indexCreated, indexCreated},
+		}, f.Limit)
+		if err != nil {
+			return nil, fmt.Errorf("couch: list: %w", err)
+		}
+	}
+	out := []state.Transfer{}
+	for _, raw := range docs {
+		t, err := decode(raw)
+		if err == nil && matches(&t, f) {
+			out = append(out, t)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created.Time) {
+			return out[i].Created.Before(out[j].Created.Time)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if f.Limit > 0 && len(out) > f.Limit {
+		out = out[:f.Limit]
+	}
+	return out, nil
+}
+
+func matches(t *state.Transfer, f state.Filter) bool {
+	return (f.User == "" || t.User == f.User) &&
+		(len(f.States) == 0 || slices.Contains(f.States, t.State)) &&
+		(f.Link == "" || t.Link() == f.Link)
+}
+
+// Summary counts transfers by state, link and user. It pages through
+// _all_docs (an operator's command, not part of the agent's loop), which is
+// also how it finds the documents that are not valid transfers.
+func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
+	now := s.now()
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 3 * 15 * time.Minute
+	}
+	if o.MaxListed <= 0 {
+		o.MaxListed = 100
+	}
+	sum := state.Summary{
+		ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
+		Stale: []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},
+	}
+	err := s.scanAll(ctx, func(raw json.RawMessage) {
+		_, kind := classify(raw)
+		if kind == kindOther {
+			return
+		}
+		t, err := decode(raw)
+		if kind == kindUnknown || err != nil {
+			sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
+			return
+		}
+		if o.User != "" && t.User != o.User {
+			return
+		}
+		count(&sum, &t, now, o)
+	})
+	if err != nil {
+		return state.Summary{}, fmt.Errorf("couch: summary: %w", err)
+	}
+	byUpdate := func(ts []state.Transfer) {
+		sort.Slice(ts, func(i, j int) bool { return waitsLonger(&ts[i], &ts[j]) })
+	}
+	byUpdate(sum.Stale)
+	byUpdate(sum.StuckAcquired)
+	sort.Slice(sum.Invalid, func(i, j int) bool { return sum.Invalid[i].ID < sum.Invalid[j].ID })
+	if len(sum.Stale) > o.MaxListed {
+		sum.Stale = sum.Stale[:o.MaxListed]
+	}
+	if len(sum.StuckAcquired) > o.MaxListed {
+		sum.StuckAcquired = sum.StuckAcquired[:o.MaxListed]
+	}
+	return sum, nil
+}
+
+func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.SummaryOptions) {
+	sum.Total++
+	sum.ByState[t.State]++
+	bump(sum.ByLink, t.Link(), t.State)
+	bump(sum.ByUser, t.User, t.State)
+	switch t.State {
+	case state.StateNew:
+		if sum.OldestWaiting == nil || waitsLonger(t, sum.OldestWaiting) {
+			c := *t
+			sum.OldestWaiting = &c
+		}
+	case state.StateSubmitted:
+		if t.LastUpdate.Before(now.Add(-o.StaleAfter)) {
+			sum.Stale = append(sum.Stale, *t)
+		}
+	case state.StateAcquired:
+		if !t.LeaseExpires.After(now) {
+			sum.StuckAcquired = append(sum.StuckAcquired, *t)
+		}
+	}
+}
+
+func bump(m map[string]map[state.State]int, k string, st state.State) {
+	if m[k] == nil {
+		m[k] = map[state.State]int{}
+	}
+	m[k][st]++
+}
+
+// waitsLonger orders transfers by how long they have been in their state:
+// oldest last_update first, then ID.
+func waitsLonger(a, b *state.Transfer) bool {
+	if !a.LastUpdate.Equal(b.LastUpdate.Time) {
+		return a.LastUpdate.Before(b.LastUpdate.Time)
+	}
+	return a.ID < b.ID
+}
+
+// scanAll pages through every document of the database.
+func (s *Store) scanAll(ctx context.Context, f func(json.RawMessage)) error {
+	const page = 2000
+	start := ""
+	for {
+		var docs []json.RawMessage
+		last := ""
+		err := retry(ctx, func() error {
+			docs, last = docs[:0], ""
+			p := map[string]any{"include_docs": true, "limit": page}
+			if start != "" {
+				p["startkey"], p["skip"] = start, 1
+			}
+			rs := s.db.AllDocs(ctx, kivik.Params(p))
+			defer rs.Close()
+			for rs.Next() {
+				id, _ := rs.ID()
+				var raw json.RawMessage
+				if err := rs.ScanDoc(&raw); err != nil {
+					return err
+				}
+				docs, last = append(docs, raw), id
+			}
+			return rs.Err()
+		})
+		if err != nil {
+			return fmt.Errorf("read %s: %w", s.url, err)
+		}
+		for _, raw := range docs {
+			f(raw)
+		}
+		if len(docs) < page {
+			return nil
+		}
+		start = last
+	}
+}
+
+// RequestKill asks for transfers to be killed (one bulk read, one
+// _bulk_docs).
+func (s *Store) RequestKill(ctx context.Context, ids []string) ([]state.Result, error) {
+	now, by := s.now(), s.by()
+	return s.wrap("kill")(s.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RequestKillOf(t, now, by) }), reapply))
+}
+
+// Retry returns terminal transfers to new (one bulk read, one _bulk_docs).
+func (s *Store) Retry(ctx context.Context, ids []string) ([]state.Result, error) {
+	now, by := s.now(), s.by()
+	return s.wrap("retry")(s.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RetryOf(t, now, by) }), reapply))
+}
+
+func idItems(ids []string, f func(t *state.Transfer) error) []item {
+	items := make([]item, len(ids))
+	for i, id := range ids {
+		items[i] = item{id: id, rule: func(t *state.Transfer) (bool, error) { return true, f(t) }}
+	}
+	return items
+}

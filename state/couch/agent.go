@@ -1,0 +1,297 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Names of the Mango indexes Init creates (design document and index name
+// are the same).
+const (
+	indexClaim   = "aso-claim"   // (user, claim_key): NewTransfers
+	indexActive  = "aso-active"  // (user, state, last_update): ActiveTransfers, Summary
+	indexCreated = "aso-created" // (type, created): List
+)
+
+// maxClaimRounds bounds the queries one NewTransfers call makes to fill its
+// limit when candidates are skipped (dependencies waiting, invalid
+// documents, claims lost to another agent).
+const maxClaimRounds = 4
+
+// claimQuery selects the claimable transfers of user at now, in claim order.
+func claimQuery(user, now string, limit, skip int) map[string]any {
+	return map[string]any{
+		"selector": map[string]any{
+			"user":      user,
+			"claim_key": map[string]any{"$gt": nil},
+			"$or": []any{
+				map[string]any{"state": string(state.StateNew), "$or": []any{
+					map[string]any{"retry_after": map[string]any{"$exists": false}},
+					map[string]any{"retry_after": nil},
+					map[string]any{"retry_after": map[string]any{"$lte": now}},
+				}},
+				map[string]any{"state": string(state.StateAcquired), "lease_expires": map[string]any{"$lte": now}},
+			},
+		},
+		"sort":      []any{map[string]string{"user": "asc"}, map[string]string{"claim_key": "asc"}},
+		"use_index": []string{indexClaim, indexClaim},
+		"limit":     limit,
+		"skip":      skip,
+	}
+}
+
+// NewTransfers claims up to limit eligible transfers of the agent's user
+// (see state.TransferState). Each round is one _find, at most one bulk read
+// of dependencies and one _bulk_docs (plus one re-read if claims
+// conflicted); a claim that loses a race is skipped and the next round looks
+// further down the queue.
+func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
+	out := []state.Transfer{}
+	if limit <= 0 {
+		return out, nil
+	}
+	a, now := s.cfg.Agent, s.now()
+	skipped := 0
+	for round := 0; round < maxClaimRounds && len(out) < limit; round++ {
+		need := limit - len(out)
+		page := min(need+need/8+4, 10000) // a little extra in case some are skipped
+		docs, err := s.find(ctx, claimQuery(a.User, state.At(now).String(), page, skipped))
+		if err != nil {
+			return nil, fmt.Errorf("couch: new transfers: %w", err)
+		}
+		got, seenSkipped, err := s.claimFrom(ctx, docs, need)
+		if err != nil {
+			return nil, fmt.Errorf("couch: new transfers: %w", err)
+		}
+		out = append(out, got...)
+		skipped += seenSkipped
+		if len(docs) < page {
+			break // the queue is exhausted
+		}
+	}
+	return out, nil
+}
+
+// claimFrom claims up to need of the candidate documents, in their order,
+// settling those that can never run. It returns the claimed transfers and
+// how many candidates it looked at and left in the queue.
+func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, int, error) {
+	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	cands := make([]state.Transfer, 0, len(docs))
+	left := 0
+	for _, raw := range docs {
+		t, err := decode(raw)
+		if err != nil {
+			left++ // reported by Summary; never claimed
+			continue
+		}
+		cands = append(cands, t)
+	}
+	deps, err := s.depStates(ctx, cands)
+	if err != nil {
+		return nil, 0, err
+	}
+	var items []item
+	var claims []bool
+	nClaims := 0
+	for i := range cands {
+		if nClaims == need {
+			break
+		}
+		t := &cands[i]
+		probe := cloneTransfer(t)
+		if state.SettleUnrunnable(probe, deps, now, a.Owner) {
+			items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+				if !state.Claimable(t, a.User, now) {
+					return false, fmt.Errorf("transfer %s: %w", t.ID, state.ErrLeaseLost)
+				}
+				return state.SettleUnrunnable(t, deps, now, a.Owner), nil
+			}})
+			claims = append(claims, false)
+			continue
+		}
+		if v, _, _ := state.CheckDeps(t, deps); v != state.DepsReady {
+			left++
+			continue
+		}
+		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+			return true, state.Claim(t, a, now, ttl)
+		}})
+		claims = append(claims, true)
+		nClaims++
+	}
+	// A conflicting claim is re-read once (no retry): it is ours if the
+	// write landed though its answer was lost, otherwise skipped.
+	res, err := s.mutate(ctx, items, report)
+	if err != nil {
+		return nil, 0, err
+	}
+	var got []state.Transfer
+	for k, r := range res {
+		switch {
+		case errors.Is(r.Err, state.ErrInvalid):
+			left++ // still in the queue; Summary reports it
+		case r.Err != nil:
+			// claimed or settled by another agent: no longer in the queue
+		case claims[k]:
+			t := cloneTransfer(items[k].t)
+			_ = state.Claim(t, a, now, ttl)
+			t.Rev = r.Rev
+			got = append(got, *t)
+		}
+	}
+	return got, left, nil
+}
+
+// depStates reads the states of the dependencies of ts in one request.
+func (s *Store) depStates(ctx context.Context, ts []state.Transfer) (map[string]state.State, error) {
+	seen := map[string]bool{}
+	var ids []string
+	for i := range ts {
+		if ts[i].KillRequested {
+			continue
+		}
+		for _, d := range ts[i].DependsOn {
+			if !seen[d] {
+				seen[d] = true
+				ids = append(ids, d)
+			}
+		}
+	}
+	states := make(map[string]state.State, len(ids))
+	if len(ids) == 0 {
+		return states, nil
+	}
+	docs, err := s.readKeys(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for id, raw := range docs {
+		var d struct {
+			Type  string      `json:"type"`
+			State state.State `json:"state"`
+		}
+		if json.Unmarshal(raw, &d) == nil && d.Type == state.DocType && d.State.Valid() {
+			states[id] = d.State
+		}
+	}
+	return states, nil
+}
+
+// held builds items whose rule needs the transfer held by the agent.
+func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
+	items := make([]item, len(ts))
+	for i := range ts {
+		items[i] = item{id: ts[i].ID, t: &ts[i], rule: func(t *state.Transfer) (bool, error) {
+			return true, f(i, t)
+		}}
+	}
+	return items
+}
+
+// PrepareSubmit writes submit_sid and renews the lease (one _bulk_docs).
+func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
+	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	items := s.heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Prepare(t, a, sid, now, ttl) })
+	return s.wrap("prepare submit")(s.mutate(ctx, items, reapply))
+}
+
+// RenewLeases extends the leases of claimed transfers (one _bulk_docs).
+func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]state.Result, error) {
+	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	items := s.heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Renew(t, a, now, ttl) })
+	return s.wrap("renew leases")(s.mutate(ctx, items, reapply))
+}
+
+// SetTransferID commits claimed transfers to FTS job jobID (one _bulk_docs).
+func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
+	a, now := s.cfg.Agent, s.now()
+	ts := make([]state.Transfer, len(commits))
+	for i := range commits {
+		ts[i] = commits[i].Transfer
+	}
+	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.CommitTo(t, a, commits[i], jobID, now) })
+	return s.wrap("set transfer id")(s.mutate(ctx, items, reapply))
+}
+
+// AbortTransfers ends transactions without a job (one _bulk_docs).
+func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]state.Result, error) {
+	a, now, p := s.cfg.Agent, s.now(), s.policy
+	ts := make([]state.Transfer, len(aborts))
+	for i := range aborts {
+		ts[i] = aborts[i].Transfer
+	}
+	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.ApplyAbort(t, a, aborts[i], p, now) })
+	return s.wrap("abort transfers")(s.mutate(ctx, items, reapply))
+}
+
+// SetTransientState records progress (one _bulk_docs; a conflict is
+// reported, never retried).
+func (s *Store) SetTransientState(ctx context.Context, transients []state.Transient) ([]state.Result, error) {
+	now := s.now()
+	items := make([]item, len(transients))
+	for i := range transients {
+		pr := transients[i].Progress
+		items[i] = item{id: transients[i].Transfer.ID, t: &transients[i].Transfer, rule: func(t *state.Transfer) (bool, error) {
+			return true, state.ApplyTransient(t, pr, now)
+		}}
+	}
+	return s.wrap("set transient state")(s.mutate(ctx, items, report))
+}
+
+// SetTerminalState persists FTS outcomes (one _bulk_docs, plus re-reads on
+// conflicts).
+func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal) ([]state.Result, error) {
+	a, now, p := s.cfg.Agent, s.now(), s.policy
+	items := make([]item, len(outcomes))
+	for i := range outcomes {
+		o := outcomes[i]
+		items[i] = item{id: o.Transfer.ID, t: &outcomes[i].Transfer, rule: func(t *state.Transfer) (bool, error) {
+			return state.ApplyTerminal(t, a, o, p, now)
+		}}
+	}
+	return s.wrap("set terminal state")(s.mutate(ctx, items, reapply))
+}
+
+// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
+// jobs ordered by their oldest last_update.
+func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+	docs, err := s.findAll(ctx, map[string]any{
+		"selector":  map[string]any{"user": user, "state": string(state.StateSubmitted), "last_update": map[string]any{"$gt": nil}},
+		"sort":      []any{map[string]string{"user": "asc"}, map[string]string{"state": "asc"}, map[string]string{"last_update": "asc"}},
+		"use_index": []string{indexActive, indexActive},
+	}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("couch: active transfers of %s: %w", user, err)
+	}
+	jobs := []state.Job{}
+	at := map[string]int{}
+	for _, raw := range docs {
+		t, err := decode(raw)
+		if err != nil || t.State != state.StateSubmitted {
+			continue
+		}
+		i, ok := at[t.FTSJob]
+		if !ok {
+			i = len(jobs)
+			at[t.FTSJob] = i
+			jobs = append(jobs, state.Job{ID: t.FTSJob})
+		}
+		jobs[i].Transfers = append(jobs[i].Transfers, t)
+	}
+	return jobs, nil
+}
+
+// wrap adds the call's name to a whole-call error.
+func (s *Store) wrap(call string) func([]state.Result, error) ([]state.Result, error) {
+	return func(r []state.Result, err error) ([]state.Result, error) {
+		if err != nil {
+			return nil, fmt.Errorf("couch: %s: %w", call, err)
+		}
+		return r, nil
+	}
+}

@@ -1,0 +1,166 @@
+package couch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-kivik/kivik/v4"
+)
+
+// Bounds of the retry loops.
+const (
+	maxHTTPRetries     = 4 // transient HTTP failures of one request
+	maxConflictRetries = 5 // re-read and re-apply rounds after conflicts
+)
+
+// newBackOff is the policy of every retry loop: exponential from 50 ms,
+// bounded by tries and by ctx.
+func newBackOff(ctx context.Context, tries uint64) backoff.BackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = 0 // bounded by tries and ctx
+	return backoff.WithContext(backoff.WithMaxRetries(b, tries), ctx)
+}
+
+// transient reports whether a failed request may succeed when repeated:
+// network errors, 5xx and 429.
+func transient(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	if errors.As(err, &certErr) || errors.As(err, &unknownCA) || errors.As(err, &hostErr) {
+		return false // a TLS configuration problem does not heal
+	}
+	st := kivik.HTTPStatus(err)
+	return st == 0 || st >= 500 || st == http.StatusTooManyRequests
+}
+
+// retry runs op until it succeeds, fails permanently, or the bound is hit.
+func retry(ctx context.Context, op func() error) error {
+	return backoff.Retry(func() error {
+		err := op()
+		if err != nil && !transient(ctx, err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, newBackOff(ctx, maxHTTPRetries))
+}
+
+// find runs a Mango query and returns the raw documents.
+func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessage, error) {
+	var docs []json.RawMessage
+	err := retry(ctx, func() error {
+		docs = docs[:0]
+		rs := s.db.Find(ctx, query)
+		defer rs.Close()
+		for rs.Next() {
+			var raw json.RawMessage
+			if err := rs.ScanDoc(&raw); err != nil {
+				return err
+			}
+			docs = append(docs, raw)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: query %s: %w", s.url, err)
+	}
+	return docs, nil
+}
+
+// findAll pages through a Mango query with limit and skip (bookmarks are
+// not portable) and returns every matching raw document.
+func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]json.RawMessage, error) {
+	const page = 5000
+	var all []json.RawMessage
+	for {
+		n := page
+		if max > 0 && max-len(all) < n {
+			n = max - len(all)
+		}
+		q := make(map[string]any, len(query)+2)
+		for k, v := range query {
+			q[k] = v
+		}
+		q["limit"], q["skip"] = n, len(all)
+		docs, err := s.find(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, docs...)
+		if len(docs) < n || (max > 0 && len(all) >= max) {
+			return all, nil
+		}
+	}
+}
+
+// bulkDocs writes docs (whose IDs are ids) in one request and returns the
+// per-document results in the order of docs. Results are matched by ID:
+// the PouchDB server answers refused documents first.
+func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	var res []kivik.BulkResult
+	err := retry(ctx, func() error {
+		var err error
+		res, err = s.db.BulkDocs(ctx, docs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: bulk write to %s: %w", s.url, err)
+	}
+	if len(res) != len(docs) {
+		return nil, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", s.url, len(res), len(docs))
+	}
+	at := make(map[string][]int, len(ids))
+	for i, id := range ids {
+		at[id] = append(at[id], i)
+	}
+	out := make([]kivik.BulkResult, len(docs))
+	for _, r := range res {
+		q := at[r.ID]
+		if len(q) == 0 {
+			return nil, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
+		}
+		out[q[0]], at[r.ID] = r, q[1:]
+	}
+	return out, nil
+}
+
+// readKeys reads documents by ID in one request (POST _all_docs with keys).
+// Missing and deleted documents are absent from the map.
+func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := retry(ctx, func() error {
+		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true}))
+		defer rs.Close()
+		for rs.Next() {
+			id, _ := rs.ID()
+			var raw json.RawMessage
+			if err := rs.ScanDoc(&raw); err != nil || id == "" || len(raw) == 0 || string(raw) == "null" {
+				continue // missing or deleted
+			}
+			out[id] = raw
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
+	}
+	return out, nil
+}

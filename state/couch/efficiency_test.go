@@ -1,0 +1,106 @@
+package couch_test
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+)
+
+// countingTransport counts the HTTP requests that pass through it.
+type countingTransport struct {
+	n  atomic.Int64
+	rt http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+// TestStore_RequestsPerTransfer proves the calls are bulk: the HTTP
+// requests per transfer of each phase stay far below one.
+func TestStore_RequestsPerTransfer(t *testing.T) {
+	const total, batch = 2000, 500
+	const bound = 0.02 // requests per transfer and phase
+	ctx := context.Background()
+	c := newClock()
+	ct := &countingTransport{rt: http.DefaultTransport}
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{Transport: ct})
+	enqueue(t, s, requests("alice", total))
+
+	phase := func(name string, f func()) {
+		t.Helper()
+		before, start := ct.n.Load(), time.Now()
+		f()
+		n := ct.n.Load() - before
+		t.Logf("%s took %v", name, time.Since(start))
+		per := float64(n) / total
+		t.Logf("%-9s %3d requests for %d transfers in batches of %d: %.4f per transfer", name, n, total, batch, per)
+		if per > bound {
+			t.Errorf("%s: %.4f requests per transfer, want <= %.2f", name, per, bound)
+		}
+	}
+	var claimed []state.Transfer
+	phase("claim", func() {
+		for len(claimed) < total {
+			got, err := s.NewTransfers(ctx, batch)
+			if err != nil || len(got) == 0 {
+				t.Fatalf("NewTransfers after %d: %d, %v", len(claimed), len(got), err)
+			}
+			claimed = append(claimed, got...)
+		}
+	})
+	phase("commit", func() {
+		for i := 0; i < total; i += batch {
+			cs := make([]state.Commit, 0, batch)
+			for _, tr := range claimed[i : i+batch] {
+				cs = append(cs, state.Commit{Transfer: tr, DestPFN: "file:///d" + tr.DestinationLFN})
+			}
+			res, err := s.SetTransferID(ctx, cs, "job")
+			mustOK(t, res, err)
+		}
+	})
+	var active []state.Transfer
+	phase("active", func() {
+		jobs, err := s.ActiveTransfers(ctx, "alice")
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("ActiveTransfers: %d jobs, %v", len(jobs), err)
+		}
+		active = jobs[0].Transfers
+	})
+	if len(active) != total {
+		t.Fatalf("%d active, want %d", len(active), total)
+	}
+	phase("progress", func() {
+		for i := 0; i < total; i += batch {
+			items := make([]state.Transient, 0, batch)
+			for k, tr := range active[i : i+batch] {
+				items = append(items, state.Transient{Transfer: tr, Progress: state.Progress{FTSState: "ACTIVE", Bytes: int64(k)}})
+			}
+			res, err := s.SetTransientState(ctx, items)
+			mustOK(t, res, err)
+			for k := range res {
+				active[i+k].Rev = res[k].Rev
+			}
+		}
+	})
+	phase("terminal", func() {
+		for i := 0; i < total; i += batch {
+			outs := make([]state.Terminal, 0, batch)
+			for _, tr := range active[i : i+batch] {
+				outs = append(outs, state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: "job"})
+			}
+			res, err := s.SetTerminalState(ctx, outs)
+			mustOK(t, res, err)
+		}
+	})
+	sum, err := s.Summary(ctx, state.SummaryOptions{})
+	if err != nil || sum.ByState[state.StateDone] != total {
+		t.Fatalf("%v done, %v; want %d", sum.ByState, err, total)
+	}
+}

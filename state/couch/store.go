@@ -1,0 +1,191 @@
+package couch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+	"github.com/go-kivik/kivik/v4/couchdb"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// DefaultTimeout bounds every HTTP request when Options.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// Options say how to reach the database.
+type Options struct {
+	// URL names the database: couchdb://host:5984/db (plain HTTP),
+	// http://host:port/db or https://host:port/db. Credentials in the URL
+	// take precedence over Username and Password.
+	URL string
+	// Username and Password authenticate with HTTP basic auth when set.
+	Username, Password string
+	// CAFile is a PEM bundle of the CAs to trust for https (default: the
+	// system pool).
+	CAFile string
+	// Timeout bounds every HTTP request (default DefaultTimeout).
+	Timeout time.Duration
+	// Transport, when set, replaces the default HTTP transport (tests wrap
+	// it to count requests). CAFile is then the caller's business.
+	Transport http.RoundTripper
+}
+
+// Store is a state.Store on one CouchDB database.
+type Store struct {
+	client *kivik.Client
+	db     *kivik.DB
+	url    string // redacted, for errors
+	cfg    state.Config
+	now    func() time.Time
+	policy state.Policy
+}
+
+var _ state.Store = (*Store)(nil)
+
+// target is a parsed Options.URL.
+type target struct {
+	server string // scheme://host:port/prefix/, without credentials
+	db     string
+	user   string
+	pass   string
+}
+
+func parseURL(raw string) (target, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return target{}, fmt.Errorf("couch: database URL %s: %w", Redact(raw), errors.Unwrap(err))
+	}
+	switch u.Scheme {
+	case "couchdb":
+		u.Scheme = "http"
+	case "http", "https":
+	default:
+		return target{}, fmt.Errorf("couch: database URL %s: scheme must be couchdb, http or https", Redact(raw))
+	}
+	if u.Host == "" {
+		return target{}, fmt.Errorf("couch: database URL %s: no host", Redact(raw))
+	}
+	p := strings.TrimRight(u.EscapedPath(), "/")
+	i := strings.LastIndex(p, "/")
+	db, err := url.PathUnescape(p[i+1:])
+	if i < 0 || err != nil || db == "" {
+		return target{}, fmt.Errorf("couch: database URL %s: no database name in the path (want couchdb://HOST:PORT/DB)", Redact(raw))
+	}
+	t := target{db: db}
+	if u.User != nil {
+		t.user = u.User.Username()
+		t.pass, _ = u.User.Password()
+	}
+	u.User = nil
+	u.RawQuery, u.Fragment = "", ""
+	u.Path, u.RawPath = "", ""
+	t.server = u.String() + p[:i+1]
+	return t, nil
+}
+
+// Redact returns url with its password replaced by "xxxxx". Strings that do
+// not parse as URLs lose everything between "//" and "@".
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return userinfo.ReplaceAllString(raw, "//xxxxx@")
+}
+
+var userinfo = regexp.MustCompile(`//[^/@]*@`)
+
+func (o Options) httpClient() (*http.Client, error) {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	rt := o.Transport
+	if rt == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 8
+		if o.CAFile != "" {
+			pem, err := os.ReadFile(o.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("couch: CA file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("couch: CA file %s: no PEM certificate in it", o.CAFile)
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
+		rt = tr
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
+}
+
+// connect builds the kivik client of o.
+func connect(o Options) (*kivik.Client, target, error) {
+	t, err := parseURL(o.URL)
+	if err != nil {
+		return nil, t, err
+	}
+	if t.user == "" {
+		t.user, t.pass = o.Username, o.Password
+	}
+	hc, err := o.httpClient()
+	if err != nil {
+		return nil, t, err
+	}
+	opts := []kivik.Option{couchdb.OptionHTTPClient(hc), couchdb.OptionUserAgent("aso")}
+	if t.user != "" {
+		opts = append(opts, couchdb.BasicAuth(t.user, t.pass))
+	}
+	c, err := kivik.New("couch", t.server, opts...)
+	if err != nil {
+		return nil, t, fmt.Errorf("couch: client for %s: %w", t.server, err)
+	}
+	return c, t, nil
+}
+
+// Open connects to an existing database (created by Init) and binds it to
+// cfg. It fails if the server cannot be reached or the database is missing.
+func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
+	c, t, err := connect(o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{client: c, url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
+	var ok bool
+	err = retry(ctx, func() error {
+		var err error
+		ok, err = c.DBExists(ctx, t.db)
+		return err
+	})
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("couch: open %s: %w", s.url, err)
+	}
+	if !ok {
+		_ = c.Close()
+		return nil, fmt.Errorf("couch: open %s: the database does not exist; create it with `aso init --state URL`", s.url)
+	}
+	s.db = c.DB(t.db)
+	return s, nil
+}
+
+// Close releases the client's connections.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("couch: close: %w", err)
+	}
+	if err := s.client.Close(); err != nil {
+		return fmt.Errorf("couch: close: %w", err)
+	}
+	return nil
+}

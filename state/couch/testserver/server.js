@@ -1,0 +1,129 @@
+'use strict';
+// A CouchDB-compatible HTTP server on in-memory PouchDB, for aso's
+// state/couch tests. It is express-pouchdb with the fixes kivik needs:
+//   - no response compression (it buffers streamed responses),
+//   - ETag = document revision (kivik reads revisions from it),
+//   - gzip/deflate request bodies are inflated (kivik compresses bodies),
+//   - GET /_up and GET /:db/_design_docs, which express-pouchdb lacks,
+//   - uncaught errors are logged instead of killing the process.
+// Environment: HOST (default 127.0.0.1), PORT (default 0: any free port),
+// LOG (express-pouchdb log file, default a file in the OS temp directory),
+// ADMIN_USER/ADMIN_PASS (optional: create a server admin at start).
+// Once listening it prints "LISTENING http://HOST:PORT/" on stdout.
+
+const http = require('http');
+const os = require('os');
+const path = require('path');
+const zlib = require('zlib');
+const crypto = require('crypto');
+const express = require('express');
+const expressPouchDB = require('express-pouchdb');
+
+const PouchDB = require('pouchdb-core')
+  .plugin(require('pouchdb-adapter-http'))
+  .plugin(require('pouchdb-replication'))
+  .plugin(require('pouchdb-mapreduce'))
+  .plugin(require('pouchdb-adapter-memory'));
+
+const host = process.env.HOST || '127.0.0.1';
+const port = Number(process.env.PORT || 0);
+const logPath = process.env.LOG || path.join(os.tmpdir(), `aso-couch-testserver-${process.pid}.log`);
+
+const pouchApp = expressPouchDB(PouchDB.defaults({ adapter: 'memory' }), {
+  mode: 'fullCouchDB',
+  overrideMode: { exclude: ['compression', 'routes/fauxton'] },
+  inMemoryConfig: true,
+  logPath,
+});
+
+// ETag: the revision of the document in the body, as CouchDB sends it.
+pouchApp.set('etag', (body) => {
+  const text = Buffer.isBuffer(body) ? body.toString('utf8') : String(body);
+  try {
+    const doc = JSON.parse(text);
+    if (doc && typeof doc === 'object' && !Array.isArray(doc)) {
+      if (typeof doc._rev === 'string') return `"${doc._rev}"`;
+      if (typeof doc.id === 'string' && typeof doc.rev === 'string') return `"${doc.rev}"`;
+    }
+  } catch (e) {
+    // not JSON: fall through to a hash
+  }
+  return 'W/"' + crypto.createHash('sha1').update(text).digest('hex') + '"';
+});
+
+const app = express();
+app.get('/_up', (req, res) => res.json({ status: 'ok' }));
+app.get('/:db/_design_docs', (req, res, next) => {
+  const q = new URLSearchParams(req.query);
+  q.set('startkey', JSON.stringify('_design/'));
+  q.set('endkey', JSON.stringify('_design0'));
+  req.url = req.originalUrl = `/${encodeURIComponent(req.params.db)}/_all_docs?${q}`;
+  req.query = undefined;
+  next();
+});
+app.use(pouchApp);
+
+// inflateRequest replaces a compressed request body by its inflated bytes
+// before express reads it.
+function inflateRequest(req) {
+  const enc = (req.headers['content-encoding'] || '').toLowerCase();
+  if (enc !== 'gzip' && enc !== 'deflate') return;
+  delete req.headers['content-encoding'];
+  delete req.headers['content-length'];
+  // Keep the request looking like one with a body (type-is checks these headers).
+  req.headers['transfer-encoding'] = 'chunked';
+  const chunks = [];
+  const push = req.push.bind(req);
+  req.push = (chunk, encoding) => {
+    if (chunk !== null) {
+      chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk, encoding));
+      return true;
+    }
+    let body;
+    try {
+      const raw = Buffer.concat(chunks);
+      body = enc === 'gzip' ? zlib.gunzipSync(raw) : zlib.inflateSync(raw);
+    } catch (e) {
+      req.emit('error', e);
+      return push(null);
+    }
+    if (body.length > 0) push(body);
+    return push(null);
+  };
+}
+
+process.on('uncaughtException', (err) => console.error('uncaught exception:', err));
+process.on('unhandledRejection', (err) => console.error('unhandled rejection:', err));
+
+async function makeAdmin(base) {
+  const user = process.env.ADMIN_USER;
+  const pass = process.env.ADMIN_PASS;
+  if (!user || !pass) return;
+  const res = await fetch(`${base}_config/admins/${encodeURIComponent(user)}`, {
+    method: 'PUT',
+    body: JSON.stringify(pass),
+  });
+  if (!res.ok) throw new Error(`creating admin ${user}: HTTP ${res.status}`);
+}
+
+const server = http.createServer((req, res) => {
+  inflateRequest(req);
+  app(req, res);
+});
+server.listen(port, host, () => {
+  const base = `http://${host}:${server.address().port}/`;
+  makeAdmin(base).then(
+    () => console.log(`LISTENING ${base}`),
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+});
+
+function stop() {
+  server.close();
+  process.exit(0);
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

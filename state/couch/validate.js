@@ -1,0 +1,100 @@
+function (newDoc, oldDoc, userCtx, secObj) {
+  // aso: reject malformed transfer and lock documents and illegal state
+  // transitions. Mirrors state.Transfer.Validate and state.CanTransition.
+  if (newDoc._deleted) {
+    return;
+  }
+  var id = newDoc._id;
+  function fail(msg) {
+    throw ({ forbidden: 'document ' + id + ': ' + msg });
+  }
+  function has(f) {
+    return newDoc[f] !== undefined && newDoc[f] !== null;
+  }
+  function str(f, required) {
+    if (!has(f)) {
+      if (required) fail(f + ' is required');
+      return;
+    }
+    if (typeof newDoc[f] !== 'string') fail(f + ' must be a string');
+    if (required && newDoc[f] === '') fail(f + ' must not be empty');
+  }
+  function integer(f, required, min) {
+    if (!has(f)) {
+      if (required) fail(f + ' is required');
+      return;
+    }
+    var v = newDoc[f];
+    if (typeof v !== 'number' || Math.floor(v) !== v) fail(f + ' must be an integer');
+    if (min !== undefined && v < min) fail(f + ' must be >= ' + min);
+  }
+
+  if (id.indexOf('lock:') === 0) {
+    if (newDoc.type !== 'lock') fail('type must be "lock"');
+    str('user', true);
+    str('holder', true);
+    str('expire', false);
+    return;
+  }
+  var wasTransfer = oldDoc && !oldDoc._deleted && oldDoc.type === 'transfer';
+  if (newDoc.type !== 'transfer' && !wasTransfer) {
+    return; // not ours
+  }
+  if (newDoc.type !== 'transfer') fail('type must be "transfer"');
+
+  var required = ['user', 'source', 'destination', 'source_lfn', 'destination_lfn', 'created', 'last_update'];
+  var optional = ['group', 'role', 'owner', 'lease_expires', 'submit_sid', 'fts_job', 'source_pfn', 'dest_pfn',
+    'retry_after', 'reason', 'claim_key'];
+  required.forEach(function (f) { str(f, true); });
+  optional.forEach(function (f) { str(f, false); });
+  if (newDoc.source_lfn.charAt(0) !== '/') fail('source_lfn must be an absolute path');
+  if (newDoc.destination_lfn.charAt(0) !== '/') fail('destination_lfn must be an absolute path');
+  integer('size', true, 0);
+  integer('priority', false);
+  integer('attempts', false, 0);
+  integer('fts_file_id', false);
+  if (has('checksums') && (typeof newDoc.checksums !== 'object' || Array.isArray(newDoc.checksums))) {
+    fail('checksums must be an object');
+  }
+  if (has('depends_on')) {
+    if (!Array.isArray(newDoc.depends_on)) fail('depends_on must be a list of transfer IDs');
+    newDoc.depends_on.forEach(function (d) {
+      if (typeof d !== 'string') fail('depends_on must be a list of transfer IDs');
+    });
+  }
+  if (has('kill_requested') && typeof newDoc.kill_requested !== 'boolean') fail('kill_requested must be a boolean');
+  if (has('history') && !Array.isArray(newDoc.history)) fail('history must be a list');
+  if (has('progress') && typeof newDoc.progress !== 'object') fail('progress must be an object');
+
+  var states = ['new', 'acquired', 'submitted', 'done', 'failed', 'killed'];
+  var to = newDoc.state;
+  if (states.indexOf(to) < 0) fail('unknown state ' + JSON.stringify(to));
+  if (to === 'acquired' && (!newDoc.owner || !newDoc.lease_expires)) fail('an acquired transfer needs owner and lease_expires');
+  if (to === 'submitted' && !newDoc.fts_job) fail('a submitted transfer needs fts_job');
+
+  if (!wasTransfer) {
+    return;
+  }
+  ['user', 'source', 'destination', 'source_lfn', 'destination_lfn'].forEach(function (f) {
+    if (newDoc[f] !== oldDoc[f]) fail(f + ' must not change');
+  });
+  var from = oldDoc.state;
+  var terminal = function (s) { return s === 'done' || s === 'failed' || s === 'killed'; };
+  var ok;
+  if (terminal(from)) {
+    // Only `aso retry` may revive a transfer: it records the move to new as
+    // the last history entry, with the reason "retry requested".
+    var h = newDoc.history || [];
+    var last = h.length > 0 ? h[h.length - 1] : null;
+    ok = to === 'new' && last !== null && last.from === from && last.to === 'new' && last.reason === 'retry requested';
+  } else if (from === 'new') {
+    ok = to === 'acquired' || to === 'failed' || to === 'killed';
+  } else if (from === 'acquired') {
+    ok = to === 'acquired' || to === 'submitted' || to === 'new' || terminal(to);
+  } else if (from === 'submitted') {
+    ok = to === 'submitted' || to === 'new' || terminal(to);
+  } else {
+    ok = true; // an unknown stored state may be repaired
+  }
+  if (!ok) fail('illegal transition ' + from + ' -> ' + to);
+}
