@@ -63,6 +63,12 @@ func fill(v reflect.Value, rng *rand.Rand, plain bool) {
 	}
 }
 
+func TestFastCodec(t *testing.T) {
+	if !fastCodec {
+		t.Fatal("state.Transfer, Progress, Transition or TimeLayout changed: update appendTransfer, decodeTransfer and fastCodec")
+	}
+}
+
 func TestAppendTransfer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	check := func(name string, tr *state.Transfer) {

@@ -167,7 +167,7 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
 func decodeDoc(raw []byte, d *anyDoc) error {
-	if decodeTransfer(raw, &d.Transfer) {
+	if fastCodec && decodeTransfer(raw, &d.Transfer) {
 		d.Holder, d.Expire = "", state.Time{}
 	} else if err := json.Unmarshal(raw, d); err != nil {
 		var id struct {
@@ -203,7 +203,7 @@ func encodeBatch(docs []any) ([]byte, []span, error) {
 	for i, d := range docs {
 		start := len(body)
 		var err error
-		if t, ok := d.(*state.Transfer); ok {
+		if t, ok := d.(*state.Transfer); ok && fastCodec {
 			body, err = appendTransfer(body, t)
 		} else {
 			var b []byte
