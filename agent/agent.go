@@ -61,14 +61,16 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log.SetOutput(discard{})
 	}
 	m := NewMetrics()
-	return &Agent{
-		cfg: cfg, store: instrumentedStore{store, m}, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+	a := &Agent{
+		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
 		claims:         newClaims(),
 		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
-	}, nil
+	}
+	a.store = fencedStore{instrumentedStore{store, m}, a}
+	return a, nil
 }
 
 // Metrics returns the agent's metrics (for --metrics-file).
