@@ -37,6 +37,8 @@ FUZZ_TARGETS := \
 	./state:FuzzTransferJSON \
 	./state:FuzzRequestJSON \
 	./state/memfile:FuzzStateFile \
+	./state/memfile:FuzzOpen \
+	./state/memfile:FuzzDecodeTransfer \
 	./state/couch:FuzzDecode \
 	./fts:FuzzParseStatus \
 	./fts:FuzzParseError \
