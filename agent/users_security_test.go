@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,13 +36,17 @@ type sharedStore struct {
 // an agent runs for alice to completion. Every document of bob, in every
 // state (new, acquired with an expired lease, submitted, kill requested,
 // done), is byte for byte unchanged with the same revision, and none of
-// bob's transfers reached FTS.
+// bob's transfers reached FTS. Invalid documents of alice in the same
+// database are skipped and left as they are.
 func TestAgent_TouchesOnlyItsUser(t *testing.T) {
 	t.Run("memfile", func(t *testing.T) {
 		w := newWorld(t, ftstest.Options{Seed: 5})
 		bob, err := memfile.Open(w.path, state.Config{Agent: state.Agent{User: otherUser, Owner: "bob-agent"}, Policy: w.config("").Policy, Now: w.clk.Now})
 		must(t, err)
 		t.Cleanup(func() { bob.Close() })
+		for id, doc := range invalidDocs() {
+			appendRaw(t, w.path, doc(id))
+		}
 		touchesOnlyItsUser(t, w, sharedStore{alice: w.open("agent-alice"), bob: bob, raw: func(t *testing.T, id string) []byte {
 			tr, err := bob.Get(context.Background(), id)
 			must(t, err)
@@ -53,6 +59,9 @@ func TestAgent_TouchesOnlyItsUser(t *testing.T) {
 		w := newWorld(t, ftstest.Options{Seed: 6})
 		u := couchtest.DB(t)
 		ctx := context.Background()
+		for id, doc := range invalidDocs() { // written before Init, as by an older tool
+			putRawDoc(t, u+"/"+id, doc(id))
+		}
 		must(t, couch.Init(ctx, couch.Options{URL: u}))
 		open := func(user, owner string) *couch.Store {
 			s, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: w.config("").Policy, Now: w.clk.Now})
@@ -126,6 +135,11 @@ func touchesOnlyItsUser(t *testing.T, w *world, st sharedStore) {
 	mustResults(t, res, err)
 	w.clk.Advance(time.Hour) // bob's leases expired long ago
 
+	sumBefore, err := st.alice.Summary(ctx, state.SummaryOptions{})
+	must(t, err)
+	if len(sumBefore.Invalid) != len(invalidDocs()) {
+		t.Fatalf("Summary.Invalid before the run = %+v, want the %d invalid documents of alice", sumBefore.Invalid, len(invalidDocs()))
+	}
 	before := map[string][]byte{}
 	for _, r := range theirs {
 		before[r.ID()] = st.raw(t, r.ID())
@@ -150,6 +164,11 @@ func touchesOnlyItsUser(t *testing.T, w *world, st sharedStore) {
 			t.Errorf("bob's %s was copied", r.ID())
 		}
 	}
+	sumAfter, err := st.alice.Summary(ctx, state.SummaryOptions{})
+	must(t, err)
+	if a, b := fmt.Sprint(sumBefore.Invalid), fmt.Sprint(sumAfter.Invalid); a != b {
+		t.Errorf("the invalid documents changed during the run:\nbefore %s\nafter  %s", a, b)
+	}
 	bobs := map[string]bool{}
 	for _, r := range theirs {
 		bobs[r.ID()] = true
@@ -158,6 +177,37 @@ func touchesOnlyItsUser(t *testing.T, w *world, st sharedStore) {
 		if bobs[transferIDOf(f)] {
 			t.Errorf("bob's transfer %s was submitted to FTS in job %s", transferIDOf(f), f.JobID)
 		}
+	}
+}
+
+// invalidDocs are documents of alice that are not valid transfers, by ID:
+// the agent must skip them, leave them as they are, and finish its work.
+func invalidDocs() map[string]func(id string) string {
+	return map[string]func(string) string{
+		"1111111111111111111111111111111111111111111111111111111111111111": func(id string) string {
+			return `{"_id":"` + id + `","type":"transfer","user":"` + testUser + `","state":"new","size":"huge","claim_key":"0"}`
+		},
+		"2222222222222222222222222222222222222222222222222222222222222222": func(id string) string {
+			return `{"_id":"` + id + `","type":"transfer","user":"` + testUser + `","state":"submitted","fts_job":7,"created":12}`
+		},
+		"3333333333333333333333333333333333333333333333333333333333333333": func(id string) string {
+			return `{"_id":"` + id + `","type":"transfer","user":"` + testUser + `","state":"exploded","source_lfn":"/store/../x","claim_key":"0"}`
+		},
+	}
+}
+
+// putRawDoc writes a document with a plain HTTP PUT.
+func putRawDoc(t *testing.T, url, doc string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, url, strings.NewReader(doc))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("PUT %s: HTTP %d %s", url, resp.StatusCode, b)
 	}
 }
 
