@@ -44,7 +44,9 @@ FUZZ_TARGETS := \
 	./fts:FuzzParseError \
 	./fts/ftstest:FuzzSubmit \
 	./srm:FuzzInterpretRun \
-	./srm:FuzzStorageXML
+	./srm:FuzzStorageXML \
+	./srm:FuzzSitesFile \
+	./srm:FuzzStorageJSON
 FUZZTIME ?= 10s
 
 fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
