@@ -143,12 +143,13 @@ func decodeAll(path string, docs []pending, apply applyFunc) error {
 			last[id] = i
 		}
 	}
+	in := interner{}
 	for i := range docs {
 		if ids[i] != "" && last[ids[i]] != i {
 			continue
 		}
 		var d anyDoc
-		if err := decodeDoc(docs[i].raw, &d); err != nil {
+		if err := decodeDoc(docs[i].raw, &d, in); err != nil {
 			if d.ID == "" {
 				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", path, docs[i].line, docs[i].off, err)
 			}
@@ -166,8 +167,8 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
-func decodeDoc(raw []byte, d *anyDoc) error {
-	if fastCodec && decodeTransfer(raw, &d.Transfer) {
+func decodeDoc(raw []byte, d *anyDoc, in interner) error {
+	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
 		d.Holder, d.Expire = "", state.Time{}
 	} else if err := json.Unmarshal(raw, d); err != nil {
 		var id struct {

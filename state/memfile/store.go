@@ -103,6 +103,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.d = nil // a closed store may stay referenced: free the documents
 	return s.f.Close()
 }
 
