@@ -448,3 +448,44 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestOpen_HandAppendedLastLine: a document appended by hand without its
+// final newline is kept (and the line ended); garbage there is an error.
+func TestOpen_HandAppendedLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	enqueue(t, s, 0, 1)
+	s.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := state.NewTransfer(statetest.Req(statetest.Alice, 7), statetest.Start, "hand")
+	line := strings.TrimSuffix(docLine(t, extra), "\n")
+	if err := os.WriteFile(path, append(bytes.Clone(orig), line...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var w warnings
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if _, err := s.Get(ctx, extra.ID); err != nil || len(w.msgs) != 0 {
+		t.Fatalf("hand-appended document: %v, warnings %q", err, w.msgs)
+	}
+	enqueue(t, s, 1, 1)
+	s.Close()
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if ls, err := s.List(ctx, state.Filter{}); err != nil || len(ls) != 3 || len(w.msgs) != 0 {
+		t.Fatalf("after a later write: %d transfers, %v, warnings %q", len(ls), err, w.msgs)
+	}
+	s.Close()
+
+	bad := append(bytes.Clone(orig), "oops, not json"...)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memfile.Open(path, state.Config{}); err == nil || !strings.Contains(err.Error(), path+":4 ") {
+		t.Fatalf("Open with a garbage last line: %v, want an error naming line 4", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
+		t.Fatal("a failed Open changed the file")
+	}
+}

@@ -33,8 +33,13 @@ type batchHeader struct {
 	CRC   string `json:"crc32c"`
 }
 
-// errTorn marks a record cut short by a crash: dropped when it is the last.
-var errTorn = errors.New("torn record")
+var (
+	// errTorn marks a record cut short by a crash: dropped when it is the last.
+	errTorn = errors.New("torn record")
+	// errNoNewline marks a last document line without its newline: memfile
+	// never writes one, so it was added by hand, and it is kept.
+	errNoNewline = errors.New("last line without a newline")
+)
 
 // anyDoc decodes any stored document: a transfer or a run lock.
 type anyDoc struct {
@@ -80,7 +85,11 @@ type pending struct {
 func (p *parser) record() (int, int, []pending, error) {
 	line, next, err := p.nextLine(p.pos)
 	if err != nil {
-		return 0, 0, nil, err
+		rest := p.buf[p.pos:]
+		if bytes.HasPrefix(rest, batchPrefix) || bytes.HasPrefix(batchPrefix, rest) || len(bytes.TrimSpace(rest)) == 0 {
+			return 0, 0, nil, err
+		}
+		return len(p.buf), 1, []pending{{raw: rest, off: p.base + int64(p.pos), line: p.line + 1}}, errNoNewline
 	}
 	if !bytes.HasPrefix(line, batchPrefix) {
 		if len(bytes.TrimSpace(line)) == 0 {

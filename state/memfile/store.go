@@ -213,16 +213,20 @@ func (s *Store) catchUp() error {
 		}
 	}
 	var docs []pending
-	torn := false
+	torn, noNewline := false, false
 	for p.pos < len(buf) {
 		batch := bytes.HasPrefix(buf[p.pos:], batchPrefix)
 		next, lines, found, err := p.record()
-		if errors.Is(err, errTorn) {
+		switch {
+		case errors.Is(err, errTorn):
 			torn = true
-			break
-		}
-		if err != nil {
+		case errors.Is(err, errNoNewline):
+			noNewline = true
+		case err != nil:
 			return err
+		}
+		if torn {
+			break
 		}
 		if batch && s.snapEnd < 0 {
 			s.snapEnd = p.base + int64(p.pos)
@@ -236,6 +240,12 @@ func (s *Store) catchUp() error {
 	}
 	if torn {
 		return s.dropTorn(p)
+	}
+	if noNewline { // end the hand-written line before anything is appended
+		if _, err := s.f.WriteAt([]byte{'\n'}, size); err != nil {
+			return fmt.Errorf("memfile: end the last line of %s: %w", s.path, err)
+		}
+		size++
 	}
 	s.off, s.line = size, p.line
 	return nil
