@@ -489,3 +489,39 @@ func TestOpen_HandAppendedLastLine(t *testing.T) {
 		t.Fatal("a failed Open changed the file")
 	}
 }
+
+// TestCompactionFailure: a compaction that cannot write its file leaves the
+// journal as it is, fails no call, and is not retried by every call.
+func TestCompactionFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	if err := os.Mkdir(path+".compact", 0o700); err != nil { // the temp file cannot be created
+		t.Fatal(err)
+	}
+	var w warnings
+	s := open(t, path, memfile.Options{CompactBytes: 1, Warn: w.add})
+	var ids []string
+	const writes = 16
+	for i := 0; i < writes; i++ {
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	// retried each time the file doubled: after writes 1, 2, 4, 8 and 16
+	if st := s.Stats(); st.Compactions != 0 || len(w.msgs) == 0 || len(w.msgs) > 5 || !strings.Contains(w.msgs[0], "compact") {
+		t.Fatalf("stats %+v, %d warnings %q; want a few about the failed compaction, not one per write", st, len(w.msgs), w.msgs)
+	}
+	if err := s.Compact(ctx); err == nil {
+		t.Fatal("Compact succeeded without its temp file")
+	}
+	if err := os.Remove(path + ".compact"); err != nil {
+		t.Fatal(err)
+	}
+	for i := writes; s.Stats().Compactions == 0; i++ {
+		if i > 4*writes {
+			t.Fatal("no compaction once the temp file could be written again")
+		}
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	r := open(t, path, memfile.Options{})
+	if ls, err := r.List(ctx, state.Filter{}); err != nil || len(ls) != len(ids) {
+		t.Fatalf("after the compaction: %d transfers, %v; want %d", len(ls), err, len(ids))
+	}
+}

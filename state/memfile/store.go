@@ -57,9 +57,13 @@ type Store struct {
 	off     int64 // bytes of the file applied to d
 	line    int   // lines of the file applied to d
 	snapEnd int64 // offset of the first journal record; -1 before one is seen
-	d       *db
-	stats   Stats
-	closed  bool
+	// noCompactBelow: after a failed compaction, wait until the file has
+	// grown past this before trying again (a full disk must not make every
+	// call rewrite the file).
+	noCompactBelow int64
+	d              *db
+	stats          Stats
+	closed         bool
 }
 
 // Open opens (creating it and its directory if missing) the state file at
@@ -352,12 +356,14 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		}
 		x.apply(spans)
 	}
-	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) {
+	due := s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) && s.off >= s.noCompactBelow
+	if len(compact) > 0 || due {
 		if err := s.compact(); err != nil {
 			if len(compact) > 0 {
 				return fmt.Errorf("memfile: compact %s: %w", s.path, err)
 			}
-			s.warn("memfile: compact %s: %v (the journal keeps growing)", s.path, err)
+			s.noCompactBelow = s.off + max(s.opts.CompactBytes, s.off)
+			s.warn("memfile: compact %s: %v (the journal keeps growing; trying again later)", s.path, err)
 		}
 	}
 	return nil
