@@ -3,6 +3,7 @@ package memfile_test
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
@@ -38,7 +39,7 @@ func BenchmarkDrain(b *testing.B) {
 	}
 }
 
-func drain(b *testing.B, s *memfile.Store, n int) {
+func drain(b testing.TB, s *memfile.Store, n int) {
 	done := 0
 	for job := 0; ; job++ {
 		ts, err := s.NewTransfers(ctx, 200)
@@ -75,7 +76,7 @@ func drain(b *testing.B, s *memfile.Store, n int) {
 	}
 }
 
-func must(b *testing.B, res []state.Result, err error) {
+func must(b testing.TB, res []state.Result, err error) {
 	b.Helper()
 	if err != nil {
 		b.Fatal(err)
@@ -107,6 +108,12 @@ func BenchmarkOpen(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.StopTimer()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		b.ReportMetric(float64(m.HeapAlloc)/float64(n), "heap-bytes/transfer")
+		b.StartTimer()
 		s.Close()
 	}
 }

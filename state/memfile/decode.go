@@ -13,8 +13,12 @@ import (
 // known keys, each once, no whitespace, no null, no escapes, ASCII strings;
 // on anything else it returns false and the caller uses encoding/json, so
 // the result is always what encoding/json would give (TestDecodeTransfer).
-func decodeTransfer(b []byte, t *state.Transfer) bool {
-	d := decoder{b: b}
+//
+// Values that repeat across documents (users, sites, states, owners, jobs)
+// are interned through in, when it is not nil, so that a large file does
+// not hold one copy of each per document.
+func decodeTransfer(b []byte, t *state.Transfer, in interner) bool {
+	d := decoder{b: b, in: in}
 	*t = state.Transfer{}
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
@@ -23,17 +27,17 @@ func decodeTransfer(b []byte, t *state.Transfer) bool {
 		case "_rev":
 			return d.str(&t.Rev)
 		case "type":
-			return d.str(&t.Type)
+			return d.istr(&t.Type)
 		case "user":
-			return d.str(&t.User)
+			return d.istr(&t.User)
 		case "group":
-			return d.str(&t.Group)
+			return d.istr(&t.Group)
 		case "role":
-			return d.str(&t.Role)
+			return d.istr(&t.Role)
 		case "source":
-			return d.str(&t.Source)
+			return d.istr(&t.Source)
 		case "destination":
-			return d.str(&t.Destination)
+			return d.istr(&t.Destination)
 		case "source_lfn":
 			return d.str(&t.SourceLFN)
 		case "destination_lfn":
@@ -59,15 +63,15 @@ func decodeTransfer(b []byte, t *state.Transfer) bool {
 				return ok
 			})
 		case "state":
-			return d.str((*string)(&t.State))
+			return d.istr((*string)(&t.State))
 		case "owner":
-			return d.str(&t.Owner)
+			return d.istr(&t.Owner)
 		case "lease_expires":
 			return d.time(&t.LeaseExpires)
 		case "submit_sid":
-			return d.str(&t.SubmitSID)
+			return d.istr(&t.SubmitSID)
 		case "fts_job":
-			return d.str(&t.FTSJob)
+			return d.istr(&t.FTSJob)
 		case "fts_file_id":
 			return d.int64(&t.FTSFileID)
 		case "source_pfn":
@@ -104,8 +108,32 @@ func decodeTransfer(b []byte, t *state.Transfer) bool {
 }
 
 type decoder struct {
-	b []byte
-	i int
+	b  []byte
+	i  int
+	in interner
+}
+
+// interner maps strings to one shared copy.
+type interner map[string]string
+
+// maxInterned bounds an interner: past it, new values are not kept.
+const maxInterned = 1 << 16
+
+// istr reads a string like str, interning it.
+func (d *decoder) istr(s *string) bool {
+	b, ok := d.raw()
+	if !ok {
+		return false
+	}
+	if v, hit := d.in[string(b)]; hit {
+		*s = v
+		return true
+	}
+	*s = string(b)
+	if d.in != nil && len(d.in) < maxInterned {
+		d.in[*s] = *s
+	}
+	return true
 }
 
 func (d *decoder) next(c byte) bool {
@@ -315,7 +343,7 @@ func (d *decoder) progress(p *state.Progress) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "fts_state":
-			return d.str(&p.FTSState)
+			return d.istr(&p.FTSState)
 		case "bytes":
 			return d.int64(&p.Bytes)
 		case "throughput":
@@ -339,11 +367,11 @@ func (d *decoder) transition(h *state.Transition) bool {
 		case "at":
 			return d.time(&h.At)
 		case "from":
-			return d.str((*string)(&h.From))
+			return d.istr((*string)(&h.From))
 		case "to":
-			return d.str((*string)(&h.To))
+			return d.istr((*string)(&h.To))
 		case "by":
-			return d.str(&h.By)
+			return d.istr(&h.By)
 		case "reason":
 			return d.str(&h.Reason)
 		}

@@ -15,7 +15,7 @@ import (
 func sameAsJSON(t testing.TB, b []byte) bool {
 	t.Helper()
 	var fast state.Transfer
-	if !decodeTransfer(b, &fast) {
+	if !decodeTransfer(b, &fast, interner{}) {
 		return false
 	}
 	var slow state.Transfer

@@ -21,7 +21,8 @@
 // contract says so (SetTransientState reports ErrConflict).
 //
 // A torn last record (a crash in the middle of an append) is dropped with a
-// warning; any other damage is an error naming the file and line. A document
+// warning; any other damage is an error naming the file and line. A last
+// line added by hand without its newline is kept, and the line ended. A document
 // that does not validate as a transfer is kept in the file but skipped by
 // every call and reported by Summary.
 //

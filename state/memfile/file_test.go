@@ -448,3 +448,80 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestOpen_HandAppendedLastLine: a document appended by hand without its
+// final newline is kept (and the line ended); garbage there is an error.
+func TestOpen_HandAppendedLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	enqueue(t, s, 0, 1)
+	s.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := state.NewTransfer(statetest.Req(statetest.Alice, 7), statetest.Start, "hand")
+	line := strings.TrimSuffix(docLine(t, extra), "\n")
+	if err := os.WriteFile(path, append(bytes.Clone(orig), line...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var w warnings
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if _, err := s.Get(ctx, extra.ID); err != nil || len(w.msgs) != 0 {
+		t.Fatalf("hand-appended document: %v, warnings %q", err, w.msgs)
+	}
+	enqueue(t, s, 1, 1)
+	s.Close()
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if ls, err := s.List(ctx, state.Filter{}); err != nil || len(ls) != 3 || len(w.msgs) != 0 {
+		t.Fatalf("after a later write: %d transfers, %v, warnings %q", len(ls), err, w.msgs)
+	}
+	s.Close()
+
+	bad := append(bytes.Clone(orig), "oops, not json"...)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memfile.Open(path, state.Config{}); err == nil || !strings.Contains(err.Error(), path+":4 ") {
+		t.Fatalf("Open with a garbage last line: %v, want an error naming line 4", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
+		t.Fatal("a failed Open changed the file")
+	}
+}
+
+// TestCompactionFailure: a compaction that cannot write its file leaves the
+// journal as it is, fails no call, and is not retried by every call.
+func TestCompactionFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	if err := os.Mkdir(path+".compact", 0o700); err != nil { // the temp file cannot be created
+		t.Fatal(err)
+	}
+	var w warnings
+	s := open(t, path, memfile.Options{CompactBytes: 1, Warn: w.add})
+	var ids []string
+	const writes = 16
+	for i := 0; i < writes; i++ {
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	// retried each time the file doubled: after writes 1, 2, 4, 8 and 16
+	if st := s.Stats(); st.Compactions != 0 || len(w.msgs) == 0 || len(w.msgs) > 5 || !strings.Contains(w.msgs[0], "compact") {
+		t.Fatalf("stats %+v, %d warnings %q; want a few about the failed compaction, not one per write", st, len(w.msgs), w.msgs)
+	}
+	if err := s.Compact(ctx); err == nil {
+		t.Fatal("Compact succeeded without its temp file")
+	}
+	if err := os.Remove(path + ".compact"); err != nil {
+		t.Fatal(err)
+	}
+	for i := writes; s.Stats().Compactions == 0; i++ {
+		if i > 4*writes {
+			t.Fatal("no compaction once the temp file could be written again")
+		}
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	r := open(t, path, memfile.Options{})
+	if ls, err := r.List(ctx, state.Filter{}); err != nil || len(ls) != len(ids) {
+		t.Fatalf("after the compaction: %d transfers, %v; want %d", len(ls), err, len(ids))
+	}
+}

@@ -33,8 +33,13 @@ type batchHeader struct {
 	CRC   string `json:"crc32c"`
 }
 
-// errTorn marks a record cut short by a crash: dropped when it is the last.
-var errTorn = errors.New("torn record")
+var (
+	// errTorn marks a record cut short by a crash: dropped when it is the last.
+	errTorn = errors.New("torn record")
+	// errNoNewline marks a last document line without its newline: memfile
+	// never writes one, so it was added by hand, and it is kept.
+	errNoNewline = errors.New("last line without a newline")
+)
 
 // anyDoc decodes any stored document: a transfer or a run lock.
 type anyDoc struct {
@@ -80,7 +85,11 @@ type pending struct {
 func (p *parser) record() (int, int, []pending, error) {
 	line, next, err := p.nextLine(p.pos)
 	if err != nil {
-		return 0, 0, nil, err
+		rest := p.buf[p.pos:]
+		if bytes.HasPrefix(rest, batchPrefix) || bytes.HasPrefix(batchPrefix, rest) || len(bytes.TrimSpace(rest)) == 0 {
+			return 0, 0, nil, err
+		}
+		return len(p.buf), 1, []pending{{raw: rest, off: p.base + int64(p.pos), line: p.line + 1}}, errNoNewline
 	}
 	if !bytes.HasPrefix(line, batchPrefix) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -143,12 +152,13 @@ func decodeAll(path string, docs []pending, apply applyFunc) error {
 			last[id] = i
 		}
 	}
+	in := interner{}
 	for i := range docs {
 		if ids[i] != "" && last[ids[i]] != i {
 			continue
 		}
 		var d anyDoc
-		if err := decodeDoc(docs[i].raw, &d); err != nil {
+		if err := decodeDoc(docs[i].raw, &d, in); err != nil {
 			if d.ID == "" {
 				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", path, docs[i].line, docs[i].off, err)
 			}
@@ -166,8 +176,8 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
-func decodeDoc(raw []byte, d *anyDoc) error {
-	if fastCodec && decodeTransfer(raw, &d.Transfer) {
+func decodeDoc(raw []byte, d *anyDoc, in interner) error {
+	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
 		d.Holder, d.Expire = "", state.Time{}
 	} else if err := json.Unmarshal(raw, d); err != nil {
 		var id struct {

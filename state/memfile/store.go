@@ -57,9 +57,13 @@ type Store struct {
 	off     int64 // bytes of the file applied to d
 	line    int   // lines of the file applied to d
 	snapEnd int64 // offset of the first journal record; -1 before one is seen
-	d       *db
-	stats   Stats
-	closed  bool
+	// noCompactBelow: after a failed compaction, wait until the file has
+	// grown past this before trying again (a full disk must not make every
+	// call rewrite the file).
+	noCompactBelow int64
+	d              *db
+	stats          Stats
+	closed         bool
 }
 
 // Open opens (creating it and its directory if missing) the state file at
@@ -103,6 +107,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.d = nil // a closed store may stay referenced: free the documents
 	return s.f.Close()
 }
 
@@ -212,16 +217,20 @@ func (s *Store) catchUp() error {
 		}
 	}
 	var docs []pending
-	torn := false
+	torn, noNewline := false, false
 	for p.pos < len(buf) {
 		batch := bytes.HasPrefix(buf[p.pos:], batchPrefix)
 		next, lines, found, err := p.record()
-		if errors.Is(err, errTorn) {
+		switch {
+		case errors.Is(err, errTorn):
 			torn = true
-			break
-		}
-		if err != nil {
+		case errors.Is(err, errNoNewline):
+			noNewline = true
+		case err != nil:
 			return err
+		}
+		if torn {
+			break
 		}
 		if batch && s.snapEnd < 0 {
 			s.snapEnd = p.base + int64(p.pos)
@@ -235,6 +244,12 @@ func (s *Store) catchUp() error {
 	}
 	if torn {
 		return s.dropTorn(p)
+	}
+	if noNewline { // end the hand-written line before anything is appended
+		if _, err := s.f.WriteAt([]byte{'\n'}, size); err != nil {
+			return fmt.Errorf("memfile: end the last line of %s: %w", s.path, err)
+		}
+		size++
 	}
 	s.off, s.line = size, p.line
 	return nil
@@ -341,12 +356,14 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		}
 		x.apply(spans)
 	}
-	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) {
+	due := s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) && s.off >= s.noCompactBelow
+	if len(compact) > 0 || due {
 		if err := s.compact(); err != nil {
 			if len(compact) > 0 {
 				return fmt.Errorf("memfile: compact %s: %w", s.path, err)
 			}
-			s.warn("memfile: compact %s: %v (the journal keeps growing)", s.path, err)
+			s.noCompactBelow = s.off + max(s.opts.CompactBytes, s.off)
+			s.warn("memfile: compact %s: %v (the journal keeps growing; trying again later)", s.path, err)
 		}
 	}
 	return nil
