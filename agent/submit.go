@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sort"
 
 	"github.com/google/uuid"
@@ -81,7 +83,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 
 	jobs, aborts := a.plan(fresh)
 	for _, j := range jobs {
-		if stop.Err() != nil || work.Err() != nil {
+		if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 			break // the rest is released at shutdown
 		}
 		a.submitJob(work, j, ps)
@@ -191,6 +193,16 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case credentialError(err):
+		// not the transfers' fault: release them without penalty and stop
+		log.WithError(err).Error("FTS refused our credentials; stopping")
+		delete(a.pending, j.sid)
+		a.claims.mu.Lock()
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseLocked(ctx, a.claims.get(j.ids), "FTS refused the credentials: "+err.Error(), ps)
+		cancel()
+		a.claims.mu.Unlock()
+		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
 		delete(a.pending, j.sid)
@@ -203,6 +215,19 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		}
 		a.abort(work, aborts, ps)
 	}
+}
+
+// credentialError: FTS refused who we are (401, 403 other than a banned
+// storage element, or delegation still missing after delegating): no
+// transfer can succeed until an operator acts, so none is penalised.
+func credentialError(err error) bool {
+	switch {
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+		return true
+	case errors.Is(err, fts.ErrForbidden):
+		return !strings.Contains(strings.ToLower(err.Error()), "banned")
+	}
+	return false
 }
 
 func (a *Agent) submission(j *pendingJob) fts.Submission {
