@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
