@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench chaos fuzz clean help
+.PHONY: all build test lint demo bench chaos fuzz enqueue-large clean help
 
 all: build
 
@@ -19,16 +19,45 @@ test: ## run the whole test suite with the race detector
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 demo: build ## the main job offline: enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
 	$(GO) run ./testdata/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --log-level warn"; $(BIN) run --interval 1s --log-level warn --progress always; \
+	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
+
+# Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
+# seed corpora under each package's testdata/fuzz/ also run in `make test`.
+FUZZ_TARGETS := \
+	./cmd:FuzzRecordReader \
+	./state:FuzzTransferJSON \
+	./state:FuzzRequestJSON \
+	./state/memfile:FuzzStateFile \
+	./state/memfile:FuzzOpen \
+	./state/memfile:FuzzDecodeTransfer \
+	./state/couch:FuzzDecode \
+	./fts:FuzzParseStatus \
+	./fts:FuzzParseError \
+	./fts/ftstest:FuzzSubmit \
+	./srm:FuzzInterpretRun \
+	./srm:FuzzStorageXML \
+	./srm:FuzzSitesFile \
+	./srm:FuzzStorageJSON
+FUZZTIME ?= 10s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "+ go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+enqueue-large: ## aso enqueue of 1,000,000 JSON lines with 1% bad ones: every bad line reported, memory bounded
+	ASO_TEST_LARGE=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestEnqueue_MillionLinesWithBadOnes$$' ./cmd
 
 clean: ## remove build outputs
 	rm -rf bin bench/results.json

@@ -7,10 +7,9 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// recordPhase checks that the agent still owns the user, deletes the
-// destination copies of failed, cancelled and lost transfers (in one batch,
-// under a timeout), then persists every outcome in
-// one SetTerminalState call. An outcome whose deletion failed is not recorded
+// recordPhase passes the write fence, deletes the destination copies of
+// failed, cancelled and lost transfers (in one batch, under a timeout), then
+// persists every outcome in one SetTerminalState call. An outcome whose deletion failed is not recorded
 // this pass, so the deletion is retried next pass (the transfer is still
 // submitted and FTS reports it again); after MaxDeleteAttempts it is recorded
 // anyway with the deletion failure in its reason, so no outcome is lost.
@@ -21,9 +20,10 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 	log := a.log.WithField(FieldPhase, "record")
 	// the outcomes were read from FTS a moment ago; if the agent was frozen
 	// since (SIGSTOP, a starved machine) another agent may have taken the
-	// user over and retried these transfers: check ownership (renewing if
-	// due, which it is after such a pause) before deleting anything
-	if !a.keeper.tick(work) {
+	// user over and retried these transfers: deleting is a write too, so
+	// it passes the write fence first
+	if err := a.keeper.mayWrite(); err != nil {
+		log.WithError(err).Error("not deleting destination copies: ownership lost")
 		return
 	}
 	failedDelete := a.deleteDestinations(work, outs, ps)
@@ -74,6 +74,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 }
 
 func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
+	label := string(t.Outcome)
 	switch t.Outcome {
 	case state.OutcomeDone:
 		ps.Done++
@@ -84,11 +85,12 @@ func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
 	case state.OutcomeFailed:
 		if t.Retryable && t.Transfer.Attempts+1 < a.cfg.Policy.MaxAttempts {
 			ps.Retried++
+			label = "retried"
 		} else {
 			ps.Failed++
 		}
 	}
-	a.metrics.outcome(t, ps)
+	a.metrics.transfers.WithLabelValues(label).Inc()
 }
 
 // deleteDestinations deletes the destination PFNs that must go and returns

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -83,7 +84,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 
 	jobs, aborts := a.plan(fresh)
 	for _, j := range jobs {
-		if stop.Err() != nil || work.Err() != nil {
+		if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 			break // the rest is released at shutdown
 		}
 		a.submitJob(work, j, ps)
@@ -99,9 +100,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	groups := map[jobKey][]planned{}
 	var aborts []state.Abort
-	byID := map[string]state.Transfer{}
 	for _, t := range ts {
-		byID[t.ID] = t
 		src, err := a.sites.ResolveFor(t.Source, t.SourceLFN, t.Destination)
 		if err == nil {
 			var dst string
@@ -195,6 +194,16 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case credentialError(err):
+		// not the transfers' fault: release them without penalty and stop
+		log.WithError(err).Error("FTS refused our credentials; stopping")
+		delete(a.pending, j.sid)
+		a.claims.mu.Lock()
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseLocked(ctx, a.claims.get(j.ids), "FTS refused the credentials: "+err.Error(), ps)
+		cancel()
+		a.claims.mu.Unlock()
+		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
 		delete(a.pending, j.sid)
@@ -207,6 +216,19 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		}
 		a.abort(work, aborts, ps)
 	}
+}
+
+// credentialError: FTS refused who we are (401, 403 other than a banned
+// storage element, or delegation still missing after delegating): no
+// transfer can succeed until an operator acts, so none is penalised.
+func credentialError(err error) bool {
+	switch {
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+		return true
+	case errors.Is(err, fts.ErrForbidden):
+		return !strings.Contains(strings.ToLower(err.Error()), "banned")
+	}
+	return false
 }
 
 func (a *Agent) submission(j *pendingJob) fts.Submission {
@@ -294,10 +316,10 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	ps.Submitted += len(ok)
 	ps.Jobs++
 	a.metrics.count("submitted", len(ok))
-	if len(lost) > 0 {
-		a.logLost(log, lost)
-		a.cancelOrphans(work, j.jobID, lost)
-	}
+	// A transfer found no longer ours was claimed by another agent after its
+	// sid was written: that agent adopts this same job by its sid, so the
+	// job is not cancelled here.
+	a.logLost(log, lost)
 }
 
 func (a *Agent) pendingIDs() map[string]bool {
@@ -368,9 +390,4 @@ func (a *Agent) logLost(log *logrus.Entry, lost []state.Result) {
 	for _, r := range lost {
 		log.WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
 	}
-}
-
-// describe a job for errors.
-func (j *pendingJob) String() string {
-	return fmt.Sprintf("sid %s job %s (%d files)", j.sid, j.jobID, len(j.ids))
 }
