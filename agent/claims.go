@@ -81,7 +81,7 @@ func (c *claims) drop(ids ...string) {
 
 // keeper renews the run lock and the leases every third of their TTL, by
 // the agent's clock: the loop calls tick before every pass and a background
-// goroutine calls it every second, so long phases are covered too. If a
+// goroutine calls it every second (more often for short TTLs), so long phases are covered too. If a
 // renewal keeps failing until the lock or a lease would expire, or the lock
 // or a lease is found lost, it calls lost: the agent must stop all work at
 // once.
@@ -132,9 +132,11 @@ func (a *Agent) renewPeriod() time.Duration {
 	return min(a.cfg.LockTTL, a.cfg.Policy.LeaseTTL) / 3
 }
 
-// run ticks every second until ctx is done or ownership is lost.
+// run ticks until ctx is done or ownership is lost: every second, or twice
+// per renewal period when that is shorter (a short --lock-ttl), so that a
+// long phase never outlives the lock.
 func (k *keeper) run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(max(min(time.Second, k.a.renewPeriod()/2), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
