@@ -131,6 +131,11 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
 		}
 		cancel()
+		if ctx.Err() != nil {
+			// SIGTERM during the check: a graceful stop, nothing was touched
+			a.log.Info("stopping on request before the first pass")
+			return nil
+		}
 		return err
 	}
 

@@ -81,10 +81,10 @@ func (c *claims) drop(ids ...string) {
 
 // keeper renews the run lock and the leases every third of their TTL, by
 // the agent's clock: the loop calls tick before every pass and a background
-// goroutine calls it every second (more often for short TTLs), so long phases are covered too. If a
-// renewal keeps failing until the lock or a lease would expire, or the lock
-// or a lease is found lost, it calls lost: the agent must stop all work at
-// once.
+// goroutine calls it every second (more often for short TTLs), so long
+// phases are covered too. If a renewal keeps failing until the lock or a
+// lease would expire, or the lock or a lease is found lost, it calls lost:
+// the agent must stop all work at once.
 type keeper struct {
 	a    *Agent
 	lost func(error)
