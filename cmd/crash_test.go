@@ -187,10 +187,11 @@ func histogram(m map[string]int) string {
 // TestRun_PausedAgentLosesOwnership freezes an agent with SIGSTOP at random
 // moments for longer than its lock and leases live, lets a second agent take
 // the user over, then resumes the first: it must notice that it lost the
-// lock and stop with an error, while the second drains the queue with every
-// invariant intact. (On memfile, an agent frozen inside a store call holds
-// the file lock, so the second waits for it and then finds the first's run
-// lock renewed: it exits 3 and the first finishes the work.)
+// lock and stop with an error, while the second drains the queue; the next
+// run finds every invariant intact. (On memfile, an agent frozen inside a
+// store call holds the file lock, so the second waits for it and then finds
+// the first's run lock renewed: it exits 3, and the first either finishes
+// the work or stops on its own expired lock, leaving it to the next run.)
 func TestRun_PausedAgentLosesOwnership(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	backends(t, func(t *testing.T, couch bool) {
@@ -226,9 +227,12 @@ func runPauseScenario(t *testing.T, couch bool, rounds int) {
 				t.Errorf("round %d: after the takeover the resumed agent exited %d (want an error for the lost lock), the new one %d (want 0)\n%s\n%s",
 					round, ca, cb, a.Tail(20), b.Tail(20))
 			}
-		case ca != cmd.ExitOK || cb != cmd.ExitLocked:
-			t.Errorf("round %d: without a takeover the agents exited %d and %d, want 0 and %d\n%s\n%s", round, ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
+		case (ca != cmd.ExitOK && ca != cmd.ExitError) || cb != cmd.ExitLocked:
+			t.Errorf("round %d: without a takeover the agents exited %d and %d, want 0 or 1 (its lock expired while frozen) and %d\n%s\n%s",
+				round, ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
 		}
+		// whatever a stopped agent left is the next run's
+		w.RunToEnd(user, time.Minute, args...)
 		r := w.Check(proctest.CheckOptions{})
 		t.Logf("round %d (pause after %q + %s, takeover %v): %s", round, tr.after, tr.delay, took, r)
 		if !r.OK() {
