@@ -39,6 +39,9 @@ type trigger struct {
 	delay time.Duration
 }
 
+// submitted is the log line of an FTS submission, before its commit.
+const submitted = `"msg":"job submitted"`
+
 // killTrigger draws the moment of the next kill: during start-up; right
 // after an FTS submission (before or during its commit: the window the
 // submit_sid protects); during the recording of outcomes; or anywhere
@@ -49,7 +52,7 @@ func killTrigger(rng *rand.Rand) trigger {
 	case p < 15:
 		return trigger{delay: ms(300)}
 	case p < 45:
-		return trigger{after: `"msg":"job submitted"`, delay: ms(4)}
+		return trigger{after: submitted, delay: ms(30)}
 	case p < 70:
 		return trigger{after: `"msg":"outcome recorded"`, delay: ms(10)}
 	default:
@@ -76,19 +79,31 @@ func TestRun_CrashSafety(t *testing.T) {
 
 func runCrashScenario(t *testing.T, sc crashScenario) {
 	const user = "carol"
-	w := proctest.New(t, proctest.Options{Couch: sc.couch, Sim: fastSim(21), Seed: 21})
+	// FTS answers in 20 ms, so the window between a job's submit_sid and
+	// its commit is wide enough for kills to land in
+	sim := fastSim(21)
+	sim.Latency = 20 * time.Millisecond
+	w := proctest.New(t, proctest.Options{Couch: sc.couch, Sim: sim, Seed: 21})
 	w.AddMix(user, sc.initial)
 	rng := rand.New(rand.NewPCG(2026, 11))
 	phases := map[string]int{}
 	var kills, locked, drained int
 	var windows killWindows
+	var next *trigger // the moment of the next kill, kept across refused restarts
 	deadline := time.Now().Add(sc.budget)
 	for kills < sc.kills {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, sc.budget)
 		}
+		if next == nil {
+			tr := killTrigger(rng)
+			next = &tr
+			if tr.after == submitted {
+				w.AddMix(user, 20) // something to submit, however far the queue is
+			}
+		}
+		trigger := *next
 		p := w.StartAgent(user, sc.flags()...)
-		trigger := killTrigger(rng)
 		if trigger.after != "" {
 			p.WaitLog(trigger.after, sc.wait)
 		}
@@ -100,6 +115,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		}
 		switch {
 		case p.Signaled():
+			next = nil
 			kills++
 			phases[p.LastPhase()]++
 			windows.add(t, w, user)
@@ -107,6 +123,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 			locked++
 			time.Sleep(100 * time.Millisecond)
 		case p.Code() == cmd.ExitOK:
+			next = nil
 			drained++
 			w.AddMix(user, sc.more)
 		default:
