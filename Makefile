@@ -19,14 +19,14 @@ test: ## run the whole test suite with the race detector
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 demo: build ## the main job offline: enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
 	$(GO) run ./testdata/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --log-level warn"; $(BIN) run --interval 1s --log-level warn --progress always; \
+	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 

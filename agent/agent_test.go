@@ -156,6 +156,9 @@ func TestAgent_EndToEnd(t *testing.T) {
 			if tr.State != state.StateKilled {
 				t.Errorf("killed %s: %s %q, want killed", tr.ID, tr.State, tr.Reason)
 			}
+			if tr.FTSJob != "" && tr.FTSFileID == 0 {
+				t.Errorf("killed %s: its FTS file ID was never recorded", tr.ID)
+			}
 			if readErr == nil {
 				t.Errorf("killed %s: destination copy left behind", tr.ID)
 			}

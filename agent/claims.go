@@ -78,8 +78,6 @@ func (c *claims) drop(ids ...string) {
 	}
 }
 
-func (c *claims) len() int { return len(c.held) }
-
 // keeper renews the run lock and the leases every third of their TTL, by
 // the agent's clock: the loop calls tick before every pass and a background
 // goroutine calls it every second, so long phases are covered too. If a

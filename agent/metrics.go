@@ -63,14 +63,6 @@ func (m *Metrics) count(event string, n int) {
 	}
 }
 
-func (m *Metrics) outcome(t state.Terminal, _ *PassStats) {
-	o := string(t.Outcome)
-	if t.Outcome == state.OutcomeFailed && t.Retryable {
-		o = "failed_or_retried"
-	}
-	m.transfers.WithLabelValues(o).Inc()
-}
-
 func (m *Metrics) deletes(n int, err error) {
 	if err != nil {
 		m.count("delete_failed", n)

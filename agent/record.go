@@ -66,6 +66,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 }
 
 func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
+	label := string(t.Outcome)
 	switch t.Outcome {
 	case state.OutcomeDone:
 		ps.Done++
@@ -76,11 +77,12 @@ func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
 	case state.OutcomeFailed:
 		if t.Retryable && t.Transfer.Attempts+1 < a.cfg.Policy.MaxAttempts {
 			ps.Retried++
+			label = "retried"
 		} else {
 			ps.Failed++
 		}
 	}
-	a.metrics.outcome(t, ps)
+	a.metrics.transfers.WithLabelValues(label).Inc()
 }
 
 // deleteDestinations deletes the destination PFNs that must go and returns

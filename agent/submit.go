@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 
 	"github.com/google/uuid"
@@ -98,9 +97,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	groups := map[jobKey][]planned{}
 	var aborts []state.Abort
-	byID := map[string]state.Transfer{}
 	for _, t := range ts {
-		byID[t.ID] = t
 		src, err := a.sites.ResolveFor(t.Source, t.SourceLFN, t.Destination)
 		if err == nil {
 			var dst string
@@ -367,9 +364,4 @@ func (a *Agent) logLost(log *logrus.Entry, lost []state.Result) {
 	for _, r := range lost {
 		log.WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
 	}
-}
-
-// describe a job for errors.
-func (j *pendingJob) String() string {
-	return fmt.Sprintf("sid %s job %s (%d files)", j.sid, j.jobID, len(j.ids))
 }

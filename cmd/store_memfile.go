@@ -15,9 +15,7 @@ func init() { storeOpeners["file"] = openMemfile }
 // dropped after a crash) go to the log.
 func openMemfile(_ context.Context, g *Globals, url string, cfg state.Config) (state.Store, error) {
 	path := strings.TrimPrefix(url, "file:")
-	if strings.HasPrefix(path, "//") {
-		path = strings.TrimPrefix(path, "//")
-	}
+	path = strings.TrimPrefix(path, "//")
 	if path == "" {
 		return nil, usagef("--state %q: want file:PATH", url)
 	}

@@ -26,8 +26,7 @@ func TestTime_JSONRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %v, want %v in UTC", back, in)
 	}
 	for _, zero := range []string{`null`, `""`} {
-		var z state.Time
-		z = state.At(in)
+		z := state.At(in)
 		if err := json.Unmarshal([]byte(zero), &z); err != nil || !z.IsZero() {
 			t.Fatalf("%s decodes to %v, %v; want the zero Time", zero, z, err)
 		}

@@ -27,7 +27,7 @@ func (s *Simulator) checkDelegation(id *identity) string {
 	if d == nil || d.termination == nil {
 		return fmt.Sprintf("No delegation found for \"%s\"", id.dn)
 	}
-	left := d.termination.Sub(time.Now())
+	left := time.Until(*d.termination)
 	switch {
 	case left <= 0:
 		return fmt.Sprintf("The delegated credentials expired %d seconds ago (%s)", int64(-left.Seconds()), id.dlgID)
@@ -181,24 +181,29 @@ func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, error) {
 		certs = append(certs, c)
 	}
 	if len(certs) < 2 {
-		return time.Time{}, fmt.Errorf("Malformed proxy") //nolint:staticcheck // FTS's message.
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Malformed proxy")
 	}
 	proxy, issuer := certs[0], certs[1]
 	pub, ok := proxy.PublicKey.(*rsa.PublicKey)
 	if !ok || !pub.Equal(&key.PublicKey) {
-		return time.Time{}, fmt.Errorf("The proxy does not match the stored associated private key") //nolint:staticcheck // FTS's message.
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("The proxy does not match the stored associated private key")
 	}
 	if err := issuer.CheckSignature(proxy.SignatureAlgorithm, proxy.RawTBSCertificate, proxy.Signature); err != nil {
-		return time.Time{}, fmt.Errorf("Failed to verify the proxy, maybe signed with the wrong private key?") //nolint:staticcheck // FTS's message.
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Failed to verify the proxy, maybe signed with the wrong private key?")
 	}
 	var sub, iss pkix.RDNSequence
 	_, err1 := asn1.Unmarshal(proxy.RawSubject, &sub)
 	_, err2 := asn1.Unmarshal(proxy.RawIssuer, &iss)
 	if err1 != nil || err2 != nil || len(sub) == 0 || formatRDNs(sub[:len(sub)-1]) != formatRDNs(iss) {
-		return time.Time{}, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer)) //nolint:staticcheck // FTS's message.
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer))
 	}
 	if last := sub[len(sub)-1]; len(last) != 1 || !last[0].Type.Equal(oidCN) {
-		return time.Time{}, fmt.Errorf("Missing trailing Common Name in the proxy") //nolint:staticcheck // FTS's message.
+		//lint:ignore ST1005 FTS sends this message as it is
+		return time.Time{}, fmt.Errorf("Missing trailing Common Name in the proxy")
 	}
 	return proxy.NotAfter.UTC(), nil
 }

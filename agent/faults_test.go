@@ -1,0 +1,184 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/srm"
+	"github.com/asyncstageout/aso/state"
+)
+
+// goodRequests enqueues n transfers that succeed.
+func (w *world) goodRequests(n int) []state.Request {
+	w.t.Helper()
+	reqs := make([]state.Request, n)
+	for i := range reqs {
+		reqs[i], _ = w.request("ok", i, true)
+	}
+	w.enqueue(reqs)
+	return reqs
+}
+
+// TestAgent_SecondAgentLocked: while another agent holds the user's run
+// lock, Run fails at once with ErrLocked and touches nothing.
+func TestAgent_SecondAgentLocked(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(5)
+	other := w.open("agent-0")
+	if _, err := other.AcquireLock(context.Background(), testUser, "agent-0", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]string{}
+	for _, r := range reqs {
+		before[r.ID()] = w.get(r.ID()).Rev
+	}
+	err := w.agent(w.config("agent-1"), nil).Run(context.Background())
+	if !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("Run = %v, want ErrLocked", err)
+	}
+	if !strings.Contains(err.Error(), "agent-0") {
+		t.Errorf("error %q does not name the holder", err)
+	}
+	for _, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateNew || got.Rev != before[r.ID()] {
+			t.Errorf("%s: %s rev %s, want untouched", r.ID(), got.State, got.Rev)
+		}
+	}
+	if n := w.sim.Requests()["submit"]; n != 0 {
+		t.Errorf("%d submissions by a locked-out agent", n)
+	}
+}
+
+// hookStore injects a function after a call of the wrapped store.
+type hookStore struct {
+	agent.Store
+	afterClaim func([]state.Transfer)
+}
+
+func (h hookStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
+	ts, err := h.Store.NewTransfers(ctx, n)
+	if err == nil && h.afterClaim != nil {
+		h.afterClaim(ts)
+	}
+	return ts, err
+}
+
+// TestAgent_LeaseLostMidRun: the clock passes the lease TTL right after the
+// agent claimed, and another agent claims the same transfers. The first
+// agent must never submit them nor write to them again.
+func TestAgent_LeaseLostMidRun(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(12)
+	thief := w.open("agent-thief")
+	var once sync.Once
+	var stolen map[string]state.Transfer
+	store := hookStore{Store: w.open("agent-1"), afterClaim: func(ts []state.Transfer) {
+		once.Do(func() {
+			w.clk.Advance(16 * time.Minute)
+			got, err := thief.NewTransfers(context.Background(), 100)
+			must(t, err)
+			stolen = map[string]state.Transfer{}
+			for _, tr := range got {
+				stolen[tr.ID] = tr
+			}
+		})
+	}}
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	err := w.agent(cfg, store).Run(context.Background())
+	if err != nil && !errors.Is(err, state.ErrLeaseLost) {
+		t.Fatalf("Run = %v, want nil or ErrLeaseLost", err)
+	}
+	if len(stolen) != len(reqs) {
+		t.Fatalf("the other agent claimed %d transfers, want %d", len(stolen), len(reqs))
+	}
+	for id, want := range stolen {
+		got := w.get(id)
+		if got.Rev != want.Rev || got.Owner != "agent-thief" || got.SubmitSID != "" {
+			t.Errorf("%s was written after it was lost: rev %s->%s owner %s sid %q", id, want.Rev, got.Rev, got.Owner, got.SubmitSID)
+		}
+	}
+	if n := len(w.sim.Files()); n != 0 {
+		t.Errorf("%d files submitted to FTS by the agent that lost its leases", n)
+	}
+}
+
+// TestAgent_HangingFTS: an FTS server that never answers does not hang the
+// agent; the claimed transfers keep their sid, and the next agent adopts or
+// resubmits them with the same sid, so each is submitted exactly once.
+func TestAgent_HangingFTS(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(20)
+	tf := filepath.Join(w.dir, "token")
+	short, err := fts.New(fts.Config{Endpoint: w.sim.URL, TokenFile: tf, Timeout: 300 * time.Millisecond, MaxElapsed: time.Second})
+	must(t, err)
+	w.sim.SetHang(true)
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	cfg.PhaseTimeout = 2 * time.Second
+	a, err := agent.New(cfg, w.open("agent-1"), short, w.sites, w.deleter, w.log)
+	must(t, err)
+	start := time.Now()
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatalf("Run against a hanging FTS: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("Run took %s against a hanging FTS", d)
+	}
+	for _, r := range reqs {
+		// the submission may have reached FTS: the sid stays, so the next
+		// agent looks the job up before any resubmission
+		tr := w.get(r.ID())
+		if tr.State != state.StateAcquired || tr.SubmitSID == "" {
+			t.Errorf("%s is %s with sid %q after a hanging FTS, want acquired with its sid", tr.ID, tr.State, tr.SubmitSID)
+		}
+	}
+	w.sim.SetHang(false)
+	w.clk.Advance(16 * time.Minute) // the first agent's leases expire
+	if err := w.agent(w.config("agent-2"), nil).Run(context.Background()); err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateDone {
+			t.Errorf("%s: %s %q, want done", tr.ID, tr.State, tr.Reason)
+		}
+	}
+	for id, subs := range submissionsByTransfer(w.sim.Files()) {
+		if len(subs) != 1 {
+			t.Errorf("transfer %s submitted %d times", id, len(subs))
+		}
+	}
+}
+
+// TestAgent_HangingGfalRm: a gfal-rm that never returns is killed at the
+// deletion timeout; the outcome is retried on later passes and then
+// recorded with the deletion failure in its reason, so it is never lost.
+func TestAgent_HangingGfalRm(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	r, _ := w.request("missing", 0, false)
+	w.enqueue([]state.Request{r})
+	hang := filepath.Join(w.dir, "gfal-rm-hangs")
+	must(t, os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
+	cfg := w.config("agent-1")
+	cfg.DeleteTimeout = 500 * time.Millisecond
+	a, err := agent.New(cfg, w.open("agent-1"), w.client, w.sites, &srm.Deleter{Command: hang, Timeout: 500 * time.Millisecond}, w.log)
+	must(t, err)
+	start := time.Now()
+	must(t, a.Run(context.Background()))
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Run took %s with a hanging gfal-rm", d)
+	}
+	tr := w.get(r.ID())
+	if tr.State != state.StateFailed || !strings.Contains(tr.Reason, "No such file") || !strings.Contains(tr.Reason, "destination copy not deleted") {
+		t.Errorf("transfer: %s %q, want failed with the FTS reason and the deletion failure", tr.State, tr.Reason)
+	}
+}

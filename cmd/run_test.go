@@ -1,0 +1,131 @@
+package cmd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/adler32"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/asyncstageout/aso/srm"
+)
+
+// localSites writes two file:// sites, n source files and their requests
+// (JSON lines) under a temporary directory; it returns the sites file, the
+// requests file and the destination root.
+func localSites(t *testing.T, n int) (sites, requests, dstRoot string) {
+	t.Helper()
+	if _, err := exec.LookPath("gfal-rm"); err != nil {
+		t.Fatalf("gfal-rm not found: %s", srm.GfalRmInstallHint())
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	sites = filepath.Join(dir, "sites.yaml")
+	body := fmt.Sprintf("T2_XX_A:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
+		"T1_XX_B:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n", src, dst)
+	if err := os.WriteFile(sites, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := 0; i < n; i++ {
+		lfn := fmt.Sprintf("/store/temp/user/bob/f%03d", i)
+		data := []byte(strings.Repeat(fmt.Sprintf("file %d;", i), 50+i))
+		p := filepath.Join(src, lfn)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := map[string]any{"user": "bob", "source": "T2_XX_A", "destination": "T1_XX_B", "source_lfn": lfn,
+			"destination_lfn": fmt.Sprintf("/store/user/bob/f%03d", i), "size": len(data),
+			"checksums": map[string]string{"adler32": fmt.Sprintf("%08x", adler32.Checksum(data))}}
+		b, _ := json.Marshal(req)
+		lines = append(lines, string(b))
+	}
+	requests = filepath.Join(dir, "requests.jsonl")
+	if err := os.WriteFile(requests, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sites, requests, filepath.Join(dst, "store/user/bob")
+}
+
+// TestRun_LocalDefault runs the agent on its embedded default (file state,
+// in-process simulator, real copies) and checks the outcomes, the copies,
+// the summary and the metrics file.
+func TestRun_LocalDefault(t *testing.T) {
+	sites, requests, dst := localSites(t, 30)
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	metrics := filepath.Join(t.TempDir(), "aso.prom")
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--max-files-per-job", "7",
+		"--metrics-file", metrics, "--progress", "never", "--log-level", "warn")
+	r.wantCode(t, 0).wantStdout(t, "submitted 30 in 5 FTS jobs", "done 30, failed 0")
+	var sum struct {
+		ByState map[string]int `json:"by_state"`
+	}
+	out := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	if err := json.Unmarshal([]byte(out.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.ByState["done"] != 30 {
+		t.Errorf("status by_state = %v, want 30 done", sum.ByState)
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil || len(entries) != 30 {
+		t.Errorf("%d destination files (%v), want 30", len(entries), err)
+	}
+	prom, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatalf("metrics file: %v", err)
+	}
+	wantMatch(t, string(prom), `aso_transfers_total\{outcome="done"\} 30`, `aso_request_duration_seconds_count\{op="submit",service="fts"\} 5`,
+		`aso_passes_total [1-9]`)
+}
+
+// TestRun_DryRun claims nothing and prints the jobs that would be submitted.
+func TestRun_DryRun(t *testing.T) {
+	sites, requests, dst := localSites(t, 12)
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dry-run", "--max-files-per-job", "5").wantCode(t, 0).
+		wantStdout(t, "dry run: 12 transfers eligible, 3 FTS jobs would be submitted", "job T2_XX_A -> T1_XX_B priority 3: 5 files")
+	out := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	wantMatch(t, out.stdout, `"new":\s*12`)
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("a dry run copied files: %v", err)
+	}
+}
+
+// TestRun_Usage: missing sites file and bad flags are usage errors.
+func TestRun_Usage(t *testing.T) {
+	st := newState(t)
+	r := aso(t, "run", st, "--user", "bob").wantCode(t, 2)
+	wantMatch(t, r.stderr, `no sites file: give --sites`)
+	aso(t, "run", st, "--user", "bob", "--sites", "x", "--interval", "soon").wantCode(t, 2)
+	r = aso(t, "run", st, "--user", "bob", "--sites", filepath.Join(t.TempDir(), "none.yaml")).wantCode(t, 1)
+	wantMatch(t, r.stderr, `sites file`)
+}
+
+// TestRun_FailureReasons: aso status tells the user why transfers failed,
+// counted by reason.
+func TestRun_FailureReasons(t *testing.T) {
+	sites, requests, _ := localSites(t, 6)
+	src := filepath.Join(filepath.Dir(sites), "src", "store/temp/user/bob")
+	for _, f := range []string{"f001", "f004"} {
+		if err := os.Remove(filepath.Join(src, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0).
+		wantStdout(t, "done 4, failed 2", "queue of bob: new 0, acquired 0, submitted 0, done 4, failed 2, killed 0")
+	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
+	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+SOURCE \[2\] No such file or directory$`)
+	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
+}
