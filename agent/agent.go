@@ -148,7 +148,7 @@ func (a *Agent) loop(stop, work context.Context) error {
 			a.log.WithField("pass", n).Info("queue drained")
 			return nil
 		}
-		if ps.Claimed < a.cfg.BatchSize {
+		if !ps.more {
 			// a full batch means more is waiting: claim it at once
 			a.cfg.Sleep(a.cfg.Interval, stop.Done())
 		}

@@ -40,10 +40,35 @@ func ftsPriority(p int) int {
 	return max(1, min(5, 3+p))
 }
 
+// jobsPerPass is how many full FTS jobs one pass fills before it moves on to
+// monitoring: the number of jobs one bulk status request asks about.
+const jobsPerPass = 100
+
+// submitPhase claims in rounds of BatchSize. While claims come back full
+// (more is waiting) it submits only full jobs of MaxFilesPerJob files and
+// keeps the rest held for the next round, so jobs are not cut short by the
+// batch size; it stops claiming once jobsPerPass jobs' worth of transfers
+// were claimed this pass (so the monitor phase keeps its turn), and submits
+// everything held once the queue has no more to give.
 func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
+	limit := max(a.cfg.BatchSize, jobsPerPass*a.cfg.MaxFilesPerJob)
+	for ps.Claimed < limit {
+		more := a.claimRound(stop, work, ps)
+		ps.more = more
+		if !more {
+			break
+		}
+	}
+	a.submitHeld(stop, work, ps, !ps.more)
+	ps.Pending = len(a.pending)
+}
+
+// claimRound claims one batch and submits the full jobs among what is held.
+// It reports whether the batch came back full.
+func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit")
-	if stop.Err() != nil {
-		return
+	if stop.Err() != nil || work.Err() != nil {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
@@ -52,11 +77,23 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 		ps.Errors++
 		log.WithError(err).Error("claiming transfers failed; retrying next pass")
 	}
-	ps.Claimed = len(claimed)
+	ps.Claimed += len(claimed)
 	a.metrics.count("claimed", len(claimed))
-
 	a.claims.mu.Lock()
 	a.claims.add(claimed)
+	a.claims.mu.Unlock()
+	full := err == nil && len(claimed) == a.cfg.BatchSize
+	if full {
+		a.submitHeld(stop, work, ps, false)
+	}
+	return full
+}
+
+// submitHeld submits the held transfers that have no submission yet: all
+// of them when all is set, otherwise only those that fill whole jobs.
+func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) {
+	log := a.log.WithField(FieldPhase, "submit")
+	a.claims.mu.Lock()
 	var fresh []state.Transfer
 	inPending := a.pendingIDs()
 	for _, t := range a.claims.all() {
@@ -70,6 +107,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 				a.pending[t.SubmitSID] = p
 			}
 			p.ids = append(p.ids, t.ID)
+			inPending[t.ID] = true
 			log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
 		default:
 			fresh = append(fresh, t)
@@ -84,12 +122,14 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 		if stop.Err() != nil || work.Err() != nil {
 			break // the rest is released at shutdown
 		}
+		if !all && len(j.ids) < a.cfg.MaxFilesPerJob {
+			continue // filled up by the next round
+		}
 		a.submitJob(work, j, ps)
 	}
 	a.abort(work, aborts, ps)
 	// 409s and failed commits found above are settled in the same pass
 	a.resolvePending(work, ps)
-	ps.Pending = len(a.pending)
 }
 
 // plan groups transfers by link and priority, resolves their PFNs, and splits
