@@ -1,11 +1,13 @@
 package memfile
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -166,19 +168,10 @@ func decodeDoc(raw []byte, d *anyDoc) error {
 	return nil
 }
 
-// encodeBatch returns a journal record holding docs (one JSON line each).
-func encodeBatch(docs [][]byte) []byte {
-	n := 0
-	for _, d := range docs {
-		n += len(d) + 1
-	}
-	body := make([]byte, 0, n)
-	for _, d := range docs {
-		body = append(body, d...)
-		body = append(body, '\n')
-	}
-	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body), crc32.Checksum(body, crcTable))
-	return append([]byte(h), body...)
+// batchRecord returns the header of a journal record whose body (docs JSON
+// lines) is body.
+func batchRecord(docs int, body []byte) []byte {
+	return fmt.Appendf(nil, `{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", docs, len(body), crc32.Checksum(body, crcTable))
 }
 
 // writeSnapshot writes every document of d to a new file next to path and
@@ -197,9 +190,11 @@ func writeSnapshot(path string, d *db) (*os.File, int64, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	var buf bytes.Buffer
+	// streamed through a buffer: the snapshot is never held in memory whole
+	cw := &countingWriter{w: f}
+	buf := bufio.NewWriterSize(cw, 1<<20)
 	buf.WriteString(fileHeader)
-	enc := json.NewEncoder(&buf) // Encode ends each document with a newline
+	enc := json.NewEncoder(buf) // Encode ends each document with a newline
 	for _, t := range d.docs {
 		if err := enc.Encode(t); err != nil {
 			return fail(err)
@@ -214,13 +209,25 @@ func writeSnapshot(path string, d *db) (*os.File, int64, error) {
 		buf.Write(bad.raw)
 		buf.WriteByte('\n')
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if err := buf.Flush(); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	return f, int64(buf.Len()), nil
+	return f, cw.n, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // syncDir makes a rename or a creation in dir durable.

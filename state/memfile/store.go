@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -57,6 +58,7 @@ type Store struct {
 	d       *db
 	stats   Stats
 	closed  bool
+	body    bytes.Buffer // the record being written, kept between writes
 }
 
 // Open opens (creating it and its directory if missing) the state file at
@@ -298,22 +300,34 @@ func (s *Store) view(ctx context.Context, call string, fn func(d *db, now time.T
 	return s.update(ctx, call, false, func(x *tx, now time.Time) error { return fn(x.d, now) })
 }
 
+// maxKeptBuffer bounds the record buffer a Store keeps between writes.
+const maxKeptBuffer = 8 << 20
+
 // write appends the staged documents of x as one record.
 func (s *Store) write(x *tx, durable bool) error {
-	docs := make([][]byte, 0, len(x.order))
+	body := &s.body
+	body.Reset()
+	enc := json.NewEncoder(body) // Encode ends each document with a newline, as a record needs
 	for _, id := range x.order {
 		var v any = x.locks[id]
 		if t, ok := x.docs[id]; ok {
 			v = t
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
+		if err := enc.Encode(v); err != nil {
 			return err
 		}
-		docs = append(docs, b)
 	}
-	rec := encodeBatch(docs)
-	if _, err := s.f.WriteAt(rec, s.off); err != nil {
+	defer func() {
+		if body.Cap() > maxKeptBuffer {
+			*body = bytes.Buffer{}
+		}
+	}()
+	head := batchRecord(len(x.order), body.Bytes())
+	n, err := unix.Pwritev(int(s.f.Fd()), [][]byte{head, body.Bytes()}, s.off)
+	if err == nil && n != len(head)+body.Len() {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
 		_ = s.f.Truncate(s.off)
 		return err
 	}
@@ -327,8 +341,8 @@ func (s *Store) write(x *tx, durable bool) error {
 	if s.snapEnd < 0 {
 		s.snapEnd = s.off
 	}
-	s.off += int64(len(rec))
-	s.line += 1 + len(docs)
+	s.off += int64(n)
+	s.line += 1 + len(x.order)
 	s.stats.JournalRecords++
 	return nil
 }
