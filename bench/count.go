@@ -13,10 +13,11 @@ import (
 
 // CallCount is what one kind of state-store call cost.
 type CallCount struct {
-	Calls      int64 `json:"calls"`
-	Items      int64 `json:"items"`       // transfers passed in or returned
-	RoundTrips int64 `json:"round_trips"` // HTTP requests (CouchDB) or fsyncs (memfile)
-	Records    int64 `json:"records"`     // journal records appended (memfile)
+	Calls      int64   `json:"calls"`
+	Items      int64   `json:"items"`       // transfers passed in or returned
+	RoundTrips int64   `json:"round_trips"` // HTTP requests (CouchDB) or fsyncs (memfile)
+	Records    int64   `json:"records"`     // journal records appended (memfile)
+	Seconds    float64 `json:"seconds"`     // time spent in the calls
 }
 
 // phaseOf maps a state-store call to the phase of a transfer's life it
@@ -74,12 +75,15 @@ func (c *counter) do(ctx context.Context, name string, n func() int, f func(ctx 
 		defer c.mfMu.Unlock()
 		before = c.mf.Stats()
 	}
+	t0 := time.Now()
 	err := f(ctx)
+	took := time.Since(t0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cc := c.get(name)
 	cc.Calls++
 	cc.Items += int64(n())
+	cc.Seconds += took.Seconds()
 	if c.mf != nil {
 		after := c.mf.Stats()
 		cc.RoundTrips += after.Fsyncs - before.Fsyncs

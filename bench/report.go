@@ -76,17 +76,17 @@ func growth(runs []Run) []Growth {
 func printTable(w io.Writer, res Results) {
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Go)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\treference s\tagent/ref\t")
+	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tagent CPU s\treference s\tagent/ref\t")
 	for _, r := range res.Runs {
 		if r.Error != "" {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t\n", r.Backend, r.N, "error: "+r.Error)
 			continue
 		}
 		ph := r.PhaseRoundTrips
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.2f\t%.2f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
 			r.Backend, r.N, r.EnqueuePerSecond, r.DrainSeconds, r.TransfersPerSecond, r.Passes,
 			r.RoundTripsPerTransfer, r.RoundTripUnit, ph["claim"], ph["submit"], ph["monitor"], ph["record"], ph["upkeep"],
-			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.ReferenceSeconds, r.Ratio)
+			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.CPUSeconds, r.ReferenceSeconds, r.Ratio)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\nRT: state-store round trips (HTTP requests for CouchDB, fsyncs for memfile) per transfer, in total and by phase.")
@@ -98,6 +98,23 @@ func printTable(w io.Writer, res Results) {
 		if r.Error != "" {
 			continue
 		}
-		fmt.Fprintf(w, "%s %d: FTS requests %v; reference: %s\n", r.Backend, r.N, r.FTSRequests, r.Reference)
+		fmt.Fprintf(w, "\n%s %d: FTS requests %v; reference: %s\n", r.Backend, r.N, r.FTSRequests, r.Reference)
+		printCalls(w, r)
 	}
+}
+
+// printCalls prints what each kind of state-store call cost in run r.
+func printCalls(w io.Writer, r Run) {
+	names := make([]string, 0, len(r.Calls))
+	for name := range r.Calls {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return r.Calls[names[i]].Seconds > r.Calls[names[j]].Seconds })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  call\tphase\tcalls\titems\t%s\tseconds\t\n", r.RoundTripUnit)
+	for _, name := range names {
+		c := r.Calls[name]
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%.2f\t\n", name, phaseOf[name], c.Calls, c.Items, c.RoundTrips, c.Seconds)
+	}
+	tw.Flush()
 }

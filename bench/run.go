@@ -38,6 +38,7 @@ type Run struct {
 	TransfersPerSecond float64 `json:"transfers_per_second"`
 	Passes             int     `json:"passes"`
 	PeakRSSMiB         float64 `json:"peak_rss_mib"`
+	CPUSeconds         float64 `json:"agent_cpu_seconds"` // user + system time of the agent process
 
 	Calls                 map[string]CallCount `json:"calls"`
 	PhaseRoundTrips       map[string]float64   `json:"round_trips_per_transfer_by_phase"`
@@ -96,11 +97,11 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	r.EnqueueSeconds = time.Since(t0).Seconds()
 	r.EnqueuePerSecond = float64(n) / r.EnqueueSeconds
 
-	cr, rss, sim, err := drain(ctx, o, self, dir, st, sites, b, n)
+	cr, ru, sim, err := drain(ctx, o, self, dir, st, sites, b, n)
 	if err != nil {
 		return r, err
 	}
-	r.fill(cr, rss, sim)
+	r.fill(cr, ru, sim)
 
 	if b == "couch" {
 		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batchOf(o))
@@ -124,20 +125,21 @@ func batchOf(o options) int {
 }
 
 // drain serves the simulator and runs the agent process until the queue
-// has drained; it returns the agent's report, its peak RSS in KiB and the
+// has drained; it returns the agent's report, its resource usage and the
 // simulator's request counts.
-func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int) (childResult, int64, map[string]int, error) {
+func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int) (childResult, syscall.Rusage, map[string]int, error) {
+	var ru syscall.Rusage
 	var cr childResult
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
 	tf := filepath.Join(dir, "token")
 	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
-		return cr, 0, nil, err
+		return cr, ru, nil, err
 	}
 	sim, err := ftstest.Start("127.0.0.1:0", ftstest.Options{Seed: 1, Tokens: []string{token}})
 	if err != nil {
-		return cr, 0, nil, err
+		return cr, ru, nil, err
 	}
 	defer sim.Close()
 	args := []string{"-child", "-state", st, "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", benchUser,
@@ -150,29 +152,37 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 	cmd := exec.CommandContext(cctx, self, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return cr, 0, nil, fmt.Errorf("agent: %w", err)
+	stopProf := func() {}
+	if o.profileDir != "" {
+		// the simulator's side, in this process
+		if stopProf, err = startProfile(filepath.Join(o.profileDir, fmt.Sprintf("sim-%s-%d", b, n))); err != nil {
+			return cr, ru, nil, err
+		}
+	}
+	err = cmd.Run()
+	stopProf()
+	if err != nil {
+		return cr, ru, nil, fmt.Errorf("agent: %w", err)
 	}
 	if err := json.Unmarshal(out.Bytes(), &cr); err != nil {
-		return cr, 0, nil, fmt.Errorf("agent report: %w: %s", err, tail(out.Bytes()))
+		return cr, ru, nil, fmt.Errorf("agent report: %w: %s", err, tail(out.Bytes()))
 	}
 	if cr.NotDone != 0 || cr.Done != n {
-		return cr, 0, nil, fmt.Errorf("agent left %d of %d transfers not done (%d recorded done)", cr.NotDone, n, cr.Done)
+		return cr, ru, nil, fmt.Errorf("agent left %d of %d transfers not done (%d recorded done)", cr.NotDone, n, cr.Done)
 	}
-	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	var rss int64
-	if ru != nil {
-		rss = ru.Maxrss
+	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		ru = *u
 	}
-	return cr, rss, sim.Requests(), nil
+	return cr, ru, sim.Requests(), nil
 }
 
-func (r *Run) fill(cr childResult, rssKiB int64, sim map[string]int) {
+func (r *Run) fill(cr childResult, ru syscall.Rusage, sim map[string]int) {
 	n := float64(r.N)
 	r.DrainSeconds = cr.DrainSeconds
 	r.TransfersPerSecond = n / cr.DrainSeconds
 	r.Passes = cr.Passes
-	r.PeakRSSMiB = float64(rssKiB) / 1024
+	r.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	r.Calls = cr.Calls
 	r.Fsyncs, r.JournalRecords = cr.Fsyncs, cr.Records
 	r.RoundTripUnit = "http"
