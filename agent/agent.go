@@ -28,6 +28,7 @@ var ErrStopped = errors.New("agent stopped")
 type Agent struct {
 	cfg     Config
 	store   Store
+	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -61,8 +62,12 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log.SetOutput(discard{})
 	}
 	m := NewMetrics()
+	var multi state.MultiSubmitter
+	if ms, ok := store.(state.MultiSubmitter); ok {
+		multi = instrumentedMulti{ms, m}
+	}
 	return &Agent{
-		cfg: cfg, store: instrumentedStore{store, m}, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+		cfg: cfg, store: instrumentedStore{store, m}, multi: multi, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
 		claims:         newClaims(),

@@ -118,15 +118,13 @@ func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) 
 	a.resolvePending(work, ps)
 
 	jobs, aborts := a.plan(fresh)
+	var batch []*pendingJob
 	for _, j := range jobs {
-		if stop.Err() != nil || work.Err() != nil {
-			break // the rest is released at shutdown
+		if all || len(j.ids) == a.cfg.MaxFilesPerJob {
+			batch = append(batch, j) // short jobs are filled up by the next round
 		}
-		if !all && len(j.ids) < a.cfg.MaxFilesPerJob {
-			continue // filled up by the next round
-		}
-		a.submitJob(work, j, ps)
 	}
+	a.submitJobs(stop, work, batch, ps)
 	a.abort(work, aborts, ps)
 	// 409s and failed commits found above are settled in the same pass
 	a.resolvePending(work, ps)
@@ -179,6 +177,60 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	return jobs, aborts
 }
 
+// submitJobs writes the sids of jobs ahead, submits each job, and commits
+// those FTS accepted. When the store can, the sids of all the jobs are
+// written in one durable write and their commits in another; otherwise each
+// job has its own. The rest is released at shutdown if stop comes first.
+func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *PassStats) {
+	if a.multi == nil || len(jobs) < 2 {
+		for _, j := range jobs {
+			if stop.Err() != nil || work.Err() != nil {
+				return
+			}
+			a.submitJob(work, j, ps)
+		}
+		return
+	}
+	if stop.Err() != nil || work.Err() != nil {
+		return
+	}
+	log := a.log.WithField(FieldPhase, "submit")
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	held := make([][]state.Transfer, len(jobs))
+	preps := make([]state.PrepareJob, len(jobs))
+	for k, j := range jobs {
+		j.sid = uuid.NewString()
+		held[k] = a.claims.get(j.ids)
+		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid}
+	}
+	res, err := a.multi.PrepareSubmits(ctx, preps)
+	if err != nil {
+		a.claims.mu.Unlock()
+		ps.Errors++
+		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
+		return
+	}
+	var ready []*pendingJob
+	for k, j := range jobs {
+		if k < len(res) && a.prepared(log, j, held[k], res[k]) {
+			ready = append(ready, j)
+		}
+	}
+	a.claims.mu.Unlock()
+	var accepted []*pendingJob
+	for _, j := range ready {
+		if work.Err() != nil {
+			break // written sids are settled by the next agent
+		}
+		if a.send(work, j, ps) {
+			accepted = append(accepted, j)
+		}
+	}
+	a.commitJobs(work, accepted, ps)
+}
+
 // submitJob writes the sid ahead, submits, and commits or aborts.
 func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 	log := a.log.WithField(FieldPhase, "submit")
@@ -194,11 +246,21 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
 		return
 	}
-	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
+	ok := a.prepared(log, j, ts, res)
 	a.claims.mu.Unlock()
+	if ok && a.send(work, j, ps) {
+		a.commit(work, j, nil, ps)
+	}
+}
+
+// prepared applies the results of writing j's sid on ts: j keeps the
+// transfers that were written and becomes pending. It reports whether any
+// was. The caller holds a.claims.mu.
+func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, res []state.Result) bool {
+	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
 	a.logLost(log, lost)
 	if len(ok) == 0 {
-		return
+		return false
 	}
 	keep := map[string]bool{}
 	for _, t := range ok {
@@ -210,11 +272,12 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 		j.ids = append(j.ids, f.id)
 	}
 	a.pending[j.sid] = j
-	a.send(work, j, ps)
+	return true
 }
 
-// send submits j to FTS with its sid and settles what it can.
-func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
+// send submits j to FTS with its sid and settles what it can. It reports
+// whether FTS accepted the job, which the caller then commits.
+func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -224,7 +287,7 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 	case err == nil:
 		j.jobID = jobID
 		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
-		a.commit(work, j, nil, ps)
+		return true
 	case errors.As(err, &dup):
 		// FTS already has this sid: adopt the job, never submit again
 		j.jobID = dup.JobID
@@ -243,6 +306,7 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		}
 		a.abort(work, aborts, ps)
 	}
+	return false
 }
 
 func (a *Agent) submission(j *pendingJob) fts.Submission {
@@ -288,27 +352,9 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	log := a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID)
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	pfn := map[string]planned{}
-	for _, f := range j.files {
-		pfn[f.id] = f
-	}
 	a.claims.mu.Lock()
 	defer a.claims.mu.Unlock()
-	ts := a.claims.get(j.ids)
-	commits := make([]state.Commit, 0, len(ts))
-	var strays []state.Transfer
-	for _, t := range ts {
-		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
-		if files != nil {
-			f, ok := files[t.ID]
-			if !ok {
-				strays = append(strays, t) // not in the job FTS has: never submitted
-				continue
-			}
-			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
-		}
-		commits = append(commits, c)
-	}
+	ts, commits, strays := a.commitsOf(j, files)
 	if len(strays) > 0 {
 		a.releaseLocked(ctx, strays, "not part of FTS job "+j.jobID, ps)
 	}
@@ -322,6 +368,77 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
 		return
 	}
+	a.committed(work, j, ts, res, ps)
+}
+
+// commitJobs commits jobs FTS accepted, in one write.
+func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
+	if a.multi == nil || len(jobs) < 2 {
+		for _, j := range jobs {
+			a.commit(work, j, nil, ps)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	var list []*pendingJob
+	var held [][]state.Transfer
+	var cjobs []state.CommitJob
+	for _, j := range jobs {
+		ts, commits, _ := a.commitsOf(j, nil)
+		if len(commits) == 0 {
+			delete(a.pending, j.sid)
+			continue
+		}
+		list, held = append(list, j), append(held, ts)
+		cjobs = append(cjobs, state.CommitJob{Commits: commits, JobID: j.jobID})
+	}
+	if len(cjobs) == 0 {
+		return
+	}
+	res, err := a.multi.SetTransferIDs(ctx, cjobs)
+	if err != nil {
+		ps.Errors++
+		a.log.WithField(FieldPhase, "submit").WithError(err).Errorf("commit of %d jobs failed; retried next pass (the jobs are known by their sids)", len(cjobs))
+		return
+	}
+	for k, j := range list {
+		if k < len(res) {
+			a.committed(work, j, held[k], res[k], ps)
+		}
+	}
+}
+
+// commitsOf returns the held transfers of j and their commits; with files
+// (an FTS status reply), the transfers FTS does not have are strays, not
+// committed. The caller holds a.claims.mu.
+func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (ts []state.Transfer, commits []state.Commit, strays []state.Transfer) {
+	pfn := map[string]planned{}
+	for _, f := range j.files {
+		pfn[f.id] = f
+	}
+	ts = a.claims.get(j.ids)
+	commits = make([]state.Commit, 0, len(ts))
+	for _, t := range ts {
+		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
+		if files != nil {
+			f, ok := files[t.ID]
+			if !ok {
+				strays = append(strays, t) // not in the job FTS has: never submitted
+				continue
+			}
+			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
+		}
+		commits = append(commits, c)
+	}
+	return ts, commits, strays
+}
+
+// committed applies the results of committing j's transfers ts. The caller
+// holds a.claims.mu.
+func (a *Agent) committed(work context.Context, j *pendingJob, ts []state.Transfer, res []state.Result, ps *PassStats) {
 	ok, lost := a.claims.update(ts, res, nil)
 	for _, t := range ok {
 		a.claims.drop(t.ID)
@@ -331,7 +448,7 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	ps.Jobs++
 	a.metrics.count("submitted", len(ok))
 	if len(lost) > 0 {
-		a.logLost(log, lost)
+		a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID), lost)
 		a.cancelOrphans(work, j.jobID, lost)
 	}
 }

@@ -81,7 +81,7 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 		return err
 	}
 	acfg := agent.Config{User: user, Owner: owner, BatchSize: batch, Interval: interval}
-	ag, err := agent.New(acfg, countingStore{store, cnt}, client, sites, &srm.Deleter{Command: "gfal-rm", Timeout: time.Minute}, log)
+	ag, err := agent.New(acfg, counted(store, cnt), client, sites, &srm.Deleter{Command: "gfal-rm", Timeout: time.Minute}, log)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 // openStore opens the store at st with its calls counted.
 func openStore(ctx context.Context, st string, cfg state.Config) (state.Store, *counter, *memfile.Store, error) {
 	if path, ok := strings.CutPrefix(st, "file:"); ok {
-		mf, err := memfile.OpenOptions(path, cfg, memfile.Options{CompactBytes: compactBytes()})
+		mf, err := memfile.Open(path, cfg)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -160,10 +160,4 @@ func startProfile(prefix string) (func(), error) {
 		runtime.GC()
 		_ = pprof.Lookup("allocs").WriteTo(h, 0)
 	}, nil
-}
-
-func compactBytes() int64 {
-	var n int64
-	fmt.Sscan(os.Getenv("BENCH_COMPACT"), &n)
-	return n
 }

@@ -231,3 +231,47 @@ func (w countingStore) ReleaseLock(ctx context.Context, l state.Lock) error {
 		return w.s.ReleaseLock(ctx, l)
 	})
 }
+
+// countingMulti is a countingStore whose store writes several jobs'
+// submissions at once (state.MultiSubmitter), which the agent then uses.
+type countingMulti struct {
+	countingStore
+	m state.MultiSubmitter
+}
+
+// counted returns s counted by c, keeping its optional abilities.
+func counted(s agent.Store, c *counter) agent.Store {
+	cs := countingStore{s, c}
+	if m, ok := s.(state.MultiSubmitter); ok {
+		return countingMulti{cs, m}
+	}
+	return cs
+}
+
+func jobItems[T any](jobs []T, size func(T) int) func() int {
+	return func() int {
+		n := 0
+		for _, j := range jobs {
+			n += size(j)
+		}
+		return n
+	}
+}
+
+func (w countingMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) (rs [][]state.Result, err error) {
+	n := jobItems(jobs, func(j state.PrepareJob) int { return len(j.Transfers) })
+	err = w.c.do(ctx, "PrepareSubmit", n, func(ctx context.Context) error {
+		rs, err = w.m.PrepareSubmits(ctx, jobs)
+		return err
+	})
+	return rs, err
+}
+
+func (w countingMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) (rs [][]state.Result, err error) {
+	n := jobItems(jobs, func(j state.CommitJob) int { return len(j.Commits) })
+	err = w.c.do(ctx, "SetTransferID", n, func(ctx context.Context) error {
+		rs, err = w.m.SetTransferIDs(ctx, jobs)
+		return err
+	})
+	return rs, err
+}

@@ -18,7 +18,10 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.Store = (*Store)(nil)
+var (
+	_ state.Store          = (*Store)(nil)
+	_ state.MultiSubmitter = (*Store)(nil)
+)
 
 // DefaultCompactBytes is the journal size below which a file is never compacted.
 const DefaultCompactBytes = 4 << 20
