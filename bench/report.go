@@ -79,8 +79,7 @@ func printTable(w io.Writer, res Results) {
 	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tagent CPU s\treference s\tagent/ref\t")
 	for _, r := range res.Runs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t\n", r.Backend, r.N, "error: "+r.Error)
-			continue
+			continue // listed below the table
 		}
 		ph := r.PhaseRoundTrips
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
@@ -89,6 +88,11 @@ func printTable(w io.Writer, res Results) {
 			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.CPUSeconds, r.ReferenceSeconds, r.Ratio)
 	}
 	tw.Flush()
+	for _, r := range res.Runs {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s %d: %s\n", r.Backend, r.N, r.Error)
+		}
+	}
 	fmt.Fprintln(w, "\nRT: state-store round trips (HTTP requests for CouchDB, fsyncs for memfile) per transfer, in total and by phase.")
 	fmt.Fprintln(w, "reference: the same revisions written with no agent logic (CouchDB: _bulk_docs batches; memfile: journal records and fsyncs).")
 	for _, g := range res.Growth {
