@@ -62,18 +62,19 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log.SetOutput(discard{})
 	}
 	m := NewMetrics()
-	var multi state.MultiSubmitter
-	if ms, ok := store.(state.MultiSubmitter); ok {
-		multi = instrumentedMulti{ms, m}
-	}
-	return &Agent{
-		cfg: cfg, store: instrumentedStore{store, m}, multi: multi, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+	a := &Agent{
+		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
 		claims:         newClaims(),
 		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
-	}, nil
+	}
+	a.store = fencedStore{instrumentedStore{store, m}, a}
+	if ms, ok := store.(state.MultiSubmitter); ok {
+		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
+	}
+	return a, nil
 }
 
 // Metrics returns the agent's metrics (for --metrics-file).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -92,11 +93,39 @@ type keeper struct {
 	lock       state.Lock
 	next       time.Time // when to renew next
 	leaseUntil time.Time // earliest expiry of the held leases
-	dead       bool
+
+	// expire is the lock's expiry as last written (unix nanoseconds), and
+	// dead is set once ownership is lost; both are read without mu by the
+	// write fence.
+	expire atomic.Int64
+	dead   atomic.Bool
 }
 
 func newKeeper(a *Agent, lock state.Lock, lost func(error)) *keeper {
-	return &keeper{a: a, lost: lost, lock: lock, next: a.cfg.Now().Add(a.renewPeriod())}
+	k := &keeper{a: a, lost: lost, lock: lock, next: a.cfg.Now().Add(a.renewPeriod())}
+	k.expire.Store(lock.Expire.UnixNano())
+	return k
+}
+
+// fenceMargin is kept between the last moment the agent writes and the
+// lock's expiry, against clock skew between the hosts of two agents.
+func (a *Agent) fenceMargin() time.Duration { return a.cfg.LockTTL / 10 }
+
+// mayWrite is the write fence: the agent may write to the state store only
+// while the run lock it holds has not expired by its own clock (less a
+// margin). An agent paused past its lock's expiry (SIGSTOP, a long GC, a
+// suspended VM) finds out here before its first write, and stops.
+func (k *keeper) mayWrite() error {
+	if k.dead.Load() {
+		return ErrStopped
+	}
+	exp := time.Unix(0, k.expire.Load())
+	if !k.a.cfg.Now().Before(exp.Add(-k.a.fenceMargin())) {
+		err := fmt.Errorf("run lock of %s expired at %s before this write: %w", k.a.cfg.User, exp.UTC().Format(time.RFC3339), state.ErrLockLost)
+		k.die(err)
+		return err
+	}
+	return nil
 }
 
 func (a *Agent) renewPeriod() time.Duration {
@@ -125,7 +154,7 @@ func (k *keeper) tick(ctx context.Context) bool {
 	defer k.mu.Unlock()
 	a := k.a
 	now := a.cfg.Now()
-	if k.dead {
+	if k.dead.Load() {
 		return false
 	}
 	if now.Before(k.next) {
@@ -156,8 +185,9 @@ func (k *keeper) tick(ctx context.Context) bool {
 }
 
 func (k *keeper) die(err error) bool {
-	k.dead = true
-	k.lost(err)
+	if k.dead.CompareAndSwap(false, true) {
+		k.lost(err)
+	}
 	return false
 }
 
@@ -174,6 +204,7 @@ func (k *keeper) renewLock(ctx context.Context) error {
 	l, err := k.a.store.RenewLock(ctx, k.lock, k.a.cfg.LockTTL)
 	if err == nil {
 		k.lock = l
+		k.expire.Store(l.Expire.UnixNano())
 	}
 	return err
 }

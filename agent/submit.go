@@ -368,7 +368,7 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
 		return
 	}
-	a.committed(work, j, ts, res, ps)
+	a.committed(j, ts, res, ps)
 }
 
 // commitJobs commits jobs FTS accepted, in one write.
@@ -406,7 +406,7 @@ func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassSta
 	}
 	for k, j := range list {
 		if k < len(res) {
-			a.committed(work, j, held[k], res[k], ps)
+			a.committed(j, held[k], res[k], ps)
 		}
 	}
 }
@@ -438,7 +438,7 @@ func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (ts []
 
 // committed applies the results of committing j's transfers ts. The caller
 // holds a.claims.mu.
-func (a *Agent) committed(work context.Context, j *pendingJob, ts []state.Transfer, res []state.Result, ps *PassStats) {
+func (a *Agent) committed(j *pendingJob, ts []state.Transfer, res []state.Result, ps *PassStats) {
 	ok, lost := a.claims.update(ts, res, nil)
 	for _, t := range ok {
 		a.claims.drop(t.ID)
@@ -447,10 +447,10 @@ func (a *Agent) committed(work context.Context, j *pendingJob, ts []state.Transf
 	ps.Submitted += len(ok)
 	ps.Jobs++
 	a.metrics.count("submitted", len(ok))
-	if len(lost) > 0 {
-		a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID), lost)
-		a.cancelOrphans(work, j.jobID, lost)
-	}
+	// A transfer found no longer ours was claimed by another agent after its
+	// sid was written: that agent adopts this same job by its sid, so the
+	// job is not cancelled here.
+	a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID), lost)
 }
 
 func (a *Agent) pendingIDs() map[string]bool {

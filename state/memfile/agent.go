@@ -27,7 +27,7 @@ func (s *Store) each(ctx context.Context, call string, durable bool, ids []strin
 				res[i].Err = s.missing(x, call, id)
 				continue
 			}
-			c := clone(cur)
+			c := edit(cur)
 			write, err := r(i, c, now)
 			switch {
 			case err != nil:
@@ -77,7 +77,7 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 				return true
 			}
 			deps := depStates(x, t)
-			c := clone(t)
+			c := edit(t)
 			if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
 				x.put(c)
 				return true
