@@ -94,7 +94,7 @@ func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) {
 	log := a.log.WithField(FieldPhase, "submit")
 	a.claims.mu.Lock()
-	var fresh []state.Transfer
+	fresh := make([]state.Transfer, 0, len(a.claims.held))
 	inPending := a.pendingIDs()
 	for _, t := range a.claims.all() {
 		switch {
