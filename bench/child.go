@@ -39,7 +39,6 @@ type childResult struct {
 // store calls counted, and prints a childResult.
 func childMain(args []string) int {
 	fs := flag.NewFlagSet("bench -child", flag.ContinueOnError)
-	st := fs.String("state", "", "file:PATH or http://HOST:PORT/DB")
 	ftsURL := fs.String("fts", "", "FTS simulator URL")
 	token := fs.String("token-file", "", "bearer token file")
 	sites := fs.String("sites", "", "sites file")
@@ -51,7 +50,7 @@ func childMain(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := child(*st, *ftsURL, *token, *sites, *user, *batch, *interval, *level, *prof); err != nil {
+	if err := child(os.Getenv(envState), *ftsURL, *token, *sites, *user, *batch, *interval, *level, *prof); err != nil {
 		fmt.Fprintln(os.Stderr, "bench agent:", err)
 		return 1
 	}

@@ -93,7 +93,7 @@ func (s *couchServer) newDB(ctx context.Context, aso string) (string, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	db := "aso_bench_" + hex.EncodeToString(b[:])
-	if out, err := exec.CommandContext(ctx, aso, "init", "--state", s.dbURL(db), "--log-level", "warn").CombinedOutput(); err != nil {
+	if out, err := asoCommand(ctx, aso, s.dbURL(db), "init", "--log-level", "warn").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("aso init: %v: %s", err, tail(out))
 	}
 	return db, nil

@@ -91,7 +91,7 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	}
 
 	t0 := time.Now()
-	if out, err := exec.CommandContext(ctx, o.aso, "enqueue", "-f", reqs, "--state", st, "--user", benchUser, "--log-level", "warn").CombinedOutput(); err != nil {
+	if out, err := asoCommand(ctx, o.aso, st, "enqueue", "-f", reqs, "--user", benchUser, "--log-level", "warn").CombinedOutput(); err != nil {
 		return r, fmt.Errorf("aso enqueue: %v: %s", err, tail(out))
 	}
 	r.EnqueueSeconds = time.Since(t0).Seconds()
@@ -142,7 +142,7 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 		return cr, ru, nil, err
 	}
 	defer sim.Close()
-	args := []string{"-child", "-state", st, "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", benchUser,
+	args := []string{"-child", "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", benchUser,
 		"-batch-size", fmt.Sprint(o.batchSize), "-interval", o.interval.String(), "-log-level", o.logLevel}
 	if o.profileDir != "" {
 		args = append(args, "-profile", filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", b, n)))
@@ -150,6 +150,7 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 	cctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, self, args...)
+	cmd.Env = append(os.Environ(), envState+"="+st) // a CouchDB URL may hold a password: never in argv
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	stopProf := func() {}
@@ -267,4 +268,15 @@ func tail(b []byte) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// envState passes the state store (a CouchDB URL may hold credentials) to
+// the agent process through its environment, not its command line.
+const envState = "ASO_BENCH_STATE"
+
+// asoCommand runs aso with --state st given as ASO_STATE, out of argv.
+func asoCommand(ctx context.Context, aso, st string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, aso, args...)
+	cmd.Env = append(os.Environ(), "ASO_STATE="+st)
+	return cmd
 }
