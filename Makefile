@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench chaos fuzz clean help
+.PHONY: all build test lint demo bench chaos fuzz enqueue-large clean help
 
 all: build
 
@@ -36,6 +36,35 @@ BENCH_FLAGS    ?=
 bench: build ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
+
+# Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
+# seed corpora under each package's testdata/fuzz/ also run in `make test`.
+FUZZ_TARGETS := \
+	./cmd:FuzzRecordReader \
+	./state:FuzzTransferJSON \
+	./state:FuzzRequestJSON \
+	./state/memfile:FuzzStateFile \
+	./state/memfile:FuzzOpen \
+	./state/memfile:FuzzDecodeTransfer \
+	./state/couch:FuzzDecode \
+	./fts:FuzzParseStatus \
+	./fts:FuzzParseError \
+	./fts/ftstest:FuzzSubmit \
+	./srm:FuzzInterpretRun \
+	./srm:FuzzStorageXML \
+	./srm:FuzzSitesFile \
+	./srm:FuzzStorageJSON
+FUZZTIME ?= 10s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "+ go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+enqueue-large: ## aso enqueue of 1,000,000 JSON lines with 1% bad ones: every bad line reported, memory bounded
+	ASO_TEST_LARGE=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestEnqueue_MillionLinesWithBadOnes$$' ./cmd
 
 clean: ## remove build outputs
 	rm -rf bin bench/results.json

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -44,6 +45,9 @@ type Agent struct {
 
 	keeper *keeper
 	start  time.Time
+	// fatal is set when the run must end with an error although ownership
+	// is intact (FTS refused our credentials).
+	fatal atomic.Pointer[error]
 
 	// OnPass, if set, is called after every pass with its statistics.
 	OnPass func(PassStats)
@@ -80,6 +84,28 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 // Metrics returns the agent's metrics (for --metrics-file).
 func (a *Agent) Metrics() *Metrics { return a.metrics }
 
+// fail ends the run after the current pass with err.
+func (a *Agent) fail(err error) { a.fatal.CompareAndSwap(nil, &err) }
+
+// failed returns the error the run must end with, or nil.
+func (a *Agent) failed() error {
+	if p := a.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// checkFTS asks FTS who we are before any claim, so that unusable
+// credentials stop the run before anything is touched.
+func (a *Agent) checkFTS(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	defer cancel()
+	if _, err := a.fts.VO(ctx); err != nil {
+		return fmt.Errorf("FTS whoami: %w", err)
+	}
+	return nil
+}
+
 // Run takes the user's run lock and loops until the queue has drained, ctx is
 // cancelled (SIGTERM: the writes in flight are finished, claimed but
 // unsubmitted transfers are released without penalty, the lock is released,
@@ -100,6 +126,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
 	}
 	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
+	if err := a.checkFTS(ctx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
+		if rerr := a.store.ReleaseLock(rctx, lock); rerr != nil {
+			a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
+		}
+		cancel()
+		return err
+	}
 
 	// stop: graceful (SIGTERM, max runtime). work: hard; I/O runs under it,
 	// so writes in flight finish on SIGTERM but not after losing the lock.
@@ -139,6 +173,9 @@ func (a *Agent) loop(stop, work context.Context) error {
 		ps := a.pass(stop, work, n)
 		if a.OnPass != nil {
 			a.OnPass(ps)
+		}
+		if err := a.failed(); err != nil {
+			return err
 		}
 		if work.Err() != nil {
 			return nil

@@ -2,8 +2,11 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
 )
@@ -45,5 +48,25 @@ func TestAgent_FullJobs(t *testing.T) {
 	}
 	if got := req["status"]; got != 1 {
 		t.Errorf("%d status requests for %d jobs finished at the first query, want 1", got, len(perJob))
+	}
+}
+
+// TestAgent_CredentialsRefusedSeveralJobs: when FTS refuses the credentials
+// on the first of several jobs whose sids were written together, the
+// transfers of every job, sent or not, are released without penalty and
+// without their sid.
+func TestAgent_CredentialsRefusedSeveralJobs(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	cfg := w.config("agent-1")
+	reqs := w.goodRequests(cfg.BatchSize) // a full claim: its full jobs are written together
+	a, err := agent.New(cfg, w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	if err := a.Run(context.Background()); !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
+			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
+		}
 	}
 }

@@ -121,6 +121,9 @@ func TestAgent_HangingFTS(t *testing.T) {
 	tf := filepath.Join(w.dir, "token")
 	short, err := fts.New(fts.Config{Endpoint: w.sim.URL, TokenFile: tf, Timeout: 300 * time.Millisecond, MaxElapsed: time.Second})
 	must(t, err)
+	if _, err := short.VO(context.Background()); err != nil { // whoami answers before the hang
+		t.Fatal(err)
+	}
 	w.sim.SetHang(true)
 	cfg := w.config("agent-1")
 	cfg.Once = true
@@ -226,5 +229,56 @@ func TestAgent_PausedPastLockExpiry(t *testing.T) {
 	}
 	if _, err := successor.RenewLock(context.Background(), state.Lock{User: testUser, Holder: "agent-2"}, time.Minute); err != nil {
 		t.Errorf("the paused agent disturbed its successor's lock: %v", err)
+	}
+}
+
+// TestAgent_FTSRefusesCredentials: a token FTS does not accept stops the
+// run before anything is claimed, with an error, and the lock is released.
+func TestAgent_FTSRefusesCredentials(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(4)
+	bad := filepath.Join(w.dir, "bad-token")
+	must(t, os.WriteFile(bad, []byte("not-the-token"), 0o600))
+	client, err := fts.New(fts.Config{Endpoint: w.sim.URL, TokenFile: bad, Timeout: 2 * time.Second})
+	must(t, err)
+	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), client, w.sites, w.deleter, w.log)
+	must(t, err)
+	err = a.Run(context.Background())
+	if !errors.Is(err, fts.ErrForbidden) && !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want FTS's refusal", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 {
+			t.Errorf("%s: %s attempts %d, want untouched", tr.ID, tr.State, tr.Attempts)
+		}
+	}
+	if _, err := w.open("agent-2").AcquireLock(context.Background(), testUser, "agent-2", time.Minute); err != nil {
+		t.Errorf("lock not released: %v", err)
+	}
+}
+
+// refusingFTS answers every submission with a 401, as FTS does when the
+// credentials stop being accepted mid-run.
+type refusingFTS struct{ agent.FTS }
+
+func (refusingFTS) Submit(context.Context, fts.Submission) (string, error) {
+	return "", &fts.HTTPError{StatusCode: 401, Message: "A valid X509 certificate or proxy is needed"}
+}
+
+// TestAgent_CredentialsRefusedMidRun: the claimed transfers are released
+// without penalty (no attempt counted, no sid kept) and Run fails.
+func TestAgent_CredentialsRefusedMidRun(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(6)
+	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	err = a.Run(context.Background())
+	if !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
+			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
+		}
 	}
 }

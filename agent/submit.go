@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -67,7 +69,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 // It reports whether the batch came back full.
 func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit")
-	if stop.Err() != nil || work.Err() != nil {
+	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
@@ -184,14 +186,14 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *PassStats) {
 	if a.multi == nil || len(jobs) < 2 {
 		for _, j := range jobs {
-			if stop.Err() != nil || work.Err() != nil {
-				return
+			if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+				return // the rest is released at shutdown
 			}
 			a.submitJob(work, j, ps)
 		}
 		return
 	}
-	if stop.Err() != nil || work.Err() != nil {
+	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 		return
 	}
 	log := a.log.WithField(FieldPhase, "submit")
@@ -221,8 +223,10 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 	a.claims.mu.Unlock()
 	var accepted []*pendingJob
 	for _, j := range ready {
-		if work.Err() != nil {
-			break // written sids are settled by the next agent
+		if work.Err() != nil || a.failed() != nil {
+			// not sent: at shutdown the jobs are looked up by sid and, never
+			// seen by FTS, sent again or released; or the next agent does it
+			break
 		}
 		if a.send(work, j, ps) {
 			accepted = append(accepted, j)
@@ -294,6 +298,16 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case credentialError(err):
+		// not the transfers' fault: release them without penalty and stop
+		log.WithError(err).Error("FTS refused our credentials; stopping")
+		delete(a.pending, j.sid)
+		a.claims.mu.Lock()
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseLocked(ctx, a.claims.get(j.ids), "FTS refused the credentials: "+err.Error(), ps)
+		cancel()
+		a.claims.mu.Unlock()
+		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
 		delete(a.pending, j.sid)
@@ -305,6 +319,19 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error()}
 		}
 		a.abort(work, aborts, ps)
+	}
+	return false
+}
+
+// credentialError: FTS refused who we are (401, 403 other than a banned
+// storage element, or delegation still missing after delegating): no
+// transfer can succeed until an operator acts, so none is penalised.
+func credentialError(err error) bool {
+	switch {
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+		return true
+	case errors.Is(err, fts.ErrForbidden):
+		return !strings.Contains(strings.ToLower(err.Error()), "banned")
 	}
 	return false
 }
