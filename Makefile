@@ -30,6 +30,13 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 
+BENCH_N        ?= 10000,100000
+BENCH_BACKENDS ?= memfile,couch
+BENCH_FLAGS    ?=
+bench: build ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
+	$(GO) build -o bin/aso-bench ./bench
+	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
+
 # Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
 # seed corpora under each package's testdata/fuzz/ also run in `make test`.
 FUZZ_TARGETS := \

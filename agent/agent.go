@@ -29,6 +29,7 @@ var ErrStopped = errors.New("agent stopped")
 type Agent struct {
 	cfg     Config
 	store   Store
+	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -77,6 +78,9 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		deleteFailures: map[string]int{},
 	}
 	a.store = fencedStore{instrumentedStore{store, m}, a}
+	if ms, ok := store.(state.MultiSubmitter); ok {
+		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
+	}
 	return a, nil
 }
 
@@ -195,7 +199,7 @@ func (a *Agent) loop(stop, work context.Context) error {
 			a.log.WithField("pass", n).Info("queue drained")
 			return nil
 		}
-		if ps.Claimed < a.cfg.BatchSize {
+		if !ps.more {
 			// a full batch means more is waiting: claim it at once
 			a.cfg.Sleep(a.cfg.Interval, stop.Done())
 		}

@@ -53,6 +53,7 @@ func (c *claims) all() []state.Transfer {
 // new revision (and the change made by mutate, if any); items that failed
 // with ErrLeaseLost are dropped. It returns the successful transfers.
 func (c *claims) update(ts []state.Transfer, res []state.Result, mutate func(*state.Transfer)) (ok []state.Transfer, lost []state.Result) {
+	ok = make([]state.Transfer, 0, len(res))
 	for i, r := range res {
 		if i >= len(ts) {
 			break

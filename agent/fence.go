@@ -68,3 +68,23 @@ func (s fencedStore) SetTerminalState(ctx context.Context, o []state.Terminal) (
 	}
 	return s.Store.SetTerminalState(ctx, o)
 }
+
+// fencedMulti fences the multi-job writes of a store that has them.
+type fencedMulti struct {
+	state.MultiSubmitter
+	a *Agent
+}
+
+func (s fencedMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	if err := (fencedStore{a: s.a}).fence(); err != nil {
+		return nil, err
+	}
+	return s.MultiSubmitter.PrepareSubmits(ctx, jobs)
+}
+
+func (s fencedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
+	if err := (fencedStore{a: s.a}).fence(); err != nil {
+		return nil, err
+	}
+	return s.MultiSubmitter.SetTransferIDs(ctx, jobs)
+}

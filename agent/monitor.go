@@ -50,7 +50,11 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 		byJob[st.JobID] = st
 	}
 	now := a.cfg.Now()
-	var outs []outcome
+	n := 0
+	for _, j := range jobs {
+		n += len(j.Transfers)
+	}
+	outs := make([]outcome, 0, n) // room for all: with fast transfers most end here
 	var transients []state.Transient
 	kills := map[string][]int64{}
 	killed := map[int64]state.Transfer{}

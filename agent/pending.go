@@ -82,7 +82,9 @@ func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 		}
 	}
 	p.jobID = ""
-	a.send(work, p, ps)
+	if a.send(work, p, ps) {
+		a.commit(work, p, nil, ps)
+	}
 }
 
 // releaseLocked returns held transfers to new without penalty (their sid is

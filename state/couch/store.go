@@ -49,7 +49,10 @@ type Store struct {
 	policy state.Policy
 }
 
-var _ state.Store = (*Store)(nil)
+var (
+	_ state.Store          = (*Store)(nil)
+	_ state.MultiSubmitter = (*Store)(nil)
+)
 
 // target is a parsed Options.URL.
 type target struct {
