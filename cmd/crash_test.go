@@ -28,7 +28,9 @@ type crashScenario struct {
 // flags are the arguments of every agent of the scenario: small jobs, so
 // there are many of them and kills land between them.
 func (sc crashScenario) flags() []string {
-	return []string{"--max-files-per-job", "10", "--batch-size", "100", "--lock-ttl", sc.lockTTL}
+	// claims of 25 fill two jobs of 10 and hold 5 for the next round: some
+	// transfers stay claimed without a submit_sid for a while
+	return []string{"--max-files-per-job", "10", "--batch-size", "25", "--lock-ttl", sc.lockTTL}
 }
 
 // trigger is when a kill lands: delay after the first log line containing
@@ -42,16 +44,19 @@ type trigger struct {
 // submitted is the log line of an FTS submission, before its commit.
 const submitted = `"msg":"job submitted"`
 
-// killTrigger draws the moment of the next kill: during start-up; right
-// after an FTS submission (before or during its commit: the window the
-// submit_sid protects); during the recording of outcomes; or anywhere
-// later (monitoring, sleeping between passes).
+// killTrigger draws the moment of the next kill: during start-up; while
+// the first transfers are claimed; right after an FTS submission (before
+// or during a commit: the window the submit_sid protects); during the
+// recording of outcomes; or anywhere later (monitoring, sleeping between
+// passes).
 func killTrigger(rng *rand.Rand) trigger {
 	ms := func(n int) time.Duration { return time.Duration(rng.IntN(n)) * time.Millisecond }
 	switch p := rng.IntN(100); {
-	case p < 15:
+	case p < 10:
 		return trigger{delay: ms(300)}
-	case p < 45:
+	case p < 25:
+		return trigger{after: "run lock taken", delay: ms(60)} // the first claims
+	case p < 50:
 		return trigger{after: submitted, delay: ms(30)}
 	case p < 70:
 		return trigger{after: `"msg":"outcome recorded"`, delay: ms(10)}
