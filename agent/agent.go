@@ -42,6 +42,8 @@ type Agent struct {
 	pending map[string]*pendingJob
 	// deleteFailures counts failed deletion attempts per transfer.
 	deleteFailures map[string]int
+	// deleteSkips counts deletions gfal-rm never attempted, per transfer.
+	deleteSkips map[string]int
 
 	keeper *keeper
 	start  time.Time
@@ -76,6 +78,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		claims:         newClaims(),
 		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
+		deleteSkips:    map[string]int{},
 	}
 	a.store = fencedStore{instrumentedStore{store, m}, a}
 	if ms, ok := store.(state.MultiSubmitter); ok {

@@ -166,6 +166,11 @@ func (k *keeper) tick(ctx context.Context) bool {
 	retry := min(a.renewPeriod(), 10*time.Second)
 	k.next = now.Add(a.renewPeriod())
 	if err := k.renewLock(ctx); err != nil {
+		if ctx.Err() != nil {
+			// the keeper is being stopped (the run ends): a renewal cut
+			// short by that is no loss of ownership
+			return true
+		}
 		if errors.Is(err, state.ErrLockLost) || !now.Before(k.lock.Expire.Add(-retry)) {
 			return k.die(fmt.Errorf("renew run lock of %s: %w", a.cfg.User, errOr(err, state.ErrLockLost)))
 		}
@@ -174,6 +179,8 @@ func (k *keeper) tick(ctx context.Context) bool {
 	}
 	exp, err := k.renewLeases(ctx)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return true // stopped, as above
 	case err == nil:
 		k.leaseUntil = exp
 	case errors.Is(err, state.ErrLeaseLost):

@@ -21,6 +21,11 @@ const (
 	// is retried before the outcome is recorded anyway, with the deletion
 	// failure in its reason.
 	MaxDeleteAttempts = 3
+	// MaxDeleteSkips bounds how many passes a deletion may be skipped
+	// without counting as an attempt: gfal-rm never tried it because a
+	// URL before it on the same storage hung. A storage that hangs for
+	// every URL thus still ends in recorded outcomes.
+	MaxDeleteSkips = 10
 )
 
 // Config parameterises an Agent. Zero values mean the defaults.

@@ -13,7 +13,11 @@ import (
 type outcome struct {
 	term state.Terminal
 	// deleteDest: the destination copy must be deleted before recording
-	// (a failed, cancelled or lost transfer may have left a partial file).
+	// (a failed or cancelled transfer may have left a partial file). Never
+	// for a lost job: nothing says that job wrote the file at the
+	// destination, which may be somebody else's (FTS refuses to overwrite
+	// it); if the lost job did leave a copy, the next submission fails
+	// with "file exists" and says so.
 	deleteDest bool
 }
 
@@ -68,9 +72,9 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 		}
 		if st.Lost {
 			for _, t := range j.Transfers {
+				// the destination is left alone (see outcome.deleteDest)
 				outs = append(outs, outcome{
-					term:       state.Terminal{Transfer: t, Outcome: state.OutcomeLost, FTSJob: j.ID, Reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)},
-					deleteDest: true,
+					term: state.Terminal{Transfer: t, Outcome: state.OutcomeLost, FTSJob: j.ID, Reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)},
 				})
 			}
 			continue
@@ -84,7 +88,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 			if !ok {
 				if fts.TerminalJobState(st.State) {
 					outs = append(outs, outcome{term: state.Terminal{Transfer: t, Outcome: state.OutcomeLost, FTSJob: j.ID,
-						Reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)}, deleteDest: true})
+						Reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)}})
 				} else {
 					ps.Active++
 				}

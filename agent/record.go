@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"sort"
 
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -11,7 +13,9 @@ import (
 // failed, cancelled and lost transfers (in one batch, under a timeout), then
 // persists every outcome in one SetTerminalState call. An outcome whose deletion failed is not recorded
 // this pass, so the deletion is retried next pass (the transfer is still
-// submitted and FTS reports it again); after MaxDeleteAttempts it is recorded
+// submitted and FTS reports it again; a deletion gfal-rm skipped after a
+// hang on the same storage counts as no attempt, MaxDeleteSkips times at
+// most); after MaxDeleteAttempts it is recorded
 // anyway with the deletion failure in its reason, so no outcome is lost.
 func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats) {
 	if len(outs) == 0 {
@@ -26,11 +30,17 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		log.WithError(err).Error("not deleting destination copies: ownership lost")
 		return
 	}
-	failedDelete := a.deleteDestinations(work, outs, ps)
+	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
 	for _, o := range outs {
 		id := o.term.Transfer.ID
 		if msg, failed := failedDelete[id]; failed {
+			if skipped[id] && a.deleteSkips[id] < MaxDeleteSkips {
+				// never attempted: no attempt counted, retried next pass
+				a.deleteSkips[id]++
+				ps.Unrecorded++
+				continue
+			}
 			a.deleteFailures[id]++
 			if a.deleteFailures[id] < MaxDeleteAttempts {
 				ps.Unrecorded++
@@ -62,6 +72,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		switch {
 		case r.Err == nil:
 			delete(a.deleteFailures, r.ID)
+			delete(a.deleteSkips, r.ID)
 			a.countOutcome(t, ps)
 			l.WithField("outcome", t.Outcome).WithField("reason", t.Reason).Info("outcome recorded")
 		case errors.Is(r.Err, state.ErrLeaseLost):
@@ -94,8 +105,9 @@ func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
 }
 
 // deleteDestinations deletes the destination PFNs that must go and returns
-// the transfers whose deletion failed, with the reason.
-func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *PassStats) map[string]string {
+// the transfers whose deletion failed, with the reason, and among them
+// those gfal-rm did not attempt (skipped after a hang on their storage).
+func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *PassStats) (map[string]string, map[string]bool) {
 	var urls []string
 	owner := map[string]string{}
 	for _, o := range outs {
@@ -104,9 +116,16 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 			owner[o.term.Transfer.DestPFN] = o.term.Transfer.ID
 		}
 	}
-	failed := map[string]string{}
+	// the URLs whose deletion failed before go first: gfal-rm works
+	// through them in order, and a URL that hangs cuts the run short, so
+	// new ones listed first could keep them from their turn until they
+	// are recorded with their copy left
+	sort.SliceStable(urls, func(i, j int) bool {
+		return a.deleteFailures[owner[urls[i]]] > a.deleteFailures[owner[urls[j]]]
+	})
+	failed, skipped := map[string]string{}, map[string]bool{}
 	if len(urls) == 0 {
-		return failed
+		return failed, skipped
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.DeleteTimeout)
 	defer cancel()
@@ -121,6 +140,7 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 		seen[r.URL] = true
 		if r.Err != nil {
 			failed[owner[r.URL]] = r.Err.Error()
+			skipped[owner[r.URL]] = r.Status == srm.StatusSkipped
 			log.WithField(FieldTransfer, owner[r.URL]).WithField("pfn", r.URL).WithError(r.Err).Warn("deleting the destination copy failed")
 			continue
 		}
@@ -135,5 +155,5 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 			failed[owner[u]] = msg
 		}
 	}
-	return failed
+	return failed, skipped
 }

@@ -203,9 +203,17 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 	case OutcomeKilled:
 		t.Transition(StateKilled, now, a.Owner, orDefault(o.Reason, "killed by request"))
 	case OutcomeLost:
-		t.Transition(StateNew, now, a.Owner, orDefault(o.Reason, "FTS job "+t.FTSJob+" was lost"))
-		t.RetryAfter = Time{}
-		t.FTSJob, t.FTSFileID = "", 0
+		// a lost job counts as an attempt, or FTS losing every job of a
+		// transfer would have it submitted again without end
+		t.Attempts++
+		reason := orDefault(o.Reason, "FTS job "+t.FTSJob+" was lost")
+		if t.Attempts < p.MaxAttempts {
+			t.Transition(StateNew, now, a.Owner, reason)
+			t.RetryAfter = Time{}
+			t.FTSJob, t.FTSFileID = "", 0
+		} else {
+			t.Transition(StateFailed, now, a.Owner, failReason(reason, false, t.Attempts))
+		}
 	case OutcomeFailed:
 		t.Attempts++
 		if o.Retryable && t.Attempts < p.MaxAttempts {

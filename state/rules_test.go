@@ -36,6 +36,14 @@ func submitted(t *testing.T) state.Transfer {
 	return tr
 }
 
+// lastAttempt is a submitted transfer on its last allowed attempt.
+func lastAttempt(t *testing.T) state.Transfer {
+	t.Helper()
+	tr := submitted(t)
+	tr.Attempts = pol.MaxAttempts - 1
+	return tr
+}
+
 func TestClaimable(t *testing.T) {
 	later := newT()
 	later.RetryAfter = state.At(t0.Add(time.Minute))
@@ -200,7 +208,8 @@ func TestApplyTerminal(t *testing.T) {
 		{"killed", submitted, job(state.OutcomeKilled), state.StateKilled, 0, nil},
 		{"fatal failure", submitted, job(state.OutcomeFailed), state.StateFailed, 1, nil},
 		{"retryable failure", submitted, state.Terminal{Outcome: state.OutcomeFailed, Retryable: true, FTSJob: "job-1"}, state.StateNew, 1, nil},
-		{"lost", submitted, job(state.OutcomeLost), state.StateNew, 0, nil},
+		{"lost", submitted, job(state.OutcomeLost), state.StateNew, 1, nil},
+		{"lost, attempts exhausted", lastAttempt, job(state.OutcomeLost), state.StateFailed, pol.MaxAttempts, nil},
 		{"other job", submitted, state.Terminal{Outcome: state.OutcomeDone, FTSJob: "job-2"}, state.StateSubmitted, 0, state.ErrLeaseLost},
 		{"kill of a held transfer", claimed, state.Terminal{Outcome: state.OutcomeKilled}, state.StateKilled, 0, nil},
 		{"job outcome for an acquired one", claimed, job(state.OutcomeDone), state.StateAcquired, 0, state.ErrLeaseLost},

@@ -85,7 +85,9 @@ const (
 	OutcomeFailed Outcome = "failed"
 	OutcomeKilled Outcome = "killed"
 	// OutcomeLost means FTS no longer knows the job: the transfer goes back to
-	// new at once, without counting an attempt.
+	// new at once (no cool-off), counting an attempt, so that a transfer
+	// whose jobs FTS keeps losing fails after MaxAttempts instead of being
+	// submitted without end.
 	OutcomeLost Outcome = "lost"
 )
 

@@ -67,8 +67,8 @@ var terminalCases = []testCase{
 		tr := e.submit(s, 1, "job-gone")[0]
 		e.ok("SetTerminalState", e.terminal(s, state.Terminal{Transfer: tr, Outcome: state.OutcomeLost, FTSJob: "job-gone"}), nil, 1)
 		got := e.wantState(s, tr.ID, state.StateNew)
-		if got.Attempts != 0 || got.FTSJob != "" || !got.RetryAfter.IsZero() {
-			e.t.Fatalf("lost job: %+v", got)
+		if got.Attempts != 1 || got.FTSJob != "" || !got.RetryAfter.IsZero() {
+			e.t.Fatalf("lost job: %+v, want attempts 1, no job, no cool-off", got)
 		}
 		if c := e.claim(s, 1); len(c) != 1 {
 			e.t.Fatalf("a transfer of a lost job must be claimable at once")

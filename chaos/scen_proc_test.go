@@ -1,0 +1,330 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/asyncstageout/aso/internal/proctest"
+	"github.com/asyncstageout/aso/state"
+)
+
+// procScenarios are faults of the agent process itself.
+func procScenarios() []scenario {
+	return []scenario{
+		{
+			// SIGKILL at seeded random moments, also in the middle of a
+			// write, a submission or a gfal-rm.
+			name: "proc-sigkill", ci: []backend{memfile, couch},
+			run: func(e *env) {
+				for range e.size.kills {
+					e.w.AddMix(user, e.size.wave)
+					p := e.agent()
+					sleep(context.Background(), e.between(0, 1500*time.Millisecond))
+					e.kill(p)
+				}
+			},
+		},
+		{
+			// SIGTERM in each phase: the agent must exit 0, leaving every
+			// transfer terminal, queued, submitted, or acquired with a
+			// submit_sid whose outcome it could not settle. Replies of FTS
+			// are delayed and gfal-rm is slowed down, so that the signal
+			// lands inside the phase seen from outside: a submission or
+			// status query on its way, a deletion running.
+			name: "proc-sigterm-each-phase", ci: []backend{memfile},
+			prepare: func(e *env) {
+				gfalWrapper(e, "slow")
+				e.fts.toxic("latency", "downstream", map[string]any{"latency": 200, "jitter": 50})
+			},
+			run: func(e *env) {
+				for round := range max(1, e.size.kills/3) {
+					for _, phase := range []string{"start", "submit", "monitor", "record", "between passes"} {
+						sigtermIn(e, phase, round)
+					}
+				}
+			},
+		},
+		{
+			// Two agents for the same user started at the same moment:
+			// never both working at once.
+			name: "proc-two-agents", ci: []backend{couch},
+			run: func(e *env) {
+				for range max(2, e.size.kills/2) {
+					e.w.AddMix(user, e.size.wave)
+					a, b := e.agent(), e.agent()
+					e.faults.add("concurrent_start", 1)
+					if d := overlap(a, b); d > 0 {
+						e.violate("%s and %s both held the run lock for %s", a.Name, b.Name, d)
+					}
+					e.wait(a, time.Minute)
+					e.wait(b, time.Minute)
+				}
+			},
+		},
+		{
+			// Agents of two users run side by side and are killed at
+			// random: each touches only its own user's transfers.
+			name: "proc-two-users", ci: []backend{memfile},
+			run: twoUsers,
+		},
+		{
+			// An agent frozen (SIGSTOP) past its lock and lease TTLs while
+			// another agent takes over; when it thaws it must not write to
+			// the transfers it no longer owns.
+			name: "proc-pause-takeover", ci: []backend{memfile, couch},
+			run: func(e *env) {
+				for range max(1, e.size.kills/4) {
+					e.w.AddMix(user, e.size.wave)
+					pauseTakeover(e)
+				}
+			},
+		},
+	}
+}
+
+// sigtermIn starts an agent, sends it SIGTERM while it is in phase, and
+// checks that it stops cleanly.
+func sigtermIn(e *env, phase string, round int) {
+	e.t.Helper()
+	e.w.AddMix(user, e.size.wave)
+	if phase == "record" {
+		e.w.Add(user, proctest.MissingSource, 2)
+	}
+	in := phaseProbe(e, phase)
+	p := e.agent()
+	if !waitFor(p, in, 20*time.Second) {
+		e.wait(p, time.Minute)
+		e.t.Logf("round %d: %s ended before phase %s", round, p.Name, phase)
+		return
+	}
+	p.Term()
+	e.faults.add("sigterm@"+phase, 1)
+	if code := e.wait(p, time.Minute); code != 0 {
+		e.violate("SIGTERM in phase %s: %s exited %d, want 0\n%s", phase, p.Name, code, p.Tail(20))
+	}
+	r := excuseLostJobs(e.w.Check(proctest.CheckOptions{Unfinished: true}), nil)
+	for _, v := range r.Violations {
+		e.violate("after SIGTERM in phase %s: %s", phase, v)
+	}
+}
+
+// phaseProbe returns a test that becomes true once an agent started after
+// the call is in phase, judged from outside: the run lock taken (before it
+// the process may not handle signals yet, and has touched nothing), a
+// submission or a status query received by FTS, a gfal-rm started, a pass
+// summary logged.
+func phaseProbe(e *env, phase string) func(p *proctest.Proc) bool {
+	sub, st := e.w.Sim.Requests()["submit"], e.w.Sim.Requests()["status"]
+	rm := gfalCalls(e)
+	switch phase {
+	case "start":
+		return func(p *proctest.Proc) bool {
+			lines := p.LogLines()
+			return len(lines) > 0 && lines[len(lines)-1]["msg"] == "run lock taken"
+		}
+	case "submit":
+		return func(*proctest.Proc) bool { return e.w.Sim.Requests()["submit"] > sub }
+	case "monitor":
+		return func(*proctest.Proc) bool { return e.w.Sim.Requests()["status"] > st }
+	case "record":
+		return func(*proctest.Proc) bool { return gfalCalls(e) > rm }
+	}
+	return func(p *proctest.Proc) bool { return p.LastPhase() == phase }
+}
+
+// waitFor polls in until it holds for p; false if p exited first or d
+// passed.
+func waitFor(p *proctest.Proc, in func(*proctest.Proc) bool, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.Done():
+			return false
+		default:
+		}
+		if in(p) {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// logged reports whether p logged msg.
+func logged(p *proctest.Proc, msg string) (map[string]any, bool) {
+	for _, l := range p.LogLines() {
+		if l["msg"] == msg {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// holds reports whether p holds the run lock now, judged by its log.
+func holds(p *proctest.Proc) bool {
+	select {
+	case <-p.Done():
+		return false
+	default:
+	}
+	_, taken := logged(p, "run lock taken")
+	_, released := logged(p, "run lock released")
+	return taken && !released
+}
+
+// overlap watches a and b until both exit and returns for how long both
+// held the run lock at once (0 if never for more than one poll, since one
+// logs the release just after the other may have taken it).
+func overlap(a, b *proctest.Proc) time.Duration {
+	var since time.Time
+	var longest time.Duration
+	for {
+		both := holds(a) && holds(b)
+		switch {
+		case both && since.IsZero():
+			since = time.Now()
+		case both:
+			longest = max(longest, time.Since(since))
+		default:
+			since = time.Time{}
+		}
+		select {
+		case <-a.Done():
+			<-b.Done()
+			if longest < 300*time.Millisecond {
+				return 0
+			}
+			return longest
+		case <-b.Done():
+			<-a.Done()
+			if longest < 300*time.Millisecond {
+				return 0
+			}
+			return longest
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pauseTakeover freezes one agent mid-run past its TTLs, lets a second one
+// drain the queue, thaws the first, and checks from the store that the
+// first wrote nothing after the second took over.
+func pauseTakeover(e *env) {
+	e.t.Helper()
+	monitoring := phaseProbe(e, "monitor")
+	a := e.agent()
+	if !waitFor(a, monitoring, 20*time.Second) {
+		e.wait(a, time.Minute)
+		e.violate("%s exited before it monitored anything: nothing to take over", a.Name)
+		return
+	}
+	sleep(context.Background(), e.between(0, 400*time.Millisecond))
+	a.Pause()
+	e.faults.add("sigstop", 1)
+	// lock TTL 1 s, lease TTL 2 s (proctest.World.AgentArgs)
+	time.Sleep(3500 * time.Millisecond)
+	b := e.agent()
+	select {
+	case <-b.Done():
+	case <-time.After(20 * time.Second):
+		// on memfile a frozen agent may hold the file's flock for a
+		// write it had begun; it finishes that write when it thaws
+	}
+	a.Resume()
+	codeA := e.wait(a, time.Minute)
+	codeB := e.wait(b, 2*time.Minute)
+	if codeB != 0 {
+		e.violate("the agent that took over exited %d\n%s", codeB, b.Tail(20))
+	}
+	if codeA == 0 {
+		e.violate("the thawed agent exited 0; want 1, since it lost its lock")
+	}
+	ownerA, ownerB := ownerOf(a), ownerOf(b)
+	if ownerA == "" || ownerB == "" {
+		e.violate("agent owner IDs not logged (%q, %q)", ownerA, ownerB)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := e.w.Store().List(ctx, state.Filter{})
+	if err != nil {
+		e.t.Fatalf("list transfers: %v", err)
+	}
+	took := 0
+	for _, t := range ts {
+		seenB := false
+		for _, h := range t.History {
+			switch {
+			case h.By == ownerB:
+				seenB = true
+			case h.By == ownerA && seenB:
+				e.violate("%s: written by the thawed agent %s after %s took over: %s", t.ID, ownerA, ownerB, fmtTransition(h))
+			}
+		}
+		if seenB {
+			took++
+		}
+	}
+	if took == 0 {
+		e.violate("the second agent touched no transfer: no takeover happened")
+	}
+}
+
+func ownerOf(p *proctest.Proc) string {
+	l, ok := logged(p, "run lock taken")
+	if !ok {
+		return ""
+	}
+	s, _ := l["owner"].(string)
+	return s
+}
+
+func fmtTransition(h state.Transition) string {
+	return fmt.Sprintf("%s -> %s at %s (%s)", h.From, h.To, h.At, h.Reason)
+}
+
+// otherUser is the second user of proc-two-users.
+const otherUser = "chaos-other"
+
+// twoUsers runs and kills agents of two users side by side, drains the
+// second user's queue, and checks from the store that no agent wrote to a
+// transfer of the other user.
+func twoUsers(e *env) {
+	e.t.Helper()
+	e.w.AddMix(otherUser, e.size.transfers)
+	owners := map[string]string{} // agent ID -> its user
+	var procs []*proctest.Proc
+	for range e.size.kills {
+		a := e.agent()
+		b := e.w.StartAgent(otherUser, e.args...)
+		procs = append(procs, a, b)
+		sleep(context.Background(), e.between(300*time.Millisecond, 1500*time.Millisecond))
+		e.kill(a)
+		e.kill(b)
+	}
+	procs = append(procs, e.w.RunToEnd(otherUser, 2*time.Minute, e.args...))
+	for _, p := range procs {
+		if l, ok := logged(p, "run lock taken"); ok {
+			id, _ := l["owner"].(string)
+			u, _ := l["user"].(string)
+			owners[id] = u
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ts, err := e.w.Store().List(ctx, state.Filter{})
+	if err != nil {
+		e.t.Fatalf("list transfers: %v", err)
+	}
+	for _, t := range ts {
+		for _, h := range t.History {
+			if u, ok := owners[h.By]; ok && u != t.User {
+				e.violate("%s of %s written by %s, an agent of %s: %s", t.ID, t.User, h.By, u, fmtTransition(h))
+			}
+		}
+	}
+	if len(owners) < 2 {
+		e.violate("only %d agents took their lock; want agents of both users", len(owners))
+	}
+}
