@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench chaos fuzz clean help
+.PHONY: all build test lint demo bench chaos fuzz enqueue-large concurrency-large clean help
 
 all: build
 
@@ -26,9 +26,48 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 	$(GO) run ./testdata/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --log-level warn"; $(BIN) run --interval 1s --log-level warn --progress always; \
+	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
+
+BENCH_N        ?= 10000,100000
+BENCH_BACKENDS ?= memfile,couch
+BENCH_FLAGS    ?=
+bench: build ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
+	$(GO) build -o bin/aso-bench ./bench
+	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
+
+# Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
+# seed corpora under each package's testdata/fuzz/ also run in `make test`.
+FUZZ_TARGETS := \
+	./cmd:FuzzRecordReader \
+	./state:FuzzTransferJSON \
+	./state:FuzzRequestJSON \
+	./state/memfile:FuzzStateFile \
+	./state/memfile:FuzzOpen \
+	./state/memfile:FuzzDecodeTransfer \
+	./state/couch:FuzzDecode \
+	./fts:FuzzParseStatus \
+	./fts:FuzzParseError \
+	./fts/ftstest:FuzzSubmit \
+	./srm:FuzzInterpretRun \
+	./srm:FuzzStorageXML \
+	./srm:FuzzSitesFile \
+	./srm:FuzzStorageJSON
+FUZZTIME ?= 10s
+
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "+ go test -run '^$$' -fuzz '^$$name$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+enqueue-large: ## aso enqueue of 1,000,000 JSON lines with 1% bad ones: every bad line reported, memory bounded
+	ASO_TEST_LARGE=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestEnqueue_MillionLinesWithBadOnes$$' ./cmd
+
+concurrency-large: ## five users' agents, run as processes on one CouchDB, drain 5,000 transfers with no loss and no duplicate
+	ASO_TEST_LARGE=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRun_Concurrency$$' ./cmd
 
 chaos: ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck (ASO_CHAOS_SEED=N to vary)
 	@log=$$(mktemp /tmp/aso-chaos.XXXXXX); echo "+ ASO_CHAOS=full go test -race -v -run TestChaos ./chaos (full log: $$log)"; \

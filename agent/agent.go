@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -28,6 +29,7 @@ var ErrStopped = errors.New("agent stopped")
 type Agent struct {
 	cfg     Config
 	store   Store
+	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -48,6 +50,9 @@ type Agent struct {
 	// claimedAt is when the last pass asked for new transfers: one whose
 	// cool-off ended since then was not eligible for that claim.
 	claimedAt time.Time
+	// fatal is set when the run must end with an error although ownership
+	// is intact (FTS refused our credentials).
+	fatal atomic.Pointer[error]
 
 	// OnPass, if set, is called after every pass with its statistics.
 	OnPass func(PassStats)
@@ -66,19 +71,46 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log.SetOutput(discard{})
 	}
 	m := NewMetrics()
-	return &Agent{
-		cfg: cfg, store: instrumentedStore{store, m}, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+	a := &Agent{
+		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
 		claims:         newClaims(),
 		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
 		deleteSkips:    map[string]int{},
-	}, nil
+	}
+	a.store = fencedStore{instrumentedStore{store, m}, a}
+	if ms, ok := store.(state.MultiSubmitter); ok {
+		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
+	}
+	return a, nil
 }
 
 // Metrics returns the agent's metrics (for --metrics-file).
 func (a *Agent) Metrics() *Metrics { return a.metrics }
+
+// fail ends the run after the current pass with err.
+func (a *Agent) fail(err error) { a.fatal.CompareAndSwap(nil, &err) }
+
+// failed returns the error the run must end with, or nil.
+func (a *Agent) failed() error {
+	if p := a.fatal.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// checkFTS asks FTS who we are before any claim, so that unusable
+// credentials stop the run before anything is touched.
+func (a *Agent) checkFTS(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	defer cancel()
+	if _, err := a.fts.VO(ctx); err != nil {
+		return fmt.Errorf("FTS whoami: %w", err)
+	}
+	return nil
+}
 
 // Run takes the user's run lock and loops until the queue has drained, ctx is
 // cancelled (SIGTERM: the writes in flight are finished, claimed but
@@ -100,6 +132,19 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
 	}
 	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
+	if err := a.checkFTS(ctx); err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
+		if rerr := a.store.ReleaseLock(rctx, lock); rerr != nil {
+			a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
+		}
+		cancel()
+		if ctx.Err() != nil {
+			// SIGTERM during the check: a graceful stop, nothing was touched
+			a.log.Info("stopping on request before the first pass")
+			return nil
+		}
+		return err
+	}
 
 	// stop: graceful (SIGTERM, max runtime). work: hard; I/O runs under it,
 	// so writes in flight finish on SIGTERM but not after losing the lock.
@@ -140,6 +185,9 @@ func (a *Agent) loop(stop, work context.Context) error {
 		if a.OnPass != nil {
 			a.OnPass(ps)
 		}
+		if err := a.failed(); err != nil {
+			return err
+		}
 		if work.Err() != nil {
 			return nil
 		}
@@ -154,7 +202,7 @@ func (a *Agent) loop(stop, work context.Context) error {
 			a.log.WithField("pass", n).Info("queue drained")
 			return nil
 		}
-		if ps.Claimed < a.cfg.BatchSize {
+		if !ps.more {
 			// a full batch means more is waiting: claim it at once
 			a.cfg.Sleep(a.cfg.Interval, stop.Done())
 		}

@@ -161,6 +161,9 @@ func endToEnd(t *testing.T, w *world) {
 			if tr.State != state.StateKilled {
 				t.Errorf("killed %s: %s %q, want killed", tr.ID, tr.State, tr.Reason)
 			}
+			if tr.FTSJob != "" && tr.FTSFileID == 0 {
+				t.Errorf("killed %s: its FTS file ID was never recorded", tr.ID)
+			}
 			if readErr == nil {
 				t.Errorf("killed %s: destination copy left behind", tr.ID)
 			}

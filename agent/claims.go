@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -52,6 +53,7 @@ func (c *claims) all() []state.Transfer {
 // new revision (and the change made by mutate, if any); items that failed
 // with ErrLeaseLost are dropped. It returns the successful transfers.
 func (c *claims) update(ts []state.Transfer, res []state.Result, mutate func(*state.Transfer)) (ok []state.Transfer, lost []state.Result) {
+	ok = make([]state.Transfer, 0, len(res))
 	for i, r := range res {
 		if i >= len(ts) {
 			break
@@ -80,10 +82,10 @@ func (c *claims) drop(ids ...string) {
 
 // keeper renews the run lock and the leases every third of their TTL, by
 // the agent's clock: the loop calls tick before every pass and a background
-// goroutine calls it every second, so long phases are covered too. If a
-// renewal keeps failing until the lock or a lease would expire, or the lock
-// or a lease is found lost, it calls lost: the agent must stop all work at
-// once.
+// goroutine calls it every second (more often for short TTLs), so long
+// phases are covered too. If a renewal keeps failing until the lock or a
+// lease would expire, or the lock or a lease is found lost, it calls lost:
+// the agent must stop all work at once.
 type keeper struct {
 	a    *Agent
 	lost func(error)
@@ -92,20 +94,50 @@ type keeper struct {
 	lock       state.Lock
 	next       time.Time // when to renew next
 	leaseUntil time.Time // earliest expiry of the held leases
-	dead       bool
+
+	// expire is the lock's expiry as last written (unix nanoseconds), and
+	// dead is set once ownership is lost; both are read without mu by the
+	// write fence.
+	expire atomic.Int64
+	dead   atomic.Bool
 }
 
 func newKeeper(a *Agent, lock state.Lock, lost func(error)) *keeper {
-	return &keeper{a: a, lost: lost, lock: lock, next: a.cfg.Now().Add(a.renewPeriod())}
+	k := &keeper{a: a, lost: lost, lock: lock, next: a.cfg.Now().Add(a.renewPeriod())}
+	k.expire.Store(lock.Expire.UnixNano())
+	return k
+}
+
+// fenceMargin is kept between the last moment the agent writes and the
+// lock's expiry, against clock skew between the hosts of two agents.
+func (a *Agent) fenceMargin() time.Duration { return a.cfg.LockTTL / 10 }
+
+// mayWrite is the write fence: the agent may write to the state store only
+// while the run lock it holds has not expired by its own clock (less a
+// margin). An agent paused past its lock's expiry (SIGSTOP, a long GC, a
+// suspended VM) finds out here before its first write, and stops.
+func (k *keeper) mayWrite() error {
+	if k.dead.Load() {
+		return ErrStopped
+	}
+	exp := time.Unix(0, k.expire.Load())
+	if !k.a.cfg.Now().Before(exp.Add(-k.a.fenceMargin())) {
+		err := fmt.Errorf("run lock of %s expired at %s before this write: %w", k.a.cfg.User, exp.UTC().Format(time.RFC3339), state.ErrLockLost)
+		k.die(err)
+		return err
+	}
+	return nil
 }
 
 func (a *Agent) renewPeriod() time.Duration {
 	return min(a.cfg.LockTTL, a.cfg.Policy.LeaseTTL) / 3
 }
 
-// run ticks every second until ctx is done or ownership is lost.
+// run ticks until ctx is done or ownership is lost: every second, or twice
+// per renewal period when that is shorter (a short --lock-ttl), so that a
+// long phase never outlives the lock.
 func (k *keeper) run(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(max(min(time.Second, k.a.renewPeriod()/2), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -125,7 +157,7 @@ func (k *keeper) tick(ctx context.Context) bool {
 	defer k.mu.Unlock()
 	a := k.a
 	now := a.cfg.Now()
-	if k.dead {
+	if k.dead.Load() {
 		return false
 	}
 	if now.Before(k.next) {
@@ -163,8 +195,9 @@ func (k *keeper) tick(ctx context.Context) bool {
 }
 
 func (k *keeper) die(err error) bool {
-	k.dead = true
-	k.lost(err)
+	if k.dead.CompareAndSwap(false, true) {
+		k.lost(err)
+	}
 	return false
 }
 
@@ -181,6 +214,7 @@ func (k *keeper) renewLock(ctx context.Context) error {
 	l, err := k.a.store.RenewLock(ctx, k.lock, k.a.cfg.LockTTL)
 	if err == nil {
 		k.lock = l
+		k.expire.Store(l.Expire.UnixNano())
 	}
 	return err
 }

@@ -9,7 +9,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultBatchSize      = 500
+	DefaultBatchSize      = 2000
 	DefaultMaxFilesPerJob = 200
 	DefaultInterval       = 60 * time.Second
 	DefaultUpdateWindow   = 15 * time.Minute

@@ -2,16 +2,12 @@ package agent_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
-
-// TestMain stops the CouchDB test server at the end.
-func TestMain(m *testing.M) { os.Exit(couchtest.Main(m)) }
 
 // TestAgent_EndToEndCouchDB runs the end-to-end scenario of
 // TestAgent_EndToEnd on a CouchDB database prepared like `aso init` does.

@@ -94,9 +94,9 @@ func TestAgent_LeaseLostMidRun(t *testing.T) {
 	}}
 	cfg := w.config("agent-1")
 	cfg.Once = true
-	err := w.agent(cfg, store).Run(context.Background())
-	if err != nil && !errors.Is(err, state.ErrLeaseLost) {
-		t.Fatalf("Run = %v, want nil or ErrLeaseLost", err)
+	cfg.LockTTL = time.Hour // the run lock outlives the leases: only the leases are lost
+	if err := w.agent(cfg, store).Run(context.Background()); err != nil {
+		t.Fatalf("Run = %v", err)
 	}
 	if len(stolen) != len(reqs) {
 		t.Fatalf("the other agent claimed %d transfers, want %d", len(stolen), len(reqs))
@@ -121,6 +121,9 @@ func TestAgent_HangingFTS(t *testing.T) {
 	tf := filepath.Join(w.dir, "token")
 	short, err := fts.New(fts.Config{Endpoint: w.sim.URL, TokenFile: tf, Timeout: 300 * time.Millisecond, MaxElapsed: time.Second})
 	must(t, err)
+	if _, err := short.VO(context.Background()); err != nil { // whoami answers before the hang
+		t.Fatal(err)
+	}
 	w.sim.SetHang(true)
 	cfg := w.config("agent-1")
 	cfg.Once = true
@@ -180,5 +183,102 @@ func TestAgent_HangingGfalRm(t *testing.T) {
 	tr := w.get(r.ID())
 	if tr.State != state.StateFailed || !strings.Contains(tr.Reason, "No such file") || !strings.Contains(tr.Reason, "destination copy not deleted") {
 		t.Errorf("transfer: %s %q, want failed with the FTS reason and the deletion failure", tr.State, tr.Reason)
+	}
+}
+
+// TestAgent_PausedPastLockExpiry: an agent that was paused past its run
+// lock's expiry (the clock jumps while it holds claims) while another agent
+// took the lock and the transfers, must not write anything when it resumes:
+// the write fence stops it before its first write, and Run fails with
+// ErrLockLost.
+func TestAgent_PausedPastLockExpiry(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(8)
+	successor := w.open("agent-2")
+	var once sync.Once
+	taken := map[string]string{}
+	store := hookStore{Store: w.open("agent-1"), afterClaim: func(ts []state.Transfer) {
+		once.Do(func() {
+			w.clk.Advance(20 * time.Minute)
+			ctx := context.Background()
+			if _, err := successor.AcquireLock(ctx, testUser, "agent-2", 5*time.Minute); err != nil {
+				t.Errorf("successor cannot take the expired lock: %v", err)
+			}
+			got, err := successor.NewTransfers(ctx, 100)
+			must(t, err)
+			for _, tr := range got {
+				taken[tr.ID] = tr.Rev
+			}
+		})
+	}}
+	cfg := w.config("agent-1")
+	err := w.agent(cfg, store).Run(context.Background())
+	if !errors.Is(err, state.ErrLockLost) {
+		t.Fatalf("Run = %v, want ErrLockLost", err)
+	}
+	if len(taken) != len(reqs) {
+		t.Fatalf("successor claimed %d of %d", len(taken), len(reqs))
+	}
+	for id, rev := range taken {
+		if got := w.get(id); got.Rev != rev || got.Owner != "agent-2" {
+			t.Errorf("%s written after the pause: rev %s -> %s, owner %s", id, rev, got.Rev, got.Owner)
+		}
+	}
+	if n := len(w.sim.Files()); n != 0 {
+		t.Errorf("%d files submitted by the paused agent", n)
+	}
+	if _, err := successor.RenewLock(context.Background(), state.Lock{User: testUser, Holder: "agent-2"}, time.Minute); err != nil {
+		t.Errorf("the paused agent disturbed its successor's lock: %v", err)
+	}
+}
+
+// TestAgent_FTSRefusesCredentials: a token FTS does not accept stops the
+// run before anything is claimed, with an error, and the lock is released.
+func TestAgent_FTSRefusesCredentials(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(4)
+	bad := filepath.Join(w.dir, "bad-token")
+	must(t, os.WriteFile(bad, []byte("not-the-token"), 0o600))
+	client, err := fts.New(fts.Config{Endpoint: w.sim.URL, TokenFile: bad, Timeout: 2 * time.Second})
+	must(t, err)
+	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), client, w.sites, w.deleter, w.log)
+	must(t, err)
+	err = a.Run(context.Background())
+	if !errors.Is(err, fts.ErrForbidden) && !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want FTS's refusal", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 {
+			t.Errorf("%s: %s attempts %d, want untouched", tr.ID, tr.State, tr.Attempts)
+		}
+	}
+	if _, err := w.open("agent-2").AcquireLock(context.Background(), testUser, "agent-2", time.Minute); err != nil {
+		t.Errorf("lock not released: %v", err)
+	}
+}
+
+// refusingFTS answers every submission with a 401, as FTS does when the
+// credentials stop being accepted mid-run.
+type refusingFTS struct{ agent.FTS }
+
+func (refusingFTS) Submit(context.Context, fts.Submission) (string, error) {
+	return "", &fts.HTTPError{StatusCode: 401, Message: "A valid X509 certificate or proxy is needed"}
+}
+
+// TestAgent_CredentialsRefusedMidRun: the claimed transfers are released
+// without penalty (no attempt counted, no sid kept) and Run fails.
+func TestAgent_CredentialsRefusedMidRun(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(6)
+	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	err = a.Run(context.Background())
+	if !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
+			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
+		}
 	}
 }

@@ -63,14 +63,6 @@ func (m *Metrics) count(event string, n int) {
 	}
 }
 
-func (m *Metrics) outcome(t state.Terminal, _ *PassStats) {
-	o := string(t.Outcome)
-	if t.Outcome == state.OutcomeFailed && t.Retryable {
-		o = "failed_or_retried"
-	}
-	m.transfers.WithLabelValues(o).Inc()
-}
-
 func (m *Metrics) deletes(n int, err error) {
 	if err != nil {
 		m.count("delete_failed", n)
@@ -158,4 +150,18 @@ func (s instrumentedStore) ActiveTransfers(ctx context.Context, user string) ([]
 
 func (s instrumentedStore) SetTerminalState(ctx context.Context, o []state.Terminal) ([]state.Result, error) {
 	return timed(s.m, "set_terminal_state", func() ([]state.Result, error) { return s.Store.SetTerminalState(ctx, o) })
+}
+
+// instrumentedMulti times the multi-job calls of a store that has them.
+type instrumentedMulti struct {
+	state.MultiSubmitter
+	m *Metrics
+}
+
+func (s instrumentedMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	return timed(s.m, "prepare_submit", func() ([][]state.Result, error) { return s.MultiSubmitter.PrepareSubmits(ctx, jobs) })
+}
+
+func (s instrumentedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
+	return timed(s.m, "set_transfer_id", func() ([][]state.Result, error) { return s.MultiSubmitter.SetTransferIDs(ctx, jobs) })
 }

@@ -54,7 +54,11 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 		byJob[st.JobID] = st
 	}
 	now := a.cfg.Now()
-	var outs []outcome
+	n := 0
+	for _, j := range jobs {
+		n += len(j.Transfers)
+	}
+	outs := make([]outcome, 0, n) // room for all: with fast transfers most end here
 	var transients []state.Transient
 	kills := map[string][]int64{}
 	killed := map[int64]state.Transfer{}
@@ -103,7 +107,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 			}
 			if a.progressDue(&t, f, now) {
 				transients = append(transients, state.Transient{Transfer: t, Progress: state.Progress{
-					FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason,
+					FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason, FileID: f.FileID,
 				}})
 			}
 		}
@@ -140,7 +144,7 @@ func fileOutcome(t state.Transfer, job string, f fts.FileStatus) (outcome, bool)
 // transfer is touched at least once per window).
 func (a *Agent) progressDue(t *state.Transfer, f fts.FileStatus, now time.Time) bool {
 	p := t.Progress
-	if p == nil || p.FTSState != f.State || p.Retries != f.Retry || p.Reason != f.Reason {
+	if p == nil || p.FTSState != f.State || p.Retries != f.Retry || p.Reason != f.Reason || t.FTSFileID != f.FileID {
 		return true
 	}
 	return now.Sub(t.LastUpdate.Time) >= a.cfg.UpdateWindow/2

@@ -82,7 +82,9 @@ func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 		}
 	}
 	p.jobID = ""
-	a.send(work, p, ps)
+	if a.send(work, p, ps) {
+		a.commit(work, p, nil, ps)
+	}
 }
 
 // releaseLocked returns held transfers to new without penalty (their sid is
@@ -101,38 +103,6 @@ func (a *Agent) releaseLocked(ctx context.Context, ts []state.Transfer, reason s
 	for _, r := range res {
 		a.claims.drop(r.ID)
 	}
-}
-
-// cancelOrphans cancels in FTS the files of transfers that were submitted
-// but whose commit found them no longer ours, so they are not transferred by
-// two jobs.
-func (a *Agent) cancelOrphans(work context.Context, jobID string, lost []state.Result) {
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	log := a.log.WithField(FieldPhase, "submit").WithField(FieldJob, jobID)
-	sts, err := a.fts.Status(ctx, []string{jobID})
-	if err != nil || len(sts) == 0 || sts[0].Err != nil || sts[0].Lost {
-		log.WithError(err).Warn("cannot look up orphaned files to cancel them")
-		return
-	}
-	want := map[string]bool{}
-	for _, r := range lost {
-		want[r.ID] = true
-	}
-	var fids []int64
-	for _, f := range sts[0].Files {
-		if want[f.TransferID()] && !fts.TerminalFileState(f.State) {
-			fids = append(fids, f.FileID)
-		}
-	}
-	if len(fids) == 0 {
-		return
-	}
-	if _, err := a.fts.CancelFiles(ctx, jobID, fids); err != nil {
-		log.WithError(err).Warn("cancelling orphaned files failed")
-		return
-	}
-	log.WithField("files", len(fids)).Warn("cancelled files of transfers that are no longer ours")
 }
 
 // retryPending is the last attempt, at shutdown, to settle pending jobs.

@@ -9,9 +9,9 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// recordPhase deletes the destination copies of failed and cancelled
-// transfers (in one batch, under a timeout), then persists every outcome in
-// one SetTerminalState call. An outcome whose deletion failed is not recorded
+// recordPhase passes the write fence, deletes the destination copies of
+// failed, cancelled and lost transfers (in one batch, under a timeout), then
+// persists every outcome in one SetTerminalState call. An outcome whose deletion failed is not recorded
 // this pass, so the deletion is retried next pass (the transfer is still
 // submitted and FTS reports it again; a deletion gfal-rm skipped after a
 // hang on the same storage counts as no attempt, MaxDeleteSkips times at
@@ -22,6 +22,14 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		return
 	}
 	log := a.log.WithField(FieldPhase, "record")
+	// the outcomes were read from FTS a moment ago; if the agent was frozen
+	// since (SIGSTOP, a starved machine) another agent may have taken the
+	// user over and retried these transfers: deleting is a write too, so
+	// it passes the write fence first
+	if err := a.keeper.mayWrite(); err != nil {
+		log.WithError(err).Error("not deleting destination copies: ownership lost")
+		return
+	}
 	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
 	for _, o := range outs {
@@ -77,6 +85,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 }
 
 func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
+	label := string(t.Outcome)
 	switch t.Outcome {
 	case state.OutcomeDone:
 		ps.Done++
@@ -87,11 +96,12 @@ func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
 	case state.OutcomeFailed:
 		if t.Retryable && t.Transfer.Attempts+1 < a.cfg.Policy.MaxAttempts {
 			ps.Retried++
+			label = "retried"
 		} else {
 			ps.Failed++
 		}
 	}
-	a.metrics.outcome(t, ps)
+	a.metrics.transfers.WithLabelValues(label).Inc()
 }
 
 // deleteDestinations deletes the destination PFNs that must go and returns

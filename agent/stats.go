@@ -24,6 +24,8 @@ type PassStats struct {
 	Errors     int // phase errors (a batch skipped)
 
 	Submit, Monitor, Record time.Duration
+
+	more bool // the last claim came back full: more is waiting
 }
 
 // drained: the pass found nothing to do: nothing claimed or submitted,

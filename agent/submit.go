@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -41,10 +42,35 @@ func ftsPriority(p int) int {
 	return max(1, min(5, 3+p))
 }
 
+// jobsPerPass is how many full FTS jobs one pass fills before it moves on to
+// monitoring: the number of jobs one bulk status request asks about.
+const jobsPerPass = 100
+
+// submitPhase claims in rounds of BatchSize. While claims come back full
+// (more is waiting) it submits only full jobs of MaxFilesPerJob files and
+// keeps the rest held for the next round, so jobs are not cut short by the
+// batch size; it stops claiming once jobsPerPass jobs' worth of transfers
+// were claimed this pass (so the monitor phase keeps its turn), and submits
+// everything held once the queue has no more to give.
 func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
+	limit := max(a.cfg.BatchSize, jobsPerPass*a.cfg.MaxFilesPerJob)
+	for ps.Claimed < limit {
+		more := a.claimRound(stop, work, ps)
+		ps.more = more
+		if !more {
+			break
+		}
+	}
+	a.submitHeld(stop, work, ps, !ps.more)
+	ps.Pending = len(a.pending)
+}
+
+// claimRound claims one batch and submits the full jobs among what is held.
+// It reports whether the batch came back full.
+func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit")
-	if stop.Err() != nil {
-		return
+	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	a.claimedAt = a.cfg.Now()
@@ -54,12 +80,24 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 		ps.Errors++
 		log.WithError(err).Error("claiming transfers failed; retrying next pass")
 	}
-	ps.Claimed = len(claimed)
+	ps.Claimed += len(claimed)
 	a.metrics.count("claimed", len(claimed))
-
 	a.claims.mu.Lock()
 	a.claims.add(claimed)
-	var fresh []state.Transfer
+	a.claims.mu.Unlock()
+	full := err == nil && len(claimed) == a.cfg.BatchSize
+	if full {
+		a.submitHeld(stop, work, ps, false)
+	}
+	return full
+}
+
+// submitHeld submits the held transfers that have no submission yet: all
+// of them when all is set, otherwise only those that fill whole jobs.
+func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) {
+	log := a.log.WithField(FieldPhase, "submit")
+	a.claims.mu.Lock()
+	fresh := make([]state.Transfer, 0, len(a.claims.held))
 	inPending := a.pendingIDs()
 	for _, t := range a.claims.all() {
 		switch {
@@ -72,6 +110,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 				a.pending[t.SubmitSID] = p
 			}
 			p.ids = append(p.ids, t.ID)
+			inPending[t.ID] = true
 			log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
 		default:
 			fresh = append(fresh, t)
@@ -82,16 +121,16 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 	a.resolvePending(work, ps)
 
 	jobs, aborts := a.plan(fresh)
+	var batch []*pendingJob
 	for _, j := range jobs {
-		if stop.Err() != nil || work.Err() != nil {
-			break // the rest is released at shutdown
+		if all || len(j.ids) == a.cfg.MaxFilesPerJob {
+			batch = append(batch, j) // short jobs are filled up by the next round
 		}
-		a.submitJob(work, j, ps)
 	}
+	a.submitJobs(stop, work, batch, ps)
 	a.abort(work, aborts, ps)
 	// 409s and failed commits found above are settled in the same pass
 	a.resolvePending(work, ps)
-	ps.Pending = len(a.pending)
 }
 
 // plan groups transfers by link and priority, resolves their PFNs, and splits
@@ -99,9 +138,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	groups := map[jobKey][]planned{}
 	var aborts []state.Abort
-	byID := map[string]state.Transfer{}
 	for _, t := range ts {
-		byID[t.ID] = t
 		src, err := a.sites.ResolveFor(t.Source, t.SourceLFN, t.Destination)
 		if err == nil {
 			var dst string
@@ -143,6 +180,62 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	return jobs, aborts
 }
 
+// submitJobs writes the sids of jobs ahead, submits each job, and commits
+// those FTS accepted. When the store can, the sids of all the jobs are
+// written in one durable write and their commits in another; otherwise each
+// job has its own. The rest is released at shutdown if stop comes first.
+func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *PassStats) {
+	if a.multi == nil || len(jobs) < 2 {
+		for _, j := range jobs {
+			if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+				return // the rest is released at shutdown
+			}
+			a.submitJob(work, j, ps)
+		}
+		return
+	}
+	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+		return
+	}
+	log := a.log.WithField(FieldPhase, "submit")
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	held := make([][]state.Transfer, len(jobs))
+	preps := make([]state.PrepareJob, len(jobs))
+	for k, j := range jobs {
+		j.sid = uuid.NewString()
+		held[k] = a.claims.get(j.ids)
+		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid}
+	}
+	res, err := a.multi.PrepareSubmits(ctx, preps)
+	if err != nil {
+		a.claims.mu.Unlock()
+		ps.Errors++
+		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
+		return
+	}
+	var ready []*pendingJob
+	for k, j := range jobs {
+		if k < len(res) && a.prepared(log, j, held[k], res[k]) {
+			ready = append(ready, j)
+		}
+	}
+	a.claims.mu.Unlock()
+	var accepted []*pendingJob
+	for _, j := range ready {
+		if work.Err() != nil || a.failed() != nil {
+			// not sent: at shutdown the jobs are looked up by sid and, never
+			// seen by FTS, sent again or released; or the next agent does it
+			break
+		}
+		if a.send(work, j, ps) {
+			accepted = append(accepted, j)
+		}
+	}
+	a.commitJobs(work, accepted, ps)
+}
+
 // submitJob writes the sid ahead, submits, and commits or aborts.
 func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 	log := a.log.WithField(FieldPhase, "submit")
@@ -158,11 +251,21 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
 		return
 	}
-	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
+	ok := a.prepared(log, j, ts, res)
 	a.claims.mu.Unlock()
+	if ok && a.send(work, j, ps) {
+		a.commit(work, j, nil, ps)
+	}
+}
+
+// prepared applies the results of writing j's sid on ts: j keeps the
+// transfers that were written and becomes pending. It reports whether any
+// was. The caller holds a.claims.mu.
+func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, res []state.Result) bool {
+	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
 	a.logLost(log, lost)
 	if len(ok) == 0 {
-		return
+		return false
 	}
 	keep := map[string]bool{}
 	for _, t := range ok {
@@ -174,11 +277,12 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 		j.ids = append(j.ids, f.id)
 	}
 	a.pending[j.sid] = j
-	a.send(work, j, ps)
+	return true
 }
 
-// send submits j to FTS with its sid and settles what it can.
-func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
+// send submits j to FTS with its sid and settles what it can. It reports
+// whether FTS accepted the job, which the caller then commits.
+func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -188,13 +292,23 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 	case err == nil:
 		j.jobID = jobID
 		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
-		a.commit(work, j, nil, ps)
+		return true
 	case errors.As(err, &dup):
 		// FTS already has this sid: adopt the job, never submit again
 		j.jobID = dup.JobID
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case credentialError(err):
+		// not the transfers' fault: release them without penalty and stop
+		log.WithError(err).Error("FTS refused our credentials; stopping")
+		delete(a.pending, j.sid)
+		a.claims.mu.Lock()
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseLocked(ctx, a.claims.get(j.ids), "FTS refused the credentials: "+err.Error(), ps)
+		cancel()
+		a.claims.mu.Unlock()
+		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
 		delete(a.pending, j.sid)
@@ -207,6 +321,20 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) {
 		}
 		a.abort(work, aborts, ps)
 	}
+	return false
+}
+
+// credentialError: FTS refused who we are (401, 403 other than a banned
+// storage element, or delegation still missing after delegating): no
+// transfer can succeed until an operator acts, so none is penalised.
+func credentialError(err error) bool {
+	switch {
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+		return true
+	case errors.Is(err, fts.ErrForbidden):
+		return !strings.Contains(strings.ToLower(err.Error()), "banned")
+	}
+	return false
 }
 
 func (a *Agent) submission(j *pendingJob) fts.Submission {
@@ -252,27 +380,9 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	log := a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID)
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	pfn := map[string]planned{}
-	for _, f := range j.files {
-		pfn[f.id] = f
-	}
 	a.claims.mu.Lock()
 	defer a.claims.mu.Unlock()
-	ts := a.claims.get(j.ids)
-	commits := make([]state.Commit, 0, len(ts))
-	var strays []state.Transfer
-	for _, t := range ts {
-		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
-		if files != nil {
-			f, ok := files[t.ID]
-			if !ok {
-				strays = append(strays, t) // not in the job FTS has: never submitted
-				continue
-			}
-			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
-		}
-		commits = append(commits, c)
-	}
+	ts, commits, strays := a.commitsOf(j, files)
 	if len(strays) > 0 {
 		a.releaseLocked(ctx, strays, "not part of FTS job "+j.jobID, ps)
 	}
@@ -286,6 +396,77 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
 		return
 	}
+	a.committed(j, ts, res, ps)
+}
+
+// commitJobs commits jobs FTS accepted, in one write.
+func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
+	if a.multi == nil || len(jobs) < 2 {
+		for _, j := range jobs {
+			a.commit(work, j, nil, ps)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	defer cancel()
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	var list []*pendingJob
+	var held [][]state.Transfer
+	var cjobs []state.CommitJob
+	for _, j := range jobs {
+		ts, commits, _ := a.commitsOf(j, nil)
+		if len(commits) == 0 {
+			delete(a.pending, j.sid)
+			continue
+		}
+		list, held = append(list, j), append(held, ts)
+		cjobs = append(cjobs, state.CommitJob{Commits: commits, JobID: j.jobID})
+	}
+	if len(cjobs) == 0 {
+		return
+	}
+	res, err := a.multi.SetTransferIDs(ctx, cjobs)
+	if err != nil {
+		ps.Errors++
+		a.log.WithField(FieldPhase, "submit").WithError(err).Errorf("commit of %d jobs failed; retried next pass (the jobs are known by their sids)", len(cjobs))
+		return
+	}
+	for k, j := range list {
+		if k < len(res) {
+			a.committed(j, held[k], res[k], ps)
+		}
+	}
+}
+
+// commitsOf returns the held transfers of j and their commits; with files
+// (an FTS status reply), the transfers FTS does not have are strays, not
+// committed. The caller holds a.claims.mu.
+func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (ts []state.Transfer, commits []state.Commit, strays []state.Transfer) {
+	pfn := map[string]planned{}
+	for _, f := range j.files {
+		pfn[f.id] = f
+	}
+	ts = a.claims.get(j.ids)
+	commits = make([]state.Commit, 0, len(ts))
+	for _, t := range ts {
+		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
+		if files != nil {
+			f, ok := files[t.ID]
+			if !ok {
+				strays = append(strays, t) // not in the job FTS has: never submitted
+				continue
+			}
+			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
+		}
+		commits = append(commits, c)
+	}
+	return ts, commits, strays
+}
+
+// committed applies the results of committing j's transfers ts. The caller
+// holds a.claims.mu.
+func (a *Agent) committed(j *pendingJob, ts []state.Transfer, res []state.Result, ps *PassStats) {
 	ok, lost := a.claims.update(ts, res, nil)
 	for _, t := range ok {
 		a.claims.drop(t.ID)
@@ -294,10 +475,10 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	ps.Submitted += len(ok)
 	ps.Jobs++
 	a.metrics.count("submitted", len(ok))
-	if len(lost) > 0 {
-		a.logLost(log, lost)
-		a.cancelOrphans(work, j.jobID, lost)
-	}
+	// A transfer found no longer ours was claimed by another agent after its
+	// sid was written: that agent adopts this same job by its sid, so the
+	// job is not cancelled here.
+	a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID), lost)
 }
 
 func (a *Agent) pendingIDs() map[string]bool {
@@ -368,9 +549,4 @@ func (a *Agent) logLost(log *logrus.Entry, lost []state.Result) {
 	for _, r := range lost {
 		log.WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
 	}
-}
-
-// describe a job for errors.
-func (j *pendingJob) String() string {
-	return fmt.Sprintf("sid %s job %s (%d files)", j.sid, j.jobID, len(j.ids))
 }

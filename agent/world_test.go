@@ -39,6 +39,7 @@ type world struct {
 	dir      string
 	clk      *statetest.Clock
 	opener   func(cfg state.Config) (state.Store, error)
+	path     string // the state file of a memfile world ("" on CouchDB)
 	store    state.Store
 	sim      *ftstest.Server
 	client   *fts.Client
@@ -60,7 +61,9 @@ func requireGfalRm(t testing.TB) {
 func newWorld(t *testing.T, simOpts ftstest.Options) *world {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.aso")
-	return newWorldOn(t, simOpts, func(cfg state.Config) (state.Store, error) { return memfile.Open(path, cfg) })
+	w := newWorldOn(t, simOpts, func(cfg state.Config) (state.Store, error) { return memfile.Open(path, cfg) })
+	w.path = path
+	return w
 }
 
 // newWorldOn builds a world on the stores opener opens (one per agent).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,17 @@ func (e *env) underFaults(inject func(ctx context.Context), extra ...string) {
 			sleep(ctx, 100*time.Millisecond)
 		case <-ctx.Done():
 			wg.Wait()
+			if !started(p) {
+				// a SIGTERM before the Go runtime has installed aso's
+				// handler kills the process by default: that is no fault
+				// of aso's, and nothing was done yet
+				e.mu.Lock()
+				if e.killed == nil {
+					e.killed = map[string]bool{}
+				}
+				e.killed[p.Name] = true
+				e.mu.Unlock()
+			}
 			p.Term()
 			e.wait(p, time.Minute)
 		}
@@ -250,4 +262,11 @@ func jobAfter(v, prefix string) (string, bool) {
 	}
 	job, _, _ := strings.Cut(rest, " ")
 	return job, true
+}
+
+// started reports whether the agent has logged anything yet, which it does
+// only after its signal handlers are in place.
+func started(p *proctest.Proc) bool {
+	st, err := os.Stat(p.LogPath)
+	return err == nil && st.Size() > 0
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // EnvLarge enables the full-size concurrency test (5,000 transfers instead
-// of 1,000): ASO_TEST_LARGE=1 go test -run TestRun_Concurrency ./cmd/
+// of 1,000): make concurrency-large, or ASO_TEST_LARGE=1 go test -run
+// TestRun_Concurrency ./cmd/
 const EnvLarge = "ASO_TEST_LARGE"
 
 // TestRun_Concurrency runs four agents for four users, plus two agents

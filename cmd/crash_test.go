@@ -28,7 +28,9 @@ type crashScenario struct {
 // flags are the arguments of every agent of the scenario: small jobs, so
 // there are many of them and kills land between them.
 func (sc crashScenario) flags() []string {
-	return []string{"--max-files-per-job", "10", "--batch-size", "100", "--lock-ttl", sc.lockTTL}
+	// claims of 25 fill two jobs of 10 and hold 5 for the next round: some
+	// transfers stay claimed without a submit_sid for a while
+	return []string{"--max-files-per-job", "10", "--batch-size", "25", "--lock-ttl", sc.lockTTL}
 }
 
 // trigger is when a kill lands: delay after the first log line containing
@@ -39,17 +41,23 @@ type trigger struct {
 	delay time.Duration
 }
 
-// killTrigger draws the moment of the next kill: during start-up; right
-// after an FTS submission (before or during its commit: the window the
-// submit_sid protects); during the recording of outcomes; or anywhere
-// later (monitoring, sleeping between passes).
+// submitted is the log line of an FTS submission, before its commit.
+const submitted = `"msg":"job submitted"`
+
+// killTrigger draws the moment of the next kill: during start-up; while
+// the first transfers are claimed; right after an FTS submission (before
+// or during a commit: the window the submit_sid protects); during the
+// recording of outcomes; or anywhere later (monitoring, sleeping between
+// passes).
 func killTrigger(rng *rand.Rand) trigger {
 	ms := func(n int) time.Duration { return time.Duration(rng.IntN(n)) * time.Millisecond }
 	switch p := rng.IntN(100); {
-	case p < 15:
+	case p < 10:
 		return trigger{delay: ms(300)}
-	case p < 45:
-		return trigger{after: `"msg":"job submitted"`, delay: ms(4)}
+	case p < 25:
+		return trigger{after: "run lock taken", delay: ms(60)} // the first claims
+	case p < 50:
+		return trigger{after: submitted, delay: ms(30)}
 	case p < 70:
 		return trigger{after: `"msg":"outcome recorded"`, delay: ms(10)}
 	default:
@@ -76,19 +84,31 @@ func TestRun_CrashSafety(t *testing.T) {
 
 func runCrashScenario(t *testing.T, sc crashScenario) {
 	const user = "carol"
-	w := proctest.New(t, proctest.Options{Couch: sc.couch, Sim: fastSim(21), Seed: 21})
+	// FTS answers in 20 ms, so the window between a job's submit_sid and
+	// its commit is wide enough for kills to land in
+	sim := fastSim(21)
+	sim.Latency = 20 * time.Millisecond
+	w := proctest.New(t, proctest.Options{Couch: sc.couch, Sim: sim, Seed: 21})
 	w.AddMix(user, sc.initial)
 	rng := rand.New(rand.NewPCG(2026, 11))
 	phases := map[string]int{}
 	var kills, locked, drained int
 	var windows killWindows
+	var next *trigger // the moment of the next kill, kept across refused restarts
 	deadline := time.Now().Add(sc.budget)
 	for kills < sc.kills {
 		if time.Now().After(deadline) {
 			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, sc.budget)
 		}
+		if next == nil {
+			tr := killTrigger(rng)
+			next = &tr
+			if tr.after == submitted {
+				w.AddMix(user, 20) // something to submit, however far the queue is
+			}
+		}
+		trigger := *next
 		p := w.StartAgent(user, sc.flags()...)
-		trigger := killTrigger(rng)
 		if trigger.after != "" {
 			p.WaitLog(trigger.after, sc.wait)
 		}
@@ -100,6 +120,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		}
 		switch {
 		case p.Signaled():
+			next = nil
 			kills++
 			phases[p.LastPhase()]++
 			windows.add(t, w, user)
@@ -107,6 +128,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 			locked++
 			time.Sleep(100 * time.Millisecond)
 		case p.Code() == cmd.ExitOK:
+			next = nil
 			drained++
 			w.AddMix(user, sc.more)
 		default:
@@ -182,4 +204,65 @@ func histogram(m map[string]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// TestRun_PausedAgentLosesOwnership freezes an agent with SIGSTOP at random
+// moments for longer than its lock and leases live, lets a second agent take
+// the user over, then resumes the first: it must notice that it lost the
+// lock and stop with an error, while the second drains the queue; the next
+// run finds every invariant intact. (On memfile, an agent frozen inside a
+// store call holds the file lock, so the second waits for it and then finds
+// the first's run lock renewed: it exits 3, and the first either finishes
+// the work or stops on its own expired lock, leaving it to the next run.)
+func TestRun_PausedAgentLosesOwnership(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	backends(t, func(t *testing.T, couch bool) {
+		runPauseScenario(t, couch, 4)
+	})
+}
+
+func runPauseScenario(t *testing.T, couch bool, rounds int) {
+	const user = "frank"
+	w := proctest.New(t, proctest.Options{Couch: couch, Sim: fastSim(41), Seed: 41})
+	rng := rand.New(rand.NewPCG(7, 7))
+	args := []string{"--max-files-per-job", "5", "--lock-ttl", "500ms", "--lease-ttl", "1s"}
+	takeovers := 0
+	for round := 0; round < rounds; round++ {
+		w.AddMix(user, 40)
+		a := w.StartAgent(user, args...)
+		tr := killTrigger(rng)
+		if tr.after != "" {
+			a.WaitLog(tr.after, 2*time.Second)
+		}
+		time.Sleep(tr.delay)
+		a.Pause()
+		time.Sleep(1200 * time.Millisecond) // past the lock and the leases
+		b := w.StartAgent(user, args...)
+		took := b.WaitLog("run lock taken", 5*time.Second)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		a.Resume()
+		ca, cb := a.Wait(time.Minute), b.Wait(time.Minute)
+		switch {
+		case took:
+			takeovers++
+			if ca == cmd.ExitOK || ca == cmd.ExitLocked || cb != cmd.ExitOK {
+				t.Errorf("round %d: after the takeover the resumed agent exited %d (want an error for the lost lock), the new one %d (want 0)\n%s\n%s",
+					round, ca, cb, a.Tail(20), b.Tail(20))
+			}
+		case (ca != cmd.ExitOK && ca != cmd.ExitError) || cb != cmd.ExitLocked:
+			t.Errorf("round %d: without a takeover the agents exited %d and %d, want 0 or 1 (its lock expired while frozen) and %d\n%s\n%s",
+				round, ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
+		}
+		// whatever a stopped agent left is the next run's
+		w.RunToEnd(user, time.Minute, args...)
+		r := w.Check(proctest.CheckOptions{})
+		t.Logf("round %d (pause after %q + %s, takeover %v): %s", round, tr.after, tr.delay, took, r)
+		if !r.OK() {
+			r.Require(t)
+			t.Fatalf("resumed agent's log:\n%s", a.Tail(60))
+		}
+	}
+	if takeovers == 0 {
+		t.Errorf("no round had a takeover: the lost-lock path was not exercised")
+	}
 }

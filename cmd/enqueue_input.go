@@ -9,6 +9,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -247,6 +248,11 @@ func decodeRequest(b []byte) (state.Request, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return r, fmt.Errorf("not a JSON object: %s", clip(b))
 	}
+	if !utf8.Valid(b) {
+		// encoding/json would store U+FFFD instead of the bad bytes: a
+		// different file name than the one the user gave
+		return r, fmt.Errorf("not valid UTF-8 at byte %d of the record", invalidUTF8At(b))
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
@@ -256,6 +262,19 @@ func decodeRequest(b []byte) (state.Request, error) {
 		return state.Request{}, fmt.Errorf("unexpected %v after the JSON object (one request per line)", tokenText(tok, err))
 	}
 	return r, nil
+}
+
+// invalidUTF8At returns the offset of the first byte of b that is not
+// part of a valid UTF-8 sequence.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 func tokenText(tok json.Token, err error) string {

@@ -27,6 +27,7 @@ type FTSOptions struct {
 	MinDelegation time.Duration
 	SimSeed       int64
 	SimFailure    float64
+	SimTransfer   time.Duration
 }
 
 // AddFlags registers the FTS flags on cmd.
@@ -41,6 +42,7 @@ func (o *FTSOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.MinDelegation, "min-delegation", 12*time.Hour, "re-delegate the proxy when the server's copy has less left")
 	f.Int64Var(&o.SimSeed, "sim-seed", 1, `seed of the local simulator (--fts local)`)
 	f.Float64Var(&o.SimFailure, "sim-failure-rate", 0, `per-file failure probability of the local simulator (--fts local)`)
+	f.DurationVar(&o.SimTransfer, "sim-transfer-time", 0, `how long each file of the local simulator stays active (--fts local); 0 = instant`)
 }
 
 func (o *FTSOptions) proxyPath(g *Globals) string {
@@ -79,6 +81,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 	token := hex.EncodeToString(b[:])
 	srv, err := ftstest.Start("127.0.0.1:0", ftstest.Options{
 		Seed: o.SimSeed, FailureRate: o.SimFailure, LocalFiles: true, Tokens: []string{token}, Speed: 1,
+		TransferTime: o.SimTransfer,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the local FTS simulator: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // Log field names, shared by every log line.
@@ -227,18 +227,8 @@ func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store,
 }
 
 // RedactURL returns u with the password of its user information, if any,
-// replaced by "xxxxx", for logs and error messages.
-func RedactURL(u string) string {
-	p, err := url.Parse(u)
-	if err == nil {
-		return p.Redacted()
-	}
-	if i, j := strings.Index(u, "://"), strings.LastIndex(u, "@"); i >= 0 && j > i {
-		// unparsable, and may carry user information: drop all of it
-		return u[:i+3] + "xxxxx" + u[j:]
-	}
-	return u
-}
+// replaced by "xxxxx", for logs and error messages (see couch.Redact).
+func RedactURL(u string) string { return couch.Redact(u) }
 
 func defaultStateURL(getenv func(string) string) string {
 	dir := getenv("XDG_STATE_HOME")

@@ -135,7 +135,30 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	printQueue(ctx, g, store, user)
 	return nil
+}
+
+// printQueue prints the user's queue by state after the run: it includes
+// what the store settled itself (dependents of failed transfers, kills of
+// unsubmitted ones), which the run's own counts do not.
+func printQueue(ctx context.Context, g *Globals, store state.Store, user string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	sum, err := store.Summary(ctx, state.SummaryOptions{User: user})
+	if err != nil {
+		g.Log.WithError(err).Warn("cannot summarise the queue")
+		return
+	}
+	fmt.Fprintf(g.Stdout, "queue of %s:", user)
+	for i, s := range state.States {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(g.Stdout, "%s %s %d", sep, s, sum.ByState[s])
+	}
+	fmt.Fprintln(g.Stdout)
 }
 
 // agentID is hostname:pid:random, readable by an operator.

@@ -104,7 +104,9 @@ func TestRunProcess_SIGTERM(t *testing.T) {
 	}
 	sim := ftstest.Options{Seed: 9, QueueDelay: 300 * time.Millisecond, StartDelay: 50 * time.Millisecond, TransferTime: 500 * time.Millisecond,
 		FailureRate: 0.1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}}
-	args := []string{"--lock-ttl", "1m", "--max-files-per-job", "5"}
+	// claims of 12 fill two jobs of 5 and hold 2 for the next round, so a
+	// stop in the submit phase finds claimed transfers without a submission
+	args := []string{"--lock-ttl", "1m", "--max-files-per-job", "5", "--batch-size", "12"}
 	backends(t, func(t *testing.T, couch bool) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {

@@ -109,3 +109,23 @@ func TestRun_Usage(t *testing.T) {
 	r = aso(t, "run", st, "--user", "bob", "--sites", filepath.Join(t.TempDir(), "none.yaml")).wantCode(t, 1)
 	wantMatch(t, r.stderr, `sites file`)
 }
+
+// TestRun_FailureReasons: aso status tells the user why transfers failed,
+// counted by reason.
+func TestRun_FailureReasons(t *testing.T) {
+	sites, requests, _ := localSites(t, 6)
+	src := filepath.Join(filepath.Dir(sites), "src", "store/temp/user/bob")
+	for _, f := range []string{"f001", "f004"} {
+		if err := os.Remove(filepath.Join(src, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0).
+		wantStdout(t, "done 4, failed 2", "queue of bob: new 0, acquired 0, submitted 0, done 4, failed 2, killed 0")
+	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
+	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+SOURCE \[2\] No such file or directory$`)
+	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
+}

@@ -75,10 +75,20 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		if o.JSON {
-			return writeJSON(g.Stdout, newStatusJSON(user, sum))
+		reasons, err := failureReasons(ctx, st, user)
+		if err != nil {
+			return err
 		}
-		return printSummary(g.Stdout, user, o.StaleAfter, sum)
+		if o.JSON {
+			out := newStatusJSON(user, sum)
+			out.FailureReasons = reasons
+			return writeJSON(g.Stdout, out)
+		}
+		if err := printSummary(g.Stdout, user, o.StaleAfter, sum); err != nil {
+			return err
+		}
+		printReasons(g.Stdout, reasons)
+		return nil
 	})
 }
 
@@ -94,6 +104,8 @@ type StatusJSON struct {
 	Stale         []state.Transfer               `json:"stale"`
 	StuckAcquired []state.Transfer               `json:"stuck_acquired"`
 	Invalid       []state.InvalidDoc             `json:"invalid"`
+	// FailureReasons counts failed and retrying transfers by reason.
+	FailureReasons []ReasonCount `json:"failure_reasons"`
 }
 
 func newStatusJSON(user string, s state.Summary) StatusJSON {
@@ -101,6 +113,7 @@ func newStatusJSON(user string, s state.Summary) StatusJSON {
 		User: user, Total: s.Total, ByState: allStates(s.ByState),
 		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
 		Stale: nonNil(s.Stale), StuckAcquired: nonNil(s.StuckAcquired), Invalid: nonNil(s.Invalid),
+		FailureReasons: []ReasonCount{},
 	}
 	for link, m := range s.ByLink {
 		out.ByLink[link] = allStates(m)

@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/hex"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -144,6 +145,9 @@ func checkLFN(field, v string) error {
 	}
 	if strings.Contains(v, "//") {
 		return &ValidationError{Field: field, Value: v, Reason: "must not contain empty path elements (//)"}
+	}
+	if i := strings.IndexAny(v, "?#%"); i >= 0 {
+		return &ValidationError{Field: field, Value: v, Reason: fmt.Sprintf("must not contain %q: in a PFN it starts a URL query, fragment or escape", v[i])}
 	}
 	return nil
 }

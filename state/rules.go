@@ -232,12 +232,16 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 	return true, nil
 }
 
-// ApplyTransient records progress on a submitted transfer.
+// ApplyTransient records progress on a submitted transfer, and its FTS file
+// ID when the progress carries one (FTS's submit reply has none).
 func ApplyTransient(t *Transfer, pr Progress, now time.Time) error {
 	if t.State != StateSubmitted {
 		return fmt.Errorf("transfer %s is %s, not submitted: %w", t.ID, t.State, ErrLeaseLost)
 	}
 	pr.Updated = At(now)
+	if pr.FileID != 0 {
+		t.FTSFileID = pr.FileID
+	}
 	t.Progress = &pr
 	t.LastUpdate = At(now)
 	return nil

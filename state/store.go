@@ -274,6 +274,42 @@ type Locker interface {
 	ReleaseLock(ctx context.Context, l Lock) error
 }
 
+// PrepareJob is the submit_sid write of one FTS job (PrepareSubmits).
+type PrepareJob struct {
+	Transfers []Transfer
+	SID       string
+}
+
+// CommitJob is the commit of one FTS job (SetTransferIDs).
+type CommitJob struct {
+	Commits []Commit
+	JobID   string
+}
+
+// MultiSubmitter is an optional ability of a TransferState, found by type
+// assertion: the writes of several FTS jobs' submissions in one round trip.
+// The results are per job, in the order of jobs, exactly as PrepareSubmit
+// and SetTransferID would give them for each job alone; an error of the
+// whole call means nothing is known to be written.
+type MultiSubmitter interface {
+	// PrepareSubmits is PrepareSubmit of every job, in one durable write.
+	PrepareSubmits(ctx context.Context, jobs []PrepareJob) ([][]Result, error)
+	// SetTransferIDs is SetTransferID of every job, in one durable write.
+	SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error)
+}
+
+// SplitResults cuts the results of a call on the items of several jobs,
+// concatenated in order, into one slice per job (sizes[i] items each).
+func SplitResults(res []Result, sizes []int) [][]Result {
+	out := make([][]Result, len(sizes))
+	at := 0
+	for i, n := range sizes {
+		out[i] = res[at : at+n : at+n]
+		at += n
+	}
+	return out
+}
+
 // Store is a complete backend.
 type Store interface {
 	TransferState

@@ -49,6 +49,7 @@ type Progress struct {
 	Throughput float64 `json:"throughput,omitempty"` // MiB/s, as FTS reports it
 	Retries    int     `json:"retries,omitempty"`    // FTS-side retries so far
 	Reason     string  `json:"reason,omitempty"`     // last FTS reason, for retries in FTS
+	FileID     int64   `json:"file_id,omitempty"`    // the transfer's file in its FTS job
 	Updated    Time    `json:"updated"`
 }
 

@@ -94,7 +94,7 @@ type Proc struct {
 	ended    time.Time
 }
 
-// start runs the test binary as aso with args.
+// start runs the aso binary with args, its output in dir/name.log.
 func start(t testing.TB, dir, name string, lifetime time.Duration, args []string) *Proc {
 	t.Helper()
 	exe := Binary(t)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
@@ -68,6 +70,9 @@ type World struct {
 // New builds a World for t; everything it starts stops when t ends.
 func New(t testing.TB, o Options) *World {
 	t.Helper()
+	if _, err := exec.LookPath("gfal-rm"); err != nil {
+		t.Fatalf("proctest: gfal-rm not found (agents delete failed copies with it): %s", srm.GfalRmInstallHint())
+	}
 	if o.Lifetime <= 0 {
 		o.Lifetime = DefaultLifetime
 	}

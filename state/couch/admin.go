@@ -109,8 +109,21 @@ func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	return t, nil
 }
 
+// queueOnly reports whether states name only new and acquired, the states
+// whose transfers have a claim_key.
+func queueOnly(states []state.State) bool {
+	for _, st := range states {
+		if st != state.StateNew && st != state.StateAcquired {
+			return false
+		}
+	}
+	return len(states) > 0
+}
+
 // List returns the transfers matching f, oldest created first. With IDs it
-// reads them in one request; otherwise it queries the "aso-created" index.
+// reads them in one request; otherwise it queries the "aso-created" index,
+// or for the queue of one user (new and acquired, no limit) the "aso-claim"
+// index, which holds only the queue.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var docs []json.RawMessage
 	if len(f.IDs) > 0 {
@@ -135,12 +148,21 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		if src, dst, ok := strings.Cut(f.Link, "->"); ok {
 			sel["source"], sel["destination"] = src, dst
 		}
-		var err error
-		docs, err = s.findAll(ctx, map[string]any{
+		q := map[string]any{
 			"selector":  sel,
 			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
 			"use_index": []string{indexCreated, indexCreated},
-		}, f.Limit)
+		}
+		if f.User != "" && f.Limit == 0 && queueOnly(f.States) {
+			// only the queue is in the claim index: finished transfers
+			// (most of a database) are not read at all
+			delete(sel, "created")
+			sel["claim_key"] = map[string]any{"$gt": nil}
+			q["sort"] = []any{map[string]string{"user": "asc"}, map[string]string{"claim_key": "asc"}}
+			q["use_index"] = []string{indexClaim, indexClaim}
+		}
+		var err error
+		docs, err = s.findAll(ctx, q, f.Limit)
 		if err != nil {
 			return nil, fmt.Errorf("couch: list: %w", err)
 		}

@@ -195,9 +195,32 @@ func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) 
 
 // PrepareSubmit writes submit_sid and renews the lease (one _bulk_docs).
 func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
+	res, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: transfers, SID: sid}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// PrepareSubmits is PrepareSubmit of several jobs in one _bulk_docs.
+func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
-	items := s.heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Prepare(t, a, sid, now, ttl) })
-	return s.wrap("prepare submit")(s.mutate(ctx, items, reapply))
+	var ts []state.Transfer
+	var sids []string
+	sizes := make([]int, len(jobs))
+	for k, j := range jobs {
+		sizes[k] = len(j.Transfers)
+		ts = append(ts, j.Transfers...)
+		for range j.Transfers {
+			sids = append(sids, j.SID)
+		}
+	}
+	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.Prepare(t, a, sids[i], now, ttl) })
+	res, err := s.wrap("prepare submit")(s.mutate(ctx, items, reapply))
+	if err != nil {
+		return nil, err
+	}
+	return state.SplitResults(res, sizes), nil
 }
 
 // RenewLeases extends the leases of claimed transfers (one _bulk_docs).
@@ -209,13 +232,34 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 
 // SetTransferID commits claimed transfers to FTS job jobID (one _bulk_docs).
 func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	a, now := s.cfg.Agent, s.now()
-	ts := make([]state.Transfer, len(commits))
-	for i := range commits {
-		ts[i] = commits[i].Transfer
+	res, err := s.SetTransferIDs(ctx, []state.CommitJob{{Commits: commits, JobID: jobID}})
+	if err != nil {
+		return nil, err
 	}
-	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.CommitTo(t, a, commits[i], jobID, now) })
-	return s.wrap("set transfer id")(s.mutate(ctx, items, reapply))
+	return res[0], nil
+}
+
+// SetTransferIDs is SetTransferID of several jobs in one _bulk_docs.
+func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
+	a, now := s.cfg.Agent, s.now()
+	var ts []state.Transfer
+	var commits []*state.Commit
+	var jobIDs []string
+	sizes := make([]int, len(jobs))
+	for k, j := range jobs {
+		sizes[k] = len(j.Commits)
+		for i := range j.Commits {
+			ts = append(ts, j.Commits[i].Transfer)
+			commits = append(commits, &j.Commits[i])
+			jobIDs = append(jobIDs, j.JobID)
+		}
+	}
+	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.CommitTo(t, a, *commits[i], jobIDs[i], now) })
+	res, err := s.wrap("set transfer id")(s.mutate(ctx, items, reapply))
+	if err != nil {
+		return nil, err
+	}
+	return state.SplitResults(res, sizes), nil
 }
 
 // AbortTransfers ends transactions without a job (one _bulk_docs).

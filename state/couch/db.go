@@ -82,7 +82,7 @@ func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessa
 // findAll pages through a Mango query with limit and skip (bookmarks are
 // not portable) and returns every matching raw document.
 func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]json.RawMessage, error) {
-	const page = 5000
+	const page = 20000
 	var all []json.RawMessage
 	for {
 		n := page

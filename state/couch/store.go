@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -50,7 +49,10 @@ type Store struct {
 	policy state.Policy
 }
 
-var _ state.Store = (*Store)(nil)
+var (
+	_ state.Store          = (*Store)(nil)
+	_ state.MultiSubmitter = (*Store)(nil)
+)
 
 // target is a parsed Options.URL.
 type target struct {
@@ -62,8 +64,17 @@ type target struct {
 
 func parseURL(raw string) (target, error) {
 	u, err := url.Parse(raw)
+	if err != nil && strings.Contains(raw, "@") {
+		// the parser's message may quote part of the password
+		return target{}, fmt.Errorf("couch: database URL %s: not a valid URL; %s", Redact(raw), escapeAdvice)
+	}
 	if err != nil {
 		return target{}, fmt.Errorf("couch: database URL %s: %w", Redact(raw), errors.Unwrap(err))
+	}
+	if strayAt(u) {
+		// "http://user:12/pw@host/db" parses as host "user:12", path
+		// "/pw@host/db": it must not be requested, nor shown
+		return target{}, fmt.Errorf("couch: database URL %s: an @ outside the user information; %s", Redact(raw), escapeAdvice)
 	}
 	switch u.Scheme {
 	case "couchdb":
@@ -93,16 +104,30 @@ func parseURL(raw string) (target, error) {
 	return t, nil
 }
 
-// Redact returns url with its password replaced by "xxxxx". Strings that do
-// not parse as URLs lose everything between "//" and "@".
-func Redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return userinfo.ReplaceAllString(raw, "//xxxxx@")
+// escapeAdvice says how to give a password with URL syntax in it.
+const escapeAdvice = "escape / ? # @ % and spaces of the password as %XX, or give it in ASO_COUCHDB_PASSWORD"
+
+// strayAt reports whether u, a URL with a host, has an @ outside its user
+// information: a password with unescaped URL syntax that the parser took
+// for a host, a path, a query or a fragment. (A file: URL has no host and
+// may have an @ in its path.)
+func strayAt(u *url.URL) bool {
+	return u.Host != "" && strings.Contains(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment, "@")
 }
 
-var userinfo = regexp.MustCompile(`//[^/@]*@`)
+// Redact returns url with its password replaced by "xxxxx". A string that
+// does not parse as a URL, or in which an @ is left outside the user
+// information (a password with unescaped / ? # in it), loses everything
+// between "//" and the last "@".
+func Redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && !strayAt(u) {
+		return u.Redacted()
+	}
+	if i, j := strings.Index(raw, "//"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
+		return raw[:i+2] + "xxxxx" + raw[j:]
+	}
+	return raw
+}
 
 func (o Options) httpClient() (*http.Client, error) {
 	timeout := o.Timeout

@@ -25,8 +25,21 @@ function (newDoc, oldDoc, userCtx, secObj) {
       return;
     }
     var v = newDoc[f];
-    if (typeof v !== 'number' || Math.floor(v) !== v) fail(f + ' must be an integer');
+    if (!isInt(v)) fail(f + ' must be an integer');
     if (min !== undefined && v < min) fail(f + ' must be >= ' + min);
+  }
+
+  // an integer that fits a signed 64-bit integer, as aso decodes it
+  function isInt(v) {
+    return typeof v === 'number' && Math.floor(v) === v && Math.abs(v) <= 9223372036854775807;
+  }
+  // a timestamp as state.Time reads it: RFC 3339, or null/"" for none
+  var rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+  function isTime(v) {
+    return v === undefined || v === null || v === '' || (typeof v === 'string' && rfc3339.test(v));
+  }
+  function isObject(v) {
+    return typeof v === 'object' && v !== null && !Array.isArray(v);
   }
 
   if (id.indexOf('lock:') === 0) {
@@ -53,9 +66,15 @@ function (newDoc, oldDoc, userCtx, secObj) {
   integer('priority', false);
   integer('attempts', false, 0);
   integer('fts_file_id', false);
-  if (has('checksums') && (typeof newDoc.checksums !== 'object' || Array.isArray(newDoc.checksums))) {
-    fail('checksums must be an object');
+  if (has('checksums')) {
+    if (!isObject(newDoc.checksums)) fail('checksums must be an object');
+    Object.keys(newDoc.checksums).forEach(function (k) {
+      if (typeof newDoc.checksums[k] !== 'string') fail('checksums.' + k + ' must be a string');
+    });
   }
+  ['created', 'last_update', 'lease_expires', 'retry_after'].forEach(function (f) {
+    if (!isTime(newDoc[f])) fail(f + ' must be an RFC 3339 timestamp');
+  });
   if (has('depends_on')) {
     if (!Array.isArray(newDoc.depends_on)) fail('depends_on must be a list of transfer IDs');
     newDoc.depends_on.forEach(function (d) {
@@ -63,8 +82,28 @@ function (newDoc, oldDoc, userCtx, secObj) {
     });
   }
   if (has('kill_requested') && typeof newDoc.kill_requested !== 'boolean') fail('kill_requested must be a boolean');
-  if (has('history') && !Array.isArray(newDoc.history)) fail('history must be a list');
-  if (has('progress') && typeof newDoc.progress !== 'object') fail('progress must be an object');
+  if (has('history')) {
+    if (!Array.isArray(newDoc.history)) fail('history must be a list');
+    newDoc.history.forEach(function (h) {
+      if (!isObject(h)) fail('history entries must be objects');
+      if (!isTime(h.at)) fail('history.at must be an RFC 3339 timestamp');
+      ['from', 'to', 'by', 'reason'].forEach(function (f) {
+        if (h[f] !== undefined && h[f] !== null && typeof h[f] !== 'string') fail('history.' + f + ' must be a string');
+      });
+    });
+  }
+  if (has('progress')) {
+    var p = newDoc.progress;
+    if (!isObject(p)) fail('progress must be an object');
+    if (!isTime(p.updated)) fail('progress.updated must be an RFC 3339 timestamp');
+    ['fts_state', 'reason'].forEach(function (f) {
+      if (p[f] !== undefined && p[f] !== null && typeof p[f] !== 'string') fail('progress.' + f + ' must be a string');
+    });
+    ['bytes', 'retries'].forEach(function (f) {
+      if (p[f] !== undefined && p[f] !== null && !isInt(p[f])) fail('progress.' + f + ' must be an integer');
+    });
+    if (p.throughput !== undefined && p.throughput !== null && typeof p.throughput !== 'number') fail('progress.throughput must be a number');
+  }
 
   var states = ['new', 'acquired', 'submitted', 'done', 'failed', 'killed'];
   var to = newDoc.state;

@@ -27,7 +27,7 @@ func (s *Store) each(ctx context.Context, call string, durable bool, ids []strin
 				res[i].Err = s.missing(x, call, id)
 				continue
 			}
-			c := clone(cur)
+			c := edit(cur)
 			write, err := r(i, c, now)
 			switch {
 			case err != nil:
@@ -77,7 +77,7 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 				return true
 			}
 			deps := depStates(x, t)
-			c := clone(t)
+			c := edit(t)
 			if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
 				x.put(c)
 				return true
@@ -119,9 +119,31 @@ func depStates(x *tx, t *state.Transfer) map[string]state.State {
 
 // PrepareSubmit writes submit_sid on held transfers and renews their lease.
 func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
-	return s.each(ctx, "prepare submit", true, transferIDs(transfers), func(_ int, t *state.Transfer, now time.Time) (bool, error) {
-		return true, state.Prepare(t, s.agent, sid, now, s.policy.LeaseTTL)
+	res, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: transfers, SID: sid}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// PrepareSubmits is PrepareSubmit of several jobs in one record and fsync.
+func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	var ids, sids []string
+	sizes := make([]int, len(jobs))
+	for k, j := range jobs {
+		sizes[k] = len(j.Transfers)
+		for i := range j.Transfers {
+			ids = append(ids, j.Transfers[i].ID)
+			sids = append(sids, j.SID)
+		}
+	}
+	res, err := s.each(ctx, "prepare submit", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.Prepare(t, s.agent, sids[i], now, s.policy.LeaseTTL)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return state.SplitResults(res, sizes), nil
 }
 
 // RenewLeases extends the lease of held transfers.
@@ -133,13 +155,33 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 
 // SetTransferID commits held transfers to FTS job jobID.
 func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	ids := make([]string, len(commits))
-	for i := range commits {
-		ids[i] = commits[i].Transfer.ID
+	res, err := s.SetTransferIDs(ctx, []state.CommitJob{{Commits: commits, JobID: jobID}})
+	if err != nil {
+		return nil, err
 	}
-	return s.each(ctx, "set transfer id", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
-		return true, state.CommitTo(t, s.agent, commits[i], jobID, now)
+	return res[0], nil
+}
+
+// SetTransferIDs is SetTransferID of several jobs in one record and fsync.
+func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
+	var ids, jobIDs []string
+	var commits []*state.Commit
+	sizes := make([]int, len(jobs))
+	for k, j := range jobs {
+		sizes[k] = len(j.Commits)
+		for i := range j.Commits {
+			ids = append(ids, j.Commits[i].Transfer.ID)
+			commits = append(commits, &j.Commits[i])
+			jobIDs = append(jobIDs, j.JobID)
+		}
+	}
+	res, err := s.each(ctx, "set transfer id", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.CommitTo(t, s.agent, *commits[i], jobIDs[i], now)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return state.SplitResults(res, sizes), nil
 }
 
 // AbortTransfers ends the transaction of held transfers without a job.

@@ -37,8 +37,17 @@ func TestCrash(t *testing.T) {
 		t.Skip("crash test skipped in -short mode")
 	}
 	path := filepath.Join(t.TempDir(), "state.aso")
-	rng := rand.New(rand.NewPCG(42, uint64(time.Now().UnixNano())))
+	seed := uint64(42)
+	if v := os.Getenv("ASO_MEMFILE_CRASH_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("ASO_MEMFILE_CRASH_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
 	rank := map[string]int{}
+	torn := 0
 	for gen := 0; gen < crashKills; gen++ {
 		lines := runChild(t, path, gen, time.Duration(20+rng.IntN(120))*time.Millisecond)
 		for _, l := range lines {
@@ -55,12 +64,14 @@ func TestCrash(t *testing.T) {
 		}
 		checkReported(t, s, rank, gen)
 		s.Close()
+		torn += len(w.msgs)
 	}
 	counts := map[int]int{}
 	for _, r := range rank {
 		counts[r]++
 	}
-	t.Logf("%d kills; transfers last reported enqueued %d, claimed %d, committed %d, done %d", crashKills, counts[1], counts[2], counts[3], counts[4])
+	t.Logf("seed %d (ASO_MEMFILE_CRASH_SEED), %d kills, %d torn records dropped; transfers last reported enqueued %d, claimed %d, committed %d, done %d",
+		seed, crashKills, torn, counts[1], counts[2], counts[3], counts[4])
 	if counts[4] == 0 {
 		t.Fatal("the child never finished a transfer before it was killed: the test proved little")
 	}
@@ -183,6 +194,12 @@ func crashChild(path, gen string) {
 			os.Exit(1)
 		}
 		report("done", okIDs(tres))
+		if n%4 == 3 { // also die in the middle of compactions
+			if err := s.Compact(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 	}
 	os.Exit(0)
 }

@@ -38,6 +38,13 @@ type userIndex struct {
 	queue *btree.BTreeG[*state.Transfer]
 }
 
+// span is where the current encoding of a document lies in the file, so
+// compaction copies bytes instead of encoding every document again.
+type span struct {
+	off int64
+	n   int
+}
+
 // db is the in-memory state. Stored transfers are never modified in place:
 // a change replaces the pointer, so readers may keep old ones.
 type db struct {
@@ -45,10 +52,12 @@ type db struct {
 	invalid map[string]invalidDoc
 	locks   map[string]*lockDoc
 	users   map[string]*userIndex
+	// at locates every transfer and invalid document in the file.
+	at map[string]span
 }
 
 func newDB() *db {
-	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*lockDoc{}, users: map[string]*userIndex{}}
+	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*lockDoc{}, users: map[string]*userIndex{}, at: map[string]span{}}
 }
 
 func (d *db) user(u string) *userIndex {
@@ -70,8 +79,9 @@ func (d *db) unindex(t *state.Transfer) {
 	}
 }
 
-// put stores t, replacing any document with its ID.
-func (d *db) put(t *state.Transfer) {
+// put stores t, encoded in the file at sp, replacing any document with its ID.
+func (d *db) put(t *state.Transfer, sp span) {
+	d.at[t.ID] = sp
 	if old := d.docs[t.ID]; old != nil {
 		d.unindex(old)
 	}
@@ -89,8 +99,10 @@ func (d *db) put(t *state.Transfer) {
 	}
 }
 
-// putInvalid replaces any document with id by an invalid one.
-func (d *db) putInvalid(id string, raw []byte, reason string) {
+// putInvalid replaces any document with id by an invalid one, found in the
+// file at sp.
+func (d *db) putInvalid(id string, raw []byte, reason string, sp span) {
+	d.at[id] = sp
 	if old := d.docs[id]; old != nil {
 		d.unindex(old)
 		delete(d.docs, id)
@@ -100,10 +112,24 @@ func (d *db) putInvalid(id string, raw []byte, reason string) {
 }
 
 func (d *db) putLock(l *lockDoc) {
+	if _, bad := d.invalid[l.ID]; bad {
+		delete(d.invalid, l.ID)
+		delete(d.at, l.ID)
+	}
 	d.locks[l.ID] = l
 }
 
-// clone returns a deep copy of t that may be changed freely.
+// edit returns a copy of t for a rule to change. The rules of package state
+// only assign fields and append to History; they never write into a slice
+// or map they did not make. So the copy shares them with t, and History is
+// clipped so that an append reallocates instead of writing into t's array.
+func edit(t *state.Transfer) *state.Transfer {
+	c := *t
+	c.History = slices.Clip(t.History)
+	return &c
+}
+
+// clone returns a deep copy of t, for callers who may change it freely.
 func clone(t *state.Transfer) *state.Transfer {
 	c := *t
 	c.History = slices.Clone(t.History)
@@ -179,11 +205,12 @@ func (x *tx) putLock(l *lockDoc) {
 
 func (x *tx) empty() bool { return len(x.order) == 0 }
 
-// apply moves the staged writes into the db.
-func (x *tx) apply() {
-	for _, id := range x.order {
+// apply moves the staged writes into the db; spans[i] locates the i-th
+// staged document in the file.
+func (x *tx) apply(spans []span) {
+	for i, id := range x.order {
 		if t, ok := x.docs[id]; ok {
-			x.d.put(t)
+			x.d.put(t, spans[i])
 		} else {
 			x.d.putLock(x.locks[id])
 		}

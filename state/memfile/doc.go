@@ -8,12 +8,21 @@
 // full new documents of one bulk call. A call appends one record and fsyncs
 // it, so a commit costs O(batch), not O(queue); compaction rewrites the file
 // (temp file, fsync, rename, fsync of the directory) once the journal has
-// grown larger than the snapshot. Several handles and several processes may
+// grown to twice the snapshot; reading a file decodes only the last version
+// of each document, so a long journal costs little at open. Several handles and several processes may
 // share a file: each operation holds an flock on it, first catches up on the
 // records others appended, then appends its own.
 //
+// Every document carries a revision "N-suffix", N growing by one per write,
+// as in CouchDB. Because operations are serialised by the file lock, a write
+// is always applied to the latest stored version, after the rule of package
+// state for that call has checked it again: exactly what a CouchDB backend
+// does after a revision conflict, so a stale revision only matters where the
+// contract says so (SetTransientState reports ErrConflict).
+//
 // A torn last record (a crash in the middle of an append) is dropped with a
-// warning; any other damage is an error naming the file and line. A document
+// warning; any other damage is an error naming the file and line. A last
+// line added by hand without its newline is kept, and the line ended. A document
 // that does not validate as a transfer is kept in the file but skipped by
 // every call and reported by Summary.
 //

@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -118,9 +123,12 @@ func TestOpen_TornLastRecord(t *testing.T) {
 			enqueue(t, s, 20, 1)
 			s.Close()
 			w.msgs = nil
-			open(t, path, memfile.Options{Warn: w.add}) // reopening must not warn again
+			s = open(t, path, memfile.Options{Warn: w.add}) // reopening must not warn again
 			if len(w.msgs) != 0 {
 				t.Fatalf("warnings after repair: %q", w.msgs)
+			}
+			if _, err := s.Get(ctx, statetest.ReqID(statetest.Alice, 20)); err != nil {
+				t.Fatalf("the record written after the repair: %v", err)
 			}
 		})
 	}
@@ -274,12 +282,15 @@ func TestHandles_CatchUpAndCompaction(t *testing.T) {
 	o := memfile.Options{CompactBytes: 1} // compact whenever the journal outgrows the snapshot
 	a, b := open(t, path, o), open(t, path, o)
 	var all []string
-	for i := 0; i < 20; i++ {
+	rng := rand.New(rand.NewPCG(1, 2)) // a fixed seed that makes both handles compact
+	records := map[*memfile.Store]int64{}
+	for i := 0; i < 60; i++ {
 		w := a
-		if i%2 == 1 {
+		if rng.IntN(2) == 1 {
 			w = b
 		}
-		all = append(all, enqueue(t, w, i*3, 3)...)
+		records[w]++
+		all = append(all, enqueue(t, w, i*10, 1+rng.IntN(9))...)
 		for _, r := range []*memfile.Store{a, b} {
 			ls, err := r.List(ctx, state.Filter{})
 			if err != nil || len(ls) != len(all) {
@@ -291,8 +302,18 @@ func TestHandles_CatchUpAndCompaction(t *testing.T) {
 	if sa.Compactions == 0 || sb.Compactions == 0 || sa.Reloads == 0 || sb.Reloads == 0 {
 		t.Fatalf("stats a %+v b %+v; want compactions and reloads on both", sa, sb)
 	}
-	if sa.Fsyncs != 10 || sa.JournalRecords != 10 {
-		t.Fatalf("stats a %+v; want 10 fsynced records", sa)
+	if sa.Fsyncs != records[a] || sa.JournalRecords != records[a] {
+		t.Fatalf("stats a %+v; want %d fsynced records", sa, records[a])
+	}
+	// every document survives the compactions byte for byte
+	want, err := a.List(ctx, state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, path, memfile.Options{})
+	got, err := c.List(ctx, state.Filter{})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("a new handle lists %d documents (%v), different from the writers' %d", len(got), err, len(want))
 	}
 	if left, _ := filepath.Glob(path + ".*"); len(left) != 0 {
 		t.Fatalf("files left behind: %v", left)
@@ -327,5 +348,180 @@ func TestCommitCost(t *testing.T) {
 	}
 	if got := s.Stats(); got.Fsyncs != st.Fsyncs || got.JournalRecords != st.JournalRecords+1 {
 		t.Fatalf("stats %+v after %+v: want one record and no fsync", got, st)
+	}
+}
+
+// TestOpen_LastVersionWins: a journal holds many versions of a document;
+// reading the file yields the last one.
+func TestOpen_LastVersionWins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	ids := enqueue(t, s, 0, 3)
+	for round := 0; round < 5; round++ {
+		ts, err := s.NewTransfers(ctx, 2)
+		if err != nil || len(ts) != 2 {
+			t.Fatal(ts, err)
+		}
+		ab := []state.Abort{{Transfer: ts[0], NoPenalty: true, Reason: fmt.Sprint("round ", round)}, {Transfer: ts[1], NoPenalty: true}}
+		if res, err := s.AbortTransfers(ctx, ab); err != nil || res[0].Err != nil {
+			t.Fatal(res, err)
+		}
+	}
+	if st := s.Stats(); st.Compactions != 0 {
+		t.Fatalf("compacted (%+v): the test needs the versions in the journal", st)
+	}
+	r := open(t, path, memfile.Options{})
+	for _, id := range ids {
+		want, _ := s.Get(ctx, id)
+		got, err := r.Get(ctx, id)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("reopened %s:\n got %+v\nwant %+v", id, got, want)
+		}
+	}
+}
+
+// TestLockWaitHonoursContext: a call waiting for a file lock that another
+// process holds gives up when its context ends, and proceeds once released.
+func TestLockWaitHonoursContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	id := enqueue(t, s, 0, 1)[0]
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Get(c, id); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("Get while the file is locked: %v, want a deadline error about the lock", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := s.Get(ctx, id); done <- err }()
+	time.Sleep(20 * time.Millisecond) // let it wait: this test is about waiting
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Get after the lock was released: %v", err)
+	}
+}
+
+// FuzzOpen: whatever the file holds, Open either fails with an error or
+// gives a store whose calls work; it never panics.
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.aso")
+	s := open(f, path, memfile.Options{})
+	enqueue(f, s, 0, 3)
+	if ts, err := s.NewTransfers(ctx, 1); err != nil || len(ts) != 1 {
+		f.Fatal(ts, err)
+	}
+	s.Close()
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte(`{"aso_memfile":1}` + "\n" + `{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":"2026-01-01T00:00:00.000000Z"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "state.aso")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "fuzz"}}, memfile.Options{})
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		if _, err := s.Summary(ctx, state.SummaryOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.NewTransfers(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestOpen_HandAppendedLastLine: a document appended by hand without its
+// final newline is kept (and the line ended); garbage there is an error.
+func TestOpen_HandAppendedLastLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	s := open(t, path, memfile.Options{})
+	enqueue(t, s, 0, 1)
+	s.Close()
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := state.NewTransfer(statetest.Req(statetest.Alice, 7), statetest.Start, "hand")
+	line := strings.TrimSuffix(docLine(t, extra), "\n")
+	if err := os.WriteFile(path, append(bytes.Clone(orig), line...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var w warnings
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if _, err := s.Get(ctx, extra.ID); err != nil || len(w.msgs) != 0 {
+		t.Fatalf("hand-appended document: %v, warnings %q", err, w.msgs)
+	}
+	enqueue(t, s, 1, 1)
+	s.Close()
+	s = open(t, path, memfile.Options{Warn: w.add})
+	if ls, err := s.List(ctx, state.Filter{}); err != nil || len(ls) != 3 || len(w.msgs) != 0 {
+		t.Fatalf("after a later write: %d transfers, %v, warnings %q", len(ls), err, w.msgs)
+	}
+	s.Close()
+
+	bad := append(bytes.Clone(orig), "oops, not json"...)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memfile.Open(path, state.Config{}); err == nil || !strings.Contains(err.Error(), path+":4 ") {
+		t.Fatalf("Open with a garbage last line: %v, want an error naming line 4", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
+		t.Fatal("a failed Open changed the file")
+	}
+}
+
+// TestCompactionFailure: a compaction that cannot write its file leaves the
+// journal as it is, fails no call, and is not retried by every call.
+func TestCompactionFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	if err := os.Mkdir(path+".compact", 0o700); err != nil { // the temp file cannot be created
+		t.Fatal(err)
+	}
+	var w warnings
+	s := open(t, path, memfile.Options{CompactBytes: 1, Warn: w.add})
+	var ids []string
+	const writes = 16
+	for i := 0; i < writes; i++ {
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	// retried each time the file doubled: after writes 1, 2, 4, 8 and 16
+	if st := s.Stats(); st.Compactions != 0 || len(w.msgs) == 0 || len(w.msgs) > 5 || !strings.Contains(w.msgs[0], "compact") {
+		t.Fatalf("stats %+v, %d warnings %q; want a few about the failed compaction, not one per write", st, len(w.msgs), w.msgs)
+	}
+	if err := s.Compact(ctx); err == nil {
+		t.Fatal("Compact succeeded without its temp file")
+	}
+	if err := os.Remove(path + ".compact"); err != nil {
+		t.Fatal(err)
+	}
+	for i := writes; s.Stats().Compactions == 0; i++ {
+		if i > 4*writes {
+			t.Fatal("no compaction once the temp file could be written again")
+		}
+		ids = append(ids, enqueue(t, s, i*10, 5)...)
+	}
+	r := open(t, path, memfile.Options{})
+	if ls, err := r.List(ctx, state.Filter{}); err != nil || len(ls) != len(ids) {
+		t.Fatalf("after the compaction: %d transfers, %v; want %d", len(ls), err, len(ids))
 	}
 }

@@ -1,13 +1,16 @@
 package memfile
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -30,8 +33,13 @@ type batchHeader struct {
 	CRC   string `json:"crc32c"`
 }
 
-// errTorn marks a record cut short by a crash: dropped when it is the last.
-var errTorn = errors.New("torn record")
+var (
+	// errTorn marks a record cut short by a crash: dropped when it is the last.
+	errTorn = errors.New("torn record")
+	// errNoNewline marks a last document line without its newline: memfile
+	// never writes one, so it was added by hand, and it is kept.
+	errNoNewline = errors.New("last line without a newline")
+)
 
 // anyDoc decodes any stored document: a transfer or a run lock.
 type anyDoc struct {
@@ -64,83 +72,114 @@ func (p *parser) nextLine(at int) ([]byte, int, error) {
 	return p.buf[at : at+nl], at + nl + 1, nil
 }
 
-// record parses the record at p.pos and applies its documents, returning
-// the offset after it and the number of lines it spans. It returns errTorn
-// for a record that is incomplete or fails its checksum.
-func (p *parser) record(apply func(id string, d *anyDoc, raw []byte, bad string)) (int, int, error) {
+// pending is a document line found by the parser, decoded later.
+type pending struct {
+	raw  []byte
+	off  int64 // file offset of raw
+	line int   // file line of raw, from 1
+}
+
+// record parses the framing of the record at p.pos, returning the offset
+// after it, the number of lines it spans and its document lines. It returns
+// errTorn for a record that is incomplete or fails its checksum.
+func (p *parser) record() (int, int, []pending, error) {
 	line, next, err := p.nextLine(p.pos)
 	if err != nil {
-		return 0, 0, err
+		rest := p.buf[p.pos:]
+		if bytes.HasPrefix(rest, batchPrefix) || bytes.HasPrefix(batchPrefix, rest) || len(bytes.TrimSpace(rest)) == 0 {
+			return 0, 0, nil, err
+		}
+		return len(p.buf), 1, []pending{{raw: rest, off: p.base + int64(p.pos), line: p.line + 1}}, errNoNewline
 	}
 	if !bytes.HasPrefix(line, batchPrefix) {
 		if len(bytes.TrimSpace(line)) == 0 {
-			return next, 1, nil
+			return next, 1, nil, nil
 		}
-		return next, 1, p.doc(line, apply)
+		return next, 1, []pending{{raw: line, off: p.base + int64(p.pos), line: p.line + 1}}, nil
 	}
 	var h batchHeader
 	if err := json.Unmarshal(line, &h); err != nil || h.Docs < 0 || h.Bytes < 0 || len(h.CRC) != 8 {
-		return 0, 0, p.errorf("bad journal record header %.80q", line)
+		return 0, 0, nil, p.errorf("bad journal record header %.80q", line)
 	}
 	end := next + h.Bytes
 	if end > len(p.buf) {
-		return 0, 0, errTorn
+		return 0, 0, nil, errTorn
 	}
 	body := p.buf[next:end]
 	if fmt.Sprintf("%08x", crc32.Checksum(body, crcTable)) != h.CRC {
 		if end == len(p.buf) {
-			return 0, 0, errTorn
+			return 0, 0, nil, errTorn
 		}
-		return 0, 0, p.errorf("journal record fails its checksum")
+		return 0, 0, nil, p.errorf("journal record fails its checksum")
 	}
 	if bytes.Count(body, []byte{'\n'}) != h.Docs || (h.Docs > 0 && body[len(body)-1] != '\n') {
-		return 0, 0, p.errorf("journal record holds a wrong number of documents (want %d)", h.Docs)
+		return 0, 0, nil, p.errorf("journal record holds a wrong number of documents (want %d)", h.Docs)
 	}
-	// decode every document before applying any: a record applies whole
-	type parsed struct {
-		d   anyDoc
-		raw []byte
-		bad string
-	}
-	docs := make([]parsed, 0, h.Docs)
+	docs := make([]pending, 0, h.Docs)
 	for at := 0; at < len(body); {
 		nl := bytes.IndexByte(body[at:], '\n')
-		raw := body[at : at+nl]
-		var pd parsed
-		pd.raw = raw
-		if err := decodeDoc(raw, &pd.d); err != nil {
-			if pd.d.ID == "" {
-				return 0, 0, p.errorf("document %d of the journal record: %v", len(docs)+1, err)
-			}
-			pd.bad = err.Error()
-		}
-		docs = append(docs, pd)
+		docs = append(docs, pending{raw: body[at : at+nl], off: p.base + int64(next+at), line: p.line + 2 + len(docs)})
 		at += nl + 1
 	}
-	for i := range docs {
-		apply(docs[i].d.ID, &docs[i].d, docs[i].raw, docs[i].bad)
-	}
-	return end, 1 + h.Docs, nil
+	return end, 1 + h.Docs, docs, nil
 }
 
-// doc parses one document line of the snapshot.
-func (p *parser) doc(line []byte, apply func(id string, d *anyDoc, raw []byte, bad string)) error {
-	var d anyDoc
-	if err := decodeDoc(line, &d); err != nil {
-		if d.ID == "" {
-			return p.errorf("not a document: %v", err)
-		}
-		apply(d.ID, &d, line, err.Error())
-		return nil
+var idPrefix = []byte(`{"_id":"`)
+
+// canonicalID returns the ID of a document line written by memfile (it
+// starts with its _id), or "" for any other line.
+func canonicalID(raw []byte) string {
+	if !bytes.HasPrefix(raw, idPrefix) {
+		return ""
 	}
-	apply(d.ID, &d, line, "")
+	rest := raw[len(idPrefix):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return ""
+	}
+	return string(rest[:end])
+}
+
+// decodeAll decodes the document lines in file order and passes each to
+// apply, except a line whose document a later line replaces (a journal
+// holds many versions of a document; only the last one counts).
+func decodeAll(path string, docs []pending, apply applyFunc) error {
+	ids := make([]string, len(docs))
+	last := make(map[string]int, len(docs))
+	for i := range docs {
+		if id := canonicalID(docs[i].raw); id != "" {
+			ids[i] = id
+			last[id] = i
+		}
+	}
+	in := interner{}
+	for i := range docs {
+		if ids[i] != "" && last[ids[i]] != i {
+			continue
+		}
+		var d anyDoc
+		if err := decodeDoc(docs[i].raw, &d, in); err != nil {
+			if d.ID == "" {
+				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", path, docs[i].line, docs[i].off, err)
+			}
+			apply(d.ID, &d, docs[i].raw, err.Error(), docs[i].off)
+			continue
+		}
+		apply(d.ID, &d, docs[i].raw, "", docs[i].off)
+	}
 	return nil
 }
 
+// applyFunc receives each document read: its ID, decoded form, raw bytes
+// at file offset off, and why it is invalid ("" if it is not).
+type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
+
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
-func decodeDoc(raw []byte, d *anyDoc) error {
-	if err := json.Unmarshal(raw, d); err != nil {
+func decodeDoc(raw []byte, d *anyDoc, in interner) error {
+	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
+		d.Holder, d.Expire = "", state.Time{}
+	} else if err := json.Unmarshal(raw, d); err != nil {
 		var id struct {
 			ID string `json:"_id"`
 		}
@@ -166,61 +205,90 @@ func decodeDoc(raw []byte, d *anyDoc) error {
 	return nil
 }
 
-// encodeBatch returns a journal record holding docs (one JSON line each).
-func encodeBatch(docs [][]byte) []byte {
-	n := 0
-	for _, d := range docs {
-		n += len(d) + 1
-	}
-	body := make([]byte, 0, n)
-	for _, d := range docs {
-		body = append(body, d...)
+// encodeBatch returns a journal record holding docs (transfers and locks),
+// one JSON line each, and where each document lies in it.
+func encodeBatch(docs []any) ([]byte, []span, error) {
+	body := make([]byte, 0, 1024*len(docs))
+	spans := make([]span, len(docs))
+	for i, d := range docs {
+		start := len(body)
+		var err error
+		if t, ok := d.(*state.Transfer); ok && fastCodec {
+			body, err = appendTransfer(body, t)
+		} else {
+			var b []byte
+			b, err = json.Marshal(d)
+			body = append(body, b...)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		spans[i] = span{off: int64(start), n: len(body) - start}
 		body = append(body, '\n')
 	}
 	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body), crc32.Checksum(body, crcTable))
-	return append([]byte(h), body...)
+	for i := range spans {
+		spans[i].off += int64(len(h))
+	}
+	return append([]byte(h), body...), spans, nil
 }
 
-// writeSnapshot writes every document of d to a new file next to path and
-// returns it open, synced, and flocked, not yet renamed.
-func writeSnapshot(path string, d *db) (*os.File, int64, error) {
+// writeSnapshot writes every document of d to a new file next to path,
+// copying transfers and invalid documents from old (the current file), and
+// returns it open, synced and flocked, not yet renamed, with the new spans.
+func writeSnapshot(path string, d *db, old []byte) (*os.File, int64, map[string]span, error) {
 	tmp := path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	fail := func(err error) (*os.File, int64, error) {
+	fail := func(err error) (*os.File, int64, map[string]span, error) {
 		f.Close()
 		os.Remove(tmp)
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(fileHeader)
-	enc := json.NewEncoder(&buf) // Encode ends each document with a newline
-	for _, t := range d.docs {
-		if err := enc.Encode(t); err != nil {
-			return fail(err)
+	type located struct {
+		id string
+		sp span
+	}
+	docs := make([]located, 0, len(d.at))
+	for id, sp := range d.at {
+		docs = append(docs, located{id, sp})
+	}
+	slices.SortFunc(docs, func(a, b located) int { return cmp.Compare(a.sp.off, b.sp.off) }) // read old in order
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(fileHeader)
+	off := int64(len(fileHeader))
+	at := make(map[string]span, len(docs))
+	for _, doc := range docs {
+		id, sp := doc.id, doc.sp
+		if sp.off < 0 || sp.off+int64(sp.n) > int64(len(old)) {
+			return fail(fmt.Errorf("document %s: span %+v outside the file of %d bytes", id, sp, len(old)))
 		}
+		w.Write(old[sp.off : sp.off+int64(sp.n)])
+		w.WriteByte('\n')
+		at[id] = span{off: off, n: sp.n}
+		off += int64(sp.n) + 1
 	}
 	for _, l := range d.locks {
-		if err := enc.Encode(l); err != nil {
+		b, err := json.Marshal(l)
+		if err != nil {
 			return fail(err)
 		}
+		w.Write(b)
+		w.WriteByte('\n')
+		off += int64(len(b)) + 1
 	}
-	for _, bad := range d.invalid {
-		buf.Write(bad.raw)
-		buf.WriteByte('\n')
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if err := w.Flush(); err != nil {
 		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	return f, int64(buf.Len()), nil
+	return f, off, at, nil
 }
 
 // syncDir makes a rename or a creation in dir durable.

@@ -3,7 +3,6 @@ package memfile
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/state"
@@ -28,7 +28,7 @@ type Options struct {
 	// nil discards them.
 	Warn func(msg string)
 	// CompactBytes: the journal is compacted once it is larger than both this
-	// and the snapshot (0: DefaultCompactBytes).
+	// and twice the snapshot (0: DefaultCompactBytes).
 	CompactBytes int64
 }
 
@@ -38,6 +38,9 @@ type Stats struct {
 	JournalRecords int64 // records appended by this handle
 	Compactions    int64 // compactions done by this handle
 	Reloads        int64 // full re-reads after another handle compacted the file
+	// SyncTime is the time spent in fsync of journal records, CompactTime
+	// the time spent compacting (fsyncs included).
+	SyncTime, CompactTime time.Duration
 }
 
 // Store is a state.Store on one file. It is safe for concurrent use, and
@@ -54,9 +57,13 @@ type Store struct {
 	off     int64 // bytes of the file applied to d
 	line    int   // lines of the file applied to d
 	snapEnd int64 // offset of the first journal record; -1 before one is seen
-	d       *db
-	stats   Stats
-	closed  bool
+	// noCompactBelow: after a failed compaction, wait until the file has
+	// grown past this before trying again (a full disk must not make every
+	// call rewrite the file).
+	noCompactBelow int64
+	d              *db
+	stats          Stats
+	closed         bool
 }
 
 // Open opens (creating it and its directory if missing) the state file at
@@ -79,7 +86,7 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	}
 	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, f: f}
 	s.reset()
-	if err := s.lock(); err != nil {
+	if err := s.lock(context.Background()); err != nil {
 		s.f.Close()
 		return nil, err
 	}
@@ -100,6 +107,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.d = nil // a closed store may stay referenced: free the documents
 	return s.f.Close()
 }
 
@@ -127,10 +135,10 @@ func (s *Store) warn(format string, args ...any) {
 
 // lock takes the flock of the state file. If another handle replaced the
 // file (compaction) it reopens it and starts over from the new file.
-func (s *Store) lock() error {
+func (s *Store) lock(ctx context.Context) error {
 	for {
-		if err := unix.Flock(int(s.f.Fd()), unix.LOCK_EX); err != nil {
-			return fmt.Errorf("memfile: lock %s: %w", s.path, err)
+		if err := s.flock(ctx); err != nil {
+			return err
 		}
 		var held, named unix.Stat_t
 		if err := unix.Fstat(int(s.f.Fd()), &held); err != nil {
@@ -156,6 +164,32 @@ func (s *Store) lock() error {
 	}
 }
 
+// flock takes the exclusive flock of s.f, polling while another handle or
+// process holds it, so that a holder that hangs cannot block a call past
+// its context.
+func (s *Store) flock(ctx context.Context) error {
+	fd := int(s.f.Fd())
+	try := func() error {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil && !errors.Is(err, unix.EWOULDBLOCK) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	if try() == nil {
+		return nil
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Microsecond, 5*time.Millisecond, 0
+	if err := backoff.Retry(try, backoff.WithContext(b, ctx)); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("memfile: waiting for the lock of %s, held by another process: %w", s.path, ctx.Err())
+		}
+		return fmt.Errorf("memfile: lock %s: %w", s.path, err)
+	}
+	return nil
+}
+
 func (s *Store) unlock() { _ = unix.Flock(int(s.f.Fd()), unix.LOCK_UN) }
 
 // catchUp applies the records appended since s.off. Called with the flock held.
@@ -171,32 +205,71 @@ func (s *Store) catchUp() error {
 	if size == s.off && s.off > 0 {
 		return nil
 	}
-	buf := make([]byte, size-s.off)
-	if _, err := s.f.ReadAt(buf, s.off); err != nil {
+	buf, release, err := s.read(s.off, size)
+	if err != nil {
 		return fmt.Errorf("memfile: read %s: %w", s.path, err)
 	}
+	defer release()
 	p := &parser{path: s.path, buf: buf, base: s.off, line: s.line}
 	if s.off == 0 {
 		if err := s.readHeader(p); err != nil || p.pos == 0 {
 			return err
 		}
 	}
+	var docs []pending
+	torn, noNewline := false, false
 	for p.pos < len(buf) {
 		batch := bytes.HasPrefix(buf[p.pos:], batchPrefix)
-		next, lines, err := p.record(s.applyDoc)
-		if errors.Is(err, errTorn) {
-			return s.dropTorn(p)
-		}
-		if err != nil {
+		next, lines, found, err := p.record()
+		switch {
+		case errors.Is(err, errTorn):
+			torn = true
+		case errors.Is(err, errNoNewline):
+			noNewline = true
+		case err != nil:
 			return err
+		}
+		if torn {
+			break
 		}
 		if batch && s.snapEnd < 0 {
 			s.snapEnd = p.base + int64(p.pos)
 		}
+		docs = append(docs, found...)
 		p.pos, p.line = next, p.line+lines
+	}
+	// every record is whole and checked: now decode and apply them
+	if err := decodeAll(s.path, docs, s.applyDoc); err != nil {
+		return err
+	}
+	if torn {
+		return s.dropTorn(p)
+	}
+	if noNewline { // end the hand-written line before anything is appended
+		if _, err := s.f.WriteAt([]byte{'\n'}, size); err != nil {
+			return fmt.Errorf("memfile: end the last line of %s: %w", s.path, err)
+		}
+		size++
 	}
 	s.off, s.line = size, p.line
 	return nil
+}
+
+// read returns the bytes of the file from off to size: mapped, not copied,
+// when they are many (a whole file at open), so they do not weigh on the
+// heap. Call release when done; nothing may keep a reference to them.
+func (s *Store) read(off, size int64) ([]byte, func(), error) {
+	if size-off < 1<<20 {
+		buf := make([]byte, size-off)
+		_, err := s.f.ReadAt(buf, off)
+		return buf, func() {}, err
+	}
+	start := off &^ int64(os.Getpagesize()-1)
+	m, err := unix.Mmap(int(s.f.Fd()), start, int(size-start), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m[off-start:], func() { _ = unix.Munmap(m) }, nil
 }
 
 // readHeader checks the first line, writing it to an empty file. It leaves
@@ -240,17 +313,17 @@ func (s *Store) dropTorn(p *parser) error {
 	return nil
 }
 
-// applyDoc puts one document read from the file into the db.
-func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string) {
+// applyDoc puts one document read from the file at off into the db.
+func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int64) {
+	sp := span{off: off, n: len(raw)}
 	switch {
 	case bad != "":
-		s.d.putInvalid(id, bytes.Clone(raw), bad)
+		s.d.putInvalid(id, bytes.Clone(raw), bad, sp)
 	case d.Type == lockType:
-		delete(s.d.invalid, id)
 		s.d.putLock(&lockDoc{ID: d.ID, Rev: d.Rev, Type: lockType, User: d.User, Holder: d.Holder, Expire: d.Expire})
 	default:
 		t := d.Transfer
-		s.d.put(&t)
+		s.d.put(&t, sp)
 	}
 }
 
@@ -265,7 +338,7 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 	if s.closed {
 		return fmt.Errorf("memfile: %s: store %s is closed", call, s.path)
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.unlock()
@@ -277,17 +350,20 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		return err
 	}
 	if !x.empty() {
-		if err := s.write(x, durable); err != nil {
+		spans, err := s.write(x, durable)
+		if err != nil {
 			return fmt.Errorf("memfile: %s: %w", call, err)
 		}
-		x.apply()
+		x.apply(spans)
 	}
-	if len(compact) > 0 || s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, s.snapEnd) {
+	due := s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) && s.off >= s.noCompactBelow
+	if len(compact) > 0 || due {
 		if err := s.compact(); err != nil {
 			if len(compact) > 0 {
 				return fmt.Errorf("memfile: compact %s: %w", s.path, err)
 			}
-			s.warn("memfile: compact %s: %v (the journal keeps growing)", s.path, err)
+			s.noCompactBelow = s.off + max(s.opts.CompactBytes, s.off)
+			s.warn("memfile: compact %s: %v (the journal keeps growing; trying again later)", s.path, err)
 		}
 	}
 	return nil
@@ -298,44 +374,60 @@ func (s *Store) view(ctx context.Context, call string, fn func(d *db, now time.T
 	return s.update(ctx, call, false, func(x *tx, now time.Time) error { return fn(x.d, now) })
 }
 
-// write appends the staged documents of x as one record.
-func (s *Store) write(x *tx, durable bool) error {
-	docs := make([][]byte, 0, len(x.order))
-	for _, id := range x.order {
-		var v any = x.locks[id]
+// write appends the staged documents of x as one record and returns where
+// each lies in the file.
+func (s *Store) write(x *tx, durable bool) ([]span, error) {
+	docs := make([]any, len(x.order))
+	for i, id := range x.order {
 		if t, ok := x.docs[id]; ok {
-			v = t
+			docs[i] = t
+		} else {
+			docs[i] = x.locks[id]
 		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		docs = append(docs, b)
 	}
-	rec := encodeBatch(docs)
+	rec, spans, err := encodeBatch(docs)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := s.f.WriteAt(rec, s.off); err != nil {
 		_ = s.f.Truncate(s.off)
-		return err
+		return nil, err
 	}
 	if durable {
+		start := time.Now()
 		if err := unix.Fdatasync(int(s.f.Fd())); err != nil {
 			_ = s.f.Truncate(s.off)
-			return err
+			return nil, err
 		}
 		s.stats.Fsyncs++
+		s.stats.SyncTime += time.Since(start)
 	}
 	if s.snapEnd < 0 {
 		s.snapEnd = s.off
 	}
+	for i := range spans {
+		spans[i].off += s.off
+	}
 	s.off += int64(len(rec))
 	s.line += 1 + len(docs)
 	s.stats.JournalRecords++
-	return nil
+	return spans, nil
 }
 
 // compact replaces the file by a snapshot of s.d. Called with the flock held.
 func (s *Store) compact() error {
-	f, size, err := writeSnapshot(s.path, s.d)
+	start := time.Now()
+	defer func() { s.stats.CompactTime += time.Since(start) }()
+	var old []byte
+	if s.off > 0 {
+		m, err := unix.Mmap(int(s.f.Fd()), 0, int(s.off), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return fmt.Errorf("map %s: %w", s.path, err)
+		}
+		defer unix.Munmap(m)
+		old = m
+	}
+	f, size, at, err := writeSnapshot(s.path, s.d, old)
 	if err != nil {
 		return err
 	}
@@ -349,6 +441,7 @@ func (s *Store) compact() error {
 	}
 	s.f.Close() // waiters on the old file see it was replaced
 	s.f = f
+	s.d.at = at
 	s.off, s.snapEnd = size, size
 	s.line = 1 + len(s.d.docs) + len(s.d.locks) + len(s.d.invalid)
 	s.stats.Compactions++

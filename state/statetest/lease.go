@@ -78,6 +78,22 @@ var leaseCases = func() []testCase {
 			e.t.Fatalf("stored %+v", tr)
 		}
 	}}}
+	cs = append(cs, testCase{"Lease/RenewKeepsClaim", func(e *env) {
+		a, b := e.store(Alice, "agent-a"), e.store(Alice, "agent-b")
+		e.enqueue(a, Req(Alice, 1))
+		ts := e.claim(a, 1)
+		e.clock.Advance(Policy.LeaseTTL - time.Minute)
+		res, err := a.RenewLeases(ctx, ts)
+		e.ok("RenewLeases", res, err, 1)
+		e.clock.Advance(2 * time.Minute) // past the first expiry
+		if got := e.claim(b, 1); len(got) != 0 {
+			e.t.Fatalf("agent b claimed %v under a renewed lease", ids(got))
+		}
+		e.clock.Advance(Policy.LeaseTTL)
+		if got := e.claim(b, 1); len(got) != 1 {
+			e.t.Fatalf("agent b could not claim once the renewed lease expired")
+		}
+	}})
 	for _, op := range leaseOps {
 		cs = append(cs, testCase{"Lease/LostLease/" + op.name, func(e *env) { lostLease(e, op) }})
 	}

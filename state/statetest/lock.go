@@ -25,6 +25,9 @@ var lockCases = []testCase{
 		if _, err := b.AcquireLock(ctx, Bob, "agent-b", time.Minute); err != nil {
 			e.t.Fatalf("lock of another user: %v", err)
 		}
+		if _, err := b.RenewLock(ctx, state.Lock{User: Alice, Holder: "agent-b", Expire: l.Expire}, time.Minute); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("RenewLock by a non-holder: %v, want ErrLockLost", err)
+		}
 		e.clock.Advance(30 * time.Second)
 		l, err = a.RenewLock(ctx, l, time.Minute)
 		if err != nil || !l.Expire.Equal(e.clock.Now().Add(time.Minute)) {

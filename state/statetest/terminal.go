@@ -2,6 +2,7 @@ package statetest
 
 import (
 	"strings"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -118,6 +119,23 @@ var terminalCases = []testCase{
 			e.t.Fatal(res, err)
 		}
 		wantErr(e.t, "kill of a done transfer", res[0].Err, state.ErrTerminal)
+		for name, call := range map[string]func() ([]state.Result, error){
+			"PrepareSubmit": func() ([]state.Result, error) { return s.PrepareSubmit(ctx, []state.Transfer{done}, "sid-2") },
+			"RenewLeases":   func() ([]state.Result, error) { return s.RenewLeases(ctx, []state.Transfer{done}) },
+			"SetTransientState": func() ([]state.Result, error) {
+				return s.SetTransientState(ctx, []state.Transient{{Transfer: done, Progress: state.Progress{FTSState: "ACTIVE"}}})
+			},
+		} {
+			res, err := call()
+			if err != nil || len(res) != 1 {
+				e.t.Fatal(name, res, err)
+			}
+			wantErr(e.t, name+" of a done transfer", res[0].Err, state.ErrLeaseLost)
+		}
+		e.clock.Advance(24 * time.Hour)
+		if got := e.claim(s, 10); len(got) != 0 {
+			e.t.Fatalf("claimed a done transfer: %v", ids(got))
+		}
 		e.unchanged(s, done)
 	}},
 }

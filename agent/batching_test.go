@@ -1,0 +1,72 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/state"
+)
+
+// TestAgent_FullJobs: jobs are filled to MaxFilesPerJob across claim
+// batches (40 claimed at a time, 15 files a job: not 15+15+10 per batch),
+// and the jobs of a pass are monitored in one bulk status request.
+func TestAgent_FullJobs(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(100)
+	cfg := w.config("agent-1")
+	if err := w.agent(cfg, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Fatalf("%s: %s %q, want done", r.ID(), got.State, got.Reason)
+		}
+	}
+	perJob := map[string]int{}
+	for _, f := range w.sim.Files() {
+		perJob[f.JobID]++
+	}
+	short := 0
+	for job, n := range perJob {
+		if n < cfg.MaxFilesPerJob {
+			short++
+			if n != 100%cfg.MaxFilesPerJob {
+				t.Errorf("job %s has %d files, want %d or %d", job, n, cfg.MaxFilesPerJob, 100%cfg.MaxFilesPerJob)
+			}
+		}
+	}
+	if got, want := len(perJob), (100+cfg.MaxFilesPerJob-1)/cfg.MaxFilesPerJob; got != want || short != 1 {
+		t.Errorf("%d jobs (%d not full), want %d (1 not full)", got, short, want)
+	}
+	req := w.sim.Requests()
+	if got, want := req["submit"], len(perJob); got != want {
+		t.Errorf("%d submissions, want %d", got, want)
+	}
+	if got := req["status"]; got != 1 {
+		t.Errorf("%d status requests for %d jobs finished at the first query, want 1", got, len(perJob))
+	}
+}
+
+// TestAgent_CredentialsRefusedSeveralJobs: when FTS refuses the credentials
+// on the first of several jobs whose sids were written together, the
+// transfers of every job, sent or not, are released without penalty and
+// without their sid.
+func TestAgent_CredentialsRefusedSeveralJobs(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	cfg := w.config("agent-1")
+	reqs := w.goodRequests(cfg.BatchSize) // a full claim: its full jobs are written together
+	a, err := agent.New(cfg, w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	if err := a.Run(context.Background()); !errors.Is(err, fts.ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
+			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
+		}
+	}
+}

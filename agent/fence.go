@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// fencedStore refuses every write to the state store once the agent may no
+// longer own the user's queue (see keeper.mayWrite). Reads pass through.
+type fencedStore struct {
+	Store
+	a *Agent
+}
+
+func (s fencedStore) fence() error {
+	if s.a.keeper == nil { // not running: a dry run writes nothing anyway
+		return nil
+	}
+	return s.a.keeper.mayWrite()
+}
+
+func (s fencedStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.NewTransfers(ctx, n)
+}
+
+func (s fencedStore) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.PrepareSubmit(ctx, ts, sid)
+}
+
+func (s fencedStore) RenewLeases(ctx context.Context, ts []state.Transfer) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.RenewLeases(ctx, ts)
+}
+
+func (s fencedStore) SetTransferID(ctx context.Context, cs []state.Commit, job string) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.SetTransferID(ctx, cs, job)
+}
+
+func (s fencedStore) AbortTransfers(ctx context.Context, ab []state.Abort) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.AbortTransfers(ctx, ab)
+}
+
+func (s fencedStore) SetTransientState(ctx context.Context, it []state.Transient) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.SetTransientState(ctx, it)
+}
+
+func (s fencedStore) SetTerminalState(ctx context.Context, o []state.Terminal) ([]state.Result, error) {
+	if err := s.fence(); err != nil {
+		return nil, err
+	}
+	return s.Store.SetTerminalState(ctx, o)
+}
+
+// fencedMulti fences the multi-job writes of a store that has them.
+type fencedMulti struct {
+	state.MultiSubmitter
+	a *Agent
+}
+
+func (s fencedMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	if err := (fencedStore{a: s.a}).fence(); err != nil {
+		return nil, err
+	}
+	return s.MultiSubmitter.PrepareSubmits(ctx, jobs)
+}
+
+func (s fencedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
+	if err := (fencedStore{a: s.a}).fence(); err != nil {
+		return nil, err
+	}
+	return s.MultiSubmitter.SetTransferIDs(ctx, jobs)
+}

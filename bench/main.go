@@ -1,0 +1,155 @@
+// Command bench measures aso's throughput, state-store round trips, FTS
+// requests and memory (make bench). For each backend and queue size it
+// enqueues N requests with `aso enqueue` (timed on its own), then drains the
+// queue with the agent in a child process of its own (this program run
+// again with -child), against the FTS3 simulator served from this process
+// on loopback with no latency and transfers that finish at once. It then
+// measures the physical reference on the same store: the same number of
+// document revisions written as plain _bulk_docs batches (CouchDB), or the
+// same number of journal records and fsyncs appended to a file (memfile).
+// It prints a table and writes the same figures as JSON.
+//
+// The CouchDB backend uses the Node test server of state/couch/testserver
+// (in-memory PouchDB), or the real CouchDB named by ASO_TEST_COUCHDB_URL.
+//
+// It is a measuring tool: it asserts nothing about the figures, but it fails
+// if a run did not end with every transfer done.
+//
+// Usage: go run ./bench [-n 10000,100000] [-backends memfile,couch] [-aso bin/aso]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the flags of the parent process.
+type options struct {
+	sizes      []int
+	backends   []string
+	aso        string
+	out        string
+	batchSize  int
+	interval   time.Duration
+	logLevel   string
+	profileDir string
+	keep       bool
+	timeout    time.Duration
+	pouchMax   int
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-child" {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	sizes := fs.String("n", "10000,100000", "queue sizes (transfers), comma-separated")
+	backends := fs.String("backends", "memfile,couch", "state backends, comma-separated: memfile, couch")
+	fs.StringVar(&o.aso, "aso", "bin/aso", "the aso binary (for aso init and aso enqueue)")
+	fs.StringVar(&o.out, "out", "bench/results.json", "JSON results file")
+	fs.IntVar(&o.batchSize, "batch-size", 0, "agent --batch-size (0: the agent's default)")
+	fs.DurationVar(&o.interval, "interval", 10*time.Millisecond, "agent --interval between passes")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "agent log level (info logs a line per transfer)")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of each agent run into this directory")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
+	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up a single agent run after this long")
+	fs.IntVar(&o.pouchMax, "pouch-max", 10000, "largest queue run on the PouchDB test server (its _find reads the whole queue: 100,000 takes far over 10 minutes); real CouchDB runs every size")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-n %q: want positive integers separated by commas", *sizes)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	for _, b := range strings.Split(*backends, ",") {
+		b = strings.TrimSpace(b)
+		if b != "memfile" && b != "couch" {
+			return o, fmt.Errorf("-backends %q: want memfile and/or couch", *backends)
+		}
+		o.backends = append(o.backends, b)
+	}
+	abs, err := filepath.Abs(o.aso)
+	if err != nil {
+		return o, err
+	}
+	o.aso = abs
+	if _, err := os.Stat(o.aso); err != nil {
+		return o, fmt.Errorf("aso binary: %w (run make build, or give -aso)", err)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, o options) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	res := Results{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+	var couchSrv *couchServer
+	defer func() {
+		if couchSrv != nil {
+			couchSrv.stop()
+		}
+	}()
+	for _, b := range o.backends {
+		if b == "couch" && couchSrv == nil {
+			if couchSrv, err = startCouch(ctx); err != nil {
+				return err
+			}
+		}
+		for _, n := range o.sizes {
+			if b == "couch" && couchSrv.cmd != nil && n > o.pouchMax {
+				res.Runs = append(res.Runs, Run{Backend: b, N: n, Server: couchSrv.name,
+					Error: fmt.Sprintf("skipped: over -pouch-max %d on the PouchDB test server (set ASO_TEST_COUCHDB_URL for a real CouchDB)", o.pouchMax)})
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "bench: %s, %d transfers...\n", b, n)
+			r, err := runOne(ctx, o, self, b, n, couchSrv)
+			if err != nil {
+				r.Error = err.Error()
+				fmt.Fprintf(os.Stderr, "bench: %s %d: %v\n", b, n, err)
+			}
+			res.Runs = append(res.Runs, r)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+	res.Growth = growth(res.Runs)
+	printTable(os.Stdout, res)
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/state"
+)
+
+const (
+	benchUser = "bench"
+	srcSite   = "T2_XX_BenchSource"
+	dstSite   = "T1_XX_BenchHome"
+)
+
+// Run is the result of one backend at one queue size.
+type Run struct {
+	Backend string `json:"backend"`
+	Server  string `json:"server"`
+	N       int    `json:"transfers"`
+
+	EnqueueSeconds   float64 `json:"enqueue_seconds"`
+	EnqueuePerSecond float64 `json:"enqueue_per_second"`
+
+	DrainSeconds       float64 `json:"drain_seconds"`
+	TransfersPerSecond float64 `json:"transfers_per_second"`
+	Passes             int     `json:"passes"`
+	PeakRSSMiB         float64 `json:"peak_rss_mib"`
+	CPUSeconds         float64 `json:"agent_cpu_seconds"` // user + system time of the agent process
+
+	Calls                 map[string]CallCount `json:"calls"`
+	PhaseRoundTrips       map[string]float64   `json:"round_trips_per_transfer_by_phase"`
+	RoundTripsPerTransfer float64              `json:"round_trips_per_transfer"`
+	RoundTripUnit         string               `json:"round_trip_unit"` // "http" or "fsync"
+	Fsyncs                int64                `json:"fsyncs,omitempty"`
+	JournalRecords        int64                `json:"journal_records,omitempty"`
+
+	FTSRequests        map[string]int `json:"fts_requests"`
+	Jobs               int            `json:"fts_jobs"`
+	FilesPerSubmit     float64        `json:"files_per_submit"`
+	JobsPerStatus      float64        `json:"jobs_per_status"`
+	SubmitsPerTransfer float64        `json:"submits_per_transfer"`
+	StatusPerTransfer  float64        `json:"status_per_transfer"`
+
+	Reference        string  `json:"reference"`
+	ReferenceSeconds float64 `json:"reference_seconds"`
+	Ratio            float64 `json:"agent_to_reference"`
+
+	Error string `json:"error,omitempty"`
+}
+
+// runOne measures backend b at n transfers.
+func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServer) (Run, error) {
+	r := Run{Backend: b, N: n, Server: "memfile (local file)"}
+	dir, err := os.MkdirTemp("", "aso-bench-")
+	if err != nil {
+		return r, err
+	}
+	if !o.keep {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench: files in %s\n", dir)
+	}
+	sites, reqs := filepath.Join(dir, "sites.yaml"), filepath.Join(dir, "requests.jsonl")
+	if err := writeInputs(sites, reqs, n); err != nil {
+		return r, err
+	}
+	st := "file:" + filepath.Join(dir, "state.aso")
+	if b == "couch" {
+		r.Server = cs.name
+		db, err := cs.newDB(ctx, o.aso)
+		if err != nil {
+			return r, err
+		}
+		if !o.keep {
+			defer cs.dropDB(db)
+		}
+		st = cs.dbURL(db)
+	}
+
+	t0 := time.Now()
+	if out, err := asoCommand(ctx, o.aso, st, "enqueue", "-f", reqs, "--user", benchUser, "--log-level", "warn").CombinedOutput(); err != nil {
+		return r, fmt.Errorf("aso enqueue: %v: %s", err, tail(out))
+	}
+	r.EnqueueSeconds = time.Since(t0).Seconds()
+	r.EnqueuePerSecond = float64(n) / r.EnqueueSeconds
+
+	cr, ru, sim, err := drain(ctx, o, self, dir, st, sites, b, n)
+	if err != nil {
+		return r, err
+	}
+	r.fill(cr, ru, sim)
+
+	if b == "couch" {
+		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batchOf(o))
+		r.ReferenceSeconds, err = cs.reference(ctx, o.aso, n, batchOf(o))
+	} else {
+		r.Reference = fmt.Sprintf("%d documents in %d journal records, %d fsyncs", 4*n, cr.Records, cr.Fsyncs)
+		r.ReferenceSeconds, err = journalReference(filepath.Join(dir, "reference.aso"), n, cr.Records, cr.Fsyncs)
+	}
+	if err != nil {
+		return r, fmt.Errorf("reference: %w", err)
+	}
+	r.Ratio = r.DrainSeconds / r.ReferenceSeconds
+	return r, nil
+}
+
+func batchOf(o options) int {
+	if o.batchSize > 0 {
+		return o.batchSize
+	}
+	return agent.DefaultBatchSize
+}
+
+// drain serves the simulator and runs the agent process until the queue
+// has drained; it returns the agent's report, its resource usage and the
+// simulator's request counts.
+func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int) (childResult, syscall.Rusage, map[string]int, error) {
+	var ru syscall.Rusage
+	var cr childResult
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	tf := filepath.Join(dir, "token")
+	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
+		return cr, ru, nil, err
+	}
+	sim, err := ftstest.Start("127.0.0.1:0", ftstest.Options{Seed: 1, Tokens: []string{token}})
+	if err != nil {
+		return cr, ru, nil, err
+	}
+	defer sim.Close()
+	args := []string{"-child", "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", benchUser,
+		"-batch-size", fmt.Sprint(o.batchSize), "-interval", o.interval.String(), "-log-level", o.logLevel}
+	if o.profileDir != "" {
+		args = append(args, "-profile", filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", b, n)))
+	}
+	cctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, self, args...)
+	cmd.Env = append(os.Environ(), envState+"="+st) // a CouchDB URL may hold a password: never in argv
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	stopProf := func() {}
+	if o.profileDir != "" {
+		// the simulator's side, in this process
+		if stopProf, err = startProfile(filepath.Join(o.profileDir, fmt.Sprintf("sim-%s-%d", b, n))); err != nil {
+			return cr, ru, nil, err
+		}
+	}
+	err = cmd.Run()
+	stopProf()
+	if err != nil {
+		return cr, ru, nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := json.Unmarshal(out.Bytes(), &cr); err != nil {
+		return cr, ru, nil, fmt.Errorf("agent report: %w: %s", err, tail(out.Bytes()))
+	}
+	if cr.NotDone != 0 || cr.Done != n {
+		return cr, ru, nil, fmt.Errorf("agent left %d of %d transfers not done (%d recorded done)", cr.NotDone, n, cr.Done)
+	}
+	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		ru = *u
+	}
+	return cr, ru, sim.Requests(), nil
+}
+
+func (r *Run) fill(cr childResult, ru syscall.Rusage, sim map[string]int) {
+	n := float64(r.N)
+	r.DrainSeconds = cr.DrainSeconds
+	r.TransfersPerSecond = n / cr.DrainSeconds
+	r.Passes = cr.Passes
+	r.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	r.Calls = cr.Calls
+	r.Fsyncs, r.JournalRecords = cr.Fsyncs, cr.Records
+	r.RoundTripUnit = "http"
+	if r.Backend == "memfile" {
+		r.RoundTripUnit = "fsync"
+	}
+	r.PhaseRoundTrips = map[string]float64{}
+	var total int64
+	for name, c := range cr.Calls {
+		ph := phaseOf[name]
+		if ph == "" {
+			ph = "upkeep"
+		}
+		r.PhaseRoundTrips[ph] += float64(c.RoundTrips) / n
+		total += c.RoundTrips
+	}
+	r.RoundTripsPerTransfer = float64(total) / n
+	r.FTSRequests = sim
+	r.Jobs = cr.Jobs
+	if s := sim["submit"]; s > 0 {
+		r.FilesPerSubmit = n / float64(s)
+	}
+	if s := sim["status"]; s > 0 {
+		r.JobsPerStatus = float64(cr.Jobs) / float64(s)
+	}
+	r.SubmitsPerTransfer = float64(sim["submit"]) / n
+	r.StatusPerTransfer = float64(sim["status"]) / n
+}
+
+// writeInputs writes a sites file of two sites and n requests between them.
+func writeInputs(sitesFile, reqFile string, n int) error {
+	sites := fmt.Sprintf(`%s:
+  protocol: davs
+  rules:
+    - path-match: /store/(.*)
+      result: davs://source.example.org:2880/store/$1
+%s:
+  protocol: davs
+  rules:
+    - path-match: /store/(.*)
+      result: davs://home.example.org:2880/store/$1
+`, srcSite, dstSite)
+	if err := os.WriteFile(sitesFile, []byte(sites), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(reqFile)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, rq := range requests(n) {
+		if err := enc.Encode(rq); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// requests returns n distinct requests of the bench user.
+func requests(n int) []state.Request {
+	out := make([]state.Request, n)
+	for i := range out {
+		out[i] = state.Request{
+			User: benchUser, Source: srcSite, Destination: dstSite,
+			SourceLFN:      fmt.Sprintf("/store/temp/user/%s/task/out_%07d.root", benchUser, i),
+			DestinationLFN: fmt.Sprintf("/store/user/%s/task/out_%07d.root", benchUser, i),
+			Size:           2_000_000 + int64(i%1000)*1000,
+			Checksums:      map[string]string{"adler32": fmt.Sprintf("%08x", uint32(i)*2654435761)},
+		}
+	}
+	return out
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// envState passes the state store (a CouchDB URL may hold credentials) to
+// the agent process through its environment, not its command line.
+const envState = "ASO_BENCH_STATE"
+
+// asoCommand runs aso with --state st given as ASO_STATE, out of argv.
+func asoCommand(ctx context.Context, aso, st string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, aso, args...)
+	cmd.Env = append(os.Environ(), "ASO_STATE="+st)
+	return cmd
+}

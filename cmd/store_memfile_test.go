@@ -1,0 +1,34 @@
+package cmd_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/state"
+)
+
+func TestOpenStore_File(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "new", "dir", "state.aso")
+	cfg := state.Config{Agent: state.Agent{User: "alice", Owner: "test"}}
+	r := state.Request{User: "alice", Source: "T2_A", Destination: "T1_B", SourceLFN: "/a", DestinationLFN: "/b"}
+	for i, url := range []string{"file:" + path, "file://" + path} {
+		g := &cmd.Globals{StateURL: url, Getenv: func(string) string { return "" }}
+		s, err := g.OpenStore(ctx, cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		res, err := s.Enqueue(ctx, []state.Request{r})
+		want := []state.EnqueueStatus{state.Stored, state.AlreadyQueued}[i]
+		if err != nil || res[0].Status != want {
+			t.Fatalf("%s: enqueue %+v %v, want %s (the same file)", url, res, err, want)
+		}
+		s.Close()
+	}
+	g := &cmd.Globals{StateURL: "file:", Getenv: func(string) string { return "" }}
+	if _, err := g.OpenStore(ctx, cfg); cmd.ExitCode(err) != cmd.ExitUsage {
+		t.Fatalf("file: without a path: %v (exit %d), want a usage error", err, cmd.ExitCode(err))
+	}
+}

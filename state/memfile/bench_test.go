@@ -1,0 +1,119 @@
+package memfile_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
+)
+
+// BenchmarkDrain enqueues n transfers and drives them all through claim,
+// prepare, commit and done in jobs of 200, as the agent does. Run with
+// -benchtime=1x; it reports the file's counters per drain.
+func BenchmarkDrain(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				path := filepath.Join(b.TempDir(), "state.aso")
+				s := open(b, path, memfile.Options{})
+				for i := 0; i < n; i += 5000 {
+					enqueue(b, s, i, min(5000, n-i))
+				}
+				st0 := s.Stats()
+				b.StartTimer()
+				drain(b, s, n)
+				b.StopTimer()
+				st := s.Stats()
+				b.ReportMetric(float64(st.Fsyncs-st0.Fsyncs), "fsyncs")
+				b.ReportMetric((st.SyncTime - st0.SyncTime).Seconds(), "sync-s")
+				b.ReportMetric(float64(st.Compactions-st0.Compactions), "compactions")
+				b.ReportMetric((st.CompactTime - st0.CompactTime).Seconds(), "compact-s")
+				s.Close()
+			}
+		})
+	}
+}
+
+func drain(b testing.TB, s *memfile.Store, n int) {
+	done := 0
+	for job := 0; ; job++ {
+		ts, err := s.NewTransfers(ctx, 200)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(ts) == 0 {
+			break
+		}
+		res, err := s.PrepareSubmit(ctx, ts, fmt.Sprint("sid-", job))
+		must(b, res, err)
+		commits := make([]state.Commit, len(ts))
+		for i, tr := range ts {
+			tr.Rev = res[i].Rev
+			commits[i] = state.Commit{Transfer: tr, DestPFN: "file:///dst" + tr.DestinationLFN, FileID: int64(i)}
+		}
+		id := fmt.Sprint("job-", job)
+		res, err = s.SetTransferID(ctx, commits, id)
+		must(b, res, err)
+		jobs, err := s.ActiveTransfers(ctx, statetest.Alice)
+		if err != nil || len(jobs) != 1 {
+			b.Fatal(jobs, err)
+		}
+		outs := make([]state.Terminal, len(jobs[0].Transfers))
+		for i, tr := range jobs[0].Transfers {
+			outs[i] = state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: id}
+		}
+		res, err = s.SetTerminalState(ctx, outs)
+		must(b, res, err)
+		done += len(outs)
+	}
+	if done != n {
+		b.Fatalf("drained %d of %d", done, n)
+	}
+}
+
+func must(b testing.TB, res []state.Result, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			b.Fatal(r.Err)
+		}
+	}
+}
+
+// BenchmarkOpen measures reading a compacted file of n transfers, which
+// every CLI command does.
+func BenchmarkOpen(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "state.aso")
+	s := open(b, path, memfile.Options{})
+	for i := 0; i < n; i += 5000 {
+		enqueue(b, s, i, 5000)
+	}
+	drain(b, s, n)
+	if err := s.Compact(ctx); err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	b.ResetTimer()
+	for range b.N {
+		s, err := memfile.Open(path, state.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		b.ReportMetric(float64(m.HeapAlloc)/float64(n), "heap-bytes/transfer")
+		b.StartTimer()
+		s.Close()
+	}
+}

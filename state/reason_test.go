@@ -1,0 +1,22 @@
+package state_test
+
+import (
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+func TestReasonClass(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"SOURCE [5] Source and user-defined ADLER32 checksum do not match (81936592 != 8193656d)", "SOURCE [5] Source and user-defined ADLER32 checksum do not match"},
+		{"TRANSFER [110] Connection timed out (after 3 attempts)", "TRANSFER [110] Connection timed out"},
+		{"dependency " + state.TransferID("u", "a", "/a", "b", "/b") + " is failed", "dependency <transfer> is failed"},
+		{"FTS job 6f3a1c2e-1b2c-5d4e-8f9a-0123456789ab was lost (404 Not Found)", "FTS job <job> was lost"},
+		{"", "(no reason)"},
+		{"DESTINATION [17] Destination file exists and overwrite is not enabled", "DESTINATION [17] Destination file exists and overwrite is not enabled"},
+	} {
+		if got := state.ReasonClass(c.in); got != c.want {
+			t.Errorf("ReasonClass(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
