@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,9 +47,16 @@ func Binary(t testing.TB) string {
 	return binary
 }
 
-// goTool is the go command of the toolchain running the tests.
+// goTool is the go command of the toolchain running the tests: `go test`
+// puts its own toolchain first in the test's PATH; GOROOT, when set, names
+// it too.
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+	if gr := os.Getenv("GOROOT"); gr != "" {
+		if p := filepath.Join(gr, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
 	return "go"
