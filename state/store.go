@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -333,4 +334,38 @@ func (c Config) Clock() func() time.Time {
 		return time.Now
 	}
 	return c.Now
+}
+
+// Matches reports whether t is selected by f (Limit aside). Backends use it
+// so that every one of them filters alike.
+func (f Filter) Matches(t *Transfer) bool {
+	return (f.User == "" || t.User == f.User) &&
+		(len(f.States) == 0 || slices.Contains(f.States, t.State)) &&
+		(len(f.IDs) == 0 || slices.Contains(f.IDs, t.ID)) &&
+		(f.Link == "" || t.Link() == f.Link)
+}
+
+// ListLess is the order of List: oldest created first, then ID.
+func ListLess(a, b *Transfer) bool {
+	if !a.Created.Equal(b.Created.Time) {
+		return a.Created.Before(b.Created.Time)
+	}
+	return a.ID < b.ID
+}
+
+// Defaults of SummaryOptions.
+const (
+	DefaultStaleAfter = 3 * 15 * time.Minute // three update windows
+	DefaultMaxListed  = 100
+)
+
+// WithDefaults returns o with every zero field set to its default.
+func (o SummaryOptions) WithDefaults() SummaryOptions {
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.MaxListed <= 0 {
+		o.MaxListed = DefaultMaxListed
+	}
+	return o
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -170,26 +169,15 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	out := []state.Transfer{}
 	for _, raw := range docs {
 		t, err := decode(raw)
-		if err == nil && matches(&t, f) {
+		if err == nil && f.Matches(&t) {
 			out = append(out, t)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created.Time) {
-			return out[i].Created.Before(out[j].Created.Time)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sort.SliceStable(out, func(i, j int) bool { return state.ListLess(&out[i], &out[j]) })
 	if f.Limit > 0 && len(out) > f.Limit {
 		out = out[:f.Limit]
 	}
 	return out, nil
-}
-
-func matches(t *state.Transfer, f state.Filter) bool {
-	return (f.User == "" || t.User == f.User) &&
-		(len(f.States) == 0 || slices.Contains(f.States, t.State)) &&
-		(f.Link == "" || t.Link() == f.Link)
 }
 
 // Summary counts transfers by state, link and user. It pages through
@@ -197,12 +185,7 @@ func matches(t *state.Transfer, f state.Filter) bool {
 // also how it finds the documents that are not valid transfers.
 func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
 	now := s.now()
-	if o.StaleAfter <= 0 {
-		o.StaleAfter = 3 * 15 * time.Minute
-	}
-	if o.MaxListed <= 0 {
-		o.MaxListed = 100
-	}
+	o = o.WithDefaults()
 	sum := state.Summary{
 		ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
 		Stale: []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},

@@ -3,7 +3,6 @@ package memfile
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -65,16 +64,11 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		out = nil
 		var found []*state.Transfer
 		for _, t := range candidates(d, f.User, f.States, f.IDs) {
-			if matches(t, f) {
+			if f.Matches(t) {
 				found = append(found, t)
 			}
 		}
-		sort.Slice(found, func(i, j int) bool {
-			if !found[i].Created.Equal(found[j].Created.Time) {
-				return found[i].Created.Before(found[j].Created.Time)
-			}
-			return found[i].ID < found[j].ID
-		})
+		sort.Slice(found, func(i, j int) bool { return state.ListLess(found[i], found[j]) })
 		if f.Limit > 0 && len(found) > f.Limit {
 			found = found[:f.Limit]
 		}
@@ -122,21 +116,9 @@ func candidates(d *db, user string, states []state.State, ids []string) []*state
 	return out
 }
 
-func matches(t *state.Transfer, f state.Filter) bool {
-	return (f.User == "" || t.User == f.User) &&
-		(len(f.States) == 0 || slices.Contains(f.States, t.State)) &&
-		(len(f.IDs) == 0 || slices.Contains(f.IDs, t.ID)) &&
-		(f.Link == "" || t.Link() == f.Link)
-}
-
 // Summary counts transfers and lists those needing attention.
 func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
-	if o.StaleAfter <= 0 {
-		o.StaleAfter = 3 * 15 * time.Minute
-	}
-	if o.MaxListed <= 0 {
-		o.MaxListed = 100
-	}
+	o = o.WithDefaults()
 	var sum state.Summary
 	err := s.view(ctx, "summary", func(d *db, now time.Time) error {
 		sum = state.Summary{ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
