@@ -186,3 +186,17 @@ func LockID(user string) string { return "lock:" + user }
 
 // IsLockID reports whether a document ID names a run lock.
 func IsLockID(id string) bool { return strings.HasPrefix(id, "lock:") }
+
+// LockDocType is the "type" of run-lock documents.
+const LockDocType = "lock"
+
+// LockDoc is the stored run lock of one user, document LockID(user):
+// {holder, expire}. A released lock has no expire.
+type LockDoc struct {
+	ID     string `json:"_id"`
+	Rev    string `json:"_rev,omitempty"`
+	Type   string `json:"type"`
+	User   string `json:"user"`
+	Holder string `json:"holder"`
+	Expire Time   `json:"expire,omitzero"`
+}

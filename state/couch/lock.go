@@ -14,40 +14,26 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// lockType is the "type" of run-lock documents.
-const lockType = "lock"
-
-// lockDoc is the run-lock document lock:<user>. A released lock has no
-// expire.
-type lockDoc struct {
-	ID     string     `json:"_id"`
-	Rev    string     `json:"_rev,omitempty"`
-	Type   string     `json:"type"`
-	User   string     `json:"user"`
-	Holder string     `json:"holder"`
-	Expire state.Time `json:"expire,omitzero"`
-}
-
 // readLock returns the stored lock of user; ok is false if there is none.
-func (s *Store) readLock(ctx context.Context, user string) (lockDoc, bool, error) {
+func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, bool, error) {
 	docs, err := s.readKeys(ctx, []string{state.LockID(user)})
 	if err != nil {
-		return lockDoc{}, false, err
+		return state.LockDoc{}, false, err
 	}
 	raw, ok := docs[state.LockID(user)]
 	if !ok {
-		return lockDoc{}, false, nil
+		return state.LockDoc{}, false, nil
 	}
-	var d lockDoc
+	var d state.LockDoc
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return lockDoc{}, false, fmt.Errorf("lock document %s: %v: %w", state.LockID(user), err, state.ErrInvalid)
+		return state.LockDoc{}, false, fmt.Errorf("lock document %s: %v: %w", state.LockID(user), err, state.ErrInvalid)
 	}
 	return d, true, nil
 }
 
 // writeLock writes d revision-checked; it reports a conflict as errConflict.
-func (s *Store) writeLock(ctx context.Context, d lockDoc) (string, error) {
-	d.ID, d.Type = state.LockID(d.User), lockType
+func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) {
+	d.ID, d.Type = state.LockID(d.User), state.LockDocType
 	res, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
 		return "", err
@@ -112,7 +98,7 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 	err := lockLoop(ctx, func() error {
 		now := s.now()
 		exp := state.At(now.Add(ttl))
-		r, err := s.writeLock(ctx, lockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp})
+		r, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp})
 		if errors.Is(err, errConflict) {
 			// Only a renewal of ours whose answer was lost may have
 			// moved the revision; anything else is another writer.
@@ -143,7 +129,7 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
 	rev := l.Rev
 	err := lockLoop(ctx, func() error {
-		_, err := s.writeLock(ctx, lockDoc{Rev: rev, User: l.User, Holder: l.Holder})
+		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder})
 		if errors.Is(err, errConflict) {
 			d, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {

@@ -198,7 +198,7 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 		if cur != nil && cur.Holder != holder && cur.Expire.After(now) {
 			return &state.LockedError{User: user, Holder: cur.Holder, Expire: cur.Expire.String()}
 		}
-		l := &lockDoc{ID: id, Type: lockType, User: user, Holder: holder, Expire: state.At(now.Add(ttl))}
+		l := &state.LockDoc{ID: id, Type: state.LockDocType, User: user, Holder: holder, Expire: state.At(now.Add(ttl))}
 		if cur != nil {
 			l.Rev = cur.Rev
 		}

@@ -11,19 +11,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// lockType is the "type" of a run-lock document.
-const lockType = "lock"
-
-// lockDoc is the stored run lock of one user.
-type lockDoc struct {
-	ID     string     `json:"_id"`
-	Rev    string     `json:"_rev,omitempty"`
-	Type   string     `json:"type"`
-	User   string     `json:"user"`
-	Holder string     `json:"holder"`
-	Expire state.Time `json:"expire,omitzero"`
-}
-
 // invalidDoc is a stored document that is not a valid transfer: kept as it
 // is (so compaction does not lose it) and skipped by every call.
 type invalidDoc struct {
@@ -50,14 +37,14 @@ type span struct {
 type db struct {
 	docs    map[string]*state.Transfer
 	invalid map[string]invalidDoc
-	locks   map[string]*lockDoc
+	locks   map[string]*state.LockDoc
 	users   map[string]*userIndex
 	// at locates every transfer and invalid document in the file.
 	at map[string]span
 }
 
 func newDB() *db {
-	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*lockDoc{}, users: map[string]*userIndex{}, at: map[string]span{}}
+	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*state.LockDoc{}, users: map[string]*userIndex{}, at: map[string]span{}}
 }
 
 func (d *db) user(u string) *userIndex {
@@ -111,7 +98,7 @@ func (d *db) putInvalid(id string, raw []byte, reason string, sp span) {
 	d.invalid[id] = invalidDoc{raw: raw, reason: reason}
 }
 
-func (d *db) putLock(l *lockDoc) {
+func (d *db) putLock(l *state.LockDoc) {
 	if _, bad := d.invalid[l.ID]; bad {
 		delete(d.invalid, l.ID)
 		delete(d.at, l.ID)
@@ -156,13 +143,13 @@ func nextRev(rev string, suffix uint64) string {
 type tx struct {
 	d      *db
 	docs   map[string]*state.Transfer
-	locks  map[string]*lockDoc
+	locks  map[string]*state.LockDoc
 	order  []string // IDs in write order
 	revGen func() uint64
 }
 
 func newTx(d *db, revGen func() uint64) *tx {
-	return &tx{d: d, docs: map[string]*state.Transfer{}, locks: map[string]*lockDoc{}, revGen: revGen}
+	return &tx{d: d, docs: map[string]*state.Transfer{}, locks: map[string]*state.LockDoc{}, revGen: revGen}
 }
 
 // get returns the current transfer with id, or nil.
@@ -188,14 +175,14 @@ func (x *tx) put(t *state.Transfer) {
 	x.docs[t.ID] = t
 }
 
-func (x *tx) getLock(id string) *lockDoc {
+func (x *tx) getLock(id string) *state.LockDoc {
 	if l, ok := x.locks[id]; ok {
 		return l
 	}
 	return x.d.locks[id]
 }
 
-func (x *tx) putLock(l *lockDoc) {
+func (x *tx) putLock(l *state.LockDoc) {
 	l.Rev = nextRev(l.Rev, x.revGen())
 	if _, ok := x.locks[l.ID]; !ok {
 		x.order = append(x.order, l.ID)

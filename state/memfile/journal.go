@@ -193,7 +193,7 @@ func decodeDoc(raw []byte, d *anyDoc, in interner) error {
 	if d.ID == "" {
 		return fmt.Errorf("document without _id")
 	}
-	if d.Type == lockType {
+	if d.Type == state.LockDocType {
 		if d.User == "" || state.LockID(d.User) != d.ID {
 			return fmt.Errorf("lock document %s: user %q does not match its _id", d.ID, d.User)
 		}

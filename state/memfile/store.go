@@ -319,8 +319,8 @@ func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int64
 	switch {
 	case bad != "":
 		s.d.putInvalid(id, bytes.Clone(raw), bad, sp)
-	case d.Type == lockType:
-		s.d.putLock(&lockDoc{ID: d.ID, Rev: d.Rev, Type: lockType, User: d.User, Holder: d.Holder, Expire: d.Expire})
+	case d.Type == state.LockDocType:
+		s.d.putLock(&state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire})
 	default:
 		t := d.Transfer
 		s.d.put(&t, sp)
