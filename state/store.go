@@ -299,6 +299,28 @@ type MultiSubmitter interface {
 	SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error)
 }
 
+// ActivePager is an optional ability of a TransferState, found by type
+// assertion: listing the active transfers of a user a few jobs at a time, so
+// that an agent with many active transfers holds in memory only those of
+// the jobs it is checking. ActiveTransfers returns all of them at once.
+type ActivePager interface {
+	// ActiveJobs lists the FTS jobs of user's submitted transfers, in the
+	// order ActiveTransfers gives them, each with its number of submitted
+	// transfers, without the transfers themselves.
+	ActiveJobs(ctx context.Context, user string) ([]JobRef, error)
+	// ActiveTransfersOf returns the submitted transfers of user in the
+	// given jobs, grouped and ordered within each job as ActiveTransfers
+	// does, the jobs in the order given. A job with no submitted transfer
+	// of user (any more) is left out; an unknown job is not an error.
+	ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]Job, error)
+}
+
+// JobRef names an FTS job with active transfers: see ActivePager.
+type JobRef struct {
+	ID        string
+	Transfers int
+}
+
 // SplitResults cuts the results of a call on the items of several jobs,
 // concatenated in order, into one slice per job (sizes[i] items each).
 func SplitResults(res []Result, sizes []int) [][]Result {
