@@ -49,6 +49,7 @@ FUZZ_TARGETS := \
 	./state/couch:FuzzDecode \
 	./fts:FuzzParseStatus \
 	./fts:FuzzParseError \
+	./fts:FuzzUnquote \
 	./fts/ftstest:FuzzSubmit \
 	./srm:FuzzInterpretRun \
 	./srm:FuzzStorageXML \

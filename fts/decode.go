@@ -25,8 +25,8 @@ func (t *ftsTime) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, null) {
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	s, err := unquote(b)
+	if err != nil {
 		return fmt.Errorf("time: %w", err)
 	}
 	if s == "" {
@@ -72,7 +72,8 @@ func flexNumber(b []byte) (float64, error) {
 	}
 	s := string(b)
 	if strings.HasPrefix(s, `"`) {
-		if err := json.Unmarshal(b, &s); err != nil {
+		var err error
+		if s, err = unquote(b); err != nil {
 			return 0, err
 		}
 		if s == "" {
@@ -94,8 +95,7 @@ func (s *flexString) UnmarshalJSON(b []byte) error {
 	case bytes.Equal(b, null):
 		return nil
 	case len(b) > 0 && b[0] == '"':
-		var v string
-		err := json.Unmarshal(b, &v)
+		v, err := unquote(b)
 		*s = flexString(v)
 		return err
 	case len(b) > 0 && (b[0] == '{' || b[0] == '['):
@@ -103,4 +103,26 @@ func (s *flexString) UnmarshalJSON(b []byte) error {
 	}
 	*s = flexString(b)
 	return nil
+}
+
+// unquote decodes the JSON string b. A status reply holds tens of thousands
+// of plain strings (states, URLs, times): those, printable ASCII without
+// escapes, are copied directly; anything else goes through encoding/json,
+// so the result is always what encoding/json gives.
+func unquote(b []byte) (string, error) {
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		plain := true
+		for _, c := range b[1 : len(b)-1] {
+			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(b[1 : len(b)-1]), nil
+		}
+	}
+	var s string
+	err := json.Unmarshal(b, &s)
+	return s, err
 }
