@@ -45,13 +45,7 @@ func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *iden
 		if fields != nil {
 			files := make([]map[string]any, 0, len(j.files))
 			for _, f := range j.files {
-				all, sub := fileJSON(f), map[string]any{}
-				for _, k := range fields {
-					if v, ok := all[k]; ok {
-						sub[k] = v
-					}
-				}
-				files = append(files, sub)
+				files = append(files, fileSubset(f, fields))
 			}
 			d["files"] = files
 		}

@@ -68,57 +68,87 @@ func jobJSON(j *job) map[string]any {
 	}
 }
 
-// fileJSON is the file as FTS serialises it (model/file.py).
+// fileFields renders each attribute of a file as FTS serialises it
+// (model/file.py). A status query names the few it wants (?files=...), so
+// each is computed only when asked for.
+var fileFields = map[string]func(f *file) any{
+	"file_id":        func(f *file) any { return f.id },
+	"hashed_id":      func(f *file) any { return f.hashedID },
+	"file_index":     func(f *file) any { return f.index },
+	"job_id":         func(f *file) any { return f.job.id },
+	"dest_surl_uuid": func(*file) any { return nil },
+	"vo_name":        func(f *file) any { return f.job.vo },
+	"source_se":      func(f *file) any { return f.sourceSE },
+	"dest_se":        func(f *file) any { return f.destSE },
+	"priority":       func(f *file) any { return f.job.priority },
+	"file_state":     func(f *file) any { return f.state },
+	"transfer_host":  func(f *file) any { return strOrNull(f.host) },
+	"source_surl":    func(f *file) any { return f.sourceSURL },
+	"dest_surl":      func(f *file) any { return f.destSURL },
+	"staging_host":   func(*file) any { return nil },
+	"reason": func(f *file) any {
+		if f.reasonSet {
+			return f.reason
+		}
+		return nil
+	},
+	"recoverable": func(f *file) any {
+		if f.recoverable != nil {
+			return *f.recoverable
+		}
+		return nil
+	},
+	"filesize":             func(f *file) any { return f.filesize },
+	"checksum":             func(f *file) any { return f.checksum },
+	"finish_time":          func(f *file) any { return timeOrNull(f.finishTime) },
+	"start_time":           func(f *file) any { return timeOrNull(f.startTime) },
+	"archive_start_time":   func(*file) any { return nil },
+	"archive_finish_time":  func(*file) any { return nil },
+	"internal_file_params": func(*file) any { return nil },
+	"pid": func(f *file) any {
+		if f.startTime != nil {
+			return 10000 + f.id%50000
+		}
+		return nil
+	},
+	"tx_duration":        func(f *file) any { return f.txDuration },
+	"throughput":         func(f *file) any { return f.throughput },
+	"retry":              func(f *file) any { return f.retry },
+	"user_filesize":      func(f *file) any { return f.userFilesize },
+	"file_metadata":      func(f *file) any { return f.metadata },
+	"staging_start":      func(f *file) any { return timeOrNull(f.stagingStart) },
+	"staging_finished":   func(f *file) any { return timeOrNull(f.stagingFinished) },
+	"selection_strategy": func(f *file) any { return f.selectionStrategy },
+	"bringonline_token":  func(*file) any { return nil },
+	"log_file": func(f *file) any {
+		if f.startTime != nil {
+			return fmt.Sprintf("/var/log/fts3/transfers/%s/%d.log", f.startTime.UTC().Format("2006-01-02"), f.id)
+		}
+		return nil
+	},
+	"log_debug": func(*file) any { return nil },
+	"activity":  func(f *file) any { return f.activity },
+}
+
+// fileJSON is the file as FTS serialises it, every attribute.
 func fileJSON(f *file) map[string]any {
-	var rec, pid, logFile, reason any
-	if f.reasonSet {
-		reason = f.reason
+	m := make(map[string]any, len(fileFields))
+	for k, field := range fileFields {
+		m[k] = field(f)
 	}
-	if f.recoverable != nil {
-		rec = *f.recoverable
+	return m
+}
+
+// fileSubset is the file with only the named attributes (unknown names are
+// left out, as FTS does).
+func fileSubset(f *file, names []string) map[string]any {
+	m := make(map[string]any, len(names))
+	for _, k := range names {
+		if field, ok := fileFields[k]; ok {
+			m[k] = field(f)
+		}
 	}
-	if f.startTime != nil {
-		pid = 10000 + f.id%50000
-		logFile = fmt.Sprintf("/var/log/fts3/transfers/%s/%d.log", f.startTime.UTC().Format("2006-01-02"), f.id)
-	}
-	return map[string]any{
-		"file_id":              f.id,
-		"hashed_id":            f.hashedID,
-		"file_index":           f.index,
-		"job_id":               f.job.id,
-		"dest_surl_uuid":       nil,
-		"vo_name":              f.job.vo,
-		"source_se":            f.sourceSE,
-		"dest_se":              f.destSE,
-		"priority":             f.job.priority,
-		"file_state":           f.state,
-		"transfer_host":        strOrNull(f.host),
-		"source_surl":          f.sourceSURL,
-		"dest_surl":            f.destSURL,
-		"staging_host":         nil,
-		"reason":               reason,
-		"recoverable":          rec,
-		"filesize":             f.filesize,
-		"checksum":             f.checksum,
-		"finish_time":          timeOrNull(f.finishTime),
-		"start_time":           timeOrNull(f.startTime),
-		"archive_start_time":   nil,
-		"archive_finish_time":  nil,
-		"internal_file_params": nil,
-		"pid":                  pid,
-		"tx_duration":          f.txDuration,
-		"throughput":           f.throughput,
-		"retry":                f.retry,
-		"user_filesize":        f.userFilesize,
-		"file_metadata":        f.metadata,
-		"staging_start":        timeOrNull(f.stagingStart),
-		"staging_finished":     timeOrNull(f.stagingFinished),
-		"selection_strategy":   f.selectionStrategy,
-		"bringonline_token":    nil,
-		"log_file":             logFile,
-		"log_debug":            nil,
-		"activity":             f.activity,
-	}
+	return m
 }
 
 // retryJSON is one row of GET /jobs/{id}/files/{fid}/retries.
