@@ -48,6 +48,10 @@ type world struct {
 	src, dst string
 	rng      *rand.Rand
 	log      *logrus.Logger
+	// wrap, if set, wraps the store of an agent built without one.
+	wrap func(agent.Store) agent.Store
+	// monitorGroup is the MonitorGroup of config (0: the default).
+	monitorGroup int
 }
 
 func requireGfalRm(t testing.TB) {
@@ -123,6 +127,7 @@ func (w *world) config(owner string) agent.Config {
 		FTSRetry:       -1, // aso retries, not FTS
 		PhaseTimeout:   20 * time.Second,
 		DeleteTimeout:  30 * time.Second,
+		MonitorGroup:   w.monitorGroup,
 		Now:            w.clk.Now,
 		Sleep:          func(d time.Duration, _ <-chan struct{}) { w.clk.Advance(d) },
 	}
@@ -132,6 +137,9 @@ func (w *world) agent(cfg agent.Config, store agent.Store) *agent.Agent {
 	w.t.Helper()
 	if store == nil {
 		store = w.open(cfg.Owner)
+		if w.wrap != nil {
+			store = w.wrap(store)
+		}
 	}
 	a, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log)
 	must(w.t, err)
