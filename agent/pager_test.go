@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -15,18 +16,27 @@ import (
 
 // pagedStore lists active transfers a few jobs at a time
 // (state.ActivePager): through the wrapped store's own ability when it has
-// one, otherwise by filtering its ActiveTransfers. It records what the
-// agent asked of it, and fails the ActiveTransfersOf calls fail picks.
+// one; otherwise ActiveJobs notes the transfer IDs of each job from
+// ActiveTransfers, and ActiveTransfersOf reads those of the jobs asked for
+// by ID (List), so that it holds only them, as a store with the ability
+// does. It records what the agent asked of it, and fails the
+// ActiveTransfersOf calls fail picks.
 type pagedStore struct {
 	agent.Store
 	// fail, if set, is asked before ActiveTransfersOf call n (from 1);
 	// a non-nil error fails the call.
 	fail func(n int, jobs []string) error
+	// frozen: ActiveJobs answers the listing it last made, without reading
+	// the transfers again, like a store with an index of jobs (for
+	// measurements in which no job ends).
+	frozen bool
 
 	mu        sync.Mutex
-	lists     int         // ActiveJobs calls: one per pass
-	of        []pagedCall // every ActiveTransfersOf call
-	transient []int       // items of every SetTransientState call
+	refs      []state.JobRef      // the last ActiveJobs listing
+	ids       map[string][]string // job -> its transfer IDs, in order, at the last ActiveJobs
+	lists     int                 // ActiveJobs calls: one per pass
+	of        []pagedCall         // every ActiveTransfersOf call
+	transient []int               // items of every SetTransientState call
 }
 
 // pagedCall is one ActiveTransfersOf call.
@@ -46,55 +56,91 @@ func (p *pagedStore) ActiveJobs(ctx context.Context, user string) ([]state.JobRe
 	if ap, ok := p.Store.(state.ActivePager); ok {
 		return ap.ActiveJobs(ctx, user)
 	}
+	if p.frozen {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return slices.Clone(p.refs), nil
+	}
 	jobs, err := p.Store.ActiveTransfers(ctx, user)
 	if err != nil {
 		return nil, err
 	}
 	refs := make([]state.JobRef, len(jobs))
+	ids := make(map[string][]string, len(jobs))
 	for i, j := range jobs {
 		refs[i] = state.JobRef{ID: j.ID, Transfers: len(j.Transfers)}
+		for _, t := range j.Transfers {
+			ids[j.ID] = append(ids[j.ID], t.ID)
+		}
 	}
+	p.mu.Lock()
+	p.refs, p.ids = refs, ids
+	p.mu.Unlock()
 	return refs, nil
 }
 
-func (p *pagedStore) ActiveTransfersOf(ctx context.Context, user string, ids []string) ([]state.Job, error) {
+func (p *pagedStore) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
 	p.mu.Lock()
-	p.of = append(p.of, pagedCall{pass: p.lists, jobs: slices.Clone(ids)})
+	p.of = append(p.of, pagedCall{pass: p.lists, jobs: slices.Clone(jobs)})
 	n := len(p.of)
 	p.mu.Unlock()
-	jobs, err := p.list(ctx, user, ids, n)
+	out, err := p.list(ctx, user, jobs, n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	call := &p.of[n-1]
 	call.err = err
-	for _, j := range jobs {
+	for _, j := range out {
 		call.transfers += len(j.Transfers)
 	}
-	return jobs, err
+	return out, err
 }
 
-func (p *pagedStore) list(ctx context.Context, user string, ids []string, n int) ([]state.Job, error) {
+func (p *pagedStore) list(ctx context.Context, user string, jobs []string, n int) ([]state.Job, error) {
 	if p.fail != nil {
-		if err := p.fail(n, ids); err != nil {
+		if err := p.fail(n, jobs); err != nil {
 			return nil, err
 		}
 	}
 	if ap, ok := p.Store.(state.ActivePager); ok {
-		return ap.ActiveTransfersOf(ctx, user, ids)
+		return ap.ActiveTransfersOf(ctx, user, jobs)
 	}
-	all, err := p.Store.ActiveTransfers(ctx, user)
+	// the IDs asked for, ranked in the order of the result
+	var ids []string
+	jobOf := map[string]string{}
+	p.mu.Lock()
+	for _, j := range jobs {
+		for _, id := range p.ids[j] {
+			ids = append(ids, id)
+			jobOf[id] = j
+		}
+	}
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rank := make(map[string]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	ts, err := p.Store.List(ctx, state.Filter{User: user, States: []state.State{state.StateSubmitted}, IDs: ids})
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]state.Job, len(all))
-	for _, j := range all {
-		byID[j.ID] = j
-	}
-	var out []state.Job
-	for _, id := range ids {
-		if j, ok := byID[id]; ok {
-			out = append(out, j)
+	kept := ts[:0]
+	for _, t := range ts {
+		if jobOf[t.ID] == t.FTSJob {
+			kept = append(kept, t)
 		}
+	}
+	sort.Slice(kept, func(a, b int) bool { return rank[kept[a].ID] < rank[kept[b].ID] })
+	var out []state.Job
+	for len(kept) > 0 {
+		n := 1
+		for n < len(kept) && kept[n].FTSJob == kept[0].FTSJob {
+			n++
+		}
+		out = append(out, state.Job{ID: kept[0].FTSJob, Transfers: kept[:n:n]})
+		kept = kept[n:]
 	}
 	return out, nil
 }
