@@ -394,3 +394,29 @@ func TestAgent_MonitorGroups_OneGroupFails(t *testing.T) {
 		t.Fatalf("ActiveTransfersOf calls %+v: want 5 groups in pass 1, the second failed, and more after", calls)
 	}
 }
+
+// TestAgent_MonitorGroups_JobOverBound: a job larger than the bound is a
+// group of its own, never split and never skipped.
+func TestAgent_MonitorGroups_JobOverBound(t *testing.T) {
+	w, store := pagedWorld(t, ftstest.Options{}, 2)
+	reqs := w.goodRequests(9)
+	cfg := w.config("agent-1")
+	cfg.MaxFilesPerJob = 3
+	if err := w.agent(cfg, nil).Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Errorf("%s: %s, want done", r.ID(), got.State)
+		}
+	}
+	calls := store().calls()
+	if len(calls) != 3 {
+		t.Fatalf("%d groups, want 3 (one per job of 3 files)", len(calls))
+	}
+	for i, c := range calls {
+		if len(c.jobs) != 1 || c.transfers != 3 {
+			t.Errorf("group %d: %d jobs, %d transfers; want 1 job of 3", i+1, len(c.jobs), c.transfers)
+		}
+	}
+}
