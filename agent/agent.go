@@ -30,6 +30,7 @@ type Agent struct {
 	cfg     Config
 	store   Store
 	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
+	pager   state.ActivePager    // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -83,6 +84,9 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	a.store = fencedStore{instrumentedStore{store, m}, a}
 	if ms, ok := store.(state.MultiSubmitter); ok {
 		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
+	}
+	if ap, ok := store.(state.ActivePager); ok {
+		a.pager = instrumentedPager{ap, m} // reads: not fenced
 	}
 	return a, nil
 }

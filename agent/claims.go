@@ -22,10 +22,11 @@ type claims struct {
 
 func newClaims() *claims { return &claims{held: map[string]*state.Transfer{}} }
 
+// add holds the transfers of ts, in place: the caller gives ts up (it
+// lives on while any of its transfers is held).
 func (c *claims) add(ts []state.Transfer) {
 	for i := range ts {
-		t := ts[i]
-		c.held[t.ID] = &t
+		c.held[ts[i].ID] = &ts[i]
 	}
 }
 
@@ -41,6 +42,16 @@ func (c *claims) get(ids []string) []state.Transfer {
 	return out
 }
 
+// each calls f with each held transfer among ids, in order, skipping those
+// no longer held. f must not keep the pointer past the caller's hold of mu.
+func (c *claims) each(ids []string, f func(*state.Transfer)) {
+	for _, id := range ids {
+		if t, ok := c.held[id]; ok {
+			f(t)
+		}
+	}
+}
+
 func (c *claims) all() []state.Transfer {
 	out := make([]state.Transfer, 0, len(c.held))
 	for _, t := range c.held {
@@ -49,13 +60,14 @@ func (c *claims) all() []state.Transfer {
 	return out
 }
 
-// update applies the results of a write on ts: successful items get their
-// new revision (and the change made by mutate, if any); items that failed
-// with ErrLeaseLost are dropped. It returns the successful transfers.
-func (c *claims) update(ts []state.Transfer, res []state.Result, mutate func(*state.Transfer)) (ok []state.Transfer, lost []state.Result) {
-	ok = make([]state.Transfer, 0, len(res))
+// update applies the results of a write of n items: successful items get
+// their new revision (and the change made by mutate, if any); items that
+// failed with ErrLeaseLost are dropped. It returns the IDs of the
+// successful ones.
+func (c *claims) update(n int, res []state.Result, mutate func(*state.Transfer)) (ok []string, lost []state.Result) {
+	ok = make([]string, 0, len(res))
 	for i, r := range res {
-		if i >= len(ts) {
+		if i >= n {
 			break
 		}
 		t, held := c.held[r.ID]
@@ -65,7 +77,7 @@ func (c *claims) update(ts []state.Transfer, res []state.Result, mutate func(*st
 			if mutate != nil {
 				mutate(t)
 			}
-			ok = append(ok, *t)
+			ok = append(ok, r.ID)
 		case errors.Is(r.Err, state.ErrLeaseLost):
 			delete(c.held, r.ID)
 			lost = append(lost, r)
@@ -235,7 +247,7 @@ func (k *keeper) renewLeases(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	_, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.LeaseExpires = state.At(now.Add(a.cfg.Policy.LeaseTTL)) })
+	_, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.LeaseExpires = state.At(now.Add(a.cfg.Policy.LeaseTTL)) })
 	if len(lost) > 0 {
 		return time.Time{}, fmt.Errorf("lease of %d transfers lost (first %s: %v): %w", len(lost), lost[0].ID, lost[0].Err, state.ErrLeaseLost)
 	}

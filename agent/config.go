@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -45,6 +46,13 @@ type Config struct {
 	MaxRuntime     time.Duration // stop (gracefully) after this long; 0 = no limit
 	DryRun         bool          // claim nothing; report what would be submitted
 
+	// MonitorGroup bounds the transfers the monitor phase holds at a time
+	// when the store lists active transfers a few jobs at a time
+	// (state.ActivePager): whole jobs, at least one per group. Default:
+	// 10 x BatchSize, and at least fts.MaxJobsPerQuery full jobs, so that
+	// one status request asks about a full hundred jobs.
+	MonitorGroup int
+
 	// FTS job parameters.
 	VerifyChecksum bool
 	Overwrite      bool
@@ -76,6 +84,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.BatchSize, DefaultBatchSize)
 	def(&c.MaxFilesPerJob, DefaultMaxFilesPerJob)
+	def(&c.MonitorGroup, max(10*c.BatchSize, fts.MaxJobsPerQuery*c.MaxFilesPerJob))
 	defd(&c.Interval, DefaultInterval)
 	defd(&c.UpdateWindow, DefaultUpdateWindow)
 	defd(&c.LockTTL, DefaultLockTTL)

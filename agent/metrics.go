@@ -165,3 +165,17 @@ func (s instrumentedMulti) PrepareSubmits(ctx context.Context, jobs []state.Prep
 func (s instrumentedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
 	return timed(s.m, "set_transfer_id", func() ([][]state.Result, error) { return s.MultiSubmitter.SetTransferIDs(ctx, jobs) })
 }
+
+// instrumentedPager times the paged listing of a store that has it.
+type instrumentedPager struct {
+	state.ActivePager
+	m *Metrics
+}
+
+func (s instrumentedPager) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	return timed(s.m, "active_jobs", func() ([]state.JobRef, error) { return s.ActivePager.ActiveJobs(ctx, user) })
+}
+
+func (s instrumentedPager) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
+	return timed(s.m, "active_transfers_of", func() ([]state.Job, error) { return s.ActivePager.ActiveTransfersOf(ctx, user, jobs) })
+}

@@ -10,8 +10,15 @@ import (
 )
 
 // outcome is a terminal result found by the monitor phase, to be recorded.
+// It points at the transfer in the group's listing instead of copying it:
+// the group holds every transfer once, and the record phase copies only
+// those it writes.
 type outcome struct {
-	term state.Terminal
+	t         *state.Transfer
+	job       string
+	outcome   state.Outcome
+	reason    string
+	retryable bool
 	// deleteDest: the destination copy must be deleted before recording
 	// (a failed or cancelled transfer may have left a partial file). Never
 	// for a lost job: nothing says that job wrote the file at the
@@ -21,22 +28,101 @@ type outcome struct {
 	deleteDest bool
 }
 
-// monitorPhase queries FTS for every active job of the user in bulk, records
-// progress of running transfers, cancels those with kill_requested, and
-// returns the terminal outcomes.
-func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
-	log := a.log.WithField(FieldPhase, "monitor")
+// terminal is the SetTerminalState item of o.
+func (o *outcome) terminal() state.Terminal {
+	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, FTSJob: o.job}
+}
+
+// monitorPhase checks the user's active transfers in FTS and records their
+// outcomes, one group of jobs at a time when the store can list them so
+// (state.ActivePager): for each group it reads the group's transfers,
+// queries FTS, records progress, cancels kills, deletes destinations and
+// records outcomes, and lets the group go before the next, so the agent
+// holds the transfers of one group at a time. Without the ability, every
+// active transfer is one group. A group whose listing or status fails is
+// skipped this pass (an error of the pass); the others go on. The time
+// spent is added to ps.Monitor and ps.Record.
+func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
+	if a.pager == nil {
+		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
+			return a.store.ActiveTransfers(ctx, a.cfg.User)
+		})
+		return
+	}
+	start := a.cfg.Now()
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	jobs, err := a.store.ActiveTransfers(ctx, a.cfg.User)
+	refs, err := a.pager.ActiveJobs(ctx, a.cfg.User)
+	cancel()
+	ps.Monitor += a.cfg.Now().Sub(start)
+	if err != nil {
+		ps.Errors++
+		a.log.WithField(FieldPhase, "monitor").WithError(err).Error("listing active jobs failed; retried next pass")
+		return
+	}
+	for _, g := range groupJobs(refs, a.cfg.MonitorGroup, fts.MaxJobsPerQuery) {
+		if work.Err() != nil {
+			return // ownership lost: nothing more may be written
+		}
+		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
+			return a.pager.ActiveTransfersOf(ctx, a.cfg.User, g)
+		})
+	}
+}
+
+// groupJobs cuts jobs into consecutive groups of whole jobs holding at most
+// bound transfers each (a job larger than bound is a group of its own). A
+// group the bound closes after more than perQuery jobs is cut back to a
+// multiple of perQuery jobs, the rest starting the next group, so that
+// every FTS status request but the last asks about perQuery jobs.
+func groupJobs(jobs []state.JobRef, bound, perQuery int) [][]string {
+	var out [][]string
+	for s := 0; s < len(jobs); {
+		e, n := s, 0
+		for e < len(jobs) && (e == s || n+jobs[e].Transfers <= bound) {
+			n += jobs[e].Transfers
+			e++
+		}
+		if k := e - s; e < len(jobs) && k > perQuery {
+			e = s + k - k%perQuery
+		}
+		ids := make([]string, e-s)
+		for i := range ids {
+			ids[i] = jobs[s+i].ID
+		}
+		out = append(out, ids)
+		s = e
+	}
+	return out
+}
+
+// monitorGroup lists one group's transfers with list (under the phase
+// timeout), checks them in FTS and records their outcomes.
+func (a *Agent) monitorGroup(work context.Context, ps *PassStats, list func(context.Context) ([]state.Job, error)) {
+	start := a.cfg.Now()
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	jobs, err := list(ctx)
 	cancel()
 	if err != nil {
 		ps.Errors++
-		log.WithError(err).Error("listing active transfers failed; retried next pass")
-		return nil
+		ps.Monitor += a.cfg.Now().Sub(start)
+		a.log.WithField(FieldPhase, "monitor").WithError(err).Error("listing active transfers failed; retried next pass")
+		return
 	}
+	outs := a.check(work, jobs, ps)
+	mid := a.cfg.Now()
+	ps.Monitor += mid.Sub(start)
+	a.recordPhase(work, outs, ps)
+	ps.Record += a.cfg.Now().Sub(mid)
+}
+
+// check queries FTS for jobs in bulk, records progress of running
+// transfers, cancels those with kill_requested, and returns the terminal
+// outcomes (pointing into jobs).
+func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []outcome {
 	if len(jobs) == 0 {
 		return nil
 	}
+	log := a.log.WithField(FieldPhase, "monitor")
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
@@ -49,9 +135,9 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 		log.WithError(err).Error("FTS status failed")
 		return nil
 	}
-	byJob := make(map[string]fts.JobStatus, len(sts))
-	for _, st := range sts {
-		byJob[st.JobID] = st
+	byJob := make(map[string]*fts.JobStatus, len(sts))
+	for i := range sts {
+		byJob[sts[i].JobID] = &sts[i]
 	}
 	now := a.cfg.Now()
 	n := 0
@@ -60,81 +146,83 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) []outcome {
 	}
 	outs := make([]outcome, 0, n) // room for all: with fast transfers most end here
 	var transients []state.Transient
-	kills := map[string][]int64{}
-	killed := map[int64]state.Transfer{}
-	running := map[int64]bool{} // killed files that were ACTIVE at this poll
+	var kills []kill
 	for _, j := range jobs {
-		st, ok := byJob[j.ID]
-		if !ok || st.Err != nil {
+		st := byJob[j.ID]
+		if st == nil || st.Err != nil {
 			ps.Errors++
 			ps.Active += len(j.Transfers)
-			log.WithField(FieldJob, j.ID).WithError(st.Err).Warn("no status for job this pass")
+			var serr error
+			if st != nil {
+				serr = st.Err
+			}
+			log.WithField(FieldJob, j.ID).WithError(serr).Warn("no status for job this pass")
 			continue
 		}
 		if st.Lost {
-			for _, t := range j.Transfers {
+			for i := range j.Transfers {
 				// the destination is left alone (see outcome.deleteDest)
-				outs = append(outs, outcome{
-					term: state.Terminal{Transfer: t, Outcome: state.OutcomeLost, FTSJob: j.ID, Reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)},
-				})
+				outs = append(outs, outcome{t: &j.Transfers[i], job: j.ID, outcome: state.OutcomeLost,
+					reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)})
 			}
 			continue
 		}
-		files := make(map[string]fts.FileStatus, len(st.Files))
-		for _, f := range st.Files {
-			files[f.TransferID()] = f
+		files := make(map[string]int, len(st.Files))
+		for i := range st.Files {
+			files[st.Files[i].TransferID()] = i
 		}
-		for _, t := range j.Transfers {
-			f, ok := files[t.ID]
+		for i := range j.Transfers {
+			t := &j.Transfers[i]
+			k, ok := files[t.ID]
 			if !ok {
 				if fts.TerminalJobState(st.State) {
-					outs = append(outs, outcome{term: state.Terminal{Transfer: t, Outcome: state.OutcomeLost, FTSJob: j.ID,
-						Reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)}})
+					outs = append(outs, outcome{t: t, job: j.ID, outcome: state.OutcomeLost,
+						reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)})
 				} else {
 					ps.Active++
 				}
 				continue
 			}
+			f := &st.Files[k]
 			if o, done := fileOutcome(t, j.ID, f); done {
 				outs = append(outs, o)
 				continue
 			}
 			ps.Active++
 			if t.KillRequested {
-				kills[j.ID] = append(kills[j.ID], f.FileID)
-				killed[f.FileID] = t
-				running[f.FileID] = f.State == "ACTIVE"
+				kills = append(kills, kill{t: t, job: j.ID, fileID: f.FileID, running: f.State == "ACTIVE"})
 			}
-			if a.progressDue(&t, f, now) {
-				transients = append(transients, state.Transient{Transfer: t, Progress: state.Progress{
+			if a.progressDue(t, f, now) {
+				transients = append(transients, state.Transient{Transfer: *t, Progress: state.Progress{
 					FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason, FileID: f.FileID,
 				}})
 			}
 		}
 	}
 	a.setTransient(work, transients, ps)
-	outs = append(outs, a.cancelKilled(work, kills, killed, running, ps)...)
-	return outs
+	return a.cancelKilled(work, kills, outs, ps)
 }
 
 // fileOutcome maps a terminal FTS file state to the outcome to record.
-func fileOutcome(t state.Transfer, job string, f fts.FileStatus) (outcome, bool) {
-	term := state.Terminal{Transfer: t, FTSJob: job, Reason: f.Reason}
+func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, bool) {
+	o := outcome{t: t, job: job, reason: f.Reason}
 	switch f.State {
 	case "FINISHED":
-		term.Outcome = state.OutcomeDone
-		return outcome{term: term}, true
+		o.outcome = state.OutcomeDone
+		return o, true
 	case "CANCELED":
 		if t.KillRequested {
-			term.Outcome, term.Reason = state.OutcomeKilled, "killed by request: "+orDefault(f.Reason, "canceled in FTS")
-			return outcome{term: term, deleteDest: true}, true
+			o.outcome, o.reason = state.OutcomeKilled, "killed by request: "+orDefault(f.Reason, "canceled in FTS")
+			o.deleteDest = true
+			return o, true
 		}
 		fallthrough
 	case "FAILED", "NOT_USED":
-		term.Outcome = state.OutcomeFailed
-		term.Reason = orDefault(f.Reason, "FTS reported "+f.State+" without a reason")
-		term.Retryable = Retryable(term.Reason)
-		return outcome{term: term, deleteDest: ownsDestination(term.Reason)}, true
+		o.outcome = state.OutcomeFailed
+		o.reason = orDefault(f.Reason, "FTS reported "+f.State+" without a reason")
+		o.retryable = Retryable(o.reason)
+		o.deleteDest = ownsDestination(o.reason)
+		return o, true
 	}
 	return outcome{}, false
 }
@@ -142,7 +230,7 @@ func fileOutcome(t state.Transfer, job string, f fts.FileStatus) (outcome, bool)
 // progressDue: record progress when FTS reports something new, or when the
 // transfer was not touched for half the update window (so every active
 // transfer is touched at least once per window).
-func (a *Agent) progressDue(t *state.Transfer, f fts.FileStatus, now time.Time) bool {
+func (a *Agent) progressDue(t *state.Transfer, f *fts.FileStatus, now time.Time) bool {
 	p := t.Progress
 	if p == nil || p.FTSState != f.State || p.Retries != f.Retry || p.Reason != f.Reason || t.FTSFileID != f.FileID {
 		return true
@@ -171,15 +259,33 @@ func (a *Agent) setTransient(work context.Context, items []state.Transient, ps *
 	a.metrics.count("progress", n)
 }
 
+// kill is a running transfer with kill_requested, to cancel in FTS.
+type kill struct {
+	t       *state.Transfer
+	job     string
+	fileID  int64
+	running bool // the file was ACTIVE at this poll
+}
+
 // cancelKilled cancels in FTS the running files of transfers with
-// kill_requested (one request per job) and returns those FTS reports
-// cancelled as killed outcomes; the others are seen cancelled next pass.
-// The destination of a file cancelled before it was ACTIVE is left alone:
-// url-copy never ran for it, so whatever is there is not its doing (it may
-// be a file FTS would have refused to overwrite).
-func (a *Agent) cancelKilled(work context.Context, kills map[string][]int64, killed map[int64]state.Transfer, running map[int64]bool, ps *PassStats) []outcome {
-	var outs []outcome
-	for job, fids := range kills {
+// kill_requested (one request per job) and appends those FTS reports
+// cancelled to outs as killed outcomes; the others are seen cancelled next
+// pass. The destination of a file cancelled before it was ACTIVE is left
+// alone: url-copy never ran for it, so whatever is there is not its doing
+// (it may be a file FTS would have refused to overwrite).
+func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome, ps *PassStats) []outcome {
+	// kills are in job order: one request per run of the same job
+	for len(kills) > 0 {
+		n := 1
+		for n < len(kills) && kills[n].job == kills[0].job {
+			n++
+		}
+		job, ks := kills[0].job, kills[:n]
+		kills = kills[n:]
+		fids := make([]int64, len(ks))
+		for i, k := range ks {
+			fids[i] = k.fileID
+		}
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 		states, err := a.fts.CancelFiles(ctx, job, fids)
 		cancel()
@@ -189,13 +295,12 @@ func (a *Agent) cancelKilled(work context.Context, kills map[string][]int64, kil
 			log.WithError(err).Error("cancelling killed transfers failed; retried next pass")
 			continue
 		}
-		for i, fid := range fids {
-			t := killed[fid]
-			log.WithField(FieldTransfer, t.ID).Info("kill requested: cancelled in FTS")
+		for i, k := range ks {
+			log.WithField(FieldTransfer, k.t.ID).Info("kill requested: cancelled in FTS")
 			if i < len(states) && states[i] == "CANCELED" {
 				ps.Active--
-				outs = append(outs, outcome{term: state.Terminal{Transfer: t, Outcome: state.OutcomeKilled, FTSJob: job,
-					Reason: "killed by request: canceled in FTS"}, deleteDest: running[fid]})
+				outs = append(outs, outcome{t: k.t, job: job, outcome: state.OutcomeKilled,
+					reason: "killed by request: canceled in FTS", deleteDest: k.running})
 			}
 		}
 	}

@@ -5,18 +5,21 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
 // recordPhase passes the write fence, deletes the destination copies of
-// failed, cancelled and lost transfers (in one batch, under a timeout), then
-// persists every outcome in one SetTerminalState call. An outcome whose deletion failed is not recorded
-// this pass, so the deletion is retried next pass (the transfer is still
-// submitted and FTS reports it again; a deletion gfal-rm skipped after a
-// hang on the same storage counts as no attempt, MaxDeleteSkips times at
-// most); after MaxDeleteAttempts it is recorded
-// anyway with the deletion failure in its reason, so no outcome is lost.
+// failed and cancelled transfers among outs (in one batch, under a
+// timeout), then persists their outcomes in one SetTerminalState call. An
+// outcome whose deletion failed is not recorded this pass, so the deletion
+// is retried next pass (the transfer is still submitted and FTS reports it
+// again; a deletion gfal-rm skipped after a hang on the same storage counts
+// as no attempt, MaxDeleteSkips times at most); after MaxDeleteAttempts it
+// is recorded anyway with the deletion failure in its reason, so no outcome
+// is lost.
 func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats) {
 	if len(outs) == 0 {
 		return
@@ -32,8 +35,9 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 	}
 	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
-	for _, o := range outs {
-		id := o.term.Transfer.ID
+	for i := range outs {
+		o := &outs[i]
+		id := o.t.ID
 		if msg, failed := failedDelete[id]; failed {
 			if skipped[id] && a.deleteSkips[id] < MaxDeleteSkips {
 				// never attempted: no attempt counted, retried next pass
@@ -46,10 +50,10 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 				ps.Unrecorded++
 				continue
 			}
-			o.term.Reason += "; destination copy not deleted: " + msg
+			o.reason += "; destination copy not deleted: " + msg
 			log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
 		}
-		terms = append(terms, o.term)
+		terms = append(terms, o.terminal())
 	}
 	if len(terms) == 0 {
 		return
@@ -63,28 +67,32 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		log.WithError(err).Error("recording outcomes failed; retried next pass")
 		return
 	}
+	info := log.Logger.IsLevelEnabled(logrus.InfoLevel)
 	for i, r := range res {
 		if i >= len(terms) {
 			break
 		}
-		t := terms[i]
-		l := log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob)
+		t := &terms[i]
 		switch {
 		case r.Err == nil:
 			delete(a.deleteFailures, r.ID)
 			delete(a.deleteSkips, r.ID)
 			a.countOutcome(t, ps)
-			l.WithField("outcome", t.Outcome).WithField("reason", t.Reason).Info("outcome recorded")
+			if info {
+				// one line per transfer: built only when it is written
+				log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithField("outcome", t.Outcome).
+					WithField("reason", t.Reason).Info("outcome recorded")
+			}
 		case errors.Is(r.Err, state.ErrLeaseLost):
-			l.WithError(r.Err).Warn("outcome not recorded: the transfer moved on")
+			log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithError(r.Err).Warn("outcome not recorded: the transfer moved on")
 		default:
 			ps.Unrecorded++
-			l.WithError(r.Err).Error("outcome not recorded; retried next pass")
+			log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithError(r.Err).Error("outcome not recorded; retried next pass")
 		}
 	}
 }
 
-func (a *Agent) countOutcome(t state.Terminal, ps *PassStats) {
+func (a *Agent) countOutcome(t *state.Terminal, ps *PassStats) {
 	label := string(t.Outcome)
 	switch t.Outcome {
 	case state.OutcomeDone:
@@ -111,9 +119,9 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 	var urls []string
 	owner := map[string]string{}
 	for _, o := range outs {
-		if o.deleteDest && o.term.Transfer.DestPFN != "" {
-			urls = append(urls, o.term.Transfer.DestPFN)
-			owner[o.term.Transfer.DestPFN] = o.term.Transfer.ID
+		if o.deleteDest && o.t.DestPFN != "" {
+			urls = append(urls, o.t.DestPFN)
+			owner[o.t.DestPFN] = o.t.ID
 		}
 	}
 	// the URLs whose deletion failed before go first: gfal-rm works

@@ -36,17 +36,14 @@ func (p PassStats) drained() bool {
 		p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Aborted == 0
 }
 
-// pass runs the three phases once.
+// pass runs the three phases once; monitor and record alternate, one group
+// of jobs at a time.
 func (a *Agent) pass(stop, work context.Context, n int) PassStats {
 	ps := PassStats{Pass: n}
 	t0 := a.cfg.Now()
 	a.submitPhase(stop, work, &ps)
-	t1 := a.cfg.Now()
-	outcomes := a.monitorPhase(work, &ps)
-	t2 := a.cfg.Now()
-	a.recordPhase(work, outcomes, &ps)
-	t3 := a.cfg.Now()
-	ps.Submit, ps.Monitor, ps.Record = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+	ps.Submit = a.cfg.Now().Sub(t0)
+	a.monitorPhase(work, &ps) // and record, group by group
 	a.metrics.observePass(ps)
 	a.log.WithFields(map[string]any{
 		"pass": n, "claimed": ps.Claimed, "submitted": ps.Submitted, "jobs": ps.Jobs, "aborted": ps.Aborted,

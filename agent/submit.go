@@ -99,7 +99,7 @@ func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) 
 	a.claims.mu.Lock()
 	fresh := make([]state.Transfer, 0, len(a.claims.held))
 	inPending := a.pendingIDs()
-	for _, t := range a.claims.all() {
+	for _, t := range a.claims.held {
 		switch {
 		case inPending[t.ID]:
 		case t.SubmitSID != "":
@@ -113,7 +113,7 @@ func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) 
 			inPending[t.ID] = true
 			log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
 		default:
-			fresh = append(fresh, t)
+			fresh = append(fresh, *t)
 		}
 	}
 	a.claims.mu.Unlock()
@@ -262,14 +262,14 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 // transfers that were written and becomes pending. It reports whether any
 // was. The caller holds a.claims.mu.
 func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, res []state.Result) bool {
-	ok, lost := a.claims.update(ts, res, func(t *state.Transfer) { t.SubmitSID = j.sid })
+	ok, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.SubmitSID = j.sid })
 	a.logLost(log, lost)
 	if len(ok) == 0 {
 		return false
 	}
-	keep := map[string]bool{}
-	for _, t := range ok {
-		keep[t.ID] = true
+	keep := make(map[string]bool, len(ok))
+	for _, id := range ok {
+		keep[id] = true
 	}
 	j.files = filterPlanned(j.files, keep)
 	j.ids = j.ids[:0]
@@ -338,13 +338,6 @@ func credentialError(err error) bool {
 }
 
 func (a *Agent) submission(j *pendingJob) fts.Submission {
-	a.claims.mu.Lock()
-	ts := a.claims.get(j.ids)
-	a.claims.mu.Unlock()
-	byID := make(map[string]*state.Transfer, len(ts))
-	for i := range ts {
-		byID[ts[i].ID] = &ts[i]
-	}
 	s := fts.Submission{Params: fts.SubmitParams{
 		VerifyChecksum: a.cfg.VerifyChecksum,
 		Overwrite:      a.cfg.Overwrite,
@@ -356,8 +349,11 @@ func (a *Agent) submission(j *pendingJob) fts.Submission {
 		IDGenerator:    "deterministic",
 		SID:            j.sid,
 	}}
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	s.Files = make([]fts.SubmitFile, 0, len(j.files))
 	for _, f := range j.files {
-		t := byID[f.id]
+		t := a.claims.held[f.id]
 		if t == nil {
 			continue
 		}
@@ -382,7 +378,7 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 	defer cancel()
 	a.claims.mu.Lock()
 	defer a.claims.mu.Unlock()
-	ts, commits, strays := a.commitsOf(j, files)
+	commits, strays := a.commitsOf(j, files)
 	if len(strays) > 0 {
 		a.releaseLocked(ctx, strays, "not part of FTS job "+j.jobID, ps)
 	}
@@ -396,7 +392,7 @@ func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts
 		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
 		return
 	}
-	a.committed(j, ts, res, ps)
+	a.committed(j, len(commits), res, ps)
 }
 
 // commitJobs commits jobs FTS accepted, in one write.
@@ -412,15 +408,14 @@ func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassSta
 	a.claims.mu.Lock()
 	defer a.claims.mu.Unlock()
 	var list []*pendingJob
-	var held [][]state.Transfer
 	var cjobs []state.CommitJob
 	for _, j := range jobs {
-		ts, commits, _ := a.commitsOf(j, nil)
+		commits, _ := a.commitsOf(j, nil)
 		if len(commits) == 0 {
 			delete(a.pending, j.sid)
 			continue
 		}
-		list, held = append(list, j), append(held, ts)
+		list = append(list, j)
 		cjobs = append(cjobs, state.CommitJob{Commits: commits, JobID: j.jobID})
 	}
 	if len(cjobs) == 0 {
@@ -434,43 +429,43 @@ func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassSta
 	}
 	for k, j := range list {
 		if k < len(res) {
-			a.committed(j, held[k], res[k], ps)
+			a.committed(j, len(cjobs[k].Commits), res[k], ps)
 		}
 	}
 }
 
-// commitsOf returns the held transfers of j and their commits; with files
-// (an FTS status reply), the transfers FTS does not have are strays, not
+// commitsOf returns the commits of j's held transfers; with files (an FTS
+// status reply), the transfers FTS does not have are strays, not
 // committed. The caller holds a.claims.mu.
-func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (ts []state.Transfer, commits []state.Commit, strays []state.Transfer) {
-	pfn := map[string]planned{}
-	for _, f := range j.files {
-		pfn[f.id] = f
+func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (commits []state.Commit, strays []state.Transfer) {
+	pfn := make(map[string]*planned, len(j.files))
+	for i := range j.files {
+		pfn[j.files[i].id] = &j.files[i]
 	}
-	ts = a.claims.get(j.ids)
-	commits = make([]state.Commit, 0, len(ts))
-	for _, t := range ts {
-		c := state.Commit{Transfer: t, SourcePFN: pfn[t.ID].src, DestPFN: pfn[t.ID].dst}
+	commits = make([]state.Commit, 0, len(j.ids))
+	a.claims.each(j.ids, func(t *state.Transfer) {
+		c := state.Commit{Transfer: *t}
+		if p := pfn[t.ID]; p != nil {
+			c.SourcePFN, c.DestPFN = p.src, p.dst
+		}
 		if files != nil {
 			f, ok := files[t.ID]
 			if !ok {
-				strays = append(strays, t) // not in the job FTS has: never submitted
-				continue
+				strays = append(strays, *t) // not in the job FTS has: never submitted
+				return
 			}
 			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
 		}
 		commits = append(commits, c)
-	}
-	return ts, commits, strays
+	})
+	return commits, strays
 }
 
-// committed applies the results of committing j's transfers ts. The caller
-// holds a.claims.mu.
-func (a *Agent) committed(j *pendingJob, ts []state.Transfer, res []state.Result, ps *PassStats) {
-	ok, lost := a.claims.update(ts, res, nil)
-	for _, t := range ok {
-		a.claims.drop(t.ID)
-	}
+// committed applies the results of committing n of j's transfers. The
+// caller holds a.claims.mu.
+func (a *Agent) committed(j *pendingJob, n int, res []state.Result, ps *PassStats) {
+	ok, lost := a.claims.update(n, res, nil)
+	a.claims.drop(ok...)
 	delete(a.pending, j.sid)
 	ps.Submitted += len(ok)
 	ps.Jobs++

@@ -35,7 +35,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // CouchDB database), the FTS3 simulator over HTTP copying file:// URLs for
 // real, two file:// sites, and the real gfal-rm, all on one injected clock.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	clk      *statetest.Clock
 	opener   func(cfg state.Config) (state.Store, error)
@@ -48,6 +48,10 @@ type world struct {
 	src, dst string
 	rng      *rand.Rand
 	log      *logrus.Logger
+	// wrap, if set, wraps the store of an agent built without one.
+	wrap func(agent.Store) agent.Store
+	// monitorGroup is the MonitorGroup of config (0: the default).
+	monitorGroup int
 }
 
 func requireGfalRm(t testing.TB) {
@@ -58,7 +62,7 @@ func requireGfalRm(t testing.TB) {
 }
 
 // newWorld builds a world on a memfile store.
-func newWorld(t *testing.T, simOpts ftstest.Options) *world {
+func newWorld(t testing.TB, simOpts ftstest.Options) *world {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.aso")
 	w := newWorldOn(t, simOpts, func(cfg state.Config) (state.Store, error) { return memfile.Open(path, cfg) })
@@ -67,7 +71,7 @@ func newWorld(t *testing.T, simOpts ftstest.Options) *world {
 }
 
 // newWorldOn builds a world on the stores opener opens (one per agent).
-func newWorldOn(t *testing.T, simOpts ftstest.Options, opener func(cfg state.Config) (state.Store, error)) *world {
+func newWorldOn(t testing.TB, simOpts ftstest.Options, opener func(cfg state.Config) (state.Store, error)) *world {
 	t.Helper()
 	requireGfalRm(t)
 	w := &world{t: t, dir: t.TempDir(), clk: statetest.NewClock(epoch), opener: opener, rng: rand.New(rand.NewPCG(1, 2))}
@@ -123,6 +127,7 @@ func (w *world) config(owner string) agent.Config {
 		FTSRetry:       -1, // aso retries, not FTS
 		PhaseTimeout:   20 * time.Second,
 		DeleteTimeout:  30 * time.Second,
+		MonitorGroup:   w.monitorGroup,
 		Now:            w.clk.Now,
 		Sleep:          func(d time.Duration, _ <-chan struct{}) { w.clk.Advance(d) },
 	}
@@ -132,6 +137,9 @@ func (w *world) agent(cfg agent.Config, store agent.Store) *agent.Agent {
 	w.t.Helper()
 	if store == nil {
 		store = w.open(cfg.Owner)
+		if w.wrap != nil {
+			store = w.wrap(store)
+		}
 	}
 	a, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log)
 	must(w.t, err)
@@ -194,7 +202,7 @@ func must(t testing.TB, err error) {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (tw testWriter) Write(p []byte) (int, error) {
 	tw.t.Log(string(p))

@@ -28,6 +28,8 @@ var phaseOf = map[string]string{
 	"SetTransferID":     "submit",
 	"AbortTransfers":    "submit",
 	"ActiveTransfers":   "monitor",
+	"ActiveJobs":        "monitor",
+	"ActiveTransfersOf": "monitor",
 	"SetTransientState": "monitor",
 	"SetTerminalState":  "record",
 	"AcquireLock":       "upkeep",
@@ -179,15 +181,19 @@ func (w countingStore) SetTransientState(ctx context.Context, items []state.Tran
 	return rs, err
 }
 
-func (w countingStore) ActiveTransfers(ctx context.Context, user string) (js []state.Job, err error) {
-	n := func() int {
+// transfersIn counts the transfers of the jobs *js once the call is done.
+func transfersIn(js *[]state.Job) func() int {
+	return func() int {
 		k := 0
-		for _, j := range js {
+		for _, j := range *js {
 			k += len(j.Transfers)
 		}
 		return k
 	}
-	err = w.c.do(ctx, "ActiveTransfers", n, func(ctx context.Context) error {
+}
+
+func (w countingStore) ActiveTransfers(ctx context.Context, user string) (js []state.Job, err error) {
+	err = w.c.do(ctx, "ActiveTransfers", transfersIn(&js), func(ctx context.Context) error {
 		js, err = w.s.ActiveTransfers(ctx, user)
 		return err
 	})
@@ -239,13 +245,56 @@ type countingMulti struct {
 	m state.MultiSubmitter
 }
 
+// countingPaged counts the paged listing of a store that has it
+// (state.ActivePager); the counted stores below embed it.
+type countingPaged struct {
+	p state.ActivePager
+	c *counter
+}
+
+// countingPager is a countingStore whose store lists active transfers a
+// few jobs at a time.
+type countingPager struct {
+	countingStore
+	countingPaged
+}
+
+// countingMultiPager has both abilities.
+type countingMultiPager struct {
+	countingMulti
+	countingPaged
+}
+
 // counted returns s counted by c, keeping its optional abilities.
 func counted(s agent.Store, c *counter) agent.Store {
 	cs := countingStore{s, c}
-	if m, ok := s.(state.MultiSubmitter); ok {
+	m, multi := s.(state.MultiSubmitter)
+	p, paged := s.(state.ActivePager)
+	switch {
+	case multi && paged:
+		return countingMultiPager{countingMulti{cs, m}, countingPaged{p, c}}
+	case multi:
 		return countingMulti{cs, m}
+	case paged:
+		return countingPager{cs, countingPaged{p, c}}
 	}
 	return cs
+}
+
+func (w countingPaged) ActiveJobs(ctx context.Context, user string) (js []state.JobRef, err error) {
+	err = w.c.do(ctx, "ActiveJobs", func() int { return 0 }, func(ctx context.Context) error {
+		js, err = w.p.ActiveJobs(ctx, user)
+		return err
+	})
+	return js, err
+}
+
+func (w countingPaged) ActiveTransfersOf(ctx context.Context, user string, jobs []string) (js []state.Job, err error) {
+	err = w.c.do(ctx, "ActiveTransfersOf", transfersIn(&js), func(ctx context.Context) error {
+		js, err = w.p.ActiveTransfersOf(ctx, user, jobs)
+		return err
+	})
+	return js, err
 }
 
 func jobItems[T any](jobs []T, size func(T) int) func() int {

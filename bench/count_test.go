@@ -5,24 +5,32 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
-// TestCounter_Memfile: each call is charged the fsyncs and records it
-// made, and the counted store keeps the multi-job ability the agent uses.
-func TestCounter_Memfile(t *testing.T) {
-	ctx := context.Background()
+// queued opens a memfile store holding n requests of the bench user.
+func queued(t *testing.T, n int) *memfile.Store {
+	t.Helper()
 	mf, err := memfile.Open(filepath.Join(t.TempDir(), "state.aso"), state.Config{Agent: state.Agent{User: benchUser, Owner: "test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mf.Close()
-	if _, err := mf.Enqueue(ctx, requests(4)); err != nil {
+	t.Cleanup(func() { mf.Close() })
+	if _, err := mf.Enqueue(context.Background(), requests(n)); err != nil {
 		t.Fatal(err)
 	}
+	return mf
+}
+
+// TestCounter_Memfile: each call is charged the fsyncs and records it
+// made, and the counted store keeps the multi-job ability the agent uses.
+func TestCounter_Memfile(t *testing.T) {
+	ctx := context.Background()
+	mf := queued(t, 4)
 	c := newCounter(mf)
 	s := counted(mf, c)
 	ts, err := s.NewTransfers(ctx, 10)
@@ -77,3 +85,77 @@ func TestCounter_HTTP(t *testing.T) {
 		t.Errorf("requests outside a call counted %+v, want 1", o)
 	}
 }
+
+// pagedMemfile is a memfile store that lists active transfers a few jobs
+// at a time (state.ActivePager), by filtering ActiveTransfers, until the
+// store has the ability itself.
+type pagedMemfile struct{ *memfile.Store }
+
+func (p pagedMemfile) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	jobs, err := p.ActiveTransfers(ctx, user)
+	refs := make([]state.JobRef, len(jobs))
+	for i, j := range jobs {
+		refs[i] = state.JobRef{ID: j.ID, Transfers: len(j.Transfers)}
+	}
+	return refs, err
+}
+
+func (p pagedMemfile) ActiveTransfersOf(ctx context.Context, user string, ids []string) ([]state.Job, error) {
+	jobs, err := p.ActiveTransfers(ctx, user)
+	var out []state.Job
+	for _, j := range jobs {
+		if slices.Contains(ids, j.ID) {
+			out = append(out, j)
+		}
+	}
+	return out, err
+}
+
+// TestCounter_Paged: the counted store keeps state.ActivePager next to
+// state.MultiSubmitter, and its calls are counted in the monitor phase.
+func TestCounter_Paged(t *testing.T) {
+	ctx := context.Background()
+	mf := queued(t, 5)
+	ts, err := mf.NewTransfers(ctx, 10)
+	if err != nil || len(ts) != 5 {
+		t.Fatalf("NewTransfers: %d, %v", len(ts), err)
+	}
+	for i, job := range []string{"job-a", "job-b"} {
+		var cs []state.Commit
+		for _, tr := range ts[i*3 : min(len(ts), i*3+3)] {
+			cs = append(cs, state.Commit{Transfer: tr, SourcePFN: "davs://src/" + tr.ID, DestPFN: "davs://dst/" + tr.ID})
+		}
+		if _, err := mf.SetTransferID(ctx, cs, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCounter(mf)
+	s := counted(pagedMemfile{mf}, c)
+	if _, ok := s.(state.MultiSubmitter); !ok {
+		t.Error("the counted paged store lost state.MultiSubmitter")
+	}
+	p, ok := s.(state.ActivePager)
+	if !ok {
+		t.Fatal("the counted paged store lost state.ActivePager")
+	}
+	refs, err := p.ActiveJobs(ctx, benchUser)
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("ActiveJobs: %+v, %v", refs, err)
+	}
+	jobs, err := p.ActiveTransfersOf(ctx, benchUser, []string{"job-b"})
+	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != 2 {
+		t.Fatalf("ActiveTransfersOf(job-b): %+v, %v", jobs, err)
+	}
+	got := c.snapshot()
+	if j := got["ActiveJobs"]; j.Calls != 1 || j.Items != 0 || phaseOf["ActiveJobs"] != "monitor" {
+		t.Errorf("ActiveJobs counted %+v in phase %q, want 1 call, 0 items, monitor", j, phaseOf["ActiveJobs"])
+	}
+	if o := got["ActiveTransfersOf"]; o.Calls != 1 || o.Items != 2 || phaseOf["ActiveTransfersOf"] != "monitor" {
+		t.Errorf("ActiveTransfersOf counted %+v in phase %q, want 1 call, 2 items, monitor", o, phaseOf["ActiveTransfersOf"])
+	}
+	if _, ok := counted(mf, c).(state.ActivePager); ok != isPager(mf) {
+		t.Errorf("counted memfile store: ActivePager %v, the store itself %v", ok, isPager(mf))
+	}
+}
+
+func isPager(s any) bool { _, ok := s.(state.ActivePager); return ok }
