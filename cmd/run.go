@@ -40,6 +40,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	a := &o.Agent
 	f.IntVar(&a.BatchSize, "batch-size", agent.DefaultBatchSize, "transfers claimed per state-store call")
 	f.IntVar(&a.MaxFilesPerJob, "max-files-per-job", agent.DefaultMaxFilesPerJob, "files per FTS job")
+	f.IntVar(&a.MonitorGroup, "monitor-group", 0, "active transfers checked and recorded at a time, in whole jobs (0: 10 x --batch-size, at least 100 full jobs); bounds the agent's memory")
 	f.DurationVar(&a.Interval, "interval", agent.DefaultInterval, "sleep between passes")
 	f.DurationVar(&a.UpdateWindow, "update-window", agent.DefaultUpdateWindow, "every active transfer is touched at least this often")
 	f.DurationVar(&a.LockTTL, "lock-ttl", agent.DefaultLockTTL, "TTL of the per-user run lock (renewed every third)")

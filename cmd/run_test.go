@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -128,4 +130,45 @@ func TestRun_FailureReasons(t *testing.T) {
 	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+SOURCE \[2\] No such file or directory$`)
 	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
 	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
+}
+
+// TestRun_MonitorGroup: --monitor-group bounds the transfers the monitor
+// reads at a time. With groups of one job, a pass over five jobs lists
+// transfers more often than it lists jobs; with the default, one group
+// holds them all.
+func TestRun_MonitorGroup(t *testing.T) {
+	count := func(prom, op string) int {
+		m := regexp.MustCompile(`aso_request_duration_seconds_count\{op="` + op + `",service="state"\} (\d+)`).FindStringSubmatch(prom)
+		if m == nil {
+			t.Fatalf("metrics lack the count of %s:\n%s", op, prom)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		split bool
+	}{
+		{"default", nil, false},
+		{"one job per group", []string{"--monitor-group", "7"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sites, requests, _ := localSites(t, 30)
+			st := newState(t)
+			aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+			metrics := filepath.Join(t.TempDir(), "aso.prom")
+			args := append([]string{"run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--max-files-per-job", "7",
+				"--sim-transfer-time", "200ms", "--metrics-file", metrics, "--progress", "never", "--log-level", "warn"}, tc.args...)
+			aso(t, args...).wantCode(t, 0).wantStdout(t, "submitted 30 in 5 FTS jobs", "done 30, failed 0")
+			prom, err := os.ReadFile(metrics)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs, groups := count(string(prom), "active_jobs"), count(string(prom), "active_transfers_of")
+			if tc.split && groups <= jobs || !tc.split && groups > jobs {
+				t.Errorf("%d listings of active jobs, %d of their transfers (split into groups: %v)", jobs, groups, tc.split)
+			}
+		})
+	}
 }
