@@ -152,7 +152,7 @@ func decodeAll(path string, docs []pending, apply applyFunc) error {
 			last[id] = i
 		}
 	}
-	in := interner{}
+	in := newInterner()
 	for i := range docs {
 		if ids[i] != "" && last[ids[i]] != i {
 			continue
@@ -176,7 +176,7 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
-func decodeDoc(raw []byte, d *anyDoc, in interner) error {
+func decodeDoc(raw []byte, d *anyDoc, in *interner) error {
 	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
 		d.Holder, d.Expire = "", state.Time{}
 	} else if err := json.Unmarshal(raw, d); err != nil {
