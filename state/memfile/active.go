@@ -10,6 +10,8 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
+var _ state.ActivePager = (*Store)(nil)
+
 // activeJob is an FTS job with submitted transfers of one user.
 type activeJob struct {
 	id     string
@@ -80,4 +82,52 @@ func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, 
 		return nil, err
 	}
 	return jobs, nil
+}
+
+// ActiveJobs lists the FTS jobs of user's submitted transfers, in the order
+// of ActiveTransfers, with their number of submitted transfers. It reads
+// nothing from the file.
+func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	var refs []state.JobRef
+	err := s.view(ctx, "active jobs", func(x *tx, _ time.Time) error {
+		jobs := x.d.activeJobs(user)
+		refs = make([]state.JobRef, len(jobs))
+		for i, j := range jobs {
+			refs[i] = state.JobRef{ID: j.id, Transfers: len(j.slots)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
+// ActiveTransfersOf returns the submitted transfers of user in the given
+// jobs, grouped as ActiveTransfers does, in the order of jobs; it reads only
+// their documents. A job without submitted transfers of user is left out.
+func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
+	var out []state.Job
+	err := s.view(ctx, "active transfers of jobs", func(x *tx, _ time.Time) error {
+		ui := x.d.userOf(user)
+		if ui == nil {
+			return nil
+		}
+		var found []activeJob
+		seen := map[uint32]bool{}
+		for _, name := range jobs {
+			j, ok := x.d.strs.ids[name]
+			if set := ui.jobs[j]; ok && len(set) > 0 && !seen[j] {
+				seen[j] = true
+				found = append(found, activeJob{id: name, slots: set})
+			}
+		}
+		var err error
+		out, err = x.readJobs(found)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
