@@ -271,14 +271,16 @@ func decodeDoc(raw []byte, d *anyDoc, in *interner) error {
 const headerRoom = 96
 
 // encodeBatch encodes docs (transfers and locks) as a journal record, one
-// JSON line each, into buf (reused: the record is valid until the next
-// call), and returns it with where each document lies in it.
-func encodeBatch(buf []byte, docs []any) ([]byte, []span, error) {
+// JSON line each, into buf, and returns it with where each document lies
+// in it, and the buffer to reuse for the next record (rec is part of it).
+func encodeBatch(buf []byte, docs []any) (rec []byte, spans []span, kept []byte, err error) {
+	if want := headerRoom + 1280*len(docs); cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
 	body := append(buf[:0], make([]byte, headerRoom)...)
-	spans := make([]span, len(docs))
+	spans = make([]span, len(docs))
 	for i, d := range docs {
 		start := len(body)
-		var err error
 		if t, ok := d.(*state.Transfer); ok && fastCodec {
 			body, err = appendTransfer(body, t)
 		} else {
@@ -287,7 +289,7 @@ func encodeBatch(buf []byte, docs []any) ([]byte, []span, error) {
 			body = append(body, b...)
 		}
 		if err != nil {
-			return buf, nil, err
+			return nil, nil, buf, err
 		}
 		spans[i] = span{off: int64(start), n: len(body) - start}
 		body = append(body, '\n')
@@ -298,7 +300,7 @@ func encodeBatch(buf []byte, docs []any) ([]byte, []span, error) {
 	for i := range spans {
 		spans[i].off -= int64(at)
 	}
-	return body[at:], spans, nil
+	return body[at:], spans, body[:0], nil
 }
 
 // located is a document to copy into a snapshot: a transfer (slot >= 0)

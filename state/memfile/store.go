@@ -367,9 +367,9 @@ func (s *Store) write(x *tx, durable bool) ([]span, error) {
 			docs[i] = x.locks[id]
 		}
 	}
-	rec, spans, err := encodeBatch(s.wbuf, docs)
-	if cap(rec) <= maxKeptBuffer {
-		s.wbuf = rec[:0]
+	rec, spans, kept, err := encodeBatch(s.wbuf, docs)
+	if s.wbuf = kept; cap(kept) > maxKeptBuffer {
+		s.wbuf = nil
 	}
 	if err != nil {
 		return nil, err
