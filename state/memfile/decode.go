@@ -2,6 +2,7 @@ package memfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 
 	"github.com/asyncstageout/aso/state"
@@ -120,7 +121,7 @@ func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
 					return false
 				}
 				t.History = append(t.History, state.Transition{})
-				return d.transition(&t.History[len(t.History)-1], len(t.History)-1)
+				return d.entry(&t.History[len(t.History)-1], len(t.History)-1)
 			})
 		}
 		return false
@@ -212,12 +213,37 @@ var transferKeys = quotedKeys("_id", "_rev", "type", "user", "group", "role", "s
 	"fts_job", "fts_file_id", "source_pfn", "dest_pfn", "attempts", "retry_after", "reason", "kill_requested",
 	"progress", "created", "last_update", "history")
 
-func quotedKeys(keys ...string) []string {
-	q := make([]string, len(keys))
+func quotedKeys(keys ...string) []quotedKey {
+	q := make([]quotedKey, len(keys))
 	for i, k := range keys {
-		q[i] = `"` + k + `":`
+		q[i].s = `"` + k + `":`
+		var b [16]byte
+		copy(b[:], q[i].s)
+		q[i].w0, q[i].w1 = binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])
+		for j := range min(len(q[i].s), 16) {
+			if j < 8 {
+				q[i].m0 |= 0xff << (8 * j)
+			} else {
+				q[i].m1 |= 0xff << (8 * (j - 8))
+			}
+		}
 	}
 	return q
+}
+
+// quotedKey is a key with its quotes and colon, and its first 16 bytes as
+// two words under their masks, to be matched two words at a time.
+type quotedKey struct {
+	s              string
+	w0, m0, w1, m1 uint64
+}
+
+// at reports whether b starts with the key.
+func (k *quotedKey) at(b []byte) bool {
+	if len(b) < 16 || len(k.s) > 16 {
+		return len(b) >= len(k.s) && string(b[:len(k.s)]) == k.s
+	}
+	return binary.LittleEndian.Uint64(b)&k.m0 == k.w0 && binary.LittleEndian.Uint64(b[8:])&k.m1 == k.w1
 }
 
 var (
@@ -257,6 +283,19 @@ func (d *decoder) progress(p *state.Progress) bool {
 			return d.time(&p.Updated)
 		}
 	})
+}
+
+// entry reads history entry idx into h: straight through when its keys
+// come in the order appendTransfer writes them, else by transition.
+func (d *decoder) entry(h *state.Transition, idx int) bool {
+	i, arena, fix := d.i, len(d.arena), len(d.fix)
+	if d.lit(`{"at":`) && d.time(&h.At) && d.lit(`,"from":`) && d.state(&h.From) && d.lit(`,"to":`) && d.state(&h.To) &&
+		d.lit(`,"by":`) && d.istr(&h.By) && (!d.lit(`,"reason":`) || d.strIn(nil, inHistory, idx)) && d.next('}') {
+		return true
+	}
+	d.i, d.arena, d.fix = i, d.arena[:arena], d.fix[:fix]
+	*h = state.Transition{}
+	return d.transition(h, idx)
 }
 
 // transition reads history entry idx into h.

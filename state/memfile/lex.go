@@ -108,6 +108,15 @@ func (d *decoder) state(s *state.State) bool {
 	return true
 }
 
+// lit skips s if it comes next.
+func (d *decoder) lit(s string) bool {
+	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
 func (d *decoder) next(c byte) bool {
 	if d.i < len(d.b) && d.b[d.i] == c {
 		d.i++
@@ -143,7 +152,7 @@ func (d *decoder) object(field func(key []byte) bool) bool {
 // colon, see quotedKeys), calling field with the index of each; keys in the
 // order of the list are found at once. An unknown key is refused; field
 // refuses a key seen twice.
-func (d *decoder) fields(keys []string, field func(f int) bool) bool {
+func (d *decoder) fields(keys []quotedKey, field func(f int) bool) bool {
 	if !d.next('{') {
 		return false
 	}
@@ -155,14 +164,14 @@ func (d *decoder) fields(keys []string, field func(f int) bool) bool {
 		rest := d.b[d.i:]
 		f := -1
 		for k := next; k < len(keys); k++ {
-			if len(rest) >= len(keys[k]) && string(rest[:len(keys[k])]) == keys[k] {
+			if keys[k].at(rest) {
 				f = k
 				break
 			}
 		}
 		if f < 0 { // out of order
 			for k := 0; k < next; k++ {
-				if len(rest) >= len(keys[k]) && string(rest[:len(keys[k])]) == keys[k] {
+				if keys[k].at(rest) {
 					f = k
 					break
 				}
@@ -171,7 +180,7 @@ func (d *decoder) fields(keys []string, field func(f int) bool) bool {
 		if f < 0 {
 			return false
 		}
-		d.i += len(keys[f])
+		d.i += len(keys[f].s)
 		next = f + 1
 		if !field(f) {
 			return false
@@ -385,18 +394,15 @@ func (d *decoder) time(v *state.Time) bool {
 	if s[0] != '"' || s[5] != '-' || s[8] != '-' || s[11] != 'T' || s[14] != ':' || s[17] != ':' || s[20] != '.' || s[27] != 'Z' || s[28] != '"' {
 		return false
 	}
-	num := func(from, to int) int {
-		x := 0
-		for _, c := range s[from:to] {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			x = x*10 + int(c-'0')
-		}
-		return x
+	digits := true
+	two := func(i int) int { // the two digits at s[i:i+2]
+		a, b := s[i]-'0', s[i+1]-'0'
+		digits = digits && a <= 9 && b <= 9
+		return int(a)*10 + int(b)
 	}
-	year, month, day, hour, minute, sec, micro := num(1, 5), num(6, 8), num(9, 11), num(12, 14), num(15, 17), num(18, 20), num(21, 27)
-	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 || micro < 0 {
+	year, month, day, hour, minute, sec := two(1)*100+two(3), two(6), two(9), two(12), two(15), two(18)
+	micro := two(21)*10000 + two(23)*100 + two(25)
+	if !digits || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
 		return false
 	}
 	if day > daysIn(month, year) { // 31 April: time.Parse refuses it
