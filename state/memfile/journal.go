@@ -77,7 +77,7 @@ type scanner struct {
 
 func newScanner(f *os.File, path string, off, size int64, line int) *scanner {
 	return &scanner{
-		path: path, r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 256<<10),
+		path: path, r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), int(min(256<<10, max(4096, size-off)))),
 		pos: off, size: size, line: line, last: map[key]int{}, lastAny: map[string]int{},
 	}
 }
