@@ -1,8 +1,11 @@
 package memfile
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -46,12 +49,15 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 // Get returns one transfer.
 func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	var out state.Transfer
-	err := s.update(ctx, "get", false, func(x *tx, _ time.Time) error {
-		t := x.get(id)
-		if t == nil {
+	err := s.view(ctx, "get", func(x *tx, _ time.Time) error {
+		ts, err := x.load([]string{id})
+		if err != nil {
+			return fmt.Errorf("memfile: get %s: %w", id, err)
+		}
+		if ts[0] == nil {
 			return s.missing(x, "get", id)
 		}
-		out = *clone(t)
+		out = *ts[0]
 		return nil
 	})
 	return out, err
@@ -60,21 +66,21 @@ func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 // List returns the transfers matching f, oldest created first.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var out []state.Transfer
-	err := s.view(ctx, "list", func(d *db, _ time.Time) error {
-		out = nil
-		var found []*state.Transfer
-		for _, t := range candidates(d, f.User, f.States, f.IDs) {
-			if f.Matches(t) {
-				found = append(found, t)
+	err := s.view(ctx, "list", func(x *tx, _ time.Time) error {
+		d := x.d
+		var found []int32
+		for _, i := range candidates(d, f.User, f.States, f.IDs) {
+			if st := d.stub(&d.metas[i], len(f.IDs) > 0); f.Matches(&st) {
+				found = append(found, i)
 			}
 		}
-		sort.Slice(found, func(i, j int) bool { return state.ListLess(found[i], found[j]) })
+		slices.SortFunc(found, func(a, b int32) int { return d.listCmp(&d.metas[a], &d.metas[b]) })
 		if f.Limit > 0 && len(found) > f.Limit {
 			found = found[:f.Limit]
 		}
-		out = make([]state.Transfer, len(found))
-		for i, t := range found {
-			out[i] = *clone(t)
+		var err error
+		if out, err = x.readAll(found); err != nil {
+			return fmt.Errorf("memfile: list: %w", err)
 		}
 		return nil
 	})
@@ -84,33 +90,42 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	return out, nil
 }
 
-// candidates narrows the search through the indexes.
-func candidates(d *db, user string, states []state.State, ids []string) []*state.Transfer {
-	var out []*state.Transfer
-	switch {
-	case len(ids) > 0:
+// listCmp orders transfers as state.ListLess does: oldest created first,
+// then ID.
+func (d *db) listCmp(a, b *meta) int {
+	return cmp.Or(cmp.Compare(a.created, b.created), bytes.Compare(a.id[:], b.id[:]))
+}
+
+// waitCmp orders waiting transfers: oldest last_update, then ID.
+func (d *db) waitCmp(a, b *meta) int {
+	return cmp.Or(cmp.Compare(a.lastUpdate, b.lastUpdate), bytes.Compare(a.id[:], b.id[:]))
+}
+
+// candidates narrows the search through the indexes: the slots of the
+// given IDs, else of the transfers of user (every user if "") in states
+// (every state if none).
+func candidates(d *db, user string, states []state.State, ids []string) []int32 {
+	var out []int32
+	if len(ids) > 0 {
 		for _, id := range ids {
-			if t := d.docs[id]; t != nil {
-				out = append(out, t)
+			if i, ok := d.lookup(id); ok {
+				out = append(out, i)
 			}
 		}
-	case user != "" || len(states) > 0:
-		if len(states) == 0 {
-			states = state.States
-		}
-		for u, ui := range d.users {
-			if user != "" && u != user {
-				continue
-			}
-			for _, st := range states {
-				for _, t := range ui.byState[st] {
-					out = append(out, t)
-				}
-			}
-		}
-	default:
-		for _, t := range d.docs {
-			out = append(out, t)
+		return out
+	}
+	u, known := d.strs.ids[user]
+	if user != "" && !known {
+		return nil
+	}
+	var want [8]bool
+	for _, st := range states {
+		want[stateCode(st)] = true
+	}
+	for i := range d.metas {
+		m := &d.metas[i]
+		if m.state != 0 && (user == "" || m.user == u) && (len(states) == 0 || want[m.state]) {
+			out = append(out, int32(i))
 		}
 	}
 	return out
@@ -120,29 +135,59 @@ func candidates(d *db, user string, states []state.State, ids []string) []*state
 func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
 	o = o.WithDefaults()
 	var sum state.Summary
-	err := s.view(ctx, "summary", func(d *db, now time.Time) error {
+	err := s.view(ctx, "summary", func(x *tx, now time.Time) error {
+		d := x.d
 		sum = state.Summary{ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
 			Stale: []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{}}
-		var oldest *state.Transfer
-		for _, t := range candidates(d, o.User, nil, nil) {
+		byLink := map[[2]uint32]*[8]int{}
+		byUser := map[uint32]*[8]int{}
+		oldest := int32(-1)
+		var stale, stuck []int32
+		staleBefore := now.Add(-o.StaleAfter)
+		for _, i := range candidates(d, o.User, nil, nil) {
+			m := &d.metas[i]
 			sum.Total++
-			sum.ByState[t.State]++
-			count(sum.ByLink, t.Link(), t.State)
-			count(sum.ByUser, t.User, t.State)
-			switch {
-			case t.State == state.StateNew && (oldest == nil || waitsLonger(t, oldest)):
-				oldest = t
-			case t.State == state.StateSubmitted && t.LastUpdate.Before(now.Add(-o.StaleAfter)):
-				sum.Stale = append(sum.Stale, *clone(t))
-			case t.State == state.StateAcquired && !t.LeaseExpires.After(now):
-				sum.StuckAcquired = append(sum.StuckAcquired, *clone(t))
+			countIn(byLink, [2]uint32{m.src, m.dst}, m.state)
+			countIn(byUser, m.user, m.state)
+			switch m.State() {
+			case state.StateNew:
+				if oldest < 0 || d.waitCmp(m, &d.metas[oldest]) < 0 {
+					oldest = i
+				}
+			case state.StateSubmitted:
+				if fromNanos(m.lastUpdate).Before(staleBefore) {
+					stale = append(stale, i)
+				}
+			case state.StateAcquired:
+				if !fromNanos(m.leaseExpires).After(now) {
+					stuck = append(stuck, i)
+				}
 			}
 		}
-		if oldest != nil {
-			sum.OldestWaiting = clone(oldest)
+		for k, n := range byLink {
+			link := d.strs.strs[k[0]] + "->" + d.strs.strs[k[1]]
+			sum.ByLink[link] = addCounts(sum.ByLink[link], n)
+			addCounts(sum.ByState, n)
 		}
-		sum.Stale = oldestFirst(sum.Stale, o.MaxListed)
-		sum.StuckAcquired = oldestFirst(sum.StuckAcquired, o.MaxListed)
+		for u, n := range byUser {
+			sum.ByUser[d.strs.strs[u]] = addCounts(nil, n)
+		}
+		var err error
+		if oldest >= 0 {
+			ts, rerr := x.readAll([]int32{oldest})
+			if err = rerr; err == nil {
+				sum.OldestWaiting = &ts[0]
+			}
+		}
+		if err == nil {
+			sum.Stale, err = x.readOldest(stale, o.MaxListed)
+		}
+		if err == nil {
+			sum.StuckAcquired, err = x.readOldest(stuck, o.MaxListed)
+		}
+		if err != nil {
+			return fmt.Errorf("memfile: summary: %w", err)
+		}
 		for id, bad := range d.invalid {
 			sum.Invalid = append(sum.Invalid, state.InvalidDoc{ID: id, Reason: bad.reason})
 		}
@@ -152,27 +197,37 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	return sum, err
 }
 
-// waitsLonger orders waiting transfers: oldest last_update, then ID.
-func waitsLonger(a, b *state.Transfer) bool {
-	if !a.LastUpdate.Equal(b.LastUpdate.Time) {
-		return a.LastUpdate.Before(b.LastUpdate.Time)
+func countIn[K comparable](m map[K]*[8]int, k K, st uint8) {
+	n := m[k]
+	if n == nil {
+		n = new([8]int)
+		m[k] = n
 	}
-	return a.ID < b.ID
+	n[st]++
 }
 
-func count(m map[string]map[state.State]int, k string, st state.State) {
-	if m[k] == nil {
-		m[k] = map[state.State]int{}
+// addCounts adds counts by state code to m (made if nil) and returns it.
+func addCounts(m map[state.State]int, n *[8]int) map[state.State]int {
+	if m == nil {
+		m = map[state.State]int{}
 	}
-	m[k][st]++
+	for c, k := range n {
+		if k > 0 {
+			m[state.States[c-1]] += k
+		}
+	}
+	return m
 }
 
-func oldestFirst(ts []state.Transfer, n int) []state.Transfer {
-	sort.Slice(ts, func(i, j int) bool { return waitsLonger(&ts[i], &ts[j]) })
-	if len(ts) > n {
-		ts = ts[:n]
+// readOldest reads the first n of slots, oldest last_update first.
+func (x *tx) readOldest(slots []int32, n int) ([]state.Transfer, error) {
+	d := x.d
+	slices.SortFunc(slots, func(a, b int32) int { return d.waitCmp(&d.metas[a], &d.metas[b]) })
+	ts, err := x.readAll(slots[:min(n, len(slots))])
+	if err != nil {
+		return nil, err
 	}
-	return ts
+	return ts, nil
 }
 
 // RequestKill kills new transfers and flags active ones.

@@ -3,7 +3,6 @@ package memfile
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -20,20 +19,32 @@ type rule func(i int, t *state.Transfer, now time.Time) (bool, error)
 func (s *Store) each(ctx context.Context, call string, durable bool, ids []string, r rule) ([]state.Result, error) {
 	res := make([]state.Result, len(ids))
 	err := s.update(ctx, call, durable, func(x *tx, now time.Time) error {
+		stored, err := x.load(ids)
+		if err != nil {
+			return fmt.Errorf("memfile: %s: %w", call, err)
+		}
 		for i, id := range ids {
 			res[i] = state.Result{ID: id}
-			cur := x.get(id)
+			// an ID given twice sees the write made for its first item
+			cur, staged := x.docs[id]
+			if !staged {
+				cur = stored[i] // read for this item alone: r may change it
+			}
 			if cur == nil {
 				res[i].Err = s.missing(x, call, id)
 				continue
 			}
-			c := edit(cur)
+			c := cur
+			if staged {
+				c = edit(cur)
+			}
+			rev := cur.Rev
 			write, err := r(i, c, now)
 			switch {
 			case err != nil:
 				res[i].Err = fmt.Errorf("memfile: %s: %w", call, err)
 			case !write:
-				res[i].Rev = cur.Rev
+				res[i].Rev = rev
 			default:
 				x.put(c)
 				res[i].Rev = c.Rev
@@ -67,33 +78,52 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 	var out []state.Transfer
 	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
 		out = nil
-		ui := x.d.users[s.agent.User]
+		ui := x.d.userOf(s.agent.User)
 		if ui == nil || limit <= 0 {
 			return nil
 		}
-		var claimed []*state.Transfer
-		ui.queue.Ascend(func(t *state.Transfer) bool {
-			if !state.Claimable(t, s.agent.User, now) {
-				return true
+		last, more := int32(-1), true
+		for more && len(out) < limit {
+			// the next claimable transfers in claim order, as many as are
+			// still wanted, read at once
+			var slots []int32
+			more = false // until the walk stops before the end of the queue
+			visit := func(i int32) bool {
+				if i == last {
+					return true
+				}
+				last = i
+				if st := x.d.stub(&x.d.metas[i], false); state.Claimable(&st, s.agent.User, now) {
+					slots = append(slots, i)
+				}
+				more = len(slots) >= limit-len(out)
+				return !more
 			}
-			deps := depStates(x, t)
-			c := edit(t)
-			if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
+			if last < 0 {
+				ui.queue.Ascend(visit)
+			} else {
+				ui.queue.AscendGreaterOrEqual(last, visit)
+			}
+			ts, err := x.readAll(slots)
+			if err != nil {
+				return fmt.Errorf("memfile: new transfers: %w", err)
+			}
+			for k := range ts {
+				c := &ts[k]
+				deps := depStates(x, c)
+				if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
+					x.put(c)
+					continue
+				}
+				if v, _, _ := state.CheckDeps(c, deps); v != state.DepsReady {
+					continue
+				}
+				if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
+					continue
+				}
 				x.put(c)
-				return true
+				out = append(out, *c)
 			}
-			if v, _, _ := state.CheckDeps(t, deps); v != state.DepsReady {
-				return true
-			}
-			if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
-				return true
-			}
-			x.put(c)
-			claimed = append(claimed, c)
-			return len(claimed) < limit
-		})
-		for _, c := range claimed {
-			out = append(out, *clone(c))
 		}
 		return nil
 	})
@@ -110,8 +140,8 @@ func depStates(x *tx, t *state.Transfer) map[string]state.State {
 	}
 	m := make(map[string]state.State, len(t.DependsOn))
 	for _, d := range t.DependsOn {
-		if dt := x.get(d); dt != nil {
-			m[d] = dt.State
+		if st, ok := x.stateOf(d); ok {
+			m[d] = st
 		}
 	}
 	return m
@@ -223,52 +253,4 @@ func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal)
 	return s.each(ctx, "set terminal state", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
 		return state.ApplyTerminal(t, s.agent, outcomes[i], s.policy, now)
 	})
-}
-
-// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
-// the job with the oldest last_update first.
-func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
-	var jobs []state.Job
-	err := s.view(ctx, "active transfers", func(d *db, _ time.Time) error {
-		jobs = nil
-		ui := d.users[user]
-		if ui == nil {
-			return nil
-		}
-		byJob := map[string]int{}
-		oldest := map[string]state.Time{}
-		for _, t := range ui.byState[state.StateSubmitted] {
-			i, ok := byJob[t.FTSJob]
-			if !ok {
-				i = len(jobs)
-				byJob[t.FTSJob] = i
-				jobs = append(jobs, state.Job{ID: t.FTSJob})
-			}
-			jobs[i].Transfers = append(jobs[i].Transfers, *clone(t))
-			if o, ok := oldest[t.FTSJob]; !ok || t.LastUpdate.Before(o.Time) {
-				oldest[t.FTSJob] = t.LastUpdate
-			}
-		}
-		sort.Slice(jobs, func(i, j int) bool {
-			a, b := oldest[jobs[i].ID], oldest[jobs[j].ID]
-			if !a.Equal(b.Time) {
-				return a.Before(b.Time)
-			}
-			return jobs[i].ID < jobs[j].ID
-		})
-		for _, j := range jobs {
-			ts := j.Transfers
-			sort.Slice(ts, func(a, b int) bool {
-				if ts[a].FTSFileID != ts[b].FTSFileID {
-					return ts[a].FTSFileID < ts[b].FTSFileID
-				}
-				return ts[a].ID < ts[b].ID
-			})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return jobs, nil
 }

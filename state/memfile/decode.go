@@ -1,380 +1,321 @@
 package memfile
 
 import (
-	"strconv"
-	"time"
+	"bytes"
+	"encoding/binary"
+	"sync"
 
 	"github.com/asyncstageout/aso/state"
 )
 
 // decodeTransfer decodes the canonical encoding of a transfer (what
-// appendTransfer writes) several times faster than encoding/json, which
-// dominates the time to open a large file. It accepts only a strict subset:
-// known keys, each once, no whitespace, no null, no escapes, ASCII strings;
-// on anything else it returns false and the caller uses encoding/json, so
-// the result is always what encoding/json would give (TestDecodeTransfer).
+// appendTransfer writes) several times faster than encoding/json: every
+// call that needs a whole transfer decodes it from the file. It accepts
+// only a strict subset: known keys, each once, no whitespace, no null, no
+// escapes, ASCII strings, at most maxDecoded history entries; on anything
+// else it returns false and the caller uses encoding/json, so the result is
+// always what encoding/json would give (TestDecodeTransfer).
 //
 // Values that repeat across documents (users, sites, states, owners, jobs)
-// are interned through in, when it is not nil, so that a large file does
-// not hold one copy of each per document.
-func decodeTransfer(b []byte, t *state.Transfer, in interner) bool {
-	d := decoder{b: b, in: in}
+// are interned through in, when it is not nil, so that they are not
+// allocated again for every document.
+func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	d := decoder{b: b, in: in, arena: sc.arena[:0], fix: sc.fix[:0]}
+	defer func() { sc.arena, sc.fix = d.arena[:0], d.fix[:0] }()
 	*t = state.Transfer{}
-	ok := d.object(func(key []byte) bool {
-		switch string(key) {
-		case "_id":
+	nd := -1
+	var cks [maxChecksums]struct{ name, value string }
+	nc := -1
+	var seen uint64
+	ok := d.fields(transferKeys, func(f int) bool {
+		if !firstTime(&seen, f) {
+			return false
+		}
+		switch f {
+		case fID:
 			return d.str(&t.ID)
-		case "_rev":
+		case fRev:
 			return d.str(&t.Rev)
-		case "type":
+		case fType:
 			return d.istr(&t.Type)
-		case "user":
+		case fUser:
 			return d.istr(&t.User)
-		case "group":
+		case fGroup:
 			return d.istr(&t.Group)
-		case "role":
+		case fRole:
 			return d.istr(&t.Role)
-		case "source":
+		case fSource:
 			return d.istr(&t.Source)
-		case "destination":
+		case fDestination:
 			return d.istr(&t.Destination)
-		case "source_lfn":
+		case fSourceLFN:
 			return d.str(&t.SourceLFN)
-		case "destination_lfn":
+		case fDestinationLFN:
 			return d.str(&t.DestinationLFN)
-		case "size":
+		case fSize:
 			return d.int64(&t.Size)
-		case "checksums":
-			t.Checksums = map[string]string{}
+		case fChecksums:
+			nc = 0
 			return d.object(func(k []byte) bool {
-				var v string
-				ok := d.str(&v)
-				t.Checksums[string(k)] = v
-				return ok
+				if nc == len(cks) || !plain(k) {
+					return false
+				}
+				for _, c := range cks[:nc] {
+					if c.name == string(k) {
+						return false
+					}
+				}
+				d.in.get(k, &cks[nc].name)
+				nc++
+				return d.strIn(nil, inChecksums, nc-1)
 			})
-		case "priority":
+		case fPriority:
 			return d.int(&t.Priority)
-		case "depends_on":
-			t.DependsOn = []string{}
+		case fDependsOn:
+			nd = 0
 			return d.array(func() bool {
-				var v string
-				ok := d.str(&v)
-				t.DependsOn = append(t.DependsOn, v)
-				return ok
+				if nd == maxDecoded {
+					return false
+				}
+				nd++
+				return d.strIn(nil, inDeps, nd-1)
 			})
-		case "state":
-			return d.istr((*string)(&t.State))
-		case "owner":
+		case fState:
+			return d.state(&t.State)
+		case fOwner:
 			return d.istr(&t.Owner)
-		case "lease_expires":
+		case fLeaseExpires:
 			return d.time(&t.LeaseExpires)
-		case "submit_sid":
+		case fSubmitSID:
 			return d.istr(&t.SubmitSID)
-		case "fts_job":
+		case fFTSJob:
 			return d.istr(&t.FTSJob)
-		case "fts_file_id":
+		case fFTSFileID:
 			return d.int64(&t.FTSFileID)
-		case "source_pfn":
+		case fSourcePFN:
 			return d.str(&t.SourcePFN)
-		case "dest_pfn":
+		case fDestPFN:
 			return d.str(&t.DestPFN)
-		case "attempts":
+		case fAttempts:
 			return d.int(&t.Attempts)
-		case "retry_after":
+		case fRetryAfter:
 			return d.time(&t.RetryAfter)
-		case "reason":
+		case fReason:
 			return d.str(&t.Reason)
-		case "kill_requested":
+		case fKillRequested:
 			return d.bool(&t.KillRequested)
-		case "progress":
+		case fProgress:
 			t.Progress = &state.Progress{}
 			return d.progress(t.Progress)
-		case "created":
+		case fCreated:
 			return d.time(&t.Created)
-		case "last_update":
+		case fLastUpdate:
 			return d.time(&t.LastUpdate)
-		case "history":
-			t.History = []state.Transition{}
+		case fHistory:
+			// each entry opens a brace: allocate them all at once
+			t.History = make([]state.Transition, 0, bytes.Count(d.b[d.i:], openBrace))
 			return d.array(func() bool {
-				var h state.Transition
-				ok := d.transition(&h)
-				t.History = append(t.History, h)
-				return ok
+				if len(t.History) == maxDecoded {
+					return false
+				}
+				t.History = append(t.History, state.Transition{})
+				return d.entry(&t.History[len(t.History)-1], len(t.History)-1)
 			})
 		}
 		return false
 	})
-	return ok && d.i == len(d.b)
-}
-
-type decoder struct {
-	b  []byte
-	i  int
-	in interner
-}
-
-// interner maps strings to one shared copy.
-type interner map[string]string
-
-// maxInterned bounds an interner: past it, new values are not kept.
-const maxInterned = 1 << 16
-
-// istr reads a string like str, interning it.
-func (d *decoder) istr(s *string) bool {
-	b, ok := d.raw()
-	if !ok {
+	if !ok || d.i != len(d.b) {
 		return false
 	}
-	if v, hit := d.in[string(b)]; hit {
-		*s = v
-		return true
+	if nd >= 0 {
+		t.DependsOn = make([]string, nd)
 	}
-	*s = string(b)
-	if d.in != nil && len(d.in) < maxInterned {
-		d.in[*s] = *s
+	all := string(d.arena)
+	for _, f := range d.fix {
+		v := all[f.lo:f.hi]
+		switch {
+		case f.dst != nil:
+			*f.dst = v
+		case f.list == inHistory:
+			t.History[f.idx].Reason = v
+		case f.list == inDeps:
+			t.DependsOn[f.idx] = v
+		default:
+			cks[f.idx].value = v
+		}
+	}
+	if nc >= 0 {
+		t.Checksums = make(map[string]string, nc)
+		for _, c := range cks[:nc] {
+			t.Checksums[c.name] = c.value
+		}
 	}
 	return true
 }
 
-func (d *decoder) next(c byte) bool {
-	if d.i < len(d.b) && d.b[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
+// scratch is the arena and fixups of a decoder, reused.
+type scratch struct {
+	arena []byte
+	fix   []fixup
 }
 
-// object reads {"key":value,...}, calling field for each key; a key seen
-// twice is refused (encoding/json would merge or overwrite).
-func (d *decoder) object(field func(key []byte) bool) bool {
-	if !d.next('{') {
-		return false
-	}
-	if d.next('}') {
-		return true
-	}
-	var buf [32][]byte
-	seen := buf[:0]
-	for {
-		key, ok := d.raw()
-		if !ok || !d.next(':') {
-			return false
-		}
-		for _, k := range seen {
-			if string(k) == string(key) {
-				return false
+var scratchPool = sync.Pool{New: func() any { return &scratch{arena: make([]byte, 0, 1024), fix: make([]fixup, 0, 64)} }}
+
+// maxChecksums bounds the checksums decodeTransfer takes.
+const maxChecksums = 4
+
+var openBrace = []byte{'{'}
+
+// maxDecoded bounds the history and depends_on lists decodeTransfer takes
+// (state.MaxHistory bounds the history the store writes).
+const maxDecoded = 2 * state.MaxHistory
+
+// The keys of a transfer, numbered for the set of keys seen.
+const (
+	fID = iota
+	fRev
+	fType
+	fUser
+	fGroup
+	fRole
+	fSource
+	fDestination
+	fSourceLFN
+	fDestinationLFN
+	fSize
+	fChecksums
+	fPriority
+	fDependsOn
+	fState
+	fOwner
+	fLeaseExpires
+	fSubmitSID
+	fFTSJob
+	fFTSFileID
+	fSourcePFN
+	fDestPFN
+	fAttempts
+	fRetryAfter
+	fReason
+	fKillRequested
+	fProgress
+	fCreated
+	fLastUpdate
+	fHistory
+)
+
+// transferKeys are the keys of a transfer, quoted and followed by their
+// colon, in the order of the fields (the order appendTransfer writes).
+var transferKeys = quotedKeys("_id", "_rev", "type", "user", "group", "role", "source", "destination", "source_lfn",
+	"destination_lfn", "size", "checksums", "priority", "depends_on", "state", "owner", "lease_expires", "submit_sid",
+	"fts_job", "fts_file_id", "source_pfn", "dest_pfn", "attempts", "retry_after", "reason", "kill_requested",
+	"progress", "created", "last_update", "history")
+
+func quotedKeys(keys ...string) []quotedKey {
+	q := make([]quotedKey, len(keys))
+	for i, k := range keys {
+		q[i].s = `"` + k + `":`
+		var b [16]byte
+		copy(b[:], q[i].s)
+		q[i].w0, q[i].w1 = binary.LittleEndian.Uint64(b[:]), binary.LittleEndian.Uint64(b[8:])
+		for j := range min(len(q[i].s), 16) {
+			if j < 8 {
+				q[i].m0 |= 0xff << (8 * j)
+			} else {
+				q[i].m1 |= 0xff << (8 * (j - 8))
 			}
 		}
-		seen = append(seen, key)
-		if !field(key) {
-			return false
-		}
-		if d.next('}') {
-			return true
-		}
-		if !d.next(',') {
-			return false
-		}
 	}
+	return q
 }
 
-func (d *decoder) array(elem func() bool) bool {
-	if !d.next('[') {
-		return false
-	}
-	if d.next(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if d.next(']') {
-			return true
-		}
-		if !d.next(',') {
-			return false
-		}
-	}
+// quotedKey is a key with its quotes and colon, and its first 16 bytes as
+// two words under their masks, to be matched two words at a time.
+type quotedKey struct {
+	s              string
+	w0, m0, w1, m1 uint64
 }
 
-// str reads a string of printable ASCII without escapes.
-func (d *decoder) str(s *string) bool {
-	b, ok := d.raw()
-	if ok {
-		*s = string(b)
+// at reports whether b starts with the key.
+func (k *quotedKey) at(b []byte) bool {
+	if len(b) < 16 || len(k.s) > 16 {
+		return len(b) >= len(k.s) && string(b[:len(k.s)]) == k.s
 	}
-	return ok
+	return binary.LittleEndian.Uint64(b)&k.m0 == k.w0 && binary.LittleEndian.Uint64(b[8:])&k.m1 == k.w1
 }
 
-// raw reads a string of printable ASCII without escapes and returns its
-// bytes (not a copy).
-func (d *decoder) raw() ([]byte, bool) {
-	if !d.next('"') {
-		return nil, false
-	}
-	start := d.i
-	for ; d.i < len(d.b); d.i++ {
-		switch c := d.b[d.i]; {
-		case c == '"':
-			d.i++
-			return d.b[start : d.i-1], true
-		case c < 0x20 || c >= 0x80 || c == '\\':
-			return nil, false
-		}
-	}
-	return nil, false
-}
+var (
+	progressKeys   = quotedKeys("fts_state", "bytes", "throughput", "retries", "reason", "file_id", "updated")
+	transitionKeys = quotedKeys("at", "from", "to", "by", "reason")
+)
 
-// int64 reads an integer without sign tricks, leading zeros or exponent,
-// short enough not to overflow.
-func (d *decoder) int64(v *int64) bool {
-	start := d.i
-	d.next('-')
-	digits := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
-	}
-	n := d.i - digits
-	if n == 0 || n > 18 || n > 1 && d.b[digits] == '0' {
+// firstTime reports whether bit f is not yet in *seen, and adds it.
+func firstTime(seen *uint64, f int) bool {
+	if *seen&(1<<f) != 0 {
 		return false
 	}
-	x, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
-	*v = x
-	return err == nil
-}
-
-func (d *decoder) int(v *int) bool {
-	var x int64
-	ok := d.int64(&x)
-	*v = int(x)
-	return ok
-}
-
-func (d *decoder) bool(v *bool) bool {
-	switch {
-	case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
-		d.i += 4
-		*v = true
-		return true
-	case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
-		d.i += 5
-		*v = false
-		return true
-	}
-	return false
-}
-
-// float reads a JSON number as encoding/json does:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (d *decoder) float(v *float64) bool {
-	start := d.i
-	digits := func() int {
-		n := 0
-		for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-			d.i++
-			n++
-		}
-		return n
-	}
-	d.next('-')
-	if d.next('0') {
-		if d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-			return false
-		}
-	} else if digits() == 0 {
-		return false
-	}
-	if d.next('.') && digits() == 0 {
-		return false
-	}
-	if d.next('e') || d.next('E') {
-		if !d.next('+') {
-			d.next('-')
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	x, err := strconv.ParseFloat(string(d.b[start:d.i]), 64)
-	*v = x
-	return err == nil
-}
-
-// time reads null or "YYYY-MM-DDTHH:MM:SS.ffffffZ".
-func (d *decoder) time(v *state.Time) bool {
-	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
-		d.i += 4
-		*v = state.Time{}
-		return true
-	}
-	const n = len(state.TimeLayout) + 2
-	if len(d.b)-d.i < n {
-		return false
-	}
-	s := d.b[d.i : d.i+n]
-	if s[0] != '"' || s[5] != '-' || s[8] != '-' || s[11] != 'T' || s[14] != ':' || s[17] != ':' || s[20] != '.' || s[27] != 'Z' || s[28] != '"' {
-		return false
-	}
-	num := func(from, to int) int {
-		x := 0
-		for _, c := range s[from:to] {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			x = x*10 + int(c-'0')
-		}
-		return x
-	}
-	year, month, day, hour, minute, sec, micro := num(1, 5), num(6, 8), num(9, 11), num(12, 14), num(15, 17), num(18, 20), num(21, 27)
-	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 || micro < 0 {
-		return false
-	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, micro*1000, time.UTC)
-	if t.Day() != day { // 31 April: time.Parse refuses it, time.Date normalises it
-		return false
-	}
-	*v = state.Time{Time: t}
-	d.i += n
+	*seen |= 1 << f
 	return true
 }
 
 func (d *decoder) progress(p *state.Progress) bool {
-	return d.object(func(key []byte) bool {
-		switch string(key) {
-		case "fts_state":
+	var seen uint64
+	return d.fields(progressKeys, func(f int) bool {
+		if !firstTime(&seen, f) {
+			return false
+		}
+		switch f {
+		case 0:
 			return d.istr(&p.FTSState)
-		case "bytes":
+		case 1:
 			return d.int64(&p.Bytes)
-		case "throughput":
+		case 2:
 			return d.float(&p.Throughput)
-		case "retries":
+		case 3:
 			return d.int(&p.Retries)
-		case "reason":
+		case 4:
 			return d.str(&p.Reason)
-		case "file_id":
+		case 5:
 			return d.int64(&p.FileID)
-		case "updated":
+		default:
 			return d.time(&p.Updated)
 		}
-		return false
 	})
 }
 
-func (d *decoder) transition(h *state.Transition) bool {
-	return d.object(func(key []byte) bool {
-		switch string(key) {
-		case "at":
-			return d.time(&h.At)
-		case "from":
-			return d.istr((*string)(&h.From))
-		case "to":
-			return d.istr((*string)(&h.To))
-		case "by":
-			return d.istr(&h.By)
-		case "reason":
-			return d.str(&h.Reason)
+// entry reads history entry idx into h: straight through when its keys
+// come in the order appendTransfer writes them, else by transition.
+func (d *decoder) entry(h *state.Transition, idx int) bool {
+	i, arena, fix := d.i, len(d.arena), len(d.fix)
+	if d.lit(`{"at":`) && d.time(&h.At) && d.lit(`,"from":`) && d.state(&h.From) && d.lit(`,"to":`) && d.state(&h.To) &&
+		d.lit(`,"by":`) && d.istr(&h.By) && (!d.lit(`,"reason":`) || d.strIn(nil, inHistory, idx)) && d.next('}') {
+		return true
+	}
+	d.i, d.arena, d.fix = i, d.arena[:arena], d.fix[:fix]
+	*h = state.Transition{}
+	return d.transition(h, idx)
+}
+
+// transition reads history entry idx into h.
+func (d *decoder) transition(h *state.Transition, idx int) bool {
+	var seen uint64
+	return d.fields(transitionKeys, func(f int) bool {
+		if !firstTime(&seen, f) {
+			return false
 		}
-		return false
+		switch f {
+		case 0:
+			return d.time(&h.At)
+		case 1:
+			return d.state(&h.From)
+		case 2:
+			return d.state(&h.To)
+		case 3:
+			return d.istr(&h.By)
+		default:
+			return d.strIn(nil, inHistory, idx)
+		}
 	})
 }

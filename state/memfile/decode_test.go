@@ -15,7 +15,7 @@ import (
 func sameAsJSON(t testing.TB, b []byte) bool {
 	t.Helper()
 	var fast state.Transfer
-	if !decodeTransfer(b, &fast, interner{}) {
+	if !decodeTransfer(b, &fast, newInterner()) {
 		return false
 	}
 	var slow state.Transfer
@@ -74,4 +74,50 @@ func FuzzDecodeTransfer(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"progress":{"throughput":1e-7,"updated":null}}`))
 	f.Fuzz(func(t *testing.T, b []byte) { sameAsJSON(t, b) })
+}
+
+// doneDoc returns the encoding of a transfer that went through claim,
+// prepare, commit and done, as the store holds most of them.
+func doneDoc(tb testing.TB) []byte {
+	tb.Helper()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	r := state.Request{User: "alice", Group: "cms", Source: "T2_US_Nebraska", Destination: "T1_DE_KIT",
+		SourceLFN: "/store/temp/user/alice/out_12345.root", DestinationLFN: "/store/user/alice/out_12345.root",
+		Size: 13345, Checksums: map[string]string{"adler32": "00003039"}}
+	tr := state.NewTransfer(r, now, "aso")
+	a := state.Agent{User: "alice", Owner: "host.example.org:4242:0a1b2c3d"}
+	if err := state.Claim(&tr, a, now, time.Minute); err != nil {
+		tb.Fatal(err)
+	}
+	if err := state.Prepare(&tr, a, "sid-0123456789abcdef", now, time.Minute); err != nil {
+		tb.Fatal(err)
+	}
+	c := state.Commit{Transfer: tr, SourcePFN: "davs://src.example.org/store/temp/user/alice/out_12345.root",
+		DestPFN: "davs://dst.example.org/store/user/alice/out_12345.root", FileID: 17}
+	if err := state.CommitTo(&tr, a, c, "0b6e2b6c-3c5e-5e1e-9b8a-1d2c3e4f5a6b", now); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := state.ApplyTerminal(&tr, a, state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: tr.FTSJob}, state.Policy{}.WithDefaults(), now); err != nil {
+		tb.Fatal(err)
+	}
+	tr.Rev = "4-1f2e3d4c5b6a7988"
+	b, err := appendTransfer(nil, &tr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func BenchmarkDecodeTransfer(b *testing.B) {
+	doc := doneDoc(b)
+	sameAsJSON(b, doc)
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	in := newInterner()
+	ts := make([]state.Transfer, 1) // as the store decodes: into a slice
+	for range b.N {
+		if !decodeTransfer(doc, &ts[0], in) {
+			b.Fatal("refused")
+		}
+	}
 }

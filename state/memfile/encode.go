@@ -178,7 +178,7 @@ func appendKey(b []byte, key, v string) []byte {
 // appendString quotes s as encoding/json does (HTML characters escaped).
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if escaped[s[i]] {
 			q, _ := json.Marshal(s) // rare: let encoding/json escape it
 			return append(b, q...)
 		}
@@ -187,6 +187,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// escaped marks the bytes encoding/json escapes in a string.
+var escaped = func() (e [256]bool) {
+	for c := range e {
+		e[c] = c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+	}
+	return e
+}()
 
 // appendFloat formats f as encoding/json does.
 func appendFloat(b []byte, f float64) []byte {
@@ -212,21 +220,51 @@ func appendTime(b []byte, t state.Time) []byte {
 		return append(b, "null"...)
 	}
 	u := t.UTC()
-	year, month, day := u.Date()
+	secs := u.Unix()
+	days, rem := secs/86400, int(secs%86400)
+	if rem < 0 {
+		days, rem = days-1, rem+86400
+	}
+	year, month, day := civil(days)
 	if year < 0 || year > 9999 {
 		b = append(b, '"')
 		return append(u.AppendFormat(b, state.TimeLayout), '"')
 	}
-	hour, minute, sec := u.Clock()
+	hour, minute, sec := rem/3600, rem/60%60, rem%60
 	b = append(b, '"')
 	b = appendDigits(b, year, 4)
-	b = appendDigits(append(b, '-'), int(month), 2)
+	b = appendDigits(append(b, '-'), month, 2)
 	b = appendDigits(append(b, '-'), day, 2)
 	b = appendDigits(append(b, 'T'), hour, 2)
 	b = appendDigits(append(b, ':'), minute, 2)
 	b = appendDigits(append(b, ':'), sec, 2)
 	b = appendDigits(append(b, '.'), u.Nanosecond()/int(time.Microsecond), 6)
 	return append(b, 'Z', '"')
+}
+
+// civil returns the date of a day counted from 1970-01-01 in the proleptic
+// Gregorian calendar (H. Hinnant's civil_from_days): what time.Time.Date
+// computes, several times faster.
+func civil(days int64) (year, month, day int) {
+	z := days + 719468
+	era := z / 146097
+	if z < 0 && z%146097 != 0 {
+		era--
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day = int(doy - (153*mp+2)/5 + 1)
+	month = int(mp + 3)
+	if mp >= 10 {
+		month = int(mp - 9)
+	}
+	year = int(yoe + era*400)
+	if month <= 2 {
+		year++
+	}
+	return year, month, day
 }
 
 func appendDigits(b []byte, v, width int) []byte {

@@ -103,3 +103,36 @@ func TestAppendTransfer(t *testing.T) {
 		t.Fatal("an infinite throughput encoded without error")
 	}
 }
+
+// TestCivil checks the calendar arithmetic of appendTime and the decoder
+// against package time, from year 0 to 9999.
+func TestCivil(t *testing.T) {
+	first := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	last := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	for days := first; days <= last; days += 13 {
+		want := time.Unix(days*86400, 0).UTC()
+		y, m, d := civil(days)
+		if y != want.Year() || m != int(want.Month()) || d != want.Day() {
+			t.Fatalf("civil(%d) = %d-%d-%d, want %s", days, y, m, d, want)
+		}
+		if back := daysSinceEpoch(y, m, d); back != days {
+			t.Fatalf("daysSinceEpoch(%d, %d, %d) = %d, want %d", y, m, d, back, days)
+		}
+	}
+}
+
+func BenchmarkAppendTransfer(b *testing.B) {
+	var tr state.Transfer
+	if !decodeTransfer(doneDoc(b), &tr, nil) {
+		b.Fatal("refused")
+	}
+	b.ReportAllocs()
+	buf := make([]byte, 0, 4096)
+	for range b.N {
+		var err error
+		if buf, err = appendTransfer(buf[:0], &tr); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -48,147 +49,208 @@ type anyDoc struct {
 	Expire state.Time `json:"expire"`
 }
 
-// parser reads the records of buf, which starts at file offset base, line
-// line+1 of the file.
-type parser struct {
-	path string
-	buf  []byte
-	base int64
-	line int
-	pos  int
-}
-
-func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("memfile: %s:%d (offset %d): %s", p.path, p.line+1, p.base+int64(p.pos), fmt.Sprintf(format, args...))
-}
-
-// nextLine returns the next full line (without its newline), or errTorn if
-// the buffer ends inside it.
-func (p *parser) nextLine(at int) ([]byte, int, error) {
-	nl := bytes.IndexByte(p.buf[at:], '\n')
-	if nl < 0 {
-		return nil, 0, errTorn
-	}
-	return p.buf[at : at+nl], at + nl + 1, nil
-}
-
-// pending is a document line found by the parser, decoded later.
+// pending is a document line found by the scanner, decoded later.
 type pending struct {
-	raw  []byte
-	off  int64 // file offset of raw
-	line int   // file line of raw, from 1
+	off  int64 // file offset of the line
+	n    int32 // length, without the newline
+	line int32 // file line, from 1
+	// replaced: a later line holds a newer version of the document
+	replaced bool
 }
 
-// record parses the framing of the record at p.pos, returning the offset
-// after it, the number of lines it spans and its document lines. It returns
-// errTorn for a record that is incomplete or fails its checksum.
-func (p *parser) record() (int, int, []pending, error) {
-	line, next, err := p.nextLine(p.pos)
-	if err != nil {
-		rest := p.buf[p.pos:]
-		if bytes.HasPrefix(rest, batchPrefix) || bytes.HasPrefix(batchPrefix, rest) || len(bytes.TrimSpace(rest)) == 0 {
-			return 0, 0, nil, err
-		}
-		return len(p.buf), 1, []pending{{raw: rest, off: p.base + int64(p.pos), line: p.line + 1}}, errNoNewline
+// scanner reads the records of the file from a given offset, through a
+// bounded buffer: a record is held in memory only while it is checked.
+type scanner struct {
+	path string
+	r    *bufio.Reader
+	pos  int64 // file offset of the next byte of r
+	size int64 // file size
+	line int   // lines read
+	body []byte
+	long []byte // a line longer than r's buffer
+	// docs are the document lines of the records read; last locates the
+	// last line of each document named canonically (see canonicalID).
+	docs    []pending
+	last    map[key]int
+	lastAny map[string]int
+}
+
+func newScanner(f *os.File, path string, off, size int64, line int) *scanner {
+	return &scanner{
+		path: path, r: bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), int(min(256<<10, max(4096, size-off)))),
+		pos: off, size: size, line: line, last: map[key]int{}, lastAny: map[string]int{},
 	}
-	if !bytes.HasPrefix(line, batchPrefix) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			return next, 1, nil, nil
+}
+
+func (sc *scanner) errorf(line int, off int64, format string, args ...any) error {
+	return fmt.Errorf("memfile: %s:%d (offset %d): %s", sc.path, line, off, fmt.Sprintf(format, args...))
+}
+
+// readLine returns the next line without its newline, or the bytes before
+// the end of the file with io.EOF. The bytes are valid until the next read.
+func (sc *scanner) readLine() ([]byte, error) {
+	b, err := sc.r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		sc.long = append(sc.long[:0], b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			b, err = sc.r.ReadSlice('\n')
+			sc.long = append(sc.long, b...)
 		}
-		return next, 1, []pending{{raw: line, off: p.base + int64(p.pos), line: p.line + 1}}, nil
+		b = sc.long
+	}
+	if err != nil {
+		return b, err
+	}
+	return b[:len(b)-1], nil
+}
+
+// add records a document line at off.
+func (sc *scanner) add(raw []byte, off int64, line int) {
+	i := len(sc.docs)
+	sc.docs = append(sc.docs, pending{off: off, n: int32(len(raw)), line: int32(line)})
+	id := canonicalID(raw)
+	if id == nil {
+		return
+	}
+	prev, seen := -1, false
+	if k, ok := keyOf(id); ok {
+		prev, seen = sc.last[k]
+		sc.last[k] = i
+	} else {
+		prev, seen = sc.lastAny[string(id)]
+		sc.lastAny[string(id)] = i
+	}
+	if seen {
+		sc.docs[prev].replaced = true
+	}
+}
+
+// record reads the record at sc.pos: a document line, or a journal record
+// (checked whole before its documents are added). It returns errTorn for a
+// last record that is incomplete or fails its checksum, and errNoNewline
+// (after adding it) for a last document line without its newline.
+func (sc *scanner) record() error {
+	start, line := sc.pos, sc.line+1
+	b, err := sc.readLine()
+	switch {
+	case err == io.EOF:
+		if bytes.HasPrefix(b, batchPrefix) || bytes.HasPrefix(batchPrefix, b) || len(bytes.TrimSpace(b)) == 0 {
+			return errTorn
+		}
+		sc.add(b, start, line)
+		sc.pos += int64(len(b))
+		sc.line++
+		return errNoNewline
+	case err != nil:
+		return fmt.Errorf("memfile: read %s: %w", sc.path, err)
+	}
+	sc.pos += int64(len(b)) + 1
+	sc.line++
+	if !bytes.HasPrefix(b, batchPrefix) {
+		if len(bytes.TrimSpace(b)) > 0 {
+			sc.add(b, start, line)
+		}
+		return nil
 	}
 	var h batchHeader
-	if err := json.Unmarshal(line, &h); err != nil || h.Docs < 0 || h.Bytes < 0 || len(h.CRC) != 8 {
-		return 0, 0, nil, p.errorf("bad journal record header %.80q", line)
+	if err := json.Unmarshal(b, &h); err != nil || h.Docs < 0 || h.Bytes < 0 || len(h.CRC) != 8 {
+		return sc.errorf(line, start, "bad journal record header %.80q", b)
 	}
-	end := next + h.Bytes
-	if end > len(p.buf) {
-		return 0, 0, nil, errTorn
+	if int64(h.Bytes) > sc.size-sc.pos {
+		return errTorn
 	}
-	body := p.buf[next:end]
+	if cap(sc.body) < h.Bytes {
+		sc.body = make([]byte, h.Bytes)
+	}
+	body := sc.body[:h.Bytes]
+	if _, err := io.ReadFull(sc.r, body); err != nil {
+		return fmt.Errorf("memfile: read %s: %w", sc.path, err)
+	}
 	if fmt.Sprintf("%08x", crc32.Checksum(body, crcTable)) != h.CRC {
-		if end == len(p.buf) {
-			return 0, 0, nil, errTorn
+		if sc.pos+int64(h.Bytes) == sc.size {
+			return errTorn
 		}
-		return 0, 0, nil, p.errorf("journal record fails its checksum")
+		return sc.errorf(line, start, "journal record fails its checksum")
 	}
 	if bytes.Count(body, []byte{'\n'}) != h.Docs || (h.Docs > 0 && body[len(body)-1] != '\n') {
-		return 0, 0, nil, p.errorf("journal record holds a wrong number of documents (want %d)", h.Docs)
+		return sc.errorf(line, start, "journal record holds a wrong number of documents (want %d)", h.Docs)
 	}
-	docs := make([]pending, 0, h.Docs)
-	for at := 0; at < len(body); {
+	for at, k := 0, 0; at < len(body); k++ {
 		nl := bytes.IndexByte(body[at:], '\n')
-		docs = append(docs, pending{raw: body[at : at+nl], off: p.base + int64(next+at), line: p.line + 2 + len(docs)})
+		sc.add(body[at:at+nl], sc.pos+int64(at), line+1+k)
 		at += nl + 1
 	}
-	return end, 1 + h.Docs, docs, nil
+	sc.pos += int64(h.Bytes)
+	sc.line += h.Docs
+	return nil
 }
 
 var idPrefix = []byte(`{"_id":"`)
 
 // canonicalID returns the ID of a document line written by memfile (it
-// starts with its _id), or "" for any other line.
-func canonicalID(raw []byte) string {
+// starts with its _id), or nil for any other line.
+func canonicalID(raw []byte) []byte {
 	if !bytes.HasPrefix(raw, idPrefix) {
-		return ""
+		return nil
 	}
 	rest := raw[len(idPrefix):]
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
-		return ""
+		return nil
 	}
-	return string(rest[:end])
+	return rest[:end]
 }
 
-// decodeAll decodes the document lines in file order and passes each to
-// apply, except a line whose document a later line replaces (a journal
-// holds many versions of a document; only the last one counts).
-func decodeAll(path string, docs []pending, apply applyFunc) error {
-	ids := make([]string, len(docs))
-	last := make(map[string]int, len(docs))
+// decodeAll reads back the document lines found by sc, in file order, and
+// passes each to apply, except a line whose document a later line
+// replaces (a journal holds many versions of a document; only the last
+// one counts).
+func decodeAll(src *source, docs []pending, apply applyFunc) error {
+	var spans []span
+	var at []int
 	for i := range docs {
-		if id := canonicalID(docs[i].raw); id != "" {
-			ids[i] = id
-			last[id] = i
+		if !docs[i].replaced {
+			spans = append(spans, span{off: docs[i].off, n: int(docs[i].n)})
+			at = append(at, i)
 		}
 	}
-	in := interner{}
-	for i := range docs {
-		if ids[i] != "" && last[ids[i]] != i {
-			continue
-		}
-		var d anyDoc
-		if err := decodeDoc(docs[i].raw, &d, in); err != nil {
+	var d anyDoc
+	return src.readSpans(spans, func(i int, raw []byte) error {
+		p := docs[at[i]]
+		if err := decodeDoc(raw, &d, src.in); err != nil {
 			if d.ID == "" {
-				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", path, docs[i].line, docs[i].off, err)
+				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", src.path, p.line, p.off, err)
 			}
-			apply(d.ID, &d, docs[i].raw, err.Error(), docs[i].off)
-			continue
+			apply(d.ID, &d, raw, err.Error(), p.off)
+			return nil
 		}
-		apply(d.ID, &d, docs[i].raw, "", docs[i].off)
-	}
-	return nil
+		apply(d.ID, &d, raw, "", p.off)
+		return nil
+	})
 }
 
 // applyFunc receives each document read: its ID, decoded form, raw bytes
-// at file offset off, and why it is invalid ("" if it is not).
+// (valid only during the call) at file offset off, and why it is invalid
+// ("" if it is not).
 type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 
 // decodeDoc decodes and validates one stored document. On an error d.ID is
 // set if the document at least names itself.
-func decodeDoc(raw []byte, d *anyDoc, in interner) error {
+func decodeDoc(raw []byte, d *anyDoc, in *interner) error {
 	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
 		d.Holder, d.Expire = "", state.Time{}
-	} else if err := json.Unmarshal(raw, d); err != nil {
-		var id struct {
-			ID string `json:"_id"`
+	} else if *d = (anyDoc{}); true {
+		if err := json.Unmarshal(raw, d); err != nil {
+			var id struct {
+				ID string `json:"_id"`
+			}
+			if json.Unmarshal(raw, &id) == nil {
+				d.ID = id.ID
+			} else {
+				d.ID = ""
+			}
+			return fmt.Errorf("does not decode: %v", err)
 		}
-		if json.Unmarshal(raw, &id) == nil {
-			d.ID = id.ID
-		} else {
-			d.ID = ""
-		}
-		return fmt.Errorf("does not decode: %v", err)
 	}
 	if d.ID == "" {
 		return fmt.Errorf("document without _id")
@@ -205,14 +267,20 @@ func decodeDoc(raw []byte, d *anyDoc, in interner) error {
 	return nil
 }
 
-// encodeBatch returns a journal record holding docs (transfers and locks),
-// one JSON line each, and where each document lies in it.
-func encodeBatch(docs []any) ([]byte, []span, error) {
-	body := make([]byte, 0, 1024*len(docs))
-	spans := make([]span, len(docs))
+// headerRoom is the room left before the body of a record for its header.
+const headerRoom = 96
+
+// encodeBatch encodes docs (transfers and locks) as a journal record, one
+// JSON line each, into buf, and returns it with where each document lies
+// in it, and the buffer to reuse for the next record (rec is part of it).
+func encodeBatch(buf []byte, docs []any) (rec []byte, spans []span, kept []byte, err error) {
+	if want := headerRoom + 1280*len(docs); cap(buf) < want {
+		buf = make([]byte, 0, want)
+	}
+	body := append(buf[:0], make([]byte, headerRoom)...)
+	spans = make([]span, len(docs))
 	for i, d := range docs {
 		start := len(body)
-		var err error
 		if t, ok := d.(*state.Transfer); ok && fastCodec {
 			body, err = appendTransfer(body, t)
 		} else {
@@ -221,28 +289,40 @@ func encodeBatch(docs []any) ([]byte, []span, error) {
 			body = append(body, b...)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, buf, err
 		}
 		spans[i] = span{off: int64(start), n: len(body) - start}
 		body = append(body, '\n')
 	}
-	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body), crc32.Checksum(body, crcTable))
+	h := fmt.Appendf(nil, `{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body)-headerRoom, crc32.Checksum(body[headerRoom:], crcTable))
+	at := headerRoom - len(h)
+	copy(body[at:], h)
 	for i := range spans {
-		spans[i].off += int64(len(h))
+		spans[i].off -= int64(at)
 	}
-	return append([]byte(h), body...), spans, nil
+	return body[at:], spans, body[:0], nil
+}
+
+// located is a document to copy into a snapshot: a transfer (slot >= 0)
+// or an invalid document (id), at span from of the old file.
+type located struct {
+	slot int32
+	id   string
+	from span
+	to   int64 // its offset in the snapshot
 }
 
 // writeSnapshot writes every document of d to a new file next to path,
 // copying transfers and invalid documents from old (the current file), and
-// returns it open, synced and flocked, not yet renamed, with the new spans.
-func writeSnapshot(path string, d *db, old []byte) (*os.File, int64, map[string]span, error) {
+// returns it open, synced and flocked, not yet renamed, with where each
+// document went.
+func writeSnapshot(path string, d *db, old *os.File) (*os.File, int64, []located, error) {
 	tmp := path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	fail := func(err error) (*os.File, int64, map[string]span, error) {
+	fail := func(err error) (*os.File, int64, []located, error) {
 		f.Close()
 		os.Remove(tmp)
 		return nil, 0, nil, err
@@ -250,28 +330,30 @@ func writeSnapshot(path string, d *db, old []byte) (*os.File, int64, map[string]
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fail(err)
 	}
-	type located struct {
-		id string
-		sp span
+	docs := make([]located, 0, len(d.ids)+len(d.invalid))
+	for _, i := range d.ids {
+		docs = append(docs, located{slot: i, from: d.metas[i].at})
 	}
-	docs := make([]located, 0, len(d.at))
-	for id, sp := range d.at {
-		docs = append(docs, located{id, sp})
+	for id, bad := range d.invalid {
+		docs = append(docs, located{slot: -1, id: id, from: bad.at})
 	}
-	slices.SortFunc(docs, func(a, b located) int { return cmp.Compare(a.sp.off, b.sp.off) }) // read old in order
+	slices.SortFunc(docs, func(a, b located) int { return cmp.Compare(a.from.off, b.from.off) }) // read old in order
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(fileHeader)
 	off := int64(len(fileHeader))
-	at := make(map[string]span, len(docs))
-	for _, doc := range docs {
-		id, sp := doc.id, doc.sp
-		if sp.off < 0 || sp.off+int64(sp.n) > int64(len(old)) {
-			return fail(fmt.Errorf("document %s: span %+v outside the file of %d bytes", id, sp, len(old)))
-		}
-		w.Write(old[sp.off : sp.off+int64(sp.n)])
-		w.WriteByte('\n')
-		at[id] = span{off: off, n: sp.n}
-		off += int64(sp.n) + 1
+	spans := make([]span, len(docs))
+	for i := range docs {
+		spans[i] = docs[i].from
+	}
+	src := &source{f: old, path: path}
+	err = src.readSpans(spans, func(i int, b []byte) error {
+		docs[i].to = off
+		w.Write(b)
+		off += int64(len(b)) + 1
+		return w.WriteByte('\n')
+	})
+	if err != nil {
+		return fail(err)
 	}
 	for _, l := range d.locks {
 		b, err := json.Marshal(l)
@@ -288,7 +370,7 @@ func writeSnapshot(path string, d *db, old []byte) (*os.File, int64, map[string]
 	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
-	return f, off, at, nil
+	return f, off, docs, nil
 }
 
 // syncDir makes a rename or a creation in dir durable.

@@ -62,6 +62,8 @@ type Store struct {
 	// call rewrite the file).
 	noCompactBelow int64
 	d              *db
+	src            source // reads documents back from f
+	wbuf           []byte // the encoding buffer of records, reused
 	stats          Stats
 	closed         bool
 }
@@ -84,7 +86,8 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
 	}
-	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, f: f}
+	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, src: source{path: path, in: newInterner()}}
+	s.setFile(f)
 	s.reset()
 	if err := s.lock(context.Background()); err != nil {
 		s.f.Close()
@@ -107,7 +110,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.d = nil // a closed store may stay referenced: free the documents
+	s.d, s.src.buf, s.wbuf = nil, nil, nil // a closed store may stay referenced: free its memory
 	return s.f.Close()
 }
 
@@ -158,7 +161,7 @@ func (s *Store) lock(ctx context.Context) error {
 			return fmt.Errorf("memfile: reopen %s: %w", s.path, err)
 		}
 		s.f.Close() // releases the lock of the old file
-		s.f = f
+		s.setFile(f)
 		s.reset()
 		s.stats.Reloads++
 	}
@@ -205,45 +208,38 @@ func (s *Store) catchUp() error {
 	if size == s.off && s.off > 0 {
 		return nil
 	}
-	buf, release, err := s.read(s.off, size)
-	if err != nil {
-		return fmt.Errorf("memfile: read %s: %w", s.path, err)
-	}
-	defer release()
-	p := &parser{path: s.path, buf: buf, base: s.off, line: s.line}
 	if s.off == 0 {
-		if err := s.readHeader(p); err != nil || p.pos == 0 {
+		if fresh, err := s.readHeader(size); err != nil || fresh {
 			return err
 		}
 	}
-	var docs []pending
+	sc := newScanner(s.f, s.path, s.off, size, s.line)
 	torn, noNewline := false, false
-	for p.pos < len(buf) {
-		batch := bytes.HasPrefix(buf[p.pos:], batchPrefix)
-		next, lines, found, err := p.record()
-		switch {
+	tornAt, tornLine := int64(0), 0
+	for sc.pos < size && !torn {
+		at, line := sc.pos, sc.line
+		batch := false
+		if b, err := sc.r.Peek(len(batchPrefix)); err == nil {
+			batch = bytes.Equal(b, batchPrefix)
+		}
+		switch err := sc.record(); {
 		case errors.Is(err, errTorn):
-			torn = true
+			torn, tornAt, tornLine = true, at, line
 		case errors.Is(err, errNoNewline):
 			noNewline = true
 		case err != nil:
 			return err
 		}
-		if torn {
-			break
+		if batch && !torn && s.snapEnd < 0 {
+			s.snapEnd = at
 		}
-		if batch && s.snapEnd < 0 {
-			s.snapEnd = p.base + int64(p.pos)
-		}
-		docs = append(docs, found...)
-		p.pos, p.line = next, p.line+lines
 	}
 	// every record is whole and checked: now decode and apply them
-	if err := decodeAll(s.path, docs, s.applyDoc); err != nil {
+	if err := decodeAll(&s.src, sc.docs, s.applyDoc); err != nil {
 		return err
 	}
 	if torn {
-		return s.dropTorn(p)
+		return s.dropTorn(tornAt, tornLine, size)
 	}
 	if noNewline { // end the hand-written line before anything is appended
 		if _, err := s.f.WriteAt([]byte{'\n'}, size); err != nil {
@@ -251,65 +247,52 @@ func (s *Store) catchUp() error {
 		}
 		size++
 	}
-	s.off, s.line = size, p.line
+	s.off, s.line = size, sc.line
 	return nil
 }
 
-// read returns the bytes of the file from off to size: mapped, not copied,
-// when they are many (a whole file at open), so they do not weigh on the
-// heap. Call release when done; nothing may keep a reference to them.
-func (s *Store) read(off, size int64) ([]byte, func(), error) {
-	if size-off < 1<<20 {
-		buf := make([]byte, size-off)
-		_, err := s.f.ReadAt(buf, off)
-		return buf, func() {}, err
+// readHeader checks the first line, writing it to an empty file; fresh
+// says it wrote it.
+func (s *Store) readHeader(size int64) (fresh bool, err error) {
+	first := make([]byte, min(size, 240))
+	if _, err := s.f.ReadAt(first, 0); err != nil {
+		return false, fmt.Errorf("memfile: read %s: %w", s.path, err)
 	}
-	start := off &^ int64(os.Getpagesize()-1)
-	m, err := unix.Mmap(int(s.f.Fd()), start, int(size-start), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, nil, err
+	if bytes.HasPrefix(first, []byte(fileHeader)) {
+		s.off, s.line = int64(len(fileHeader)), 1
+		return false, nil
 	}
-	return m[off-start:], func() { _ = unix.Munmap(m) }, nil
-}
-
-// readHeader checks the first line, writing it to an empty file. It leaves
-// p.pos at 0 when it wrote a fresh header.
-func (s *Store) readHeader(p *parser) error {
-	if bytes.HasPrefix(p.buf, []byte(fileHeader)) {
-		p.pos, p.line = len(fileHeader), 1
-		return nil
-	}
-	if len(p.buf) >= len(fileHeader) || !bytes.HasPrefix([]byte(fileHeader), p.buf) {
-		return fmt.Errorf("memfile: %s:1: not an aso state file (first line %.60q); move it away or give another --state", s.path, p.buf)
+	if len(first) >= len(fileHeader) || !bytes.HasPrefix([]byte(fileHeader), first) {
+		return false, fmt.Errorf("memfile: %s:1: not an aso state file (first line %.60q); move it away or give another --state", s.path, first)
 	}
 	// empty, or a creation cut short
 	if err := s.f.Truncate(0); err != nil {
-		return fmt.Errorf("memfile: create %s: %w", s.path, err)
+		return false, fmt.Errorf("memfile: create %s: %w", s.path, err)
 	}
 	if _, err := s.f.WriteAt([]byte(fileHeader), 0); err != nil {
-		return fmt.Errorf("memfile: create %s: %w", s.path, err)
+		return false, fmt.Errorf("memfile: create %s: %w", s.path, err)
 	}
 	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("memfile: create %s: %w", s.path, err)
+		return false, fmt.Errorf("memfile: create %s: %w", s.path, err)
 	}
 	if err := syncDir(s.path); err != nil {
-		return fmt.Errorf("memfile: create %s: %w", s.path, err)
+		return false, fmt.Errorf("memfile: create %s: %w", s.path, err)
 	}
 	s.off, s.line = int64(len(fileHeader)), 1
-	return nil
+	return true, nil
 }
 
-// dropTorn truncates the file at p.pos, where a record was cut short.
-func (s *Store) dropTorn(p *parser) error {
-	at := p.base + int64(p.pos)
-	s.warn("memfile: %s:%d (offset %d): dropped a torn last record (%d bytes), written by a process that died while appending", s.path, p.line+1, at, len(p.buf)-p.pos)
+// dropTorn truncates the file at offset at (line line), where a record of
+// size-at bytes was cut short.
+func (s *Store) dropTorn(at int64, line int, size int64) error {
+	s.warn("memfile: %s:%d (offset %d): dropped a torn last record (%d bytes), written by a process that died while appending", s.path, line+1, at, size-at)
 	if err := s.f.Truncate(at); err != nil {
 		return fmt.Errorf("memfile: truncate %s: %w", s.path, err)
 	}
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("memfile: sync %s: %w", s.path, err)
 	}
-	s.off, s.line = at, p.line
+	s.off, s.line = at, line
 	return nil
 }
 
@@ -318,12 +301,11 @@ func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int64
 	sp := span{off: off, n: len(raw)}
 	switch {
 	case bad != "":
-		s.d.putInvalid(id, bytes.Clone(raw), bad, sp)
+		s.d.putInvalid(id, bad, sp)
 	case d.Type == state.LockDocType:
 		s.d.putLock(&state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire})
 	default:
-		t := d.Transfer
-		s.d.put(&t, sp)
+		s.d.put(&d.Transfer, sp)
 	}
 }
 
@@ -345,7 +327,7 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 	if err := s.catchUp(); err != nil {
 		return err
 	}
-	x := newTx(s.d, rand.Uint64)
+	x := newTx(s.d, &s.src, rand.Uint64)
 	if err := fn(x, s.now()); err != nil {
 		return err
 	}
@@ -370,8 +352,8 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 }
 
 // view runs fn on the current state under the file lock.
-func (s *Store) view(ctx context.Context, call string, fn func(d *db, now time.Time) error) error {
-	return s.update(ctx, call, false, func(x *tx, now time.Time) error { return fn(x.d, now) })
+func (s *Store) view(ctx context.Context, call string, fn func(x *tx, now time.Time) error) error {
+	return s.update(ctx, call, false, fn)
 }
 
 // write appends the staged documents of x as one record and returns where
@@ -385,7 +367,10 @@ func (s *Store) write(x *tx, durable bool) ([]span, error) {
 			docs[i] = x.locks[id]
 		}
 	}
-	rec, spans, err := encodeBatch(docs)
+	rec, spans, kept, err := encodeBatch(s.wbuf, docs)
+	if s.wbuf = kept; cap(kept) > maxKeptBuffer {
+		s.wbuf = nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -414,20 +399,14 @@ func (s *Store) write(x *tx, durable bool) ([]span, error) {
 	return spans, nil
 }
 
+// maxKeptBuffer bounds the encoding buffer a Store keeps between records.
+const maxKeptBuffer = 16 << 20
+
 // compact replaces the file by a snapshot of s.d. Called with the flock held.
 func (s *Store) compact() error {
 	start := time.Now()
 	defer func() { s.stats.CompactTime += time.Since(start) }()
-	var old []byte
-	if s.off > 0 {
-		m, err := unix.Mmap(int(s.f.Fd()), 0, int(s.off), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			return fmt.Errorf("map %s: %w", s.path, err)
-		}
-		defer unix.Munmap(m)
-		old = m
-	}
-	f, size, at, err := writeSnapshot(s.path, s.d, old)
+	f, size, docs, err := writeSnapshot(s.path, s.d, s.f)
 	if err != nil {
 		return err
 	}
@@ -440,10 +419,24 @@ func (s *Store) compact() error {
 		s.warn("memfile: sync directory of %s: %v", s.path, err)
 	}
 	s.f.Close() // waiters on the old file see it was replaced
-	s.f = f
-	s.d.at = at
+	s.setFile(f)
+	for _, l := range docs {
+		if l.slot >= 0 {
+			s.d.metas[l.slot].at.off = l.to
+		} else {
+			bad := s.d.invalid[l.id]
+			bad.at.off = l.to
+			s.d.invalid[l.id] = bad
+		}
+	}
 	s.off, s.snapEnd = size, size
-	s.line = 1 + len(s.d.docs) + len(s.d.locks) + len(s.d.invalid)
+	s.line = 1 + len(s.d.ids) + len(s.d.locks) + len(s.d.invalid)
 	s.stats.Compactions++
 	return nil
+}
+
+// setFile makes f the state file of s.
+func (s *Store) setFile(f *os.File) {
+	s.f = f
+	s.src.f = f
 }
