@@ -48,6 +48,14 @@ func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
 		switch {
 		case st.Err != nil:
 			log.WithField(FieldJob, p.jobID).WithError(st.Err).Warn("pending submission still unknown")
+		case st.Lost && a.failed() != nil:
+			// the run is ending on an error (FTS refused our credentials):
+			// FTS never saw the job, so its transfers are released without
+			// penalty instead of being sent to be refused again
+			delete(a.pending, p.sid)
+			a.claims.mu.Lock()
+			a.releaseLocked(ctx, a.claims.get(p.ids), "not submitted: "+a.failed().Error(), ps)
+			a.claims.mu.Unlock()
 		case st.Lost:
 			a.resubmit(work, p, ps)
 		default:
