@@ -3,7 +3,9 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
@@ -69,4 +71,78 @@ func TestAgent_CredentialsRefusedSeveralJobs(t *testing.T) {
 			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
 		}
 	}
+}
+
+// slowFTS answers each submission after a delay (refusing the credentials
+// when refuse is set) and records how many were in flight at once.
+type slowFTS struct {
+	agent.FTS
+	delay    time.Duration
+	refuse   bool
+	mu       sync.Mutex
+	inFlight int
+	maxIn    int
+	calls    int
+}
+
+func (s *slowFTS) Submit(ctx context.Context, sub fts.Submission) (string, error) {
+	s.mu.Lock()
+	s.calls++
+	s.inFlight++
+	s.maxIn = max(s.maxIn, s.inFlight)
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.inFlight--; s.mu.Unlock() }()
+	time.Sleep(s.delay)
+	if s.refuse {
+		return "", &fts.HTTPError{StatusCode: 401, Message: "A valid X509 certificate or proxy is needed"}
+	}
+	return s.FTS.Submit(ctx, sub)
+}
+
+// TestAgent_ConcurrentSubmissions: the jobs of one claim are sent to FTS a
+// few at a time, not one after the other, and every transfer still ends
+// done exactly once; when FTS refuses the credentials, no job is sent after
+// the refusal is known.
+func TestAgent_ConcurrentSubmissions(t *testing.T) {
+	t.Run("accepted", func(t *testing.T) {
+		w := newWorld(t, ftstest.Options{})
+		cfg := w.config("agent-1")
+		cfg.MaxFilesPerJob = 5
+		reqs := w.goodRequests(cfg.BatchSize) // 8 jobs written together
+		slow := &slowFTS{FTS: w.client, delay: 50 * time.Millisecond}
+		a, err := agent.New(cfg, w.open("agent-1"), slow, w.sites, w.deleter, w.log)
+		must(t, err)
+		must(t, a.Run(context.Background()))
+		if slow.calls != 8 || slow.maxIn < 2 || slow.maxIn > 4 {
+			t.Errorf("%d submissions, at most %d at once; want 8, 2 to 4 at once", slow.calls, slow.maxIn)
+		}
+		for _, r := range reqs {
+			if tr := w.get(r.ID()); tr.State != state.StateDone {
+				t.Errorf("%s: %s, want done", tr.ID, tr.State)
+			}
+		}
+		if got := w.sim.Requests()["submit"]; got != 8 {
+			t.Errorf("the simulator saw %d submissions, want 8", got)
+		}
+	})
+	t.Run("credentials refused", func(t *testing.T) {
+		w := newWorld(t, ftstest.Options{})
+		cfg := w.config("agent-1")
+		cfg.MaxFilesPerJob = 5
+		reqs := w.goodRequests(cfg.BatchSize)
+		slow := &slowFTS{FTS: w.client, delay: 50 * time.Millisecond, refuse: true}
+		a, err := agent.New(cfg, w.open("agent-1"), slow, w.sites, w.deleter, w.log)
+		must(t, err)
+		if err := a.Run(context.Background()); !errors.Is(err, fts.ErrUnauthorized) {
+			t.Fatalf("Run = %v, want ErrUnauthorized", err)
+		}
+		if slow.calls > 4 {
+			t.Errorf("%d submissions after FTS refused the credentials, want those already in flight (at most 4)", slow.calls)
+		}
+		for _, r := range reqs {
+			if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" {
+				t.Errorf("%s: %s attempts %d sid %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID)
+			}
+		}
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/sirupsen/logrus"
@@ -223,17 +225,65 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 	}
 	a.claims.mu.Unlock()
 	var accepted []*pendingJob
-	for _, j := range ready {
-		if work.Err() != nil || a.failed() != nil {
+	for k, r := range a.sendAll(work, ready) {
+		if !r.sent {
 			// not sent: at shutdown the jobs are looked up by sid and, never
 			// seen by FTS, sent again or released; or the next agent does it
 			break
 		}
-		if a.send(work, j, ps) {
-			accepted = append(accepted, j)
+		if a.sent(work, ready[k], r.jobID, r.err, ps) {
+			accepted = append(accepted, ready[k])
 		}
 	}
 	a.commitJobs(work, accepted, ps)
+}
+
+// submitWorkers is how many FTS submissions are in flight at once. FTS
+// takes a while to answer each (it stores every file); a few at a time
+// hide that latency without loading the server.
+const submitWorkers = 4
+
+// sendResult is the answer of FTS to one submission.
+type sendResult struct {
+	sent  bool // false: not sent (the run is stopping)
+	jobID string
+	err   error
+}
+
+// sendAll submits jobs to FTS, submitWorkers at a time, and returns FTS's
+// answers in the order of jobs. Only the requests run concurrently: the
+// submissions are built before and the answers handled after, in order,
+// by the caller. Once the run is stopping, or FTS refused our credentials,
+// no further job is sent; those are the tail of the result, with sent false.
+func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
+	subs := make([]fts.Submission, len(jobs))
+	for k, j := range jobs {
+		subs[k] = a.submission(j)
+	}
+	out := make([]sendResult, len(jobs))
+	var wg sync.WaitGroup
+	var refused atomic.Bool
+	slots := make(chan struct{}, submitWorkers)
+	for k := range jobs {
+		slots <- struct{}{}
+		if work.Err() != nil || a.failed() != nil || refused.Load() {
+			<-slots
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+			defer cancel()
+			id, err := a.fts.Submit(ctx, subs[k])
+			if credentialError(err) {
+				refused.Store(true)
+			}
+			out[k] = sendResult{sent: true, jobID: id, err: err}
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // submitJob writes the sid ahead, submits, and commits or aborts.
@@ -283,10 +333,15 @@ func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, 
 // send submits j to FTS with its sid and settles what it can. It reports
 // whether FTS accepted the job, which the caller then commits.
 func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
-	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
 	jobID, err := a.fts.Submit(ctx, a.submission(j))
+	cancel()
+	return a.sent(work, j, jobID, err, ps)
+}
+
+// sent handles FTS's answer to the submission of j, as send describes.
+func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err error, ps *PassStats) bool {
+	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	var dup *fts.DuplicateError
 	switch {
 	case err == nil:
