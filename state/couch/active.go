@@ -11,7 +11,7 @@ import (
 )
 
 // activePage bounds the transfers ActiveTransfers reads in one request.
-const activePage = 10000
+const activePage = 5000
 
 // maxJobKeys bounds the jobs ActiveTransfersOf asks for in one request.
 const maxJobKeys = 1000

@@ -38,7 +38,8 @@ func viewsDoc() map[string]any {
 	}
 }
 
-// viewRow is one row of a view query; Doc is set with include_docs.
+// viewRow is one row of a view query: Value without include_docs, Doc
+// with it (nil for a deleted document).
 type viewRow struct {
 	ID    string
 	Key   json.RawMessage
@@ -49,6 +50,7 @@ type viewRow struct {
 // query reads the rows of the view. With "keys" in params it is a POST,
 // otherwise a GET.
 func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
+	docs := params["include_docs"] == true
 	var rows []viewRow
 	err := retry(ctx, func() error {
 		rows = rows[:0]
@@ -60,14 +62,16 @@ func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, er
 			if err := rs.ScanKey(&r.Key); err != nil {
 				return err
 			}
-			if err := rs.ScanValue(&r.Value); err != nil {
-				return err
-			}
-			if params["include_docs"] == true {
-				// a deleted document has no doc
-				if err := rs.ScanDoc(&r.Doc); err != nil || string(r.Doc) == "null" {
-					r.Doc = nil
+			var err error
+			if docs {
+				if err = rs.ScanDoc(&r.Doc); err != nil || string(r.Doc) == "null" {
+					r.Doc, err = nil, nil
 				}
+			} else {
+				err = rs.ScanValue(&r.Value)
+			}
+			if err != nil {
+				return err
 			}
 			rows = append(rows, r)
 		}
