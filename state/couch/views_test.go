@@ -118,4 +118,17 @@ func TestViews(t *testing.T) {
 			t.Fatalf("ActiveJobs = %+v, %v", jobs, err)
 		}
 	})
+
+	t.Run("active transfers of jobs come in the order asked", func(t *testing.T) {
+		jobs, err := alice.ActiveTransfersOf(ctx, "alice", []string{"job-2", "no-such-job", "job-1", "job-2"})
+		if err != nil || len(jobs) != 2 || jobs[0].ID != "job-2" || jobs[1].ID != "job-1" {
+			t.Fatalf("ActiveTransfersOf = %+v, %v; want job-2 then job-1", jobs, err)
+		}
+		if got := len(jobs[1].Transfers); got != 2 || jobs[1].Transfers[0].ID > jobs[1].Transfers[1].ID {
+			t.Fatalf("job-1 has %d transfers %v, want 2 ordered by file ID then ID", got, jobs[1].Transfers)
+		}
+		if jobs, err := bob.ActiveTransfersOf(ctx, "bob", []string{"job-1"}); err != nil || len(jobs) != 0 {
+			t.Fatalf("bob's transfers in alice's job: %+v, %v", jobs, err)
+		}
+	})
 }
