@@ -19,10 +19,10 @@ const maxRowsPage = 50000
 
 // NewTransfers claims up to limit eligible transfers of the agent's user
 // (see state.TransferState). Each round reads the due candidates from the
-// queue rows of the view (without documents), their documents in one bulk read, at most
-// one bulk read of dependencies and one _bulk_docs (plus one re-read if
-// claims conflicted); a claim that loses a race is skipped and the next
-// round goes on further down the queue.
+// queue rows of the view (without documents), their documents in one bulk
+// read, at most one bulk read of dependencies and one _bulk_docs (plus one
+// re-read if claims conflicted); a claim that loses a race is skipped and
+// the next round goes on further down the queue.
 func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
 	out := []state.Transfer{}
 	if limit <= 0 {
@@ -73,12 +73,13 @@ func (s *Store) dueCandidates(ctx context.Context, user string, now time.Time, a
 		if err != nil {
 			return nil, nil, false, err
 		}
+		moved := false
 		for _, r := range rows {
 			k, ok := claimKeyOf(r)
 			if !ok {
 				continue // not a queue row
 			}
-			after = k
+			after, moved = k, true
 			if due(r.Value, now) {
 				ids = append(ids, r.ID)
 				if len(ids) == want {
@@ -86,7 +87,7 @@ func (s *Store) dueCandidates(ctx context.Context, user string, now time.Time, a
 				}
 			}
 		}
-		if len(rows) < page {
+		if len(rows) < page || !moved {
 			return ids, after, true, nil
 		}
 		page = min(2*page, maxRowsPage)
