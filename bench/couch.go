@@ -40,7 +40,10 @@ func startCouch(ctx context.Context) (*couchServer, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "express-pouchdb")); err != nil {
 		return nil, fmt.Errorf("the CouchDB test server is not installed: run `cd %s && npm ci --ignore-scripts` (or set ASO_TEST_COUCHDB_URL, or -backends memfile)", dir)
 	}
-	cmd := exec.Command("node", "server.js")
+	// 100,000 transfers take the in-memory server to about 2.5 GB; the
+	// default heap limit of node is smaller on a machine with less than
+	// about 16 GB of memory
+	cmd := exec.Command("node", "--max-old-space-size=6144", "server.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+os.DevNull)
 	cmd.Stderr = os.Stderr

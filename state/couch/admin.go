@@ -120,23 +120,27 @@ func queueOnly(states []state.State) bool {
 }
 
 // List returns the transfers matching f, oldest created first. With IDs it
-// reads them in one request; otherwise it queries the "aso-created" index,
-// or for the queue of one user (new and acquired, no limit) the "aso-claim"
-// index, which holds only the queue.
+// reads them in one request; for the queue of one user (new and acquired,
+// no limit) it pages through the queue rows of the view; otherwise it
+// queries the "aso-created" index.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var docs []json.RawMessage
-	if len(f.IDs) > 0 {
-		m, err := s.readKeys(ctx, f.IDs)
-		if err != nil {
-			return nil, fmt.Errorf("couch: list: %w", err)
-		}
-		for _, id := range f.IDs {
-			if raw, ok := m[id]; ok {
-				docs = append(docs, raw)
-				delete(m, id)
+	var err error
+	switch {
+	case len(f.IDs) > 0:
+		var m map[string]json.RawMessage
+		if m, err = s.readKeys(ctx, f.IDs); err == nil {
+			for _, id := range f.IDs {
+				if raw, ok := m[id]; ok {
+					docs = append(docs, raw)
+					delete(m, id)
+				}
 			}
 		}
-	} else {
+	case f.User != "" && f.Limit == 0 && queueOnly(f.States):
+		// finished transfers (most of a database) are not read at all
+		docs, err = s.queueDocs(ctx, f.User)
+	default:
 		sel := map[string]any{"type": state.DocType, "created": map[string]any{"$gt": nil}}
 		if f.User != "" {
 			sel["user"] = f.User
@@ -147,24 +151,14 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		if src, dst, ok := strings.Cut(f.Link, "->"); ok {
 			sel["source"], sel["destination"] = src, dst
 		}
-		q := map[string]any{
+		docs, err = s.findAll(ctx, map[string]any{
 			"selector":  sel,
 			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
 			"use_index": []string{indexCreated, indexCreated},
-		}
-		if f.User != "" && f.Limit == 0 && queueOnly(f.States) {
-			// only the queue is in the claim index: finished transfers
-			// (most of a database) are not read at all
-			delete(sel, "created")
-			sel["claim_key"] = map[string]any{"$gt": nil}
-			q["sort"] = []any{map[string]string{"user": "asc"}, map[string]string{"claim_key": "asc"}}
-			q["use_index"] = []string{indexClaim, indexClaim}
-		}
-		var err error
-		docs, err = s.findAll(ctx, q, f.Limit)
-		if err != nil {
-			return nil, fmt.Errorf("couch: list: %w", err)
-		}
+		}, f.Limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couch: list: %w", err)
 	}
 	out := []state.Transfer{}
 	for _, raw := range docs {
@@ -178,6 +172,31 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// queueDocs returns the documents of user's queue (the queue rows of the
+// view).
+func (s *Store) queueDocs(ctx context.Context, user string) ([]json.RawMessage, error) {
+	const page = 10000
+	var docs []json.RawMessage
+	var after json.RawMessage
+	for {
+		rows, err := s.claimRows(ctx, user, after, page, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if r.Doc != nil {
+				docs = append(docs, r.Doc)
+			}
+			if k, ok := claimKeyOf(r); ok {
+				after = k
+			}
+		}
+		if len(rows) < page {
+			return docs, nil
+		}
+	}
 }
 
 // Summary counts transfers by state, link and user. It pages through

@@ -3,97 +3,122 @@ package couch
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// Names of the Mango indexes Init creates (design document and index name
-// are the same).
-const (
-	indexClaim   = "aso-claim"   // (user, claim_key): NewTransfers
-	indexActive  = "aso-active"  // (user, state, last_update): ActiveTransfers, Summary
-	indexCreated = "aso-created" // (type, created): List
-)
-
-// maxClaimRounds bounds the queries one NewTransfers call makes to fill its
-// limit when candidates are skipped (dependencies waiting, invalid
-// documents, claims lost to another agent).
+// maxClaimRounds bounds the rounds (candidates read, claimed) one
+// NewTransfers call makes to fill its limit when candidates are skipped
+// (dependencies waiting, invalid documents, claims lost to another agent).
 const maxClaimRounds = 4
 
-// claimQuery selects the claimable transfers of user at now, in claim order.
-func claimQuery(user, now string, limit, skip int) map[string]any {
-	return map[string]any{
-		"selector": map[string]any{
-			"user":      user,
-			"claim_key": map[string]any{"$gt": nil},
-			"$or": []any{
-				map[string]any{"state": string(state.StateNew), "$or": []any{
-					map[string]any{"retry_after": map[string]any{"$exists": false}},
-					map[string]any{"retry_after": nil},
-					map[string]any{"retry_after": map[string]any{"$lte": now}},
-				}},
-				map[string]any{"state": string(state.StateAcquired), "lease_expires": map[string]any{"$lte": now}},
-			},
-		},
-		"sort":      []any{map[string]string{"user": "asc"}, map[string]string{"claim_key": "asc"}},
-		"use_index": []string{indexClaim, indexClaim},
-		"limit":     limit,
-		"skip":      skip,
-	}
-}
+// maxRowsPage bounds the rows of one page of the queue.
+const maxRowsPage = 50000
 
 // NewTransfers claims up to limit eligible transfers of the agent's user
-// (see state.TransferState). Each round is one _find, at most one bulk read
-// of dependencies and one _bulk_docs (plus one re-read if claims
-// conflicted); a claim that loses a race is skipped and the next round looks
-// further down the queue.
+// (see state.TransferState). Each round reads the due candidates from the
+// queue rows of the view (without documents), their documents in one bulk
+// read, at most one bulk read of dependencies and one _bulk_docs (plus one
+// re-read if claims conflicted); a claim that loses a race is skipped and
+// the next round goes on further down the queue.
 func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
 	out := []state.Transfer{}
 	if limit <= 0 {
 		return out, nil
 	}
 	a, now := s.cfg.Agent, s.now()
-	skipped := 0
+	var after json.RawMessage
 	for round := 0; round < maxClaimRounds && len(out) < limit; round++ {
 		need := limit - len(out)
-		page := min(need+need/8+4, 10000) // a little extra in case some are skipped
-		docs, err := s.find(ctx, claimQuery(a.User, state.At(now).String(), page, skipped))
+		ids, next, end, err := s.dueCandidates(ctx, a.User, now, after, need+need/8+4) // a little extra in case some are skipped
 		if err != nil {
 			return nil, fmt.Errorf("couch: new transfers: %w", err)
 		}
-		got, seenSkipped, err := s.claimFrom(ctx, docs, need)
+		docs, err := s.readKeys(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("couch: new transfers: %w", err)
+		}
+		cands := make([]json.RawMessage, 0, len(ids))
+		for _, id := range ids {
+			if raw, ok := docs[id]; ok {
+				cands = append(cands, raw)
+			}
+		}
+		got, err := s.claimFrom(ctx, cands, need)
 		if err != nil {
 			return nil, fmt.Errorf("couch: new transfers: %w", err)
 		}
 		out = append(out, got...)
-		skipped += seenSkipped
-		if len(docs) < page {
+		if end {
 			break // the queue is exhausted
 		}
+		after = next
 	}
 	return out, nil
 }
 
+// dueCandidates reads user's queue after the claim key after (nil: from
+// its head) and returns the IDs of up to want transfers due at now, in
+// claim order, the claim key of the last row it looked at, and whether it
+// reached the end of the queue. Rows carry no documents, so passing over
+// transfers that are not due (in cool-off, or under a live lease) costs
+// little; pages grow while they hold too few due transfers.
+func (s *Store) dueCandidates(ctx context.Context, user string, now time.Time, after json.RawMessage, want int) ([]string, json.RawMessage, bool, error) {
+	var ids []string
+	page := min(max(2*want, 64), maxRowsPage)
+	for {
+		rows, err := s.claimRows(ctx, user, after, page, false)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		moved := false
+		for _, r := range rows {
+			k, ok := claimKeyOf(r)
+			if !ok {
+				continue // not a queue row
+			}
+			after, moved = k, true
+			if due(r.Value, now) {
+				ids = append(ids, r.ID)
+				if len(ids) == want {
+					return ids, after, false, nil
+				}
+			}
+		}
+		if len(rows) < page || !moved {
+			return ids, after, true, nil
+		}
+		page = min(2*page, maxRowsPage)
+	}
+}
+
+// due reports whether a transfer whose queue row has the value v (the
+// time it may be claimed, in microseconds since the epoch) may be claimed
+// at now. A value that does not parse is judged on the document.
+func due(v json.RawMessage, now time.Time) bool {
+	var us float64
+	if json.Unmarshal(v, &us) != nil {
+		return true
+	}
+	return us <= float64(now.UnixMicro())
+}
+
 // claimFrom claims up to need of the candidate documents, in their order,
-// settling those that can never run. It returns the claimed transfers and
-// how many candidates it looked at and left in the queue.
-func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, int, error) {
+// settling those that can never run, and returns the claimed transfers.
+// Documents that do not decode are left alone (Summary reports them).
+func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
 	cands := make([]state.Transfer, 0, len(docs))
-	left := 0
 	for _, raw := range docs {
-		t, err := decode(raw)
-		if err != nil {
-			left++ // reported by Summary; never claimed
-			continue
+		if t, err := decode(raw); err == nil {
+			cands = append(cands, t)
 		}
-		cands = append(cands, t)
 	}
 	deps, err := s.depStates(ctx, cands)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var items []item
 	var claims []bool
@@ -115,7 +140,6 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 			continue
 		}
 		if v, _, _ := state.CheckDeps(t, deps); v != state.DepsReady {
-			left++
 			continue
 		}
 		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
@@ -128,15 +152,13 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 	// write landed though its answer was lost, otherwise skipped.
 	res, err := s.mutate(ctx, items, report)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var got []state.Transfer
 	for k, r := range res {
 		switch {
-		case errors.Is(r.Err, state.ErrInvalid):
-			left++ // still in the queue; Summary reports it
 		case r.Err != nil:
-			// claimed or settled by another agent: no longer in the queue
+			// refused, or claimed or settled by another agent
 		case claims[k]:
 			t := cloneTransfer(items[k].t)
 			_ = state.Claim(t, a, now, ttl)
@@ -144,7 +166,7 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 			got = append(got, *t)
 		}
 	}
-	return got, left, nil
+	return got, nil
 }
 
 // depStates reads the states of the dependencies of ts in one request.
@@ -299,35 +321,6 @@ func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal)
 		}}
 	}
 	return s.wrap("set terminal state")(s.mutate(ctx, items, reapply))
-}
-
-// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
-// jobs ordered by their oldest last_update.
-func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
-	docs, err := s.findAll(ctx, map[string]any{
-		"selector":  map[string]any{"user": user, "state": string(state.StateSubmitted), "last_update": map[string]any{"$gt": nil}},
-		"sort":      []any{map[string]string{"user": "asc"}, map[string]string{"state": "asc"}, map[string]string{"last_update": "asc"}},
-		"use_index": []string{indexActive, indexActive},
-	}, 0)
-	if err != nil {
-		return nil, fmt.Errorf("couch: active transfers of %s: %w", user, err)
-	}
-	jobs := []state.Job{}
-	at := map[string]int{}
-	for _, raw := range docs {
-		t, err := decode(raw)
-		if err != nil || t.State != state.StateSubmitted {
-			continue
-		}
-		i, ok := at[t.FTSJob]
-		if !ok {
-			i = len(jobs)
-			at[t.FTSJob] = i
-			jobs = append(jobs, state.Job{ID: t.FTSJob})
-		}
-		jobs[i].Transfers = append(jobs[i].Transfers, t)
-	}
-	return jobs, nil
 }
 
 // wrap adds the call's name to a whole-call error.

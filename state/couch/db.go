@@ -20,6 +20,13 @@ const (
 	maxConflictRetries = 5 // re-read and re-apply rounds after conflicts
 )
 
+// Bounds of one request: a call with more documents makes several, so that
+// a request body (and the buffers that encode it) stays a few MiB.
+const (
+	maxBulkDocs = 2000 // documents of one _bulk_docs
+	maxReadKeys = 5000 // IDs of one _all_docs?keys=
+)
+
 // newBackOff is the policy of every retry loop: exponential from 50 ms,
 // bounded by tries and by ctx.
 func newBackOff(ctx context.Context, tries uint64) backoff.BackOff {
@@ -105,13 +112,25 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 	}
 }
 
-// bulkDocs writes docs (whose IDs are ids) in one request and returns the
-// per-document results in the order of docs. Results are matched by ID:
-// the PouchDB server answers refused documents first.
+// bulkDocs writes docs (whose IDs are ids) with one _bulk_docs per
+// maxBulkDocs documents and returns the per-document results in the order
+// of docs.
 func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
-	if len(docs) == 0 {
-		return nil, nil
+	out := make([]kivik.BulkResult, 0, len(docs))
+	for lo := 0; lo < len(docs); lo += maxBulkDocs {
+		hi := min(lo+maxBulkDocs, len(docs))
+		res, err := s.bulkDocsOnce(ctx, ids[lo:hi], docs[lo:hi])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
 	}
+	return out, nil
+}
+
+// bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
+// PouchDB server answers refused documents first.
+func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
 	var res []kivik.BulkResult
 	err := retry(ctx, func() error {
 		var err error
@@ -139,13 +158,21 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 	return out, nil
 }
 
-// readKeys reads documents by ID in one request (POST _all_docs with keys).
-// Missing and deleted documents are absent from the map.
+// readKeys reads documents by ID with one request (POST _all_docs with
+// keys) per maxReadKeys IDs. Missing and deleted documents are absent from
+// the map.
 func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(ids))
-	if len(ids) == 0 {
-		return out, nil
+	for lo := 0; lo < len(ids); lo += maxReadKeys {
+		if err := s.readKeysOnce(ctx, ids[lo:min(lo+maxReadKeys, len(ids))], out); err != nil {
+			return nil, err
+		}
 	}
+	return out, nil
+}
+
+// readKeysOnce is readKeys of a few IDs in one request, into out.
+func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]json.RawMessage) error {
 	err := retry(ctx, func() error {
 		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true}))
 		defer rs.Close()
@@ -160,7 +187,7 @@ func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.Raw
 		return rs.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
+		return fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
 	}
-	return out, nil
+	return nil
 }

@@ -104,3 +104,52 @@ func TestStore_RequestsPerTransfer(t *testing.T) {
 		t.Fatalf("%v done, %v; want %d", sum.ByState, err, total)
 	}
 }
+
+// TestStore_CallsLargerThanOneRequest: a call with more transfers than one
+// request carries is split, and its per-item results still come back in
+// the order of the items.
+func TestStore_CallsLargerThanOneRequest(t *testing.T) {
+	const total = 2600 // more than one _bulk_docs of the store
+	ctx := context.Background()
+	c := newClock()
+	ct := &countingTransport{rt: http.DefaultTransport}
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{Transport: ct})
+	enqueue(t, s, requests("alice", total))
+	claimed, err := s.NewTransfers(ctx, total)
+	if err != nil || len(claimed) != total {
+		t.Fatalf("NewTransfers = %d, %v; want %d", len(claimed), err, total)
+	}
+	cs := make([]state.Commit, total)
+	for i, tr := range claimed {
+		cs[i] = state.Commit{Transfer: tr, DestPFN: "file:///d" + tr.DestinationLFN}
+	}
+	before := ct.n.Load()
+	res, err := s.SetTransferID(ctx, cs, "job")
+	mustOK(t, res, err)
+	if n := ct.n.Load() - before; n != 2 {
+		t.Errorf("SetTransferID of %d transfers made %d requests, want 2", total, n)
+	}
+	for i, r := range res {
+		if r.ID != claimed[i].ID || r.Rev == "" || r.Rev == claimed[i].Rev {
+			t.Fatalf("result %d: %s rev %q; want %s with a new revision", i, r.ID, r.Rev, claimed[i].ID)
+		}
+	}
+	jobs, err := s.ActiveTransfers(ctx, "alice")
+	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != total {
+		t.Fatalf("ActiveTransfers = %d jobs, %v; want 1 job of %d", len(jobs), err, total)
+	}
+	for _, tr := range jobs[0].Transfers {
+		if tr.State != state.StateSubmitted || tr.Rev != res[indexOf(claimed, tr.ID)].Rev {
+			t.Fatalf("active transfer %s: state %s rev %s, not the committed revision", tr.ID, tr.State, tr.Rev)
+		}
+	}
+}
+
+func indexOf(ts []state.Transfer, id string) int {
+	for i := range ts {
+		if ts[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}

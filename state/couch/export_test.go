@@ -1,4 +1,4 @@
 package couch
 
-// ClaimQuery exposes the NewTransfers query to the tests (for _explain).
-var ClaimQuery = claimQuery
+// ViewsDDoc names the design document of the views (without "_design/").
+const ViewsDDoc = viewsDDoc

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/go-kivik/kivik/v4"
 )
@@ -20,6 +21,9 @@ var validateJS string
 // DesignID is the ID of the design document holding validate_doc_update.
 const DesignID = "_design/aso"
 
+// indexCreated is the Mango index of List: (type, created).
+const indexCreated = "aso-created"
+
 // indexes are the Mango indexes Init creates, by name (each in its own
 // design document of the same name, so creating one never rewrites
 // another).
@@ -27,14 +31,18 @@ var indexes = []struct {
 	name   string
 	fields []string
 }{
-	{indexClaim, []string{"user", "claim_key"}},
-	{indexActive, []string{"user", "state", "last_update"}},
 	{indexCreated, []string{"type", "created"}},
 }
 
+// obsoleteIndexes are Mango indexes earlier versions created, which Init
+// deletes: the claim and active queries read the views of ViewsID now, and
+// a server would otherwise keep updating the indexes for nothing.
+var obsoleteIndexes = []string{"aso-claim", "aso-active"}
+
 // Init prepares a database for aso: it creates the database if it is
-// missing, the Mango indexes, and the design document with the
-// validate_doc_update function. It is idempotent: run twice it writes
+// missing, the Mango indexes, the views of the agent's queries, and the
+// design document with the validate_doc_update function, and deletes the
+// indexes of earlier versions. It is idempotent: run twice it writes
 // nothing the second time; after an upgrade it replaces what changed.
 func Init(ctx context.Context, o Options) error {
 	c, t, err := connect(o)
@@ -58,8 +66,11 @@ func Init(ctx context.Context, o Options) error {
 	if err := ensureIndexes(ctx, db); err != nil {
 		return fmt.Errorf("couch: init %s: %w", where, err)
 	}
-	if err := ensureDesign(ctx, db); err != nil {
-		return fmt.Errorf("couch: init %s: %w", where, err)
+	validation := map[string]any{"_id": DesignID, "language": "javascript", "validate_doc_update": validateJS}
+	for _, doc := range []map[string]any{viewsDoc(), validation} {
+		if err := ensureDoc(ctx, db, doc); err != nil {
+			return fmt.Errorf("couch: init %s: %w", where, err)
+		}
 	}
 	return nil
 }
@@ -77,6 +88,14 @@ func ensureIndexes(ctx context.Context, db *kivik.DB) error {
 	current := map[string][]string{}
 	for _, ix := range have {
 		current[ix.Name] = indexFields(ix.Definition)
+	}
+	for _, ix := range have {
+		if !slices.Contains(obsoleteIndexes, ix.Name) || ix.DesignDoc == "" {
+			continue
+		}
+		if err := deleteDoc(ctx, db, ix.DesignDoc); err != nil {
+			return fmt.Errorf("delete the obsolete index %s: %w", ix.Name, err)
+		}
 	}
 	for _, ix := range indexes {
 		if reflect.DeepEqual(current[ix.name], ix.fields) {
@@ -109,32 +128,62 @@ func indexFields(def any) []string {
 	return out
 }
 
-// ensureDesign writes the validation design document unless it is current.
-func ensureDesign(ctx context.Context, db *kivik.DB) error {
-	want := map[string]any{"_id": DesignID, "language": "javascript", "validate_doc_update": validateJS}
+// deleteDoc deletes the document id (the design document of an index: the
+// PouchDB test server cannot delete indexes through _index); a document
+// already gone is not an error.
+func deleteDoc(ctx context.Context, db *kivik.DB, id string) error {
+	return retry(ctx, func() error {
+		rev, err := db.GetRev(ctx, id)
+		if err == nil {
+			_, err = db.Delete(ctx, id, rev)
+		}
+		if kivik.HTTPStatus(err) == http.StatusNotFound {
+			return nil
+		}
+		return err
+	})
+}
+
+// ensureDoc writes the design document want (with its _id, without _rev)
+// unless the stored one has the same fields.
+func ensureDoc(ctx context.Context, db *kivik.DB, want map[string]any) error {
+	id := want["_id"].(string)
 	var have map[string]any
 	err := retry(ctx, func() error {
 		have = nil
-		err := db.Get(ctx, DesignID).ScanDoc(&have)
+		err := db.Get(ctx, id).ScanDoc(&have)
 		if kivik.HTTPStatus(err) == http.StatusNotFound {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("read %s: %w", DesignID, err)
+		return fmt.Errorf("read %s: %w", id, err)
 	}
 	if have != nil {
-		if have["validate_doc_update"] == want["validate_doc_update"] && have["language"] == want["language"] {
+		if sameFields(have, want) {
 			return nil
 		}
 		want["_rev"] = have["_rev"]
 	}
 	if err := retry(ctx, func() error {
-		_, err := db.Put(ctx, DesignID, want)
+		_, err := db.Put(ctx, id, want)
 		return err
 	}); err != nil {
-		return fmt.Errorf("write %s: %w", DesignID, err)
+		return fmt.Errorf("write %s: %w", id, err)
 	}
 	return nil
+}
+
+// sameFields reports whether have holds every field of want with the same
+// JSON value.
+func sameFields(have, want map[string]any) bool {
+	for k, w := range want {
+		wb, err1 := json.Marshal(w)
+		hb, err2 := json.Marshal(have[k])
+		if err1 != nil || err2 != nil || string(wb) != string(hb) {
+			return false
+		}
+	}
+	return true
 }

@@ -48,7 +48,7 @@ func TestInit(t *testing.T) {
 	}
 	db := rawDB(t, u)
 	first := designRevs(t, db)
-	for _, id := range []string{couch.DesignID, "_design/aso-claim", "_design/aso-active", "_design/aso-created"} {
+	for _, id := range []string{couch.DesignID, couch.ViewsID, "_design/aso-created"} {
 		if first[id] == "" {
 			t.Errorf("Init created no %s (design documents: %v)", id, first)
 		}
@@ -83,21 +83,81 @@ func TestInit(t *testing.T) {
 		}
 	})
 
-	t.Run("claim query uses the claim index", func(t *testing.T) {
-		plan, err := db.Explain(ctx, couch.ClaimQuery("alice", state.At(newClock().Now()).String(), 500, 0))
-		if err != nil {
+	t.Run("upgrade replaces outdated views", func(t *testing.T) {
+		old := getRaw(t, db, couch.ViewsID)
+		want, _ := json.Marshal(old["views"])
+		old["views"] = map[string]any{"claim": map[string]any{"map": "function (doc) { emit(doc._id, null); }"}}
+		if _, err := db.Put(ctx, couch.ViewsID, old); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(plan.Index)
-		var ix struct {
-			DDoc string `json:"ddoc"`
-			Name string `json:"name"`
+		if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+			t.Fatalf("Init: %v", err)
 		}
-		_ = json.Unmarshal(b, &ix)
-		if ix.DDoc != "_design/aso-claim" || ix.Name != "aso-claim" {
-			t.Fatalf("_explain: index %s, want _design/aso-claim (a full scan or another index)", b)
+		if got, _ := json.Marshal(getRaw(t, db, couch.ViewsID)["views"]); string(got) != string(want) {
+			t.Fatalf("views after upgrade = %.100s, want %.100s", got, want)
 		}
 	})
+}
+
+// TestInit_UpgradesMangoQueueIndexes starts from a database prepared by an
+// earlier version, whose claim and active queries used Mango indexes, with
+// a queue in it: Init deletes those indexes, and the queue is claimed in
+// order through the views.
+func TestInit_UpgradesMangoQueueIndexes(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	db := rawDB(t, u)
+	for name, fields := range map[string][]string{
+		"aso-claim":   {"user", "claim_key"},
+		"aso-active":  {"user", "state", "last_update"},
+		"aso-created": {"type", "created"},
+	} {
+		if err := db.CreateIndex(ctx, name, name, map[string]any{"fields": fields}); err != nil {
+			t.Fatalf("create the old index %s: %v", name, err)
+		}
+	}
+	c := newClock()
+	reqs := requests("alice", 5)
+	for i := range reqs {
+		reqs[i].Priority = i % 2
+	}
+	for _, r := range reqs {
+		tr := state.NewTransfer(r, c.Now(), "old")
+		tr.Type = state.DocType
+		b, _ := json.Marshal(tr)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		m["claim_key"] = fmt.Sprintf("%010d|%s|%s", 2147483647-tr.Priority, tr.LastUpdate, tr.ID)
+		delete(m, "_id")
+		if _, err := db.Put(ctx, tr.ID, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	revs := designRevs(t, db)
+	for _, gone := range []string{"_design/aso-claim", "_design/aso-active"} {
+		if revs[gone] != "" {
+			t.Errorf("Init left the old index %s", gone)
+		}
+	}
+	for _, id := range []string{couch.DesignID, couch.ViewsID, "_design/aso-created"} {
+		if revs[id] == "" {
+			t.Errorf("no %s after the upgrade", id)
+		}
+	}
+	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
+	got, err := s.NewTransfers(ctx, 5)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("NewTransfers after the upgrade = %d, %v", len(got), err)
+	}
+	for i, tr := range got {
+		if want := 1; i < 2 && tr.Priority != want {
+			t.Fatalf("claim %d has priority %d: the priority 1 transfers come first", i, tr.Priority)
+		}
+	}
+
 }
 
 // transferJSON returns the stored form of a valid new transfer, changed by

@@ -59,9 +59,26 @@ func (p *pending) forbiddenErr() error {
 var errConflictsLeft = errors.New("conflicts left")
 
 // mutate applies each item's rule and writes the changed documents with one
-// _bulk_docs per round. Per-item errors go into the results; the error
-// return is for failures of the whole call.
+// _bulk_docs per round, maxBulkDocs items at a time (so that only their
+// encoded bodies are held at once). Per-item errors go into the results;
+// the error return is for failures of the whole call.
 func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
+	if len(items) <= maxBulkDocs {
+		return s.mutateOnce(ctx, items, mode)
+	}
+	res := make([]state.Result, 0, len(items))
+	for lo := 0; lo < len(items); lo += maxBulkDocs {
+		part, err := s.mutateOnce(ctx, items[lo:min(lo+maxBulkDocs, len(items))], mode)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, part...)
+	}
+	return res, nil
+}
+
+// mutateOnce is mutate of at most maxBulkDocs items.
+func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
 	res := make([]state.Result, len(items))
 	var work []*pending
 	var toRead []int

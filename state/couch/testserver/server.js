@@ -5,7 +5,12 @@
 //   - ETag = document revision (kivik reads revisions from it),
 //   - gzip/deflate request bodies are inflated (kivik compresses bodies),
 //   - GET /_up and GET /:db/_design_docs, which express-pouchdb lacks,
-//   - uncaught errors are logged instead of killing the process.
+//   - uncaught errors are logged instead of killing the process,
+//   - views compile their functions once, not once per document
+//     (mapreduce.js),
+//   - old revisions are compacted after every write (auto_compaction), as
+//     CouchDB's compaction daemon would do later, so that the memory and
+//     the garbage collector's work do not grow with every revision.
 // Environment: HOST (default 127.0.0.1), PORT (default 0: any free port),
 // LOG (express-pouchdb log file, default a file in the OS temp directory),
 // ADMIN_USER/ADMIN_PASS (optional: create a server admin at start).
@@ -22,14 +27,14 @@ const expressPouchDB = require('express-pouchdb');
 const PouchDB = require('pouchdb-core')
   .plugin(require('pouchdb-adapter-http'))
   .plugin(require('pouchdb-replication'))
-  .plugin(require('pouchdb-mapreduce'))
+  .plugin(require('./mapreduce'))
   .plugin(require('pouchdb-adapter-memory'));
 
 const host = process.env.HOST || '127.0.0.1';
 const port = Number(process.env.PORT || 0);
 const logPath = process.env.LOG || path.join(os.tmpdir(), `aso-couch-testserver-${process.pid}.log`);
 
-const pouchApp = expressPouchDB(PouchDB.defaults({ adapter: 'memory' }), {
+const pouchApp = expressPouchDB(PouchDB.defaults({ adapter: 'memory', auto_compaction: true }), {
   mode: 'fullCouchDB',
   overrideMode: { exclude: ['compression', 'routes/fauxton'] },
   inMemoryConfig: true,

@@ -1,0 +1,139 @@
+package couch
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// activePage bounds the transfers ActiveTransfers reads in one request.
+const activePage = 5000
+
+// maxJobKeys bounds the jobs ActiveTransfersOf asks for in one request.
+const maxJobKeys = 1000
+
+var _ state.ActivePager = (*Store)(nil)
+
+// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
+// the job with the oldest last_update first, transfers by FTS file ID: one
+// grouped query of the view, then the transfers of about
+// activePage at a time.
+func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+	refs, err := s.ActiveJobs(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	jobs := []state.Job{}
+	for len(refs) > 0 {
+		n, ids := 0, []string{}
+		for len(refs) > 0 && (len(ids) == 0 || n+refs[0].Transfers <= activePage) {
+			n += refs[0].Transfers
+			ids = append(ids, refs[0].ID)
+			refs = refs[1:]
+		}
+		page, err := s.ActiveTransfersOf(ctx, user, ids)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, page...)
+	}
+	return jobs, nil
+}
+
+// ActiveJobs lists the FTS jobs of user's submitted transfers with their
+// number of transfers, the job with the oldest last_update first (then by
+// ID), in one request: the active rows of the view reduced by _stats,
+// grouped by job.
+func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	rows, err := s.query(ctx, map[string]any{
+		"startkey": []any{user, keyActive},
+		"endkey":   []any{user, keyActive, map[string]any{}},
+		"group":    true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
+	}
+	type job struct {
+		ref    state.JobRef
+		oldest float64
+	}
+	jobs := make([]job, 0, len(rows))
+	for _, r := range rows {
+		var k []string
+		var v struct {
+			Count int     `json:"count"`
+			Min   float64 `json:"min"`
+		}
+		if json.Unmarshal(r.Key, &k) != nil || len(k) != 3 || json.Unmarshal(r.Value, &v) != nil || v.Count == 0 {
+			continue
+		}
+		jobs = append(jobs, job{state.JobRef{ID: k[2], Transfers: v.Count}, v.Min})
+	}
+	slices.SortFunc(jobs, func(a, b job) int {
+		return cmp.Or(cmp.Compare(a.oldest, b.oldest), cmp.Compare(a.ref.ID, b.ref.ID))
+	})
+	out := make([]state.JobRef, len(jobs))
+	for i := range jobs {
+		out[i] = jobs[i].ref
+	}
+	return out, nil
+}
+
+// ActiveTransfersOf returns the submitted transfers of user in the given
+// jobs, in the order of jobs, each job's transfers by FTS file ID then ID:
+// one request (a POST of the view keys) per maxJobKeys jobs.
+func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
+	byJob := make(map[string][]state.Transfer, len(jobs))
+	var keys []any
+	for i, j := range jobs {
+		if _, ok := byJob[j]; !ok {
+			byJob[j] = nil
+			keys = append(keys, []string{user, keyActive, j})
+		}
+		if len(keys) == maxJobKeys || (i == len(jobs)-1 && len(keys) > 0) {
+			if err := s.activeOf(ctx, user, keys, byJob); err != nil {
+				return nil, fmt.Errorf("couch: active transfers of %s: %w", user, err)
+			}
+			keys = keys[:0]
+		}
+	}
+	out := []state.Job{}
+	for _, j := range jobs {
+		ts := byJob[j]
+		if len(ts) == 0 {
+			continue
+		}
+		delete(byJob, j)
+		slices.SortFunc(ts, func(a, b state.Transfer) int {
+			return cmp.Or(cmp.Compare(a.FTSFileID, b.FTSFileID), cmp.Compare(a.ID, b.ID))
+		})
+		out = append(out, state.Job{ID: j, Transfers: ts})
+	}
+	return out, nil
+}
+
+// activeOf reads the submitted transfers of user under keys ([user,
+// "active", job]) into byJob.
+func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map[string][]state.Transfer) error {
+	rows, err := s.query(ctx, map[string]any{"keys": keys, "reduce": false, "include_docs": true})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Doc == nil {
+			continue
+		}
+		t, err := decode(r.Doc)
+		if err != nil || t.State != state.StateSubmitted || t.User != user {
+			continue
+		}
+		if _, asked := byJob[t.FTSJob]; asked {
+			byJob[t.FTSJob] = append(byJob[t.FTSJob], t)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package couch
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+
+	"github.com/go-kivik/kivik/v4"
+)
+
+// ViewsID is the design document of the views the agent's queries read.
+const ViewsID = "_design/" + viewsDDoc
+
+// The view of ViewsID: [user, "queue", claim_key] -> due time for
+// NewTransfers and the List of a queue, [user, "active", fts_job] ->
+// last_update for ActiveTransfers and ActivePager; values in microseconds
+// since the epoch, reduced by _stats (see work_map.js). One view rather
+// than two, so that a server keeps one index up to date, not two.
+const (
+	viewsDDoc = "aso-views"
+	viewWork  = "work"
+	keyQueue  = "queue"
+	keyActive = "active"
+)
+
+// workMapJS is the map function of the view.
+//
+//go:embed work_map.js
+var workMapJS string
+
+// viewsDoc is the design document Init writes (without _rev).
+func viewsDoc() map[string]any {
+	return map[string]any{
+		"_id":      ViewsID,
+		"language": "javascript",
+		"views":    map[string]any{viewWork: map[string]any{"map": workMapJS, "reduce": "_stats"}},
+	}
+}
+
+// viewRow is one row of a view query: Value without include_docs, Doc
+// with it (nil for a deleted document).
+type viewRow struct {
+	ID    string
+	Key   json.RawMessage
+	Value json.RawMessage
+	Doc   json.RawMessage
+}
+
+// query reads the rows of the view. With "keys" in params it is a POST,
+// otherwise a GET.
+func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
+	docs := params["include_docs"] == true
+	var rows []viewRow
+	err := retry(ctx, func() error {
+		rows = rows[:0]
+		rs := s.db.Query(ctx, viewsDDoc, viewWork, kivik.Params(params))
+		defer rs.Close()
+		for rs.Next() {
+			var r viewRow
+			r.ID, _ = rs.ID()
+			if err := rs.ScanKey(&r.Key); err != nil {
+				return err
+			}
+			var err error
+			if docs {
+				if err = rs.ScanDoc(&r.Doc); err != nil || string(r.Doc) == "null" {
+					r.Doc, err = nil, nil
+				}
+			} else {
+				err = rs.ScanValue(&r.Value)
+			}
+			if err != nil {
+				return err
+			}
+			rows = append(rows, r)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, s.url, err)
+	}
+	return rows, nil
+}
+
+// claimRows reads up to limit rows of user's queue in claim order, after
+// the claim key after (nil: from the head of the queue). The keys are
+// [user, "queue", claim_key], and [user, "queue", after, {}] sorts after
+// [user, "queue", after] and before every greater claim key, so that a
+// page starts right after the last one even if that transfer has changed
+// since.
+func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessage, limit int, docs bool) ([]viewRow, error) {
+	start := []any{user, keyQueue}
+	if after != nil {
+		start = []any{user, keyQueue, after, map[string]any{}}
+	}
+	return s.query(ctx, map[string]any{
+		"startkey":     start,
+		"endkey":       []any{user, keyQueue, map[string]any{}},
+		"limit":        limit,
+		"include_docs": docs,
+		"reduce":       false,
+	})
+}
+
+// claimKeyOf returns the claim key of a queue row, as JSON.
+func claimKeyOf(r viewRow) (json.RawMessage, bool) {
+	var k []json.RawMessage
+	if json.Unmarshal(r.Key, &k) != nil || len(k) != 3 {
+		return nil, false
+	}
+	return k[2], true
+}

@@ -1,0 +1,134 @@
+package couch_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+)
+
+// viewRows returns the rows of the view for the keys [user, part, ...].
+func viewRows(t *testing.T, db *kivik.DB, user, part string, extra map[string]any) (keys [][]any, values []json.RawMessage) {
+	t.Helper()
+	p := map[string]any{"startkey": []any{user, part}, "endkey": []any{user, part, map[string]any{}}, "reduce": false}
+	for k, v := range extra {
+		p[k] = v
+	}
+	rs := db.Query(context.Background(), couch.ViewsDDoc, "work", kivik.Params(p))
+	defer rs.Close()
+	for rs.Next() {
+		var k []any
+		var v json.RawMessage
+		if err := rs.ScanKey(&k); err != nil {
+			t.Fatal(err)
+		}
+		if err := rs.ScanValue(&v); err != nil {
+			t.Fatal(err)
+		}
+		keys, values = append(keys, k), append(values, v)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatalf("query view rows %s of %s: %v", part, user, err)
+	}
+	return keys, values
+}
+
+// TestViews checks what the view holds: in the queue rows exactly the
+// queue of each user in claim order, with the time each transfer is due;
+// in the active rows the submitted transfers by job, with counts and the
+// oldest last_update per job.
+func TestViews(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	u := newDB(t)
+	db := rawDB(t, u)
+	bob := open(t, u, c, "bob", "host:2:b", couch.Options{})
+	enqueue(t, bob, requests("bob", 30))
+	alice := open(t, u, c, "alice", "host:1:a", couch.Options{})
+	enqueue(t, alice, requests("alice", 22))
+	c.Add(time.Second)
+	claimed, err := alice.NewTransfers(ctx, 20)
+	if err != nil || len(claimed) != 20 {
+		t.Fatalf("NewTransfers = %d, %v", len(claimed), err)
+	}
+	res, err := alice.SetTransferID(ctx, []state.Commit{{Transfer: claimed[0]}, {Transfer: claimed[1]}}, "job-1")
+	mustOK(t, res, err)
+	c.Add(time.Second)
+	res, err = alice.SetTransferID(ctx, []state.Commit{{Transfer: claimed[2]}}, "job-2")
+	mustOK(t, res, err)
+
+	t.Run("queue rows hold the queue of the user in claim order", func(t *testing.T) {
+		keys, values := viewRows(t, db, "alice", "queue", nil)
+		if got, want := len(keys), 22-3; got != want {
+			t.Fatalf("%d rows for alice, want her %d new and acquired transfers", got, want)
+		}
+		due, prev := 0, ""
+		for i, k := range keys {
+			ck, _ := k[2].(string)
+			if k[0] != "alice" || ck <= prev {
+				t.Fatalf("row %d: key %v after %q: not alice's queue in claim key order", i, k, prev)
+			}
+			prev = ck
+			var us int64
+			if err := json.Unmarshal(values[i], &us); err != nil {
+				t.Fatalf("row %d: value %s is not a time in µs: %v", i, values[i], err)
+			}
+			if us != 0 && us != c.Now().Add(state.DefaultLeaseTTL).UnixMicro()-time.Second.Microseconds() {
+				t.Fatalf("row %d: due at %d µs, want 0 or the end of the lease", i, us)
+			}
+			if us <= c.Now().UnixMicro() {
+				due++
+			}
+		}
+		if due != 2 {
+			t.Fatalf("%d rows due now, want the 2 unclaimed (the others hold live leases)", due)
+		}
+		if keys, _ := viewRows(t, db, "bob", "queue", nil); len(keys) != 30 {
+			t.Fatalf("%d rows for bob, want 30", len(keys))
+		}
+	})
+
+	t.Run("active rows count jobs and find the oldest", func(t *testing.T) {
+		keys, values := viewRows(t, db, "alice", "active", map[string]any{"group": true, "reduce": true})
+		if len(keys) != 2 || keys[0][2] != "job-1" || keys[1][2] != "job-2" {
+			t.Fatalf("groups %v, want job-1 and job-2", keys)
+		}
+		for i, want := range []struct {
+			n  int
+			at time.Time
+		}{{2, c.Now().Add(-time.Second)}, {1, c.Now()}} {
+			var v struct {
+				Count int     `json:"count"`
+				Min   float64 `json:"min"`
+			}
+			if err := json.Unmarshal(values[i], &v); err != nil {
+				t.Fatal(err)
+			}
+			if v.Count != want.n || int64(v.Min) != want.at.UnixMicro() {
+				t.Fatalf("%v: count %d, min %.0f µs; want %d, %d", keys[i], v.Count, v.Min, want.n, want.at.UnixMicro())
+			}
+		}
+		jobs, err := alice.ActiveJobs(ctx, "alice")
+		if err != nil || len(jobs) != 2 || jobs[0] != (state.JobRef{ID: "job-1", Transfers: 2}) || jobs[1] != (state.JobRef{ID: "job-2", Transfers: 1}) {
+			t.Fatalf("ActiveJobs = %+v, %v", jobs, err)
+		}
+	})
+
+	t.Run("active transfers of jobs come in the order asked", func(t *testing.T) {
+		jobs, err := alice.ActiveTransfersOf(ctx, "alice", []string{"job-2", "no-such-job", "job-1", "job-2"})
+		if err != nil || len(jobs) != 2 || jobs[0].ID != "job-2" || jobs[1].ID != "job-1" {
+			t.Fatalf("ActiveTransfersOf = %+v, %v; want job-2 then job-1", jobs, err)
+		}
+		if got := len(jobs[1].Transfers); got != 2 || jobs[1].Transfers[0].ID > jobs[1].Transfers[1].ID {
+			t.Fatalf("job-1 has %d transfers %v, want 2 ordered by file ID then ID", got, jobs[1].Transfers)
+		}
+		if jobs, err := bob.ActiveTransfersOf(ctx, "bob", []string{"job-1"}); err != nil || len(jobs) != 0 {
+			t.Fatalf("bob's transfers in alice's job: %+v, %v", jobs, err)
+		}
+	})
+}
