@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type childResult struct {
 	Calls        map[string]CallCount `json:"calls"`
 	Fsyncs       int64                `json:"fsyncs,omitempty"`
 	Records      int64                `json:"journal_records,omitempty"`
+	// PeakRSSKiB is the process's own high-water mark of resident memory
+	// (VmHWM), read at the end of the run.
+	PeakRSSKiB int64 `json:"peak_rss_kib"`
 }
 
 // childMain runs the agent in this process, the way `aso run` does, with its
@@ -109,7 +113,28 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 		return err
 	}
 	r.NotDone = len(left)
+	if r.PeakRSSKiB, err = peakRSS(); err != nil {
+		return err
+	}
 	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// peakRSS returns VmHWM of this process in KiB. The parent cannot take it
+// from the rusage of the child: on Linux a child's ru_maxrss starts at the
+// resident size of the parent when the child was started, since exec
+// accounts the memory it replaces, and the parent (the simulator of every
+// earlier run) may be larger than the agent.
+func peakRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
 // openStore opens the store at st with its calls counted.

@@ -182,7 +182,7 @@ func (r *Run) fill(cr childResult, ru syscall.Rusage, sim map[string]int) {
 	r.DrainSeconds = cr.DrainSeconds
 	r.TransfersPerSecond = n / cr.DrainSeconds
 	r.Passes = cr.Passes
-	r.PeakRSSMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	r.PeakRSSMiB = float64(cr.PeakRSSKiB) / 1024
 	r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	r.Calls = cr.Calls
 	r.Fsyncs, r.JournalRecords = cr.Fsyncs, cr.Records

@@ -20,11 +20,13 @@ func newInitCommand(g *Globals) *cobra.Command {
 	opts := &InitOptions{}
 	return &cobra.Command{
 		Use:   "init",
-		Short: "Create the CouchDB database, its indexes and its validation function",
+		Short: "Create the CouchDB database, its view, index and validation function",
 		Long: `init prepares the CouchDB database named by --state for aso: it creates the
-database if it is missing, the Mango indexes the agent queries, and the design
-document whose validate_doc_update function rejects malformed transfers and
-illegal state transitions. It is idempotent: run it again after an upgrade.
+database if it is missing, the view the agent queries (claims and active jobs),
+the Mango index of listings, and the design document whose validate_doc_update
+function rejects malformed transfers and illegal state transitions. It is
+idempotent, and removes the indexes of earlier versions: run it again after an
+upgrade.
 File stores (--state file:PATH) need no init.
 
 ` + couchSettingsHelp,
