@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench chaos fuzz enqueue-large concurrency-large clean help
+.PHONY: all build test lint demo bench chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -74,6 +74,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 
 enqueue-large: ## aso enqueue of 1,000,000 JSON lines with 1% bad ones: every bad line reported, memory bounded
 	ASO_TEST_LARGE=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestEnqueue_MillionLinesWithBadOnes$$' ./cmd
+
+couch-views: ## the CouchDB tests that read views, on PouchDB's own view code instead of the test server's faster index
+	ASO_TEST_COUCH_VIEWS=pouchdb $(GO) test -count=1 -run '^(TestStore|TestViews|TestInit|TestInit_UpgradesMangoQueueIndexes|TestStore_Flow)$$' ./state/couch/
 
 concurrency-large: ## five users' agents, run as processes on one CouchDB, drain 5,000 transfers with no loss and no duplicate
 	ASO_TEST_LARGE=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRun_Concurrency$$' ./cmd

@@ -6,8 +6,8 @@
 //   - gzip/deflate request bodies are inflated (kivik compresses bodies),
 //   - GET /_up and GET /:db/_design_docs, which express-pouchdb lacks,
 //   - uncaught errors are logged instead of killing the process,
-//   - views compile their functions once, not once per document
-//     (mapreduce.js),
+//   - views are sorted in-memory indexes (mapreduce.js), checked against
+//     PouchDB's own pouchdb-mapreduce (ASO_TEST_COUCH_VIEWS=pouchdb),
 //   - old revisions are compacted after every write (auto_compaction), as
 //     CouchDB's compaction daemon would do later, so that the memory and
 //     the garbage collector's work do not grow with every revision.
@@ -24,10 +24,15 @@ const crypto = require('crypto');
 const express = require('express');
 const expressPouchDB = require('express-pouchdb');
 
+// ASO_TEST_COUCH_VIEWS=pouchdb serves views with PouchDB's own
+// pouchdb-mapreduce instead of mapreduce.js: much slower, it is the
+// reference the faster index is checked against (make couch-views).
+const views = process.env.ASO_TEST_COUCH_VIEWS === 'pouchdb' ? require('pouchdb-mapreduce') : require('./mapreduce');
+
 const PouchDB = require('pouchdb-core')
   .plugin(require('pouchdb-adapter-http'))
   .plugin(require('pouchdb-replication'))
-  .plugin(require('./mapreduce'))
+  .plugin(views)
   .plugin(require('pouchdb-adapter-memory'));
 
 const host = process.env.HOST || '127.0.0.1';
