@@ -224,6 +224,9 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 		}
 	}
 	a.claims.mu.Unlock()
+	if len(ready) > 0 {
+		log.WithField("jobs", len(ready)).Info("submit_sid written; sending to FTS")
+	}
 	var accepted []*pendingJob
 	for k, r := range a.sendAll(work, ready) {
 		if !r.sent {
@@ -303,6 +306,9 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 	}
 	ok := a.prepared(log, j, ts, res)
 	a.claims.mu.Unlock()
+	if ok {
+		log.WithField("jobs", 1).Info("submit_sid written; sending to FTS")
+	}
 	if ok && a.send(work, j, ps) {
 		a.commit(work, j, nil, ps)
 	}

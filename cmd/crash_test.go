@@ -41,8 +41,12 @@ type trigger struct {
 	delay time.Duration
 }
 
-// submitted is the log line of an FTS submission, before its commit.
-const submitted = `"msg":"job submitted"`
+// submitted is the log line written when the submit_sids of a claim's
+// jobs are written and the jobs are being sent to FTS, before their commit
+// (FTS answers in 20 ms: a kill soon after lands in that window, and on a
+// claim that holds transfers over for the next one, also finds those
+// claimed without a submit_sid).
+const submitted = `"msg":"submit_sid written; sending to FTS"`
 
 // killTrigger draws the moment of the next kill: during start-up; while
 // the first transfers are claimed; right after an FTS submission (before
@@ -57,7 +61,7 @@ func killTrigger(rng *rand.Rand) trigger {
 	case p < 25:
 		return trigger{after: "run lock taken", delay: ms(60)} // the first claims
 	case p < 50:
-		return trigger{after: submitted, delay: ms(30)}
+		return trigger{after: submitted, delay: ms(25)}
 	case p < 70:
 		return trigger{after: `"msg":"outcome recorded"`, delay: ms(10)}
 	default:
