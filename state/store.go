@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -110,6 +111,14 @@ type Terminal struct {
 type Job struct {
 	ID        string
 	Transfers []Transfer
+}
+
+// SortJob puts the transfers of a job in the order ActiveTransfers gives
+// them: by FTS file ID, then by ID.
+func SortJob(ts []Transfer) {
+	slices.SortFunc(ts, func(a, b Transfer) int {
+		return cmp.Or(cmp.Compare(a.FTSFileID, b.FTSFileID), cmp.Compare(a.ID, b.ID))
+	})
 }
 
 // Filter selects transfers for List, KillAll and RetryAll. Zero fields select all.

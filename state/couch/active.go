@@ -108,9 +108,7 @@ func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []strin
 			continue
 		}
 		delete(byJob, j)
-		slices.SortFunc(ts, func(a, b state.Transfer) int {
-			return cmp.Or(cmp.Compare(a.FTSFileID, b.FTSFileID), cmp.Compare(a.ID, b.ID))
-		})
+		state.SortJob(ts)
 		out = append(out, state.Job{ID: j, Transfers: ts})
 	}
 	return out, nil

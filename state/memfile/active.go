@@ -61,9 +61,7 @@ func (x *tx) readJobs(jobs []activeJob) ([]state.Job, error) {
 		n := len(j.slots)
 		job := ts[:n:n]
 		ts = ts[n:]
-		slices.SortFunc(job, func(a, b state.Transfer) int {
-			return cmp.Or(cmp.Compare(a.FTSFileID, b.FTSFileID), cmp.Compare(a.ID, b.ID))
-		})
+		state.SortJob(job)
 		out[k] = state.Job{ID: j.id, Transfers: job}
 	}
 	return out, nil
