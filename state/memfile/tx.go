@@ -128,17 +128,14 @@ func (x *tx) readAll(slots []int32) ([]state.Transfer, error) {
 	return out, x.read(slots, out)
 }
 
-// load returns the current version of the transfer of every ID: the one
-// staged by this tx, else the stored one (read, so private to the caller),
-// else nil.
+// load returns the stored transfer of every ID (read, so private to the
+// caller), or nil; what this tx staged is not looked at (the caller does).
 func (x *tx) load(ids []string) ([]*state.Transfer, error) {
 	out := make([]*state.Transfer, len(ids))
 	var at []int
 	var slots []int32
 	for i, id := range ids {
-		if t, ok := x.docs[id]; ok {
-			out[i] = t
-		} else if s, ok := x.d.lookup(id); ok {
+		if s, ok := x.d.lookup(id); ok {
 			at = append(at, i)
 			slots = append(slots, s)
 		}
