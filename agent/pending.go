@@ -52,10 +52,7 @@ func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
 			// the run is ending on an error (FTS refused our credentials):
 			// FTS never saw the job, so its transfers are released without
 			// penalty instead of being sent to be refused again
-			delete(a.pending, p.sid)
-			a.claims.mu.Lock()
-			a.releaseLocked(ctx, a.claims.get(p.ids), "not submitted: "+a.failed().Error(), ps)
-			a.claims.mu.Unlock()
+			a.releaseJob(ctx, p, "not submitted: "+a.failed().Error(), ps)
 		case st.Lost:
 			a.resubmit(work, p, ps)
 		default:
@@ -93,6 +90,15 @@ func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 	if a.send(work, p, ps) {
 		a.commit(work, p, nil, ps)
 	}
+}
+
+// releaseJob forgets the pending job j, which FTS never accepted, and
+// returns its transfers to new without penalty.
+func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps *PassStats) {
+	delete(a.pending, j.sid)
+	a.claims.mu.Lock()
+	defer a.claims.mu.Unlock()
+	a.releaseLocked(ctx, a.claims.get(j.ids), reason, ps)
 }
 
 // releaseLocked returns held transfers to new without penalty (their sid is

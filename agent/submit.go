@@ -363,12 +363,9 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 	case credentialError(err):
 		// not the transfers' fault: release them without penalty and stop
 		log.WithError(err).Error("FTS refused our credentials; stopping")
-		delete(a.pending, j.sid)
-		a.claims.mu.Lock()
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		a.releaseLocked(ctx, a.claims.get(j.ids), "FTS refused the credentials: "+err.Error(), ps)
+		a.releaseJob(ctx, j, "FTS refused the credentials: "+err.Error(), ps)
 		cancel()
-		a.claims.mu.Unlock()
 		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
