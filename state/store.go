@@ -330,6 +330,26 @@ type JobRef struct {
 	Transfers int
 }
 
+// PrepareOne is PrepareSubmit in terms of PrepareSubmits, for a backend
+// that implements MultiSubmitter.
+func PrepareOne(ctx context.Context, m MultiSubmitter, transfers []Transfer, sid string) ([]Result, error) {
+	res, err := m.PrepareSubmits(ctx, []PrepareJob{{Transfers: transfers, SID: sid}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// CommitOne is SetTransferID in terms of SetTransferIDs, for a backend that
+// implements MultiSubmitter.
+func CommitOne(ctx context.Context, m MultiSubmitter, commits []Commit, jobID string) ([]Result, error) {
+	res, err := m.SetTransferIDs(ctx, []CommitJob{{Commits: commits, JobID: jobID}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
 // SplitResults cuts the results of a call on the items of several jobs,
 // concatenated in order, into one slice per job (sizes[i] items each).
 func SplitResults(res []Result, sizes []int) [][]Result {

@@ -217,11 +217,7 @@ func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) 
 
 // PrepareSubmit writes submit_sid and renews the lease (one _bulk_docs).
 func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
-	res, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: transfers, SID: sid}})
-	if err != nil {
-		return nil, err
-	}
-	return res[0], nil
+	return state.PrepareOne(ctx, s, transfers, sid)
 }
 
 // PrepareSubmits is PrepareSubmit of several jobs in one _bulk_docs.
@@ -254,11 +250,7 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 
 // SetTransferID commits claimed transfers to FTS job jobID (one _bulk_docs).
 func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	res, err := s.SetTransferIDs(ctx, []state.CommitJob{{Commits: commits, JobID: jobID}})
-	if err != nil {
-		return nil, err
-	}
-	return res[0], nil
+	return state.CommitOne(ctx, s, commits, jobID)
 }
 
 // SetTransferIDs is SetTransferID of several jobs in one _bulk_docs.

@@ -149,11 +149,7 @@ func depStates(x *tx, t *state.Transfer) map[string]state.State {
 
 // PrepareSubmit writes submit_sid on held transfers and renews their lease.
 func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
-	res, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: transfers, SID: sid}})
-	if err != nil {
-		return nil, err
-	}
-	return res[0], nil
+	return state.PrepareOne(ctx, s, transfers, sid)
 }
 
 // PrepareSubmits is PrepareSubmit of several jobs in one record and fsync.
@@ -185,11 +181,7 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 
 // SetTransferID commits held transfers to FTS job jobID.
 func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	res, err := s.SetTransferIDs(ctx, []state.CommitJob{{Commits: commits, JobID: jobID}})
-	if err != nil {
-		return nil, err
-	}
-	return res[0], nil
+	return state.CommitOne(ctx, s, commits, jobID)
 }
 
 // SetTransferIDs is SetTransferID of several jobs in one record and fsync.
