@@ -6,9 +6,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
 )
+
+// queuedOverTheirs enqueues one transfer whose destination already holds
+// somebody else's file and runs one pass of an agent with cfg (Once),
+// which submits it; FTS keeps its file queued. It returns the world, the
+// request, cfg and the content of that file.
+func queuedOverTheirs(t *testing.T) (*world, state.Request, agent.Config, []byte) {
+	t.Helper()
+	w := newWorld(t, ftstest.Options{QueueDelay: time.Hour})
+	r, _ := w.request("taken", 0, true)
+	theirs := []byte("somebody else's file")
+	w.writeFile(w.dstPath(r), theirs)
+	w.enqueue([]state.Request{r})
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	return w, r, cfg, theirs
+}
 
 // TestAgent_LostJobLeavesTheDestinationAlone: FTS loses a job before it
 // ran. The agent cannot know whether anything at the destination was
@@ -16,15 +34,7 @@ import (
 // have refused to overwrite), so it must not delete it: the transfer goes
 // back to the queue and the file stays.
 func TestAgent_LostJobLeavesTheDestinationAlone(t *testing.T) {
-	w := newWorld(t, ftstest.Options{QueueDelay: time.Hour})
-	r, _ := w.request("taken", 0, true)
-	theirs := []byte("somebody else's file")
-	w.writeFile(w.dstPath(r), theirs)
-	w.enqueue([]state.Request{r})
-
-	cfg := w.config("agent-1")
-	cfg.Once = true
-	must(t, w.agent(cfg, nil).Run(context.Background()))
+	w, r, cfg, theirs := queuedOverTheirs(t)
 	files := w.sim.Files()
 	if len(files) != 1 {
 		t.Fatalf("%d files submitted, want 1", len(files))
@@ -44,15 +54,7 @@ func TestAgent_LostJobLeavesTheDestinationAlone(t *testing.T) {
 // while its FTS file is still queued never ran, so the file at its
 // destination (here somebody else's) is not its doing and must stay.
 func TestAgent_KillBeforeStartLeavesTheDestinationAlone(t *testing.T) {
-	w := newWorld(t, ftstest.Options{QueueDelay: time.Hour})
-	r, _ := w.request("taken", 0, true)
-	theirs := []byte("somebody else's file")
-	w.writeFile(w.dstPath(r), theirs)
-	w.enqueue([]state.Request{r})
-
-	cfg := w.config("agent-1")
-	cfg.Once = true
-	must(t, w.agent(cfg, nil).Run(context.Background()))
+	w, r, cfg, theirs := queuedOverTheirs(t)
 	_, err := w.store.RequestKill(context.Background(), []string{r.ID()})
 	must(t, err)
 	must(t, w.agent(cfg, nil).Run(context.Background()))
