@@ -43,11 +43,9 @@ var badLines = []struct{ line, want string }{
 // use every MiB read.
 type mixedStream struct {
 	n, every, distinct, i int
-	good                  int // good lines generated so far
-	buf                   []byte
-	read, sampled         int64
-	peak                  uint64
+	good                  int            // good lines generated so far
 	bad                   map[int]string // line -> expected rejection
+	sampledBuffer
 }
 
 func (s *mixedStream) Read(p []byte) (int, error) {
@@ -63,19 +61,7 @@ func (s *mixedStream) Read(p []byte) (int, error) {
 		s.good++
 		s.buf = fmt.Appendf(s.buf, `{"user": "big", "source": "T2_US_Nebraska", "destination": "T1_US_FNAL_Disk", "source_lfn": "/store/temp/user/big/f_%07d.root", "destination_lfn": "/store/user/big/f_%07d.root", "size": %d, "checksums": {"adler32": "%08x"}}`+"\n", k, k, k, k)
 	}
-	if len(s.buf) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, s.buf)
-	s.buf = s.buf[:copy(s.buf, s.buf[n:])]
-	s.read += int64(n)
-	if s.read-s.sampled >= 1<<20 {
-		s.sampled = s.read
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		s.peak = max(s.peak, ms.HeapInuse)
-	}
-	return n, nil
+	return s.emit(p)
 }
 
 // rejections reads aso's standard output as it is written and keeps the

@@ -15,17 +15,20 @@ import (
 type requestStream struct {
 	n, distinct, i int
 	dir            string // a long directory name, to make lines of about 1 KiB
-	buf            []byte
-	read, sampled  int64
-	peak           uint64
+	sampledBuffer
 }
 
-func (s *requestStream) Read(p []byte) (int, error) {
-	for len(s.buf) < len(p) && s.i < s.n {
-		k := s.i % s.distinct
-		s.buf = fmt.Appendf(s.buf, `{"user": "big", "source": "T2_US_Nebraska", "destination": "T1_US_FNAL_Disk", "source_lfn": "/store/temp/user/big/%s/file_%06d.root", "destination_lfn": "/store/user/big/%s/file_%06d.root", "size": %d, "checksums": {"adler32": "%08x"}}`+"\n", s.dir, k, s.dir, k, 1000+k, k)
-		s.i++
-	}
+// sampledBuffer is the generated input not read yet, and the peak heap in
+// use, sampled every MiB read.
+type sampledBuffer struct {
+	buf           []byte
+	read, sampled int64
+	peak          uint64
+}
+
+// emit hands the reader what p can hold of buf (io.EOF once buf is empty)
+// and samples the heap.
+func (s *sampledBuffer) emit(p []byte) (int, error) {
 	if len(s.buf) == 0 {
 		return 0, io.EOF
 	}
@@ -39,6 +42,15 @@ func (s *requestStream) Read(p []byte) (int, error) {
 		s.peak = max(s.peak, ms.HeapInuse)
 	}
 	return n, nil
+}
+
+func (s *requestStream) Read(p []byte) (int, error) {
+	for len(s.buf) < len(p) && s.i < s.n {
+		k := s.i % s.distinct
+		s.buf = fmt.Appendf(s.buf, `{"user": "big", "source": "T2_US_Nebraska", "destination": "T1_US_FNAL_Disk", "source_lfn": "/store/temp/user/big/%s/file_%06d.root", "destination_lfn": "/store/user/big/%s/file_%06d.root", "size": %d, "checksums": {"adler32": "%08x"}}`+"\n", s.dir, k, s.dir, k, 1000+k, k)
+		s.i++
+	}
+	return s.emit(p)
 }
 
 // TestEnqueue_LargeInputUsesBoundedMemory enqueues 200,000 JSON lines and
