@@ -205,20 +205,30 @@ func gfalRun(e *env, mode string) {
 	e.faults.add("gfal-rm."+mode, strings.Count(string(b), mode+"\n"))
 }
 
-// truncateJournal cuts the state file in the middle of its last record,
-// unless that record writes a submit_sid or is an enqueue.
-func truncateJournal(e *env) {
+// lastRecord returns the path of the state file, and the offset and bytes
+// of its last journal record (nil when it has none).
+func lastRecord(e *env) (path string, at int, rec []byte) {
 	e.t.Helper()
-	path := strings.TrimPrefix(e.w.StateURL, "file:")
+	path = strings.TrimPrefix(e.w.StateURL, "file:")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	i := bytes.LastIndex(b, []byte("\n{\"batch\":"))
 	if i < 0 {
+		return path, 0, nil
+	}
+	return path, i + 1, b[i+1:]
+}
+
+// truncateJournal cuts the state file in the middle of its last record,
+// unless that record writes a submit_sid or is an enqueue.
+func truncateJournal(e *env) {
+	e.t.Helper()
+	path, i, rec := lastRecord(e)
+	if rec == nil {
 		return
 	}
-	rec := b[i+1:]
 	lines := bytes.Split(bytes.TrimSpace(rec), []byte("\n"))
 	for _, l := range lines[1:] {
 		var d struct {
@@ -240,7 +250,7 @@ func truncateJournal(e *env) {
 			return
 		}
 	}
-	if err := os.Truncate(path, int64(i+1+e.intn(1, len(rec)-2))); err != nil {
+	if err := os.Truncate(path, int64(i+e.intn(1, len(rec)-2))); err != nil {
 		e.t.Fatal(err)
 	}
 	e.faults.add("truncated_record", 1)
@@ -250,16 +260,10 @@ func truncateJournal(e *env) {
 // record: a record torn by a crash during its append, never acknowledged.
 func tearJournal(e *env) {
 	e.t.Helper()
-	path := strings.TrimPrefix(e.w.StateURL, "file:")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	i := bytes.LastIndex(b, []byte("\n{\"batch\":"))
-	if i < 0 {
+	path, _, rec := lastRecord(e)
+	if rec == nil {
 		return
 	}
-	rec := b[i+1:]
 	cut := rec[:e.intn(1, len(rec)-2)]
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
