@@ -6,8 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newCompletionCommand) }
-
 // CompletionOptions are the arguments of `aso completion`.
 type CompletionOptions struct {
 	Shell string

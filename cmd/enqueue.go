@@ -14,8 +14,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newEnqueueCommand) }
-
 // EnqueueOptions are the flags of `aso enqueue`.
 type EnqueueOptions struct {
 	File    string

@@ -15,8 +15,6 @@ import (
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
-func init() { register(newFTSSimCommand) }
-
 // FTSSimOptions are the flags of `aso fts-sim`.
 type FTSSimOptions struct {
 	Listen            string

@@ -10,8 +10,6 @@ import (
 	"github.com/asyncstageout/aso/state/couch"
 )
 
-func init() { register(newInitCommand) }
-
 // InitOptions are the options of `aso init` (it has none of its own: the
 // database is --state, the connection settings come from the environment).
 type InitOptions struct{}

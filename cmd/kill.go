@@ -11,8 +11,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newKillCommand) }
-
 // KillOptions are the flags and arguments of `aso kill`.
 type KillOptions struct {
 	All bool

@@ -11,8 +11,6 @@ import (
 	"github.com/asyncstageout/aso/srm"
 )
 
-func init() { register(newResolveCommand) }
-
 // ResolveOptions are the flags and arguments of `aso resolve`.
 type ResolveOptions struct {
 	Sites       string

@@ -11,8 +11,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newRetryCommand) }
-
 // RetryOptions are the flags and arguments of `aso retry`.
 type RetryOptions struct {
 	Failed bool

@@ -12,8 +12,6 @@ import (
 	"github.com/asyncstageout/aso/srm"
 )
 
-func init() { register(newRmCommand) }
-
 // RmOptions are the flags and arguments of `aso rm`.
 type RmOptions struct {
 	Timeout   time.Duration

@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,12 +40,6 @@ func (e usageError) Unwrap() error { return e.err }
 
 // usagef returns an error that exits with ExitUsage.
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
-
-// commands lists the constructors of the subcommands; each command's file
-// adds itself in an init function.
-var commands []func(g *Globals) *cobra.Command
-
-func register(f func(g *Globals) *cobra.Command) { commands = append(commands, f) }
 
 // NewRootCommand builds the aso command tree.
 func NewRootCommand(g *Globals) *cobra.Command {
@@ -84,4 +80,49 @@ func ExitCode(err error) int {
 		return ExitUsage
 	}
 	return ExitError
+}
+
+// ExecuteContext runs aso with args, writing to stdout and stderr, and returns
+// the exit code. Errors are printed to stderr as "aso: <message>".
+func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+}
+
+// Env is the process environment aso runs in: its standard streams and its
+// environment variables. Tests pass their own instead of the process's.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv reads an environment variable; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// ExecuteWith runs aso with args in env and returns the exit code. Errors
+// are printed to env.Stderr as "aso: <message>".
+func ExecuteWith(ctx context.Context, args []string, env Env) int {
+	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv}
+	root := NewRootCommand(g)
+	root.SetArgs(args)
+	root.SetIn(g.stdin())
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil && isCobraUsage(err) {
+		err = usageError{err}
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "aso: %v\n", err)
+	}
+	return ExitCode(err)
+}
+
+// isCobraUsage recognises the argument errors cobra returns untyped.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "invalid argument", "flag needs an argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newRunCommand) }
-
 // RunOptions are the flags of `aso run`.
 type RunOptions struct {
 	FTS         FTSOptions

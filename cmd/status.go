@@ -15,8 +15,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newStatusCommand) }
-
 // StatusOptions are the flags and argument of `aso status`.
 type StatusOptions struct {
 	ID         string

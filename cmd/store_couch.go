@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/viper"
-
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 )
@@ -25,12 +23,6 @@ const couchSettingsHelp = `CouchDB settings (environment, or the config file key
   ASO_COUCHDB_CA_FILE     (couchdb-ca-file)      PEM CA bundle for https
   ASO_COUCHDB_TIMEOUT     (couchdb-timeout)      timeout of each HTTP request (default 30s)
 Credentials in the --state URL take precedence over all of these.`
-
-func init() {
-	for _, scheme := range []string{"couchdb", "http", "https"} {
-		storeOpeners[scheme] = openCouch
-	}
-}
 
 // openCouch opens --state couchdb://HOST:PORT/DB (or http(s)://).
 func openCouch(ctx context.Context, g *Globals, u string, cfg state.Config) (state.Store, error) {
@@ -51,17 +43,9 @@ func couchSetting(g *Globals, key string) (string, error) {
 	if v := getenv("ASO_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))); v != "" {
 		return v, nil
 	}
-	file := g.ConfigFile
-	if file == "" {
-		file = getenv("ASO_CONFIG")
-	}
-	if file == "" {
-		return "", nil
-	}
-	v := viper.New()
-	v.SetConfigFile(file)
-	if err := v.ReadInConfig(); err != nil {
-		return "", usagef("config file %s: %v", file, err)
+	v, err := g.configFile()
+	if err != nil {
+		return "", err
 	}
 	return v.GetString(key), nil
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
-func init() { storeOpeners["file"] = openMemfile }
-
 // openMemfile opens --state file:PATH (or file://PATH), creating the file
 // and its directory when missing. Warnings of the store (a torn record
 // dropped after a crash) go to the log.

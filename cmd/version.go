@@ -11,8 +11,6 @@ import (
 // Version is set at build time with -ldflags "-X github.com/asyncstageout/aso/cmd.Version=...".
 var Version = "dev"
 
-func init() { register(newVersionCommand) }
-
 func newVersionCommand(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
