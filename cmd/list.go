@@ -53,7 +53,7 @@ func runList(ctx context.Context, o *ListOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	return withStore(ctx, g, f.User, func(st state.Store) error {
+	return withStore(readOnly(ctx), g, f.User, func(st state.Store) error {
 		if o.JSON {
 			out := newJSONLines(g.Stdout)
 			return eachPage(ctx, st, f, o.Limit, func(ts []state.Transfer) error {
