@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -14,14 +16,14 @@ import (
 const adminBatch = 1000
 
 // withStore opens the state store for an operator command acting for user
-// (empty: no particular user), runs f, and closes the store. The owner ID
-// written into history entries is hostname:pid:cli.
+// (empty: no particular user), runs f, and closes the store. The writer
+// named in history entries is login@host:cli, who asked and from where.
 func withStore(ctx context.Context, g *Globals, user string, f func(state.Store) error) error {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	cfg := state.Config{Agent: state.Agent{User: user, Owner: fmt.Sprintf("%s:%d:cli", host, os.Getpid())}}
+	cfg := state.Config{Agent: state.Agent{User: user, Owner: fmt.Sprintf("%s@%s:cli", loginName(g), host)}}
 	st, err := g.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -58,59 +60,138 @@ func idsOf(ts []state.Transfer) []string {
 	return ids
 }
 
-// idCommand is what kill and retry share: the transfer IDs given on the
-// command line, or with the all-flag every transfer of the user in some
-// states, handled adminBatch IDs at a time.
+// idCommand is what kill and retry share: the transfer IDs (or unique
+// prefixes) given on the command line, or the transfers the filters or the
+// all-flag select, handled a batch or a page of IDs at a time.
 type idCommand struct {
 	allFlag string        // the flag that selects all: "all", "failed"
 	all     bool          // whether it was given
-	states  []state.State // the states it selects
-	// batch acts on one batch of IDs and prints a line per ID.
-	batch func(ctx context.Context, g *Globals, st state.Store, ids []string, tally *idTally) error
+	states  []state.State // the states the all-flag selects, and the filters by default
+	sel     *SelectOptions
+	json    bool
+	// batch acts on one batch of IDs; report prints each outcome.
+	batch func(ctx context.Context, st state.Store, ids []string, report *idReport) error
 }
 
-// run acts on ids (or on the selection of the all-flag) and returns the
-// user acted for and the tally.
+// run acts on ids (or on the selection) and returns the user acted for
+// ("" for any) and the tally. Given IDs are acted on only when they
+// belong to --user, if given; a selection is of --user, else of the login
+// name, unless --all-users.
 func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, idTally, error) {
-	var tally idTally
-	switch {
-	case c.all && len(ids) > 0:
-		return "", tally, usagef("give transfer IDs or --%s, not both", c.allFlag)
-	case !c.all && len(ids) == 0:
-		return "", tally, usagef("give one or more transfer IDs, or --%s", c.allFlag)
+	rep := &idReport{g: g}
+	if c.json {
+		rep.out = newJSONLines(g.Stdout)
 	}
+	selecting := c.all || c.sel.any()
+	switch {
+	case selecting && len(ids) > 0:
+		return "", rep.tally, usagef("give transfer IDs, or --%s or filters, not both", c.allFlag)
+	case !selecting && len(ids) == 0:
+		return "", rep.tally, usagef("give one or more transfer IDs, or --%s, or filters (see --help)", c.allFlag)
+	case len(ids) > 0 && c.sel.AllUsers && g.User != "":
+		return "", rep.tally, usagef("give --user or --all-users, not both")
+	}
+	var f state.Filter
 	user := g.User
-	if c.all {
-		u, err := g.UserName()
-		if err != nil {
-			return "", tally, err
+	if selecting {
+		var err error
+		if f, err = c.sel.filter(g, time.Now()); err != nil {
+			return "", rep.tally, err
 		}
-		user = u
+		if len(f.States) == 0 {
+			f.States = c.states
+		}
+		user = f.User
 	}
 	err := withStore(ctx, g, user, func(st state.Store) error {
-		if c.all {
-			ts, err := st.List(ctx, state.Filter{User: user, States: c.states})
-			if err != nil {
-				return fmt.Errorf("list the %v transfers of %s: %w", c.states, user, err)
-			}
-			ids = idsOf(ts)
+		if selecting {
+			return eachPage(ctx, st, f, 0, func(ts []state.Transfer) error { return c.batch(ctx, st, idsOf(ts), rep) })
 		}
-		return inBatches(ctx, ids, func(batch []string) error { return c.batch(ctx, g, st, batch, &tally) })
+		full, err := resolveIDs(ctx, st, user, ids)
+		if err != nil {
+			return err
+		}
+		return inBatches(ctx, full, func(batch []string) error {
+			mine, err := rep.othersOf(ctx, st, user, batch)
+			if err != nil {
+				return err
+			}
+			return c.batch(ctx, st, mine, rep)
+		})
 	})
-	return user, tally, err
+	return user, rep.tally, err
 }
 
-// reportResults prints one line per result of a bulk call on ids: what
-// outcome says for it, counted in tally.
-func reportResults(g *Globals, ids []string, res []state.Result, outcome func(id string, err error) (string, *int)) {
-	for i, r := range res {
-		id := r.ID
+// idReport prints the outcome of each ID, as text or JSON lines, and
+// counts them.
+type idReport struct {
+	g     *Globals
+	out   jsonLines // zero: text
+	tally idTally
+}
+
+// IDOutcome is one line of `aso kill --json` and `aso retry --json`.
+type IDOutcome struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	State   string `json:"state,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	// text replaces the outcome and detail in the text output.
+	text string
+}
+
+// line prints one outcome and counts it.
+func (r *idReport) line(o IDOutcome, counter *int) {
+	*counter++
+	if r.out.enc != nil {
+		_ = r.out.write(o)
+		return
+	}
+	text := o.text
+	if text == "" {
+		text = strings.ReplaceAll(o.Outcome, "_", " ")
+	}
+	if o.Detail != "" && o.text == "" {
+		text += " (" + o.Detail + ")"
+	}
+	fmt.Fprintf(r.g.Stdout, "%s: %s\n", o.ID, text)
+}
+
+// othersOf reports the IDs of ids that belong to another user than user
+// (if set) as not found, and returns the others.
+func (r *idReport) othersOf(ctx context.Context, st state.Store, user string, ids []string) ([]string, error) {
+	if user == "" {
+		return ids, nil
+	}
+	ts, err := st.List(ctx, state.Filter{IDs: ids})
+	if err != nil {
+		return nil, fmt.Errorf("read transfers: %w", err)
+	}
+	owner := make(map[string]string, len(ts))
+	for _, t := range ts {
+		owner[t.ID] = t.User
+	}
+	mine := ids[:0:0]
+	for _, id := range ids {
+		if u, ok := owner[id]; ok && u != user {
+			r.line(IDOutcome{ID: id, Outcome: "not_found", Detail: fmt.Sprintf("it belongs to %s, not %s: give --user %s or --all-users", u, user, u)}, &r.tally.notFound)
+			continue
+		}
+		mine = append(mine, id)
+	}
+	return mine, nil
+}
+
+// results prints one outcome per result of a bulk call on ids.
+func (r *idReport) results(ids []string, res []state.Result, outcome func(id string, err error) (IDOutcome, *int)) {
+	for i, x := range res {
+		id := x.ID
 		if id == "" && i < len(ids) {
 			id = ids[i]
 		}
-		line, counter := outcome(id, r.Err)
-		*counter++
-		fmt.Fprintf(g.Stdout, "%s: %s\n", id, line)
+		o, counter := outcome(id, x.Err)
+		o.ID = id
+		r.line(o, counter)
 	}
 }
 

@@ -18,12 +18,14 @@ import (
 type EnqueueOptions struct {
 	File    string
 	Verbose bool
+	JSON    bool
 }
 
 // AddFlags registers the flags of `aso enqueue`.
 func (o *EnqueueOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.File, "file", "f", "-", "file of requests: a JSON array or JSON lines; - is standard input")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print a line for every stored or already queued request too")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {line, element, id, status, error} per record, every record")
 }
 
 func newEnqueueCommand(g *Globals) *cobra.Command {
@@ -64,8 +66,13 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
 		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally}
+		if o.JSON {
+			b.json = newJSONLines(g.Stdout)
+		}
 		err := b.readAll(ctx, newRecordReader(in))
-		fmt.Fprintf(g.Stdout, "%d stored, %d already queued, %d rejected\n", tally.stored, tally.queued, tally.rejected)
+		if !o.JSON {
+			fmt.Fprintf(g.Stdout, "%d stored, %d already queued, %d rejected\n", tally.stored, tally.queued, tally.rejected)
+		}
 		g.Log.WithFields(logrus.Fields{FieldUser: g.User, "stored": tally.stored, "already_queued": tally.queued, "rejected": tally.rejected}).Info("enqueue finished")
 		return err
 	})
@@ -90,7 +97,7 @@ func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
 				return err
 			}
 			b.tally.rejected++
-			fmt.Fprintf(b.g.Stdout, "%s: rejected: %v\n", ie.where(), ie.err)
+			b.print(&ie.record, "", state.Rejected, ie.err.Error())
 			return nil
 		case err != nil:
 			if ferr := b.flush(ctx); ferr != nil {
@@ -113,6 +120,7 @@ type enqueueBatch struct {
 	g       *Globals
 	st      state.Store
 	verbose bool
+	json    jsonLines // zero: text
 	tally   *enqueueTally
 
 	recs []record
@@ -161,26 +169,49 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 }
 
 // report prints the outcome of one record: always when it was rejected, with
-// -v otherwise.
+// -v or --json otherwise.
 func (b *enqueueBatch) report(rec *record, res state.EnqueueResult) {
-	out := b.g.Stdout
 	switch {
 	case rec.err != nil:
 		b.tally.rejected++
-		fmt.Fprintf(out, "%s: rejected: %v\n", rec.where(), rec.err)
+		b.print(rec, "", state.Rejected, rec.err.Error())
 	case res.Status == state.Rejected:
 		b.tally.rejected++
-		fmt.Fprintf(out, "%s: rejected: %v\n", rec.where(), validationText(res.Err))
+		b.print(rec, res.ID, state.Rejected, validationText(res.Err))
 	case res.Status == state.AlreadyQueued:
 		b.tally.queued++
-		if b.verbose {
-			fmt.Fprintf(out, "%s: already queued %s\n", rec.where(), res.ID)
-		}
+		b.print(rec, res.ID, res.Status, "")
 	default:
 		b.tally.stored++
-		if b.verbose {
-			fmt.Fprintf(out, "%s: stored %s\n", rec.where(), res.ID)
+		b.print(rec, res.ID, state.Stored, "")
+	}
+}
+
+// EnqueueOutcome is one line of `aso enqueue --json`.
+type EnqueueOutcome struct {
+	Line    int                 `json:"line"`
+	Element *int                `json:"element,omitempty"` // index in a JSON array input
+	ID      string              `json:"id,omitempty"`
+	Status  state.EnqueueStatus `json:"status"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// print writes the outcome of one record: a JSON line, or a text line for
+// a rejected record (and, with -v, for any record).
+func (b *enqueueBatch) print(rec *record, id string, status state.EnqueueStatus, why string) {
+	if b.json.enc != nil {
+		o := EnqueueOutcome{Line: rec.line, ID: id, Status: status, Error: why}
+		if rec.index >= 0 {
+			o.Element = &rec.index
 		}
+		_ = b.json.write(o)
+		return
+	}
+	switch {
+	case status == state.Rejected:
+		fmt.Fprintf(b.g.Stdout, "%s: rejected: %s\n", rec.where(), why)
+	case b.verbose:
+		fmt.Fprintf(b.g.Stdout, "%s: %s %s\n", rec.where(), status, id)
 	}
 }
 

@@ -13,24 +13,35 @@ import (
 
 // KillOptions are the flags and arguments of `aso kill`.
 type KillOptions struct {
-	All bool
-	IDs []string
+	All    bool
+	JSON   bool
+	Select SelectOptions
+	IDs    []string
 }
 
 // AddFlags registers the flags of `aso kill`.
 func (o *KillOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.All, "all", false, "kill every transfer of the user that has not ended (new, acquired, submitted)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
+	o.Select.AddFlags(cmd.Flags())
 }
+
+// activeStates are the states a kill selects unless --in-state is given.
+var activeStates = []state.State{state.StateNew, state.StateAcquired, state.StateSubmitted}
 
 func newKillCommand(g *Globals) *cobra.Command {
 	o := &KillOptions{}
 	cmd := &cobra.Command{
-		Use:   "kill ID...|--all",
+		Use:   "kill ID...|--all|filters",
 		Short: "Kill transfers: new ones at once, running ones through the agent, which cancels them in FTS",
 		Long: "kill asks for transfers to be killed. A transfer still waiting (new) is killed at once;\n" +
 			"one that an agent holds (acquired or submitted) is marked kill_requested, and the agent\n" +
-			"cancels it in FTS and marks it killed. --all kills every unfinished transfer of --user.\n" +
-			"Exits 1 if an ID is unknown.",
+			"cancels it in FTS and marks it killed. An ID may be shortened to a unique prefix of at\n" +
+			"least 8 digits. With --user, only that user's transfers are killed.\n" +
+			"--all kills every unfinished transfer of --user; the filters of `aso list` (--in-state,\n" +
+			"--link, --lfn, --fts-job, --since, --all-users) select the transfers to kill instead,\n" +
+			"the unfinished ones unless --in-state is given. The history of each transfer records who\n" +
+			"asked (login@host). Exits 1 if an ID is unknown.",
 		RunE: func(cmd *cobra.Command, args []string) error { o.IDs = args; return runKill(cmd.Context(), o, g) },
 	}
 	o.AddFlags(cmd)
@@ -38,22 +49,27 @@ func newKillCommand(g *Globals) *cobra.Command {
 }
 
 func runKill(ctx context.Context, o *KillOptions, g *Globals) error {
-	c := idCommand{allFlag: "all", all: o.All, batch: killBatch,
-		states: []state.State{state.StateNew, state.StateAcquired, state.StateSubmitted}}
+	c := idCommand{allFlag: "all", all: o.All, batch: killBatch, states: activeStates, sel: &o.Select, json: o.JSON}
 	user, tally, err := c.run(ctx, g, o.IDs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.Stdout, "%d killed, %d kill requested, %d already terminal, %d not found, %d failed\n",
-		tally.done, tally.pending, tally.skipped, tally.notFound, tally.failed)
-	g.Log.WithFields(logrus.Fields{FieldUser: user, "killed": tally.done, "kill_requested": tally.pending, "not_found": tally.notFound}).Info("kill finished")
+	if !o.JSON {
+		fmt.Fprintf(g.Stdout, "%d killed, %d kill requested, %d already terminal, %d not found, %d failed\n",
+			tally.done, tally.pending, tally.skipped, tally.notFound, tally.failed)
+	}
+	g.Log.WithFields(logrus.Fields{FieldUser: user, "killed": tally.done, "kill_requested": tally.pending,
+		"already_terminal": tally.skipped, "not_found": tally.notFound, "failed": tally.failed}).Info("kill finished")
 	return tally.err("killed")
 }
 
-// killBatch requests the kill of ids and prints one line per ID. It re-reads
-// the transfers afterwards to tell "killed" (a new transfer, ended at once)
+// killBatch requests the kill of ids and reports each. It re-reads the
+// transfers afterwards to tell "killed" (a new transfer, ended at once)
 // from "kill requested" (the agent will cancel it).
-func killBatch(ctx context.Context, g *Globals, st state.Store, ids []string, tally *idTally) error {
+func killBatch(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	res, err := st.RequestKill(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("request kill: %w", err)
@@ -66,18 +82,20 @@ func killBatch(ctx context.Context, g *Globals, st state.Store, ids []string, ta
 	for _, t := range after {
 		states[t.ID] = t.State
 	}
-	reportResults(g, ids, res, func(id string, err error) (string, *int) {
+	tally := &rep.tally
+	rep.results(ids, res, func(id string, err error) (IDOutcome, *int) {
+		st := string(states[id])
 		switch {
 		case err == nil && states[id] == state.StateKilled:
-			return "killed", &tally.done
+			return IDOutcome{Outcome: "killed", State: st}, &tally.done
 		case err == nil:
-			return fmt.Sprintf("kill requested (%s; the agent cancels it)", states[id]), &tally.pending
+			return IDOutcome{Outcome: "kill_requested", State: st, Detail: st + "; the agent cancels it"}, &tally.pending
 		case isNotFound(err):
-			return "not found", &tally.notFound
+			return IDOutcome{Outcome: "not_found"}, &tally.notFound
 		case errors.Is(err, state.ErrTerminal):
-			return fmt.Sprintf("already terminal (%s)", states[id]), &tally.skipped
+			return IDOutcome{Outcome: "already_terminal", State: st, Detail: st}, &tally.skipped
 		}
-		return fmt.Sprintf("error: %v", err), &tally.failed
+		return IDOutcome{Outcome: "error", State: st, Detail: err.Error(), text: "error: " + err.Error()}, &tally.failed
 	})
 	return nil
 }

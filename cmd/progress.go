@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/agent"
@@ -49,11 +50,16 @@ func (v *progressView) pass(ps agent.PassStats) {
 	}
 }
 
+// finish logs the summary of the run as one record (stdout stays free of
+// it: a cron job that sends both streams to a JSON log gets only JSON).
 func (v *progressView) finish() {
 	if v.live {
 		fmt.Fprintln(v.g.Stderr)
 	}
 	t := v.total
-	fmt.Fprintf(v.g.Stdout, "aso run: %d passes in %s: submitted %d in %d FTS jobs, done %d, failed %d, retried %d, killed %d, lost %d, aborted %d, destination copies deleted %d\n",
-		t.Pass, time.Since(v.start).Round(time.Millisecond), t.Submitted, t.Jobs, t.Done, t.Failed, t.Retried, t.Killed, t.Lost, t.Aborted, t.Deleted)
+	v.g.Log.WithFields(logrus.Fields{
+		"passes": t.Pass, "duration": time.Since(v.start).Round(time.Millisecond).String(),
+		"submitted": t.Submitted, "fts_jobs": t.Jobs, "done": t.Done, "failed": t.Failed, "retried": t.Retried,
+		"killed": t.Killed, "lost": t.Lost, "aborted": t.Aborted, "deleted": t.Deleted,
+	}).Info("run summary")
 }

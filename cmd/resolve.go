@@ -15,6 +15,7 @@ import (
 type ResolveOptions struct {
 	Sites       string
 	Destination string
+	JSON        bool
 	Site, LFN   string
 }
 
@@ -22,6 +23,7 @@ type ResolveOptions struct {
 func (o *ResolveOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.Sites, "sites", "", "sites file (YAML or JSON): each site's protocol and LFN-to-PFN rules, inline or from storage.xml/storage.json")
 	cmd.Flags().StringVar(&o.Destination, "destination", "", "the other site of the transfer, for rules with a destination-match")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print {site, lfn, destination, pfn} as one JSON line")
 }
 
 func newResolveCommand(g *Globals) *cobra.Command {
@@ -54,8 +56,19 @@ func runResolve(_ context.Context, o *ResolveOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	if o.JSON {
+		return newJSONLines(g.Stdout).write(ResolveOutcome{Site: o.Site, LFN: o.LFN, Destination: o.Destination, PFN: pfn})
+	}
 	_, err = fmt.Fprintln(g.Stdout, pfn)
 	return err
+}
+
+// ResolveOutcome is what `aso resolve --json` prints.
+type ResolveOutcome struct {
+	Site        string `json:"site"`
+	LFN         string `json:"lfn"`
+	Destination string `json:"destination,omitempty"`
+	PFN         string `json:"pfn"`
 }
 
 // openSites loads the sites file a --sites flag names.

@@ -14,21 +14,29 @@ import (
 // RetryOptions are the flags and arguments of `aso retry`.
 type RetryOptions struct {
 	Failed bool
+	JSON   bool
+	Select SelectOptions
 	IDs    []string
 }
 
 // AddFlags registers the flags of `aso retry`.
 func (o *RetryOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.Failed, "failed", false, "retry every failed transfer of the user (killed ones are left alone)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, detail} per transfer")
+	o.Select.AddFlags(cmd.Flags())
 }
 
 func newRetryCommand(g *Globals) *cobra.Command {
 	o := &RetryOptions{}
 	cmd := &cobra.Command{
-		Use:   "retry ID...|--failed",
+		Use:   "retry ID...|--failed|filters",
 		Short: "Queue ended transfers (failed, killed or done) again, with their attempts reset",
 		Long: "retry returns terminal transfers to new with their attempts reset, so that the next agent\n" +
-			"run submits them again. --failed retries every failed transfer of --user.\n" +
+			"run submits them again. An ID may be shortened to a unique prefix of at least 8 digits.\n" +
+			"With --user, only that user's transfers are retried. --failed retries every failed\n" +
+			"transfer of --user; the filters of `aso list` (--in-state, --link, --lfn, --fts-job, --since,\n" +
+			"--all-users) select the transfers to retry instead, the failed ones unless --in-state is\n" +
+			"given. The history of each transfer records who asked (login@host).\n" +
 			"Exits 1 if an ID is unknown.",
 		RunE: func(cmd *cobra.Command, args []string) error { o.IDs = args; return runRetry(cmd.Context(), o, g) },
 	}
@@ -37,32 +45,39 @@ func newRetryCommand(g *Globals) *cobra.Command {
 }
 
 func runRetry(ctx context.Context, o *RetryOptions, g *Globals) error {
-	c := idCommand{allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}}
+	c := idCommand{allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}, sel: &o.Select, json: o.JSON}
 	user, tally, err := c.run(ctx, g, o.IDs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.Stdout, "%d queued again, %d not terminal, %d not found, %d failed\n", tally.done, tally.skipped, tally.notFound, tally.failed)
-	g.Log.WithFields(logrus.Fields{FieldUser: user, "retried": tally.done, "not_found": tally.notFound}).Info("retry finished")
+	if !o.JSON {
+		fmt.Fprintf(g.Stdout, "%d queued again, %d not terminal, %d not found, %d failed\n", tally.done, tally.skipped, tally.notFound, tally.failed)
+	}
+	g.Log.WithFields(logrus.Fields{FieldUser: user, "retried": tally.done, "not_terminal": tally.skipped,
+		"not_found": tally.notFound, "failed": tally.failed}).Info("retry finished")
 	return tally.err("retried")
 }
 
-// retryBatch retries ids and prints one line per ID.
-func retryBatch(ctx context.Context, g *Globals, st state.Store, ids []string, tally *idTally) error {
+// retryBatch retries ids and reports each.
+func retryBatch(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	res, err := st.Retry(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("retry: %w", err)
 	}
-	reportResults(g, ids, res, func(id string, err error) (string, *int) {
+	tally := &rep.tally
+	rep.results(ids, res, func(_ string, err error) (IDOutcome, *int) {
 		switch {
 		case err == nil:
-			return "queued again", &tally.done
+			return IDOutcome{Outcome: "queued_again", State: string(state.StateNew)}, &tally.done
 		case isNotFound(err):
-			return "not found", &tally.notFound
+			return IDOutcome{Outcome: "not_found"}, &tally.notFound
 		case errors.Is(err, state.ErrNotTerminal):
-			return "not terminal, nothing to retry", &tally.skipped
+			return IDOutcome{Outcome: "not_terminal", text: "not terminal, nothing to retry"}, &tally.skipped
 		}
-		return fmt.Sprintf("error: %v", err), &tally.failed
+		return IDOutcome{Outcome: "error", Detail: err.Error(), text: "error: " + err.Error()}, &tally.failed
 	})
 	return nil
 }

@@ -18,6 +18,7 @@ type RmOptions struct {
 	Proxy     string
 	CertDir   string
 	BatchSize int
+	JSON      bool
 	URLs      []string
 }
 
@@ -28,6 +29,7 @@ func (o *RmOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Proxy, "proxy", "", "X.509 proxy for gfal-rm (default $X509_USER_PROXY, else /tmp/x509up_u<uid> if it exists)")
 	f.StringVar(&o.CertDir, "cert-dir", "", "CA certificate directory for gfal-rm (default $X509_CERT_DIR)")
 	f.IntVar(&o.BatchSize, "batch-size", srm.DefaultBatchSize, "URLs per gfal-rm process")
+	f.BoolVar(&o.JSON, "json", false, "print JSON lines: one {url, status, message} per PFN")
 }
 
 func newRmCommand(g *Globals) *cobra.Command {
@@ -59,12 +61,19 @@ func runRm(ctx context.Context, o *RmOptions, g *Globals) error {
 	}
 	results, batchErr := d.Delete(ctx, o.URLs)
 	failed := 0
+	out := newJSONLines(g.Stdout)
 	for _, r := range results {
-		line := r.URL + "\t" + r.Status
-		if r.Message != "" {
-			line += "\t" + strings.ReplaceAll(r.Message, "\n", " ")
+		var err error
+		if o.JSON {
+			err = out.write(RmOutcome{URL: r.URL, Status: r.Status, Message: r.Message})
+		} else {
+			line := r.URL + "\t" + r.Status
+			if r.Message != "" {
+				line += "\t" + strings.ReplaceAll(r.Message, "\n", " ")
+			}
+			_, err = fmt.Fprintln(g.Stdout, line)
 		}
-		if _, err := fmt.Fprintln(g.Stdout, line); err != nil {
+		if err != nil {
 			return err
 		}
 		if r.Err != nil {
@@ -78,6 +87,13 @@ func runRm(ctx context.Context, o *RmOptions, g *Globals) error {
 		return fmt.Errorf("%d of %d not deleted", failed, len(results))
 	}
 	return nil
+}
+
+// RmOutcome is one line of `aso rm --json`.
+type RmOutcome struct {
+	URL     string `json:"url"`
+	Status  string `json:"status"` // DELETED, MISSING, FAILED or SKIPPED
+	Message string `json:"message,omitempty"`
 }
 
 // rmProxy is --proxy, else $X509_USER_PROXY, else the usual proxy file if

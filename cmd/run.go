@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/agent"
@@ -138,7 +139,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	return nil
 }
 
-// printQueue prints the user's queue by state after the run: it includes
+// printQueue logs the user's queue by state after the run: it includes
 // what the store settled itself (dependents of failed transfers, kills of
 // unsubmitted ones), which the run's own counts do not.
 func printQueue(ctx context.Context, g *Globals, store state.Store, user string) {
@@ -149,15 +150,11 @@ func printQueue(ctx context.Context, g *Globals, store state.Store, user string)
 		g.Log.WithError(err).Warn("cannot summarise the queue")
 		return
 	}
-	fmt.Fprintf(g.Stdout, "queue of %s:", user)
-	for i, s := range state.States {
-		sep := ","
-		if i == 0 {
-			sep = ""
-		}
-		fmt.Fprintf(g.Stdout, "%s %s %d", sep, s, sum.ByState[s])
+	fields := logrus.Fields{FieldUser: user}
+	for _, s := range state.States {
+		fields[string(s)] = sum.ByState[s]
 	}
-	fmt.Fprintln(g.Stdout)
+	g.Log.WithFields(fields).Info("queue after the run")
 }
 
 // agentID is hostname:pid:random, readable by an operator.

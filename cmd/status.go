@@ -57,6 +57,7 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 	if o.StaleAfter < 0 {
 		return usagef("--stale-after %s: must not be negative", o.StaleAfter)
 	}
+	ctx = readOnly(ctx)
 	if o.ID != "" {
 		return withStore(ctx, g, g.User, func(st state.Store) error { return showTransfer(ctx, g, st, o) })
 	}

@@ -14,10 +14,15 @@ import (
 
 // showTransfer prints one transfer: `aso status ID`.
 func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOptions) error {
-	if !state.ValidID(o.ID) {
-		return fmt.Errorf("transfer %q: not found (a transfer ID is 64 lowercase hexadecimal digits)", o.ID)
+	ids, err := resolveIDs(ctx, st, g.User, []string{o.ID})
+	if err != nil {
+		return err
 	}
+	o.ID = ids[0]
 	t, err := st.Get(ctx, o.ID)
+	if err == nil && g.User != "" && t.User != g.User {
+		err = state.ErrNotFound
+	}
 	if errors.Is(err, state.ErrNotFound) {
 		return fmt.Errorf("transfer %s: not found", o.ID)
 	}

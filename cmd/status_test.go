@@ -187,7 +187,11 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 		t.Errorf("unknown ID: stderr %q", r.stderr)
 	}
 	r = aso(t, q.flag, "status", "deadbeef").wantCode(t, 1)
-	if !strings.Contains(r.stderr, `"deadbeef": not found`) {
+	if !strings.Contains(r.stderr, `transfer deadbeef: not found`) {
+		t.Errorf("unknown ID prefix: stderr %q", r.stderr)
+	}
+	r = aso(t, q.flag, "status", "deadbee").wantCode(t, 2)
+	if !strings.Contains(r.stderr, `"deadbee": want at least 8`) {
 		t.Errorf("malformed ID: stderr %q", r.stderr)
 	}
 }

@@ -3,7 +3,10 @@ package state
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -121,14 +124,36 @@ func SortJob(ts []Transfer) {
 	})
 }
 
-// Filter selects transfers for List, KillAll and RetryAll. Zero fields select all.
+// Filter selects transfers for List. Zero fields select all; the fields
+// that are set must all match.
 type Filter struct {
 	User   string
 	States []State
 	IDs    []string
 	Link   string // "SRC->DST"
 	Limit  int    // 0: no limit
+	// IDPrefix selects the transfers whose ID starts with it.
+	IDPrefix string
+	// LFN selects by source or destination LFN: a glob (path.Match) when
+	// it holds one of * ? [, else a prefix.
+	LFN string
+	// FTSJob selects the transfers last submitted in this FTS job.
+	FTSJob string
+	// Since selects the transfers whose last_update is at or after it.
+	Since time.Time
+	// After pages: only the transfers that come after this key in the order
+	// of List. Give the key of the last transfer of the previous page.
+	After *ListKey
 }
+
+// ListKey is the position of a transfer in the order of List.
+type ListKey struct {
+	Created Time   `json:"created"`
+	ID      string `json:"id"`
+}
+
+// KeyOf returns the position of t in the order of List.
+func KeyOf(t *Transfer) ListKey { return ListKey{Created: t.Created, ID: t.ID} }
 
 // EnqueueStatus tells what Enqueue did with one request.
 type EnqueueStatus string
@@ -252,7 +277,9 @@ type Admin interface {
 	// Get returns one transfer; ErrNotFound if there is none.
 	Get(ctx context.Context, id string) (Transfer, error)
 
-	// List returns the transfers matching f, oldest created first.
+	// List returns the transfers matching f, oldest created first (then by
+	// ID), at most f.Limit of them, starting after f.After: a caller pages
+	// through any number of transfers with bounded memory, one call per page.
 	List(ctx context.Context, f Filter) ([]Transfer, error)
 
 	// Summary counts transfers by state, link and user, and lists the oldest
@@ -393,7 +420,37 @@ func (f Filter) Matches(t *Transfer) bool {
 	return (f.User == "" || t.User == f.User) &&
 		(len(f.States) == 0 || slices.Contains(f.States, t.State)) &&
 		(len(f.IDs) == 0 || slices.Contains(f.IDs, t.ID)) &&
-		(f.Link == "" || t.Link() == f.Link)
+		(f.Link == "" || t.Link() == f.Link) &&
+		strings.HasPrefix(t.ID, f.IDPrefix) &&
+		(f.LFN == "" || MatchLFN(f.LFN, t.SourceLFN) || MatchLFN(f.LFN, t.DestinationLFN)) &&
+		(f.FTSJob == "" || t.FTSJob == f.FTSJob) &&
+		(f.Since.IsZero() || !t.LastUpdate.Before(f.Since)) &&
+		(f.After == nil || f.After.Before(t))
+}
+
+// Before reports whether the transfer at k comes before t in the order of List.
+func (k ListKey) Before(t *Transfer) bool {
+	a := Transfer{Created: k.Created, ID: k.ID}
+	return ListLess(&a, t)
+}
+
+// MatchLFN reports whether lfn is selected by pattern: a glob (path.Match,
+// where * does not cross a /) when pattern holds one of * ? [, else a
+// prefix. A malformed glob matches nothing: see ValidLFNPattern.
+func MatchLFN(pattern, lfn string) bool {
+	if !strings.ContainsAny(pattern, "*?[") {
+		return strings.HasPrefix(lfn, pattern)
+	}
+	ok, err := path.Match(pattern, lfn)
+	return ok && err == nil
+}
+
+// ValidLFNPattern returns an error if pattern is a malformed glob.
+func ValidLFNPattern(pattern string) error {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("LFN pattern %q: %w", pattern, err)
+	}
+	return nil
 }
 
 // ListLess is the order of List: oldest created first, then ID.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -121,8 +122,9 @@ func queueOnly(states []state.State) bool {
 
 // List returns the transfers matching f, oldest created first. With IDs it
 // reads them in one request; for the queue of one user (new and acquired,
-// no limit) it pages through the queue rows of the view; otherwise it
-// queries the "aso-created" index.
+// no other filter) it pages through the queue rows of the view; with an ID
+// prefix it reads the range of _id; otherwise it queries the "aso-created"
+// index, one request per page of f.Limit (see listFind).
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var docs []json.RawMessage
 	var err error
@@ -137,25 +139,19 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 				}
 			}
 		}
-	case f.User != "" && f.Limit == 0 && queueOnly(f.States):
+	case f.IDPrefix != "":
+		// hex IDs: every ID with the prefix sorts below prefix+"g"
+		docs, err = s.findAll(ctx, map[string]any{
+			"selector": map[string]any{"_id": map[string]any{"$gte": f.IDPrefix, "$lt": f.IDPrefix + "g"}, "type": state.DocType},
+		}, 0)
+	case f.User != "" && f.Limit == 0 && queueOnly(f.States) && onlyUserAndStates(f):
 		// finished transfers (most of a database) are not read at all
 		docs, err = s.queueDocs(ctx, f.User)
 	default:
-		sel := map[string]any{"type": state.DocType, "created": map[string]any{"$gt": nil}}
-		if f.User != "" {
-			sel["user"] = f.User
+		var out []state.Transfer
+		if out, err = s.listFind(ctx, f); err == nil {
+			return out, nil
 		}
-		if len(f.States) > 0 {
-			sel["state"] = map[string]any{"$in": f.States}
-		}
-		if src, dst, ok := strings.Cut(f.Link, "->"); ok {
-			sel["source"], sel["destination"] = src, dst
-		}
-		docs, err = s.findAll(ctx, map[string]any{
-			"selector":  sel,
-			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
-			"use_index": []string{indexCreated, indexCreated},
-		}, f.Limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couch: list: %w", err)
@@ -172,6 +168,86 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		out = out[:f.Limit]
 	}
 	return out, nil
+}
+
+// onlyUserAndStates reports whether f filters on nothing but user and states.
+func onlyUserAndStates(f state.Filter) bool {
+	g := f
+	g.User, g.States = "", nil
+	return reflect.DeepEqual(g, state.Filter{})
+}
+
+// listPage bounds the documents one List query returns.
+const listPage = 5000
+
+// listFind queries the "aso-created" index in (created, _id) order, each
+// request starting after the last document of the one before (keyset
+// paging, so a page costs the same anywhere in the database). The selector
+// holds every filter except the LFN pattern, checked here; so it takes one
+// request per page unless that pattern rejects most of what is read.
+func (s *Store) listFind(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
+	sel := map[string]any{"type": state.DocType, "created": map[string]any{"$gt": nil}}
+	if f.User != "" {
+		sel["user"] = f.User
+	}
+	if len(f.States) > 0 {
+		sel["state"] = map[string]any{"$in": f.States}
+	}
+	if src, dst, ok := strings.Cut(f.Link, "->"); ok {
+		sel["source"], sel["destination"] = src, dst
+	}
+	if f.FTSJob != "" {
+		sel["fts_job"] = f.FTSJob
+	}
+	if !f.Since.IsZero() {
+		sel["last_update"] = map[string]any{"$gte": state.At(f.Since)}
+	}
+	after := f.After
+	out := []state.Transfer{}
+	for {
+		if after != nil {
+			sel["created"] = map[string]any{"$gte": after.Created}
+			sel["$or"] = []any{map[string]any{"created": map[string]any{"$gt": after.Created}}, map[string]any{"_id": map[string]any{"$gt": after.ID}}}
+		}
+		n := listPage
+		if f.Limit > 0 && f.LFN == "" {
+			n = min(n, f.Limit-len(out))
+		}
+		docs, err := s.find(ctx, map[string]any{
+			"selector":  sel,
+			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
+			"use_index": []string{indexCreated, indexCreated},
+			"limit":     n,
+		})
+		if err != nil {
+			return nil, err
+		}
+		last := after
+		for _, raw := range docs {
+			t, err := decode(raw)
+			if err != nil { // an invalid document: Summary reports it
+				var k state.ListKey
+				var key struct {
+					ID      string     `json:"_id"`
+					Created state.Time `json:"created"`
+				}
+				if json.Unmarshal(raw, &key) == nil {
+					k = state.ListKey{Created: key.Created, ID: key.ID}
+					after = &k
+				}
+				continue
+			}
+			k := state.KeyOf(&t)
+			after = &k
+			if f.Matches(&t) && (f.Limit <= 0 || len(out) < f.Limit) {
+				out = append(out, t)
+			}
+		}
+		if len(docs) < n || (f.Limit > 0 && len(out) >= f.Limit) || after == last {
+			sort.SliceStable(out, func(i, j int) bool { return state.ListLess(&out[i], &out[j]) })
+			return out, nil
+		}
+	}
 }
 
 // queueDocs returns the documents of user's queue (the queue rows of the

@@ -63,23 +63,25 @@ func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	return out, err
 }
 
-// List returns the transfers matching f, oldest created first.
+// List returns the transfers matching f, oldest created first. The index
+// selects and orders the candidates; the filters the index does not hold
+// (LFN, FTS job) are checked on the documents, read back a page at a time.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var out []state.Transfer
 	err := s.view(ctx, "list", func(x *tx, _ time.Time) error {
 		d := x.d
+		cheap := f
+		cheap.LFN, cheap.FTSJob = "", "" // not in the index: checked below
+		withID := len(f.IDs) > 0 || f.IDPrefix != "" || f.After != nil
 		var found []int32
 		for _, i := range candidates(d, f.User, f.States, f.IDs) {
-			if st := d.stub(&d.metas[i], len(f.IDs) > 0); f.Matches(&st) {
+			if st := d.stub(&d.metas[i], withID); cheap.Matches(&st) {
 				found = append(found, i)
 			}
 		}
 		slices.SortFunc(found, func(a, b int32) int { return d.listCmp(&d.metas[a], &d.metas[b]) })
-		if f.Limit > 0 && len(found) > f.Limit {
-			found = found[:f.Limit]
-		}
 		var err error
-		if out, err = x.readAll(found); err != nil {
+		if out, err = x.readMatching(found, f); err != nil {
 			return fmt.Errorf("memfile: list: %w", err)
 		}
 		return nil
@@ -89,6 +91,37 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	}
 	return out, nil
 }
+
+// readMatching reads the transfers of slots, in order, that f matches, up
+// to f.Limit. Without a filter on the documents it reads only those it
+// returns; otherwise it reads listPage slots at a time.
+func (x *tx) readMatching(slots []int32, f state.Filter) ([]state.Transfer, error) {
+	if f.LFN == "" && f.FTSJob == "" {
+		if f.Limit > 0 && len(slots) > f.Limit {
+			slots = slots[:f.Limit]
+		}
+		return x.readAll(slots)
+	}
+	out := []state.Transfer{}
+	for len(slots) > 0 && (f.Limit <= 0 || len(out) < f.Limit) {
+		n := min(len(slots), listPage)
+		ts, err := x.readAll(slots[:n])
+		if err != nil {
+			return nil, err
+		}
+		slots = slots[n:]
+		for i := range ts {
+			if f.Matches(&ts[i]) && (f.Limit <= 0 || len(out) < f.Limit) {
+				out = append(out, ts[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// listPage is how many transfers List reads back at once when it filters
+// on their documents.
+const listPage = 1000
 
 // listCmp orders transfers as state.ListLess does: oldest created first,
 // then ID.

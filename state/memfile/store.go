@@ -30,7 +30,15 @@ type Options struct {
 	// CompactBytes: the journal is compacted once it is larger than both this
 	// and twice the snapshot (0: DefaultCompactBytes).
 	CompactBytes int64
+	// ReadOnly opens the file for reading only: a missing file is an error
+	// (nothing is created), a file without write permission can be read,
+	// the file is never changed (a torn last record is skipped, not cut
+	// off), and every call that would write fails with ErrReadOnly.
+	ReadOnly bool
 }
+
+// ErrReadOnly is the error of a write to a Store opened with ReadOnly.
+var ErrReadOnly = errors.New("the state file is open read-only")
 
 // Stats counts what a Store did, for benchmarks.
 type Stats struct {
@@ -79,12 +87,9 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if o.CompactBytes <= 0 {
 		o.CompactBytes = DefaultCompactBytes
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openFile(path, o.ReadOnly)
 	if err != nil {
-		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
+		return nil, err
 	}
 	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, src: source{path: path, in: newInterner()}}
 	s.setFile(f)
@@ -100,6 +105,29 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openFile opens the state file: read-only (it must exist), or for reading
+// and writing, creating it and its directory when missing.
+func openFile(path string, readOnly bool) (*os.File, error) {
+	if readOnly {
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("memfile: %s: no such state file (is --state right? aso enqueue creates it): %w", path, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("memfile: open %s: %w", path, err)
+		}
+		return f, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // Close releases the file. Later calls fail.
@@ -155,7 +183,11 @@ func (s *Store) lock(ctx context.Context) error {
 		if held.Dev == named.Dev && held.Ino == named.Ino {
 			return nil
 		}
-		f, err := os.OpenFile(s.path, os.O_RDWR, 0)
+		flags := os.O_RDWR
+		if s.opts.ReadOnly {
+			flags = os.O_RDONLY
+		}
+		f, err := os.OpenFile(s.path, flags, 0)
 		if err != nil {
 			s.unlock()
 			return fmt.Errorf("memfile: reopen %s: %w", s.path, err)
@@ -241,7 +273,7 @@ func (s *Store) catchUp() error {
 	if torn {
 		return s.dropTorn(tornAt, tornLine, size)
 	}
-	if noNewline { // end the hand-written line before anything is appended
+	if noNewline && !s.opts.ReadOnly { // end the hand-written line before anything is appended
 		if _, err := s.f.WriteAt([]byte{'\n'}, size); err != nil {
 			return fmt.Errorf("memfile: end the last line of %s: %w", s.path, err)
 		}
@@ -266,6 +298,9 @@ func (s *Store) readHeader(size int64) (fresh bool, err error) {
 		return false, fmt.Errorf("memfile: %s:1: not an aso state file (first line %.60q); move it away or give another --state", s.path, first)
 	}
 	// empty, or a creation cut short
+	if s.opts.ReadOnly {
+		return true, nil // an empty store, left as it is
+	}
 	if err := s.f.Truncate(0); err != nil {
 		return false, fmt.Errorf("memfile: create %s: %w", s.path, err)
 	}
@@ -285,6 +320,11 @@ func (s *Store) readHeader(size int64) (fresh bool, err error) {
 // dropTorn truncates the file at offset at (line line), where a record of
 // size-at bytes was cut short.
 func (s *Store) dropTorn(at int64, line int, size int64) error {
+	if s.opts.ReadOnly {
+		s.warn("memfile: %s:%d (offset %d): skipped a torn last record (%d bytes), written by a process that died while appending", s.path, line+1, at, size-at)
+		s.off, s.line = at, line
+		return nil
+	}
 	s.warn("memfile: %s:%d (offset %d): dropped a torn last record (%d bytes), written by a process that died while appending", s.path, line+1, at, size-at)
 	if err := s.f.Truncate(at); err != nil {
 		return fmt.Errorf("memfile: truncate %s: %w", s.path, err)
@@ -331,6 +371,12 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 	if err := fn(x, s.now()); err != nil {
 		return err
 	}
+	if !x.empty() && s.opts.ReadOnly {
+		return fmt.Errorf("memfile: %s: %s: %w", call, s.path, ErrReadOnly)
+	}
+	if len(compact) > 0 && s.opts.ReadOnly {
+		return fmt.Errorf("memfile: compact %s: %w", s.path, ErrReadOnly)
+	}
 	if !x.empty() {
 		spans, err := s.write(x, durable)
 		if err != nil {
@@ -338,7 +384,7 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 		}
 		x.apply(spans)
 	}
-	due := s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) && s.off >= s.noCompactBelow
+	due := !s.opts.ReadOnly && s.snapEnd >= 0 && s.off-s.snapEnd > max(s.opts.CompactBytes, 2*s.snapEnd) && s.off >= s.noCompactBelow
 	if len(compact) > 0 || due {
 		if err := s.compact(); err != nil {
 			if len(compact) > 0 {
