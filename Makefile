@@ -50,6 +50,7 @@ FUZZ_TARGETS := \
 	./fts:FuzzParseStatus \
 	./fts:FuzzParseError \
 	./fts:FuzzUnquote \
+	./fts:FuzzParseReason \
 	./fts/ftstest:FuzzSubmit \
 	./srm:FuzzInterpretRun \
 	./srm:FuzzStorageXML \

@@ -126,3 +126,31 @@ func unquote(b []byte) (string, error) {
 	err := json.Unmarshal(b, &s)
 	return s, err
 }
+
+// flexBool is a boolean that may be absent, null, a JSON boolean, the
+// numbers 0 and 1 (a MySQL tinyint) or their strings; anything else is
+// treated as absent rather than failing the whole reply.
+type flexBool struct {
+	set, v bool
+}
+
+func (f *flexBool) UnmarshalJSON(b []byte) error {
+	switch string(bytes.TrimSpace(b)) {
+	case "true", "1", `"1"`, `"true"`:
+		*f = flexBool{true, true}
+	case "false", "0", `"0"`, `"false"`:
+		*f = flexBool{true, false}
+	default:
+		*f = flexBool{}
+	}
+	return nil
+}
+
+// ptr returns the value, or nil when absent.
+func (f flexBool) ptr() *bool {
+	if !f.set {
+		return nil
+	}
+	v := f.v
+	return &v
+}

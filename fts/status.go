@@ -13,7 +13,7 @@ import (
 )
 
 // statusFileFields are the file attributes asked with every status query.
-const statusFileFields = "file_id,file_state,source_surl,dest_surl,reason,start_time,finish_time,filesize,throughput,retry,file_metadata"
+const statusFileFields = "file_id,file_state,source_surl,dest_surl,reason,start_time,finish_time,filesize,throughput,retry,file_metadata,recoverable"
 
 // JobStatus is the state of one FTS job. Lost means the server does not know
 // the job (404: never submitted, or archived); Err is set when its state
@@ -28,19 +28,22 @@ type JobStatus struct {
 }
 
 // FileStatus is the state of one file of a job. Throughput is in MiB/s;
-// Retry counts the retries done.
+// Retry counts the retries done. Recoverable is FTS's verdict on a failure
+// (whether another attempt can succeed), nil when the server sent none
+// (older servers, or null).
 type FileStatus struct {
-	FileID     int64
-	State      string
-	SourceSURL string
-	DestSURL   string
-	Reason     string
-	StartTime  time.Time
-	FinishTime time.Time
-	Filesize   int64
-	Throughput float64
-	Retry      int
-	Metadata   json.RawMessage
+	FileID      int64
+	State       string
+	SourceSURL  string
+	DestSURL    string
+	Reason      string
+	StartTime   time.Time
+	FinishTime  time.Time
+	Filesize    int64
+	Throughput  float64
+	Retry       int
+	Metadata    json.RawMessage
+	Recoverable *bool
 }
 
 // TransferID returns the "transfer_id" of the file's metadata, or "". It
@@ -84,6 +87,7 @@ type wireFile struct {
 	Throughput   flexFloat       `json:"throughput"`
 	Retry        flexInt         `json:"retry"`
 	FileMetadata json.RawMessage `json:"file_metadata"`
+	Recoverable  flexBool        `json:"recoverable"`
 }
 
 // Status returns the state of the given jobs, in input order. It asks for
@@ -235,17 +239,18 @@ func (e wireJob) status() JobStatus {
 	st.Reason = string(e.Reason)
 	for _, f := range e.Files {
 		st.Files = append(st.Files, FileStatus{
-			FileID:     int64(f.FileID),
-			State:      string(f.FileState),
-			SourceSURL: string(f.SourceSURL),
-			DestSURL:   string(f.DestSURL),
-			Reason:     string(f.Reason),
-			StartTime:  f.StartTime.Time,
-			FinishTime: f.FinishTime.Time,
-			Filesize:   int64(f.Filesize),
-			Throughput: float64(f.Throughput),
-			Retry:      int(f.Retry),
-			Metadata:   f.FileMetadata,
+			FileID:      int64(f.FileID),
+			State:       string(f.FileState),
+			SourceSURL:  string(f.SourceSURL),
+			DestSURL:    string(f.DestSURL),
+			Reason:      string(f.Reason),
+			StartTime:   f.StartTime.Time,
+			FinishTime:  f.FinishTime.Time,
+			Filesize:    int64(f.Filesize),
+			Throughput:  float64(f.Throughput),
+			Retry:       int(f.Retry),
+			Metadata:    f.FileMetadata,
+			Recoverable: f.Recoverable.ptr(),
 		})
 	}
 	return st

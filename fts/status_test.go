@@ -52,7 +52,7 @@ func TestStatus_Bulk207(t *testing.T) {
 		t.Errorf("TransferID = %q, want %q", got, want)
 	}
 	req := f.requests("GET /jobs/" + jobOther + "," + jobLost + "," + jobActive)[0]
-	if want := "files=file_id,file_state,source_surl,dest_surl,reason,start_time,finish_time,filesize,throughput,retry,file_metadata"; req.Query != want {
+	if want := "files=file_id,file_state,source_surl,dest_surl,reason,start_time,finish_time,filesize,throughput,retry,file_metadata,recoverable"; req.Query != want {
 		t.Errorf("query = %q, want %q", req.Query, want)
 	}
 }

@@ -145,7 +145,7 @@ func CommitTo(t *Transfer, a Agent, c Commit, job string, now time.Time) error {
 	t.SourcePFN, t.DestPFN = c.SourcePFN, c.DestPFN
 	t.LeaseExpires = Time{}
 	t.Progress = &Progress{FTSState: "SUBMITTED", Updated: At(now)}
-	t.Reason = ""
+	t.Reason, t.ErrorClass = "", ""
 	return nil
 }
 
@@ -199,7 +199,7 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 	switch o.Outcome {
 	case OutcomeDone:
 		t.Transition(StateDone, now, a.Owner, "")
-		t.Reason = ""
+		t.Reason, t.ErrorClass = "", ""
 	case OutcomeKilled:
 		t.Transition(StateKilled, now, a.Owner, orDefault(o.Reason, "killed by request"))
 	case OutcomeLost:
@@ -223,6 +223,7 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 		} else {
 			t.Transition(StateFailed, now, a.Owner, failReason(o.Reason, !o.Retryable, t.Attempts))
 		}
+		t.ErrorClass = o.ErrorClass
 	}
 	clearLease(t)
 	t.SubmitSID = ""
@@ -270,7 +271,7 @@ func RetryOf(t *Transfer, now time.Time, by string) error {
 		return fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrNotTerminal)
 	}
 	t.Transition(StateNew, now, by, "retry requested")
-	t.Reason = ""
+	t.Reason, t.ErrorClass = "", ""
 	t.Attempts = 0
 	t.RetryAfter = Time{}
 	t.KillRequested = false

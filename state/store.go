@@ -104,6 +104,8 @@ type Terminal struct {
 	// Retryable marks a failure that may succeed later: the transfer returns
 	// to new after the cool-off while attempts remain.
 	Retryable bool
+	// ErrorClass classifies Reason (fts.ErrorClass) for a failed outcome.
+	ErrorClass string
 	// FTSJob is the job the outcome came from. The outcome is applied only if
 	// the stored transfer still points at this job (empty for a transfer that
 	// was never submitted, e.g. a kill of an acquired one).
@@ -174,14 +176,26 @@ type EnqueueResult struct {
 
 // Summary is what `aso status` shows.
 type Summary struct {
-	Total         int                      `json:"total"`
-	ByState       map[State]int            `json:"by_state"`
-	ByLink        map[string]map[State]int `json:"by_link"`
-	ByUser        map[string]map[State]int `json:"by_user"`
-	OldestWaiting *Transfer                `json:"oldest_waiting,omitempty"`
-	Stale         []Transfer               `json:"stale"`
-	StuckAcquired []Transfer               `json:"stuck_acquired"`
-	Invalid       []InvalidDoc             `json:"invalid"`
+	Total   int                      `json:"total"`
+	ByState map[State]int            `json:"by_state"`
+	ByLink  map[string]map[State]int `json:"by_link"`
+	ByUser  map[string]map[State]int `json:"by_user"`
+	// ByErrorClass counts failed transfers by ErrorClass ("unknown" for
+	// those without one).
+	ByErrorClass  map[string]int `json:"by_error_class"`
+	OldestWaiting *Transfer      `json:"oldest_waiting,omitempty"`
+	Stale         []Transfer     `json:"stale"`
+	StuckAcquired []Transfer     `json:"stuck_acquired"`
+	Invalid       []InvalidDoc   `json:"invalid"`
+}
+
+// FailureClass is the key a failed transfer of error class class counts
+// under in Summary.ByErrorClass.
+func FailureClass(class string) string {
+	if class == "" {
+		return "unknown"
+	}
+	return class
 }
 
 // SummaryOptions parameterise Summary.
@@ -315,6 +329,18 @@ type Locker interface {
 type PrepareJob struct {
 	Transfers []Transfer
 	SID       string
+	// Endpoint is the FTS server the job goes to, recorded on each
+	// transfer (Transfer.FTSEndpoint) with the sid.
+	Endpoint string
+}
+
+// Apply is Prepare of one of j's transfers, recording j's endpoint too.
+func (j *PrepareJob) Apply(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
+	if err := Prepare(t, a, j.SID, now, ttl); err != nil {
+		return err
+	}
+	t.FTSEndpoint = j.Endpoint
+	return nil
 }
 
 // CommitJob is the commit of one FTS job (SetTransferIDs).

@@ -105,6 +105,14 @@ type Transfer struct {
 	Created    Time         `json:"created"`
 	LastUpdate Time         `json:"last_update"`
 	History    []Transition `json:"history,omitempty"`
+
+	// FTSEndpoint is the FTS server the transfer's job was (or is being)
+	// submitted to, written with submit_sid: monitoring, cancelling and
+	// adoption go there. "" (transfers of older versions): the current one.
+	FTSEndpoint string `json:"fts_endpoint,omitempty"`
+	// ErrorClass classifies Reason when it is an FTS failure (one of
+	// fts.ErrorClasses); "" otherwise.
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // Link names the (source, destination) pair of t, "SRC->DST".
@@ -122,7 +130,7 @@ func (t *Transfer) Transition(to State, now time.Time, by, reason string) {
 	t.State = to
 	t.LastUpdate = at
 	if reason != "" {
-		t.Reason = reason
+		t.Reason, t.ErrorClass = reason, "" // a new reason: ApplyTerminal sets its class after
 	}
 }
 

@@ -283,7 +283,8 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	o = o.WithDefaults()
 	sum := state.Summary{
 		ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
-		Stale: []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},
+		ByErrorClass: map[string]int{},
+		Stale:        []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},
 	}
 	err := s.scanAll(ctx, func(raw json.RawMessage) {
 		_, kind := classify(raw)
@@ -324,6 +325,8 @@ func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.Summary
 	bump(sum.ByLink, t.Link(), t.State)
 	bump(sum.ByUser, t.User, t.State)
 	switch t.State {
+	case state.StateFailed:
+		sum.ByErrorClass[state.FailureClass(t.ErrorClass)]++
 	case state.StateNew:
 		if sum.OldestWaiting == nil || waitsLonger(t, sum.OldestWaiting) {
 			c := *t

@@ -224,16 +224,16 @@ func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, s
 func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
 	var ts []state.Transfer
-	var sids []string
+	var of []*state.PrepareJob
 	sizes := make([]int, len(jobs))
-	for k, j := range jobs {
-		sizes[k] = len(j.Transfers)
-		ts = append(ts, j.Transfers...)
-		for range j.Transfers {
-			sids = append(sids, j.SID)
+	for k := range jobs {
+		sizes[k] = len(jobs[k].Transfers)
+		ts = append(ts, jobs[k].Transfers...)
+		for range jobs[k].Transfers {
+			of = append(of, &jobs[k])
 		}
 	}
-	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.Prepare(t, a, sids[i], now, ttl) })
+	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return of[i].Apply(t, a, now, ttl) })
 	res, err := s.wrap("prepare submit")(s.mutate(ctx, items, reapply))
 	if err != nil {
 		return nil, err

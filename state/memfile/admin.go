@@ -171,7 +171,8 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	err := s.view(ctx, "summary", func(x *tx, now time.Time) error {
 		d := x.d
 		sum = state.Summary{ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
-			Stale: []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{}}
+			ByErrorClass: map[string]int{},
+			Stale:        []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{}}
 		byLink := map[[2]uint32]*[8]int{}
 		byUser := map[uint32]*[8]int{}
 		oldest := int32(-1)
@@ -183,6 +184,8 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 			countIn(byLink, [2]uint32{m.src, m.dst}, m.state)
 			countIn(byUser, m.user, m.state)
 			switch m.State() {
+			case state.StateFailed:
+				sum.ByErrorClass[d.strs.strs[m.class]]++
 			case state.StateNew:
 				if oldest < 0 || d.waitCmp(m, &d.metas[oldest]) < 0 {
 					oldest = i

@@ -154,17 +154,19 @@ func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, s
 
 // PrepareSubmits is PrepareSubmit of several jobs in one record and fsync.
 func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
-	var ids, sids []string
+	var ids []string
+	var of []*state.PrepareJob
 	sizes := make([]int, len(jobs))
-	for k, j := range jobs {
+	for k := range jobs {
+		j := &jobs[k]
 		sizes[k] = len(j.Transfers)
 		for i := range j.Transfers {
 			ids = append(ids, j.Transfers[i].ID)
-			sids = append(sids, j.SID)
+			of = append(of, j)
 		}
 	}
 	res, err := s.each(ctx, "prepare submit", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
-		return true, state.Prepare(t, s.agent, sids[i], now, s.policy.LeaseTTL)
+		return true, of[i].Apply(t, s.agent, now, s.policy.LeaseTTL)
 	})
 	if err != nil {
 		return nil, err

@@ -73,7 +73,8 @@ type meta struct {
 	// times in nanoseconds since the epoch (see nanos)
 	lastUpdate, retryAfter, leaseExpires, created int64
 	user, src, dst, job                           uint32
-	state                                         uint8 // 1 + index in state.States; 0: a free slot
+	class                                         uint32 // error class of a failed transfer (state.FailureClass)
+	state                                         uint8  // 1 + index in state.States; 0: a free slot
 }
 
 // nanos maps a time to an int64 with the same order: nanoseconds since the
@@ -238,8 +239,11 @@ func (d *db) put(t *state.Transfer, sp span) {
 		lastUpdate: nanos(t.LastUpdate), retryAfter: nanos(t.RetryAfter), leaseExpires: nanos(t.LeaseExpires), created: nanos(t.Created),
 		user: d.strs.id(t.User), src: d.strs.id(t.Source), dst: d.strs.id(t.Destination), state: stateCode(t.State),
 	}
-	if t.State == state.StateSubmitted {
+	switch t.State {
+	case state.StateSubmitted:
 		m.job = d.strs.id(t.FTSJob)
+	case state.StateFailed:
+		m.class = d.strs.id(state.FailureClass(t.ErrorClass))
 	}
 	i, ok := d.ids[k]
 	switch {

@@ -113,6 +113,10 @@ func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
 			return d.time(&t.Created)
 		case fLastUpdate:
 			return d.time(&t.LastUpdate)
+		case fFTSEndpoint:
+			return d.istr(&t.FTSEndpoint)
+		case fErrorClass:
+			return d.istr(&t.ErrorClass)
 		case fHistory:
 			// each entry opens a brace: allocate them all at once
 			t.History = make([]state.Transition, 0, bytes.Count(d.b[d.i:], openBrace))
@@ -204,6 +208,8 @@ const (
 	fCreated
 	fLastUpdate
 	fHistory
+	fFTSEndpoint
+	fErrorClass
 )
 
 // transferKeys are the keys of a transfer, quoted and followed by their
@@ -211,7 +217,7 @@ const (
 var transferKeys = quotedKeys("_id", "_rev", "type", "user", "group", "role", "source", "destination", "source_lfn",
 	"destination_lfn", "size", "checksums", "priority", "depends_on", "state", "owner", "lease_expires", "submit_sid",
 	"fts_job", "fts_file_id", "source_pfn", "dest_pfn", "attempts", "retry_after", "reason", "kill_requested",
-	"progress", "created", "last_update", "history")
+	"progress", "created", "last_update", "history", "fts_endpoint", "error_class")
 
 func quotedKeys(keys ...string) []quotedKey {
 	q := make([]quotedKey, len(keys))

@@ -21,7 +21,8 @@ var fastCodec = state.TimeLayout == "2006-01-02T15:04:05.000000Z" &&
 		"source", "destination", "source_lfn", "destination_lfn", "size", "checksums,omitempty", "priority", "depends_on,omitempty",
 		"state", "owner,omitempty", "lease_expires,omitzero", "submit_sid,omitempty", "fts_job,omitempty", "fts_file_id,omitempty",
 		"source_pfn,omitempty", "dest_pfn,omitempty", "attempts", "retry_after,omitzero", "reason,omitempty", "kill_requested,omitempty",
-		"progress,omitempty", "created", "last_update", "history,omitempty") &&
+		"progress,omitempty", "created", "last_update", "history,omitempty",
+		"fts_endpoint,omitempty", "error_class,omitempty") &&
 	sameLayout(reflect.TypeFor[state.Progress](), "fts_state", "bytes,omitempty", "throughput,omitempty", "retries,omitempty",
 		"reason,omitempty", "file_id,omitempty", "updated") &&
 	sameLayout(reflect.TypeFor[state.Transition](), "at", "from", "to", "by", "reason,omitempty")
@@ -143,6 +144,11 @@ func appendTransfer(b []byte, t *state.Transfer) ([]byte, error) {
 			b = append(b, '}')
 		}
 		b = append(b, ']')
+	}
+	for _, f := range [...]struct{ key, v string }{{`,"fts_endpoint":`, t.FTSEndpoint}, {`,"error_class":`, t.ErrorClass}} {
+		if f.v != "" {
+			b = appendKey(b, f.key, f.v)
+		}
 	}
 	return append(b, '}'), nil
 }

@@ -115,6 +115,38 @@ var adminCases = []testCase{
 			}
 		}
 	}},
+	{"Summary/ByErrorClass", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Alice, 4))
+		ts := e.submit(s, 4, "job-1")
+		e.ok("SetTerminalState", e.terminal(s,
+			state.Terminal{Transfer: ts[0], Outcome: state.OutcomeFailed, Reason: "SOURCE [2] Result HTTP 404 : File not found", ErrorClass: "source_missing", FTSJob: "job-1"},
+			state.Terminal{Transfer: ts[1], Outcome: state.OutcomeFailed, Reason: "no class", FTSJob: "job-1"},
+			state.Terminal{Transfer: ts[2], Outcome: state.OutcomeFailed, Retryable: true, Reason: "TRANSFER [110] timed out", ErrorClass: "timeout", FTSJob: "job-1"},
+			state.Terminal{Transfer: ts[3], Outcome: state.OutcomeDone, FTSJob: "job-1"},
+		), nil, 4)
+		for i, want := range []string{"source_missing", "", "timeout", ""} {
+			if tr := e.get(s, ts[i].ID); tr.ErrorClass != want {
+				e.t.Fatalf("%s (%s): error_class %q, want %q", tr.ID, tr.State, tr.ErrorClass, want)
+			}
+		}
+		sum, err := s.Summary(ctx, state.SummaryOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		// failed transfers only: the retried one waits in new
+		if want := map[string]int{"source_missing": 1, "unknown": 1}; !reflect.DeepEqual(sum.ByErrorClass, want) {
+			e.t.Fatalf("by error class %v, want %v", sum.ByErrorClass, want)
+		}
+		res, err := s.Retry(ctx, []string{ts[0].ID})
+		e.ok("Retry", res, err, 1)
+		if tr := e.get(s, ts[0].ID); tr.ErrorClass != "" || tr.Reason != "" {
+			e.t.Fatalf("retried transfer keeps reason %q class %q", tr.Reason, tr.ErrorClass)
+		}
+		if sum, err = s.Summary(ctx, state.SummaryOptions{}); err != nil || !reflect.DeepEqual(sum.ByErrorClass, map[string]int{"unknown": 1}) {
+			e.t.Fatalf("after the retry: by error class %v, %v", sum.ByErrorClass, err)
+		}
+	}},
 	{"Summary", func(e *env) {
 		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
 		for i := 0; i < 4; i++ {

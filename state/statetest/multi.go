@@ -25,8 +25,8 @@ var multiCases = []testCase{
 			}
 		}
 		res, err := m.PrepareSubmits(ctx, []state.PrepareJob{
-			{Transfers: ts[:2], SID: "sid-a"},
-			{Transfers: []state.Transfer{ts[2], free}, SID: "sid-b"},
+			{Transfers: ts[:2], SID: "sid-a", Endpoint: "https://fts-a.example.org:8446"},
+			{Transfers: []state.Transfer{ts[2], free}, SID: "sid-b", Endpoint: "https://fts-b.example.org:8446"},
 		})
 		if err != nil {
 			e.t.Fatalf("PrepareSubmits: %v", err)
@@ -46,12 +46,18 @@ var multiCases = []testCase{
 				e.t.Fatalf("%s: submit_sid %q rev %s, want %q and the result's revision", tr.ID, tr.SubmitSID, tr.Rev, want)
 			}
 		}
+		// the endpoint is written with the sid: adoption after a crash asks the server the sid went to
+		for i, want := range []string{"https://fts-a.example.org:8446", "https://fts-a.example.org:8446", "https://fts-b.example.org:8446"} {
+			if tr := e.get(s, ts[i].ID); tr.FTSEndpoint != want {
+				e.t.Fatalf("%s: fts_endpoint %q, want %q", tr.ID, tr.FTSEndpoint, want)
+			}
+		}
 		if tr := e.wantState(s, free.ID, state.StateNew); tr.SubmitSID != "" || tr.Owner != "" {
 			e.t.Fatalf("a transfer not held was written: %+v", tr)
 		}
 
 		for i := range ts {
-			ts[i].Rev = append(res[0], res[1]...)[i].Rev
+			ts[i] = e.get(s, ts[i].ID) // as written: sid, endpoint and revision
 		}
 		cres, err := m.SetTransferIDs(ctx, []state.CommitJob{
 			{Commits: commitsOf(ts[:2]), JobID: "job-a"},
@@ -66,8 +72,8 @@ var multiCases = []testCase{
 		e.ok("SetTransferIDs job a", cres[0], nil, 2)
 		e.ok("SetTransferIDs job b", cres[1], nil, 1)
 		for i, want := range []string{"job-a", "job-a", "job-b"} {
-			if tr := e.wantState(s, ts[i].ID, state.StateSubmitted); tr.FTSJob != want {
-				e.t.Fatalf("%s: fts_job %q, want %q", tr.ID, tr.FTSJob, want)
+			if tr := e.wantState(s, ts[i].ID, state.StateSubmitted); tr.FTSJob != want || tr.FTSEndpoint == "" {
+				e.t.Fatalf("%s: fts_job %q endpoint %q, want %q and the endpoint kept", tr.ID, tr.FTSJob, tr.FTSEndpoint, want)
 			}
 		}
 	}},
