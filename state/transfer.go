@@ -3,6 +3,7 @@ package state
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -105,6 +106,13 @@ type Transfer struct {
 	Created    Time         `json:"created"`
 	LastUpdate Time         `json:"last_update"`
 	History    []Transition `json:"history,omitempty"`
+
+	// Extra holds the top-level fields of a stored document that aso does
+	// not know, by name, as raw JSON: what another producer wrote next to
+	// the request (a task name, a job ID, a publish flag). aso never reads
+	// them; the CouchDB backend keeps them through every write. Not part of
+	// the JSON form of Transfer itself.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Link names the (source, destination) pair of t, "SRC->DST".
