@@ -8,6 +8,7 @@ require (
 	github.com/go-kivik/kivik/v4 v4.5.2
 	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
+	github.com/pb33f/jsonschema/v6 v6.0.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.28.0
 	github.com/sirupsen/logrus v1.10.2

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -138,12 +137,6 @@ func (s *couchServer) do(ctx context.Context, method, path string, body []byte) 
 	return rb, nil
 }
 
-// refDoc is a transfer as the CouchDB backend stores it.
-type refDoc struct {
-	state.Transfer
-	ClaimKey string `json:"claim_key,omitempty"`
-}
-
 // reference writes, to a fresh database set up like the agent's, the n
 // transfers and then the four revisions of each one's life (claim,
 // submit_sid, commit, terminal: the revisions the agent writes when every
@@ -162,7 +155,7 @@ func (s *couchServer) reference(ctx context.Context, aso string, n, batch int) (
 	for si, step := range steps {
 		for lo := 0; lo < n; lo += batch {
 			part := ts[lo:min(n, lo+batch)]
-			docs := make([]refDoc, len(part))
+			docs := make([]state.Transfer, len(part))
 			for i := range part {
 				if step != nil {
 					if err := step(&part[i]); err != nil {
@@ -170,7 +163,7 @@ func (s *couchServer) reference(ctx context.Context, aso string, n, batch int) (
 					}
 				}
 				part[i].Type = state.DocType
-				docs[i] = refDoc{Transfer: part[i], ClaimKey: claimKey(&part[i])}
+				docs[i] = part[i]
 			}
 			body, err := json.Marshal(map[string]any{"docs": docs})
 			if err != nil {
@@ -197,14 +190,6 @@ func (s *couchServer) reference(ctx context.Context, aso string, n, batch int) (
 		}
 	}
 	return timed.Seconds(), nil
-}
-
-// claimKey is the CouchDB backend's claim_key (state/couch/wire.go).
-func claimKey(t *state.Transfer) string {
-	if t.State != state.StateNew && t.State != state.StateAcquired {
-		return ""
-	}
-	return fmt.Sprintf("%010d|%s|%s", int64(math.MaxInt32)-int64(t.Priority), t.LastUpdate.String(), t.ID)
 }
 
 func redact(raw string) string {

@@ -15,6 +15,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newEnqueueCommand,
 	newRunCommand,
 	newStatusCommand,
+	newListCommand,
 	newKillCommand,
 	newRetryCommand,
 	newResolveCommand,

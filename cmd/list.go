@@ -12,8 +12,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func init() { register(newListCommand) }
-
 // ListOptions are the flags of `aso list`.
 type ListOptions struct {
 	Select SelectOptions

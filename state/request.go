@@ -193,6 +193,12 @@ func (t *Transfer) Validate() error {
 	if !t.State.Valid() {
 		return &ValidationError{Field: "state", Value: string(t.State), Reason: "unknown state"}
 	}
+	if t.Created.IsZero() {
+		return &ValidationError{Field: "created", Value: "", Reason: "is required (an RFC 3339 timestamp)"}
+	}
+	if t.LastUpdate.IsZero() {
+		return &ValidationError{Field: "last_update", Value: "", Reason: "is required (an RFC 3339 timestamp)"}
+	}
 	if t.Attempts < 0 {
 		return &ValidationError{Field: "attempts", Value: itoa(int64(t.Attempts)), Reason: "must be >= 0"}
 	}

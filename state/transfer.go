@@ -3,6 +3,7 @@ package state
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -113,6 +114,12 @@ type Transfer struct {
 	// ErrorClass classifies Reason when it is an FTS failure (one of
 	// fts.ErrorClasses); "" otherwise.
 	ErrorClass string `json:"error_class,omitempty"`
+	// Extra holds the top-level fields of a stored document that aso does
+	// not know, by name, as raw JSON: what another producer wrote next to
+	// the request (a task name, a job ID, a publish flag). aso never reads
+	// them; the CouchDB backend keeps them through every write. Not part of
+	// the JSON form of Transfer itself.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Link names the (source, destination) pair of t, "SRC->DST".

@@ -107,21 +107,26 @@ func due(v json.RawMessage, now time.Time) bool {
 
 // claimFrom claims up to need of the candidate documents, in their order,
 // settling those that can never run, and returns the claimed transfers.
-// Documents that do not decode are left alone (Summary reports them).
+// Documents that do not decode are moved to failed in the same write, with
+// the reason naming the field (see quarantine).
 func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
 	cands := make([]state.Transfer, 0, len(docs))
+	var items []item
+	var claims []bool
 	for _, raw := range docs {
-		if t, err := decode(raw); err == nil {
+		t, err := decode(raw)
+		if err == nil {
 			cands = append(cands, t)
+		} else if it, ok := quarantine(raw, err, a, now); ok {
+			items = append(items, it)
+			claims = append(claims, false)
 		}
 	}
 	deps, err := s.depStates(ctx, cands)
 	if err != nil {
 		return nil, err
 	}
-	var items []item
-	var claims []bool
 	nClaims := 0
 	for i := range cands {
 		if nClaims == need {
@@ -167,6 +172,29 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 		}
 	}
 	return got, nil
+}
+
+// InvalidReasonPrefix starts the reason of a transfer the agent moved to
+// failed because its document does not validate; validate_doc_update lets
+// exactly this move through for a document it would refuse otherwise.
+const InvalidReasonPrefix = "invalid document: "
+
+// quarantine returns the item that moves a queued transfer document that
+// does not validate (err) to failed, keeping every field as it is (see
+// salvage), so that it is never left waiting in silence.
+func quarantine(raw json.RawMessage, err error, a state.Agent, now time.Time) (item, bool) {
+	t, ok := salvage(raw)
+	if !ok || (t.State != state.StateNew && t.State != state.StateAcquired) {
+		return item{}, false
+	}
+	for _, f := range []string{"state", "reason", "last_update", "history"} {
+		delete(t.Extra, f) // aso's own fields, written anew below
+	}
+	reason := InvalidReasonPrefix + err.Error()
+	return item{id: t.ID, t: &t, rule: func(t *state.Transfer) (bool, error) {
+		t.Transition(state.StateFailed, now, a.Owner, reason)
+		return true, nil
+	}}, true
 }
 
 // depStates reads the states of the dependencies of ts in one request.

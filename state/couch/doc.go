@@ -16,16 +16,21 @@
 // single index up to date for both; both CouchDB and PouchDB answer a key
 // range with a limit from the index's B-tree without reading the rest.
 //
-// Claim order. Every write maintains a derived field, claim_key, present
-// only while a transfer is new or acquired: the 10-digit inverted priority
-// (MaxInt32 - priority), the fixed-width last_update and the ID, so that
-// ascending claim_key order is the claim order (priority descending, then
-// oldest last_update, then ID). The view has a row [user, "queue",
-// claim_key] per new or acquired transfer whose value is the time it may be
-// claimed (retry_after or lease_expires). NewTransfers reads these rows
-// (without documents) from the head of the queue, passes over those not
-// due, and reads the documents of the due ones by ID; the next round starts
-// after the last key read.
+// Claim order. The view computes the order of the queue from each
+// document's own fields, so that a transfer document another producer wrote
+// is claimed like one aso wrote: the 10-digit inverted priority (MaxInt32 -
+// priority), last_update as 18 digits of microseconds and the ID, so that
+// ascending order is the claim order (priority descending, then oldest
+// last_update, then ID). The view has a row [user, "queue", order] per new
+// or acquired transfer whose value is the time it may be claimed
+// (retry_after or lease_expires). NewTransfers reads these rows (without
+// documents) from the head of the queue, passes over those not due, and
+// reads the documents of the due ones by ID; the next round starts after
+// the last key read. A due document that does not validate is moved to
+// failed in the same _bulk_docs as the claims, its reason naming the field.
+//
+// Fields aso does not know (a producer's task name, job ID, ...) are kept
+// in state.Transfer.Extra and written back on every write.
 //
 // Active transfers. The view has a row [user, "active", fts_job] per
 // submitted transfer whose value is its last_update; reduced by _stats and

@@ -12,7 +12,7 @@ import (
 // ViewsID is the design document of the views the agent's queries read.
 const ViewsID = "_design/" + viewsDDoc
 
-// The view of ViewsID: [user, "queue", claim_key] -> due time for
+// The view of ViewsID: [user, "queue", order] -> due time for
 // NewTransfers and the List of a queue, [user, "active", fts_job] ->
 // last_update for ActiveTransfers and ActivePager; values in microseconds
 // since the epoch, reduced by _stats (see work_map.js). One view rather
@@ -85,7 +85,7 @@ func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, er
 
 // claimRows reads up to limit rows of user's queue in claim order, after
 // the claim key after (nil: from the head of the queue). The keys are
-// [user, "queue", claim_key], and [user, "queue", after, {}] sorts after
+// [user, "queue", order], and [user, "queue", after, {}] sorts after
 // [user, "queue", after] and before every greater claim key, so that a
 // page starts right after the last one even if that transfer has changed
 // since.

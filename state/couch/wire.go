@@ -3,44 +3,49 @@ package couch
 import (
 	"encoding/json"
 	"fmt"
-	"math"
+	"maps"
 	"reflect"
 	"strings"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// wireDoc is a transfer as stored: the state document plus the derived
-// fields the backend maintains on every write.
-type wireDoc struct {
-	state.Transfer
-	// ClaimKey orders the candidates of NewTransfers (see the package
-	// documentation); present only while the transfer is new or acquired.
-	ClaimKey string `json:"claim_key,omitempty"`
-}
-
-// claimKey is the ascending sort key of claim order: inverted priority, then
-// last_update, then ID. Empty for transfers that cannot be claimed.
-func claimKey(t *state.Transfer) string {
-	if t.State != state.StateNew && t.State != state.StateAcquired {
-		return ""
+// knownFields are the top-level fields the codec reads into state.Transfer
+// (by their JSON names), plus claim_key, a derived field earlier versions
+// wrote and that the view no longer reads: it is dropped on the next write.
+var knownFields = func() map[string]bool {
+	m := map[string]bool{"claim_key": true}
+	rt := reflect.TypeFor[state.Transfer]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			m[name] = true
+		}
 	}
-	inv := int64(math.MaxInt32) - int64(t.Priority)
-	return fmt.Sprintf("%010d|%s|%s", inv, t.LastUpdate.String(), t.ID)
-}
+	return m
+}()
 
-// encode returns the stored form of t.
+// encode returns the stored form of t: its fields and then those of
+// t.Extra, which replace a field of the same name (see salvage).
 func encode(t *state.Transfer) (json.RawMessage, error) {
 	t.Type = state.DocType
-	b, err := json.Marshal(wireDoc{Transfer: *t, ClaimKey: claimKey(t)})
+	b, err := json.Marshal(t)
+	if err == nil && len(t.Extra) > 0 {
+		var m map[string]json.RawMessage
+		if err = json.Unmarshal(b, &m); err == nil {
+			maps.Copy(m, t.Extra)
+			b, err = json.Marshal(m)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("couch: encode transfer %s: %w", t.ID, err)
 	}
 	return b, nil
 }
 
-// decode parses and validates a stored transfer document. The error says
-// why the document cannot be trusted; it wraps state.ErrInvalid.
+// decode parses and validates a stored transfer document; the fields aso
+// does not know go into Extra. The error says why the document cannot be
+// trusted; it wraps state.ErrInvalid.
 func decode(raw json.RawMessage) (state.Transfer, error) {
 	var t state.Transfer
 	if err := json.Unmarshal(raw, &t); err != nil {
@@ -49,7 +54,58 @@ func decode(raw json.RawMessage) (state.Transfer, error) {
 	if err := t.Validate(); err != nil {
 		return t, err
 	}
+	t.Extra = extraFields(raw)
 	return t, nil
+}
+
+// extraFields returns the top-level fields of raw that aso does not know
+// (nil if none). Fields starting with "_" are CouchDB's own (_conflicts,
+// _attachments, ...) and are never written back as data.
+func extraFields(raw json.RawMessage) map[string]json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var extra map[string]json.RawMessage
+	for k, v := range m {
+		if knownFields[k] || strings.HasPrefix(k, "_") {
+			continue
+		}
+		if extra == nil {
+			extra = make(map[string]json.RawMessage)
+		}
+		extra[k] = v
+	}
+	return extra
+}
+
+// salvage reads a transfer document that decode refused so that it can be
+// moved to failed without losing anything: each field that decodes goes
+// into the transfer, each that does not stays raw in Extra, which encode
+// writes over the field of the same name. ok is false for a document that
+// is not a JSON object with a string _id.
+func salvage(raw json.RawMessage) (t state.Transfer, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return t, false
+	}
+	for k, v := range m {
+		if k == "claim_key" || strings.HasPrefix(k, "_") && k != "_id" && k != "_rev" {
+			continue
+		}
+		if knownFields[k] {
+			one, err := json.Marshal(map[string]json.RawMessage{k: v})
+			if err == nil && json.Unmarshal(one, &t) == nil {
+				continue
+			}
+		}
+		if t.Extra == nil {
+			t.Extra = make(map[string]json.RawMessage)
+		}
+		t.Extra[k] = v
+	}
+	_, stringID := t.Extra["_id"]
+	return t, t.ID != "" && !stringID
 }
 
 // docKind tells what a stored document is.

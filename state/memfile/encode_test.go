@@ -25,7 +25,7 @@ func fill(v reflect.Value, rng *rand.Rand, plain bool) {
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {
-			if v.Type().Field(i).IsExported() {
+			if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("json") != "-" {
 				fill(v.Field(i), rng, plain)
 			}
 		}
