@@ -91,8 +91,8 @@ func (e *env) agent(extra ...string) *proctest.Proc {
 	return e.w.StartAgent(user, append(append([]string(nil), e.args...), extra...)...)
 }
 
-// wait waits for p and records its exit; an exit other than 0 (done), 1 (an
-// error the fault caused) or 3 (locked) is a violation, and so is a process
+// wait waits for p and records its exit; an exit other than 0 (done), 1 or
+// 75 (an error the fault caused) or 3 (locked) is a violation, and so is a process
 // ended by a signal the scenario did not send.
 func (e *env) wait(p *proctest.Proc, d time.Duration) int {
 	e.t.Helper()
@@ -101,7 +101,7 @@ func (e *env) wait(p *proctest.Proc, d time.Duration) int {
 	e.mu.Lock()
 	onPurpose := e.killed[p.Name]
 	e.mu.Unlock()
-	if code != 0 && code != 1 && code != 3 && !(onPurpose && p.Signaled()) {
+	if code != 0 && code != 1 && code != 3 && code != 75 && !(onPurpose && p.Signaled()) {
 		e.violate("%s exited %d\n%s", p.Name, code, p.Tail(30))
 	}
 	return code

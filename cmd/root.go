@@ -4,14 +4,12 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"context"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +28,9 @@ const exitCodesHelp = `Exit codes:
   0  success
   1  error (the message says what went wrong)
   2  usage error, or some input records were rejected
-  3  another agent holds this user's run lock (aso run)`
+  3  another agent holds this user's run lock (aso run): nothing to do here
+  75 temporary: state store or FTS unreachable, run lock or lease lost; run again later
+  78 permanent: configuration, sites file or credentials wrong; needs a person`
 
 // usageError marks errors that map to ExitUsage.
 type usageError struct{ err error }
@@ -50,7 +50,11 @@ func NewRootCommand(g *Globals) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return g.Load(cmd)
+			if err := g.Load(cmd); err != nil {
+				return err
+			}
+			signalLog.Store(g.Log)
+			return nil
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -63,7 +67,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 
 // Execute runs aso with os.Args and returns the process exit code.
 func Execute() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifySignals()
 	defer stop()
 	return ExecuteContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
@@ -78,6 +82,10 @@ func ExitCode(err error) int {
 		return ExitLocked
 	case errors.As(err, &ue):
 		return ExitUsage
+	case isPermanent(err):
+		return ExitConfig
+	case isTemporary(err):
+		return ExitTempFail
 	}
 	return ExitError
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -74,7 +73,7 @@ outcome, and exit when nothing is left to do.
 Without --fts and --state it runs offline: file state and an in-process FTS3 simulator
 that copies file:// URLs for real.
 
-SIGTERM or SIGINT: the writes in flight are finished, transfers claimed but not submitted
+SIGTERM, SIGINT or SIGHUP: the writes in flight are finished, transfers claimed but not submitted
 are released, the run lock is released, and aso exits 0. A second signal exits at once.
 
 ` + exitCodesHelp,
@@ -95,7 +94,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	}
 	sites, err := srm.LoadSites(o.Sites)
 	if err != nil {
-		return fmt.Errorf("sites file: %w", err)
+		return permanentError{fmt.Errorf("sites file: %w", err)}
 	}
 	defer exitOnSecondSignal(ctx, g)()
 
@@ -109,7 +108,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
-		return err
+		return permanent(err)
 	}
 	defer closeFTS()
 
@@ -180,7 +179,7 @@ func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
 		case <-ctx.Done():
 		}
 		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(ch, stopSignals...)
 		defer signal.Stop(ch)
 		select {
 		case <-done:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/srm"
 )
 
@@ -112,7 +113,7 @@ func TestRun_Usage(t *testing.T) {
 	r := aso(t, "run", st, "--user", "bob").wantCode(t, 2)
 	wantMatch(t, r.stderr, `no sites file: give --sites`)
 	aso(t, "run", st, "--user", "bob", "--sites", "x", "--interval", "soon").wantCode(t, 2)
-	r = aso(t, "run", st, "--user", "bob", "--sites", filepath.Join(t.TempDir(), "none.yaml")).wantCode(t, 1)
+	r = aso(t, "run", st, "--user", "bob", "--sites", filepath.Join(t.TempDir(), "none.yaml")).wantCode(t, cmd.ExitConfig)
 	wantMatch(t, r.stderr, `sites file`)
 }
 

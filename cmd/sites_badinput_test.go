@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -29,7 +30,7 @@ func TestRun_BadSitesFileRefusedBeforeAnyClaim(t *testing.T) {
 			}
 			in := `{"user": "uma", "source": "T2_A", "destination": "T1_B", "source_lfn": "/store/a", "destination_lfn": "/store/a"}` + "\n"
 			invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue").wantCode(t, 0)
-			r := aso(t, st, "--user", "uma", "run", "--sites", sites, "--once").wantCode(t, 1)
+			r := aso(t, st, "--user", "uma", "run", "--sites", sites, "--once").wantCode(t, cmd.ExitConfig)
 			for _, want := range []string{sites, "site T1_B: rule 1", tc.want} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)

@@ -34,7 +34,7 @@ func viewsDoc() map[string]any {
 	return map[string]any{
 		"_id":      ViewsID,
 		"language": "javascript",
-		"views":    map[string]any{viewWork: map[string]any{"map": workMapJS, "reduce": "_stats"}},
+		"views":    map[string]any{viewWork: map[string]any{"map": workMapJS, "reduce": "_stats"}, viewUsers: usersView},
 	}
 }
 

@@ -1,0 +1,58 @@
+package cmd_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+// TestRun_ExitCodes checks that cron and systemd can tell what to do from
+// the exit code of aso run: retry later (75) when a service does not
+// answer, call a person (78) when the setup is wrong.
+func TestRun_ExitCodes(t *testing.T) {
+	sites, requests, _ := localSites(t, 2)
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good"), filepath.Join(dir, "bad")
+	for p, tok := range map[string]string{good: "good-token", bad: "wrong-token"} {
+		if err := os.WriteFile(p, []byte(tok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := ftstest.NewServer(t, ftstest.Options{Tokens: []string{"good-token"}})
+	queued := func(t *testing.T) string {
+		st := newState(t)
+		aso(t, "enqueue", st, "-f", requests).wantCode(t, cmd.ExitOK)
+		return st
+	}
+	common := []string{"run", "--user", "bob", "--log-format", "json", "--progress", "never", "--phase-timeout", "3s", "--fts-timeout", "2s"}
+	cases := []struct {
+		name string
+		args func(t *testing.T) []string
+		want int
+	}{
+		{"sites file missing", func(t *testing.T) []string {
+			return []string{queued(t), "--sites", filepath.Join(dir, "nowhere.yaml"), "--fts", srv.URL, "--token-file", good}
+		}, cmd.ExitConfig},
+		{"token refused by FTS", func(t *testing.T) []string {
+			return []string{queued(t), "--sites", sites, "--fts", srv.URL, "--token-file", bad}
+		}, cmd.ExitConfig},
+		{"FTS unreachable", func(t *testing.T) []string {
+			return []string{queued(t), "--sites", sites, "--fts", "https://" + closedPort(t), "--token-file", good}
+		}, cmd.ExitTempFail},
+		{"state store unreachable", func(t *testing.T) []string {
+			return []string{"--state", "http://" + closedPort(t) + "/aso", "--sites", sites, "--fts", srv.URL, "--token-file", good}
+		}, cmd.ExitTempFail},
+		{"bad flag", func(t *testing.T) []string {
+			return []string{queued(t), "--sites", sites, "--max-files-per-job", "many"}
+		}, cmd.ExitUsage},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := aso(t, append(common, c.args(t)...)...)
+			r.wantCode(t, c.want)
+		})
+	}
+}

@@ -1,0 +1,120 @@
+package couch
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var _ state.UserLister = (*Store)(nil)
+
+// The view of the design document ViewsID that DueUsers reads: [user,
+// kind] -> a time in microseconds since the epoch, reduced by _stats (see
+// users_map.js). It lives in the same design document as the work view so
+// that a server brings both up to date in one pass over the changes.
+const viewUsers = "users"
+
+// The kinds of the users view's keys.
+const (
+	kindNew      = "new"
+	kindDeps     = "deps"
+	kindAcquired = "acquired"
+	kindActive   = "active"
+)
+
+// usersMapJS is the map function of the users view.
+//
+//go:embed users_map.js
+var usersMapJS string
+
+// usersView is the definition of the users view in the design document.
+var usersView = map[string]any{"map": usersMapJS, "reduce": "_stats"}
+
+// kindStats is the _stats value of one [user, kind] group.
+type kindStats struct {
+	Count int     `json:"count"`
+	Min   float64 `json:"min"`
+}
+
+// DueUsers returns the users with work due at now in one query: the users
+// view reduced to one row per user and kind (see state.UserLister). A view
+// cannot read the dependencies of a transfer, so a user whose only due
+// work is new transfers with dependencies is reported DepsOnly.
+func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
+	type row struct {
+		user, kind string
+		st         kindStats
+	}
+	var rows []row
+	err := retry(ctx, func() error {
+		rows = rows[:0]
+		rs := s.db.Query(ctx, viewsDDoc, viewUsers, kivik.Params(map[string]any{"group_level": 2}))
+		defer rs.Close()
+		for rs.Next() {
+			var k []string
+			var r row
+			if rs.ScanKey(&k) != nil || len(k) != 2 {
+				continue // not a row of this view's shape
+			}
+			if err := rs.ScanValue(&r.st); err != nil {
+				return err
+			}
+			r.user, r.kind = k[0], k[1]
+			rows = append(rows, r)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("couch: due users: query view %s of %s: %w", viewUsers, s.url, err)
+	}
+	nowUS := float64(now.UnixMicro())
+	byUser := map[string]*state.UserDue{}
+	since := map[string]float64{}
+	deps := map[string]float64{}
+	var order []string
+	for _, r := range rows {
+		u := byUser[r.user]
+		if u == nil {
+			u = &state.UserDue{User: r.user}
+			byUser[r.user], since[r.user], deps[r.user] = u, math.Inf(1), math.Inf(1)
+			order = append(order, r.user)
+		}
+		switch r.kind {
+		case kindActive:
+			u.Active += r.st.Count
+			since[r.user] = math.Min(since[r.user], r.st.Min)
+		case kindNew, kindAcquired, kindDeps:
+			u.Queued += r.st.Count
+			if r.st.Min > nowUS {
+				break // none of them is due
+			}
+			if r.kind == kindDeps {
+				deps[r.user] = math.Min(deps[r.user], r.st.Min)
+			} else {
+				since[r.user] = math.Min(since[r.user], r.st.Min)
+			}
+		}
+	}
+	var out []state.UserDue
+	for _, name := range order {
+		u, t := byUser[name], since[name]
+		if math.IsInf(t, 1) {
+			t, u.DepsOnly = deps[name], true
+		} else {
+			t = math.Min(t, deps[name])
+		}
+		if math.IsInf(t, 1) {
+			continue // nothing due
+		}
+		u.Since = time.UnixMicro(int64(t)).UTC()
+		out = append(out, *u)
+	}
+	state.SortDue(out)
+	return out, nil
+}

@@ -1,0 +1,110 @@
+package memfile
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var _ state.UserLister = (*Store)(nil)
+
+// depsProbe bounds the due queued transfers of one user that DueUsers
+// reads back from the file to check their dependencies: a user whose
+// first depsProbe due transfers all wait is reported DepsOnly.
+const depsProbe = 16
+
+// DueUsers returns the users with work due at now, from the in-memory
+// index in one pass under the file lock (see state.UserLister). The
+// dependencies of a user's first due transfers are checked on the
+// transfers read back from the file.
+func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
+	var out []state.UserDue
+	err := s.view(ctx, "due users", func(x *tx, _ time.Time) error {
+		out = out[:0]
+		for uid, ui := range x.d.users {
+			u, ok, err := x.dueUser(x.d.strs.strs[uid], ui, now)
+			if err != nil {
+				return fmt.Errorf("memfile: due users: %w", err)
+			}
+			if ok {
+				out = append(out, u)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	state.SortDue(out)
+	return out, nil
+}
+
+// dueUser returns what user has due at now, and whether anything is.
+func (x *tx) dueUser(user string, ui *userIndex, now time.Time) (state.UserDue, bool, error) {
+	u := state.UserDue{User: user, Queued: ui.queue.Len()}
+	since := int64(math.MaxInt64)
+	for _, set := range ui.jobs {
+		u.Active += len(set)
+		for i := range set {
+			since = min(since, x.d.metas[i].lastUpdate)
+		}
+	}
+	var due []int32
+	queueSince := int64(math.MaxInt64)
+	ui.queue.Ascend(func(i int32) bool {
+		m := &x.d.metas[i]
+		if st := x.d.stub(m, false); state.Claimable(&st, user, now) {
+			due = append(due, i)
+			queueSince = min(queueSince, waitingSince(m))
+		}
+		return true
+	})
+	ready, err := x.anyReady(due)
+	if err != nil {
+		return u, false, err
+	}
+	if ready || (len(due) > depsProbe && u.Active == 0) {
+		since = min(since, queueSince)
+		u.DepsOnly = !ready
+	}
+	if since == math.MaxInt64 {
+		return u, false, nil
+	}
+	u.Since = fromNanos(since).Time
+	return u, true, nil
+}
+
+// waitingSince is when a queued transfer became due: the lease expiry of
+// an acquired one, the retry_after of a retried one, else its creation.
+func waitingSince(m *meta) int64 {
+	switch {
+	case m.State() == state.StateAcquired:
+		return m.leaseExpires
+	case m.retryAfter != math.MinInt64:
+		return m.retryAfter
+	}
+	return m.created
+}
+
+// anyReady reports whether one of the first depsProbe of the due slots can
+// be claimed now (every dependency done) or would be settled by a claim
+// (killed on request, or a dependency failed): work for an agent.
+func (x *tx) anyReady(due []int32) (bool, error) {
+	ts, err := x.readAll(due[:min(len(due), depsProbe)])
+	if err != nil {
+		return false, err
+	}
+	for k := range ts {
+		t := &ts[k]
+		if t.KillRequested || len(t.DependsOn) == 0 {
+			return true, nil
+		}
+		if v, _, _ := state.CheckDeps(t, depStates(x, t)); v != state.DepsWaiting {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,106 @@
+package statetest
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// The users of the DueUsers cases beyond Alice and Bob.
+const (
+	Carol = "carol"
+	Dave  = "dave"
+)
+
+// usersCases prove state.UserLister; a store that does not implement it
+// skips them.
+var usersCases = []testCase{
+	{"DueUsers/KindsAndOrder", func(e *env) {
+		s, b, c := e.store(Alice, "agent-a"), e.store(Bob, "agent-b"), e.store(Carol, "agent-c")
+		l := e.lister(s)
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Dave, 1))
+		e.clock.Advance(time.Minute)
+		e.enqueue(s, Req(Bob, 1), Req(Carol, 1))
+		e.submit(b, 1, "job-bob")
+		// carol's only transfer is back in new, in its cool-off
+		ts := e.claim(c, 1)
+		res, err := c.AbortTransfers(ctx, []state.Abort{{Transfer: ts[0], Reason: "no route"}})
+		e.ok("AbortTransfers", res, err, 1)
+		// dave's only transfer is done: nothing to do for dave
+		d := e.store(Dave, "agent-d")
+		done := e.submit(d, 1, "job-dave")
+		e.terminal(d, state.Terminal{Transfer: done[0], Outcome: state.OutcomeDone, FTSJob: "job-dave"})
+
+		e.checkDue(l, []state.UserDue{
+			{User: Alice, Since: Start, Queued: 2},
+			{User: Bob, Since: Start.Add(time.Minute), Active: 1},
+		})
+		retryAt := e.get(c, ts[0].ID).RetryAfter.Time
+		e.clock.Set(retryAt)
+		e.checkDue(l, []state.UserDue{
+			{User: Alice, Since: Start, Queued: 2},
+			{User: Bob, Since: Start.Add(time.Minute), Active: 1},
+			{User: Carol, Since: retryAt, Queued: 1},
+		})
+	}},
+	{"DueUsers/LiveAndExpiredLease", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		l := e.lister(s)
+		e.enqueue(s, Req(Alice, 1))
+		claimed := e.claim(s, 1)
+		e.checkDue(l, nil) // held by a live agent
+		expires := e.get(s, claimed[0].ID).LeaseExpires.Time
+		e.clock.Set(expires)
+		e.checkDue(l, []state.UserDue{{User: Alice, Since: expires, Queued: 1}})
+	}},
+	{"DueUsers/Dependencies", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		l := e.lister(s)
+		w := Req(Alice, 1)
+		w.DependsOn = []string{ReqID(Alice, 99)} // never enqueued: waits
+		e.enqueue(s, w)
+		got, err := l.DueUsers(ctx, e.clock.Now())
+		if err != nil {
+			e.t.Fatalf("DueUsers: %v", err)
+		}
+		// a backend that checks dependencies leaves alice out; one that
+		// cannot says so
+		if len(got) > 1 || len(got) == 1 && (got[0].User != Alice || !got[0].DepsOnly) {
+			e.t.Fatalf("DueUsers with only a waiting dependant: %+v, want none or alice DepsOnly", got)
+		}
+		// once alice has work without dependencies, she is due for it
+		e.enqueue(s, Req(Alice, 2))
+		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 2}})
+	}},
+}
+
+func (e *env) lister(s state.Store) state.UserLister {
+	e.t.Helper()
+	l, ok := s.(state.UserLister)
+	if !ok {
+		e.t.Skip("the store does not implement state.UserLister")
+	}
+	return l
+}
+
+// checkDue fails unless DueUsers at the clock's time gives want.
+func (e *env) checkDue(l state.UserLister, want []state.UserDue) {
+	e.t.Helper()
+	got, err := l.DueUsers(ctx, e.clock.Now())
+	if err != nil {
+		e.t.Fatalf("DueUsers: %v", err)
+	}
+	for i := range got {
+		got[i].Since = got[i].Since.UTC()
+	}
+	for i := range want {
+		want[i].Since = want[i].Since.UTC()
+	}
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		e.t.Fatalf("DueUsers at %s:\n got %+v\nwant %+v", e.clock.Now().Format(time.RFC3339), got, want)
+	}
+}
