@@ -4,11 +4,11 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
