@@ -37,6 +37,9 @@ type Agent struct {
 	log     *logrus.Entry
 	metrics *Metrics
 
+	// recoverer is the store's, if it has the ability; else nil.
+	recoverer state.Recoverer
+
 	claims *claims
 	// pending are jobs whose submission outcome is not known yet (an
 	// ambiguous FTS error) or whose commit failed: sid -> transfer IDs.
@@ -73,7 +76,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	}
 	m := NewMetrics()
 	a := &Agent{
-		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
+		cfg: cfg, sites: sites,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
 		claims:         newClaims(),
@@ -82,11 +85,15 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		deleteSkips:    map[string]int{},
 	}
 	a.store = fencedStore{instrumentedStore{store, m}, a}
+	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, m}, a}, fencedDeleter{d, a}
 	if ms, ok := store.(state.MultiSubmitter); ok {
 		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
 	}
 	if ap, ok := store.(state.ActivePager); ok {
 		a.pager = instrumentedPager{ap, m} // reads: not fenced
+	}
+	if r, ok := store.(state.Recoverer); ok {
+		a.recoverer = r // fenced by takeBack
 	}
 	return a, nil
 }
@@ -168,6 +175,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var kwg sync.WaitGroup
 	kwg.Add(1)
 	go func() { defer kwg.Done(); a.keeper.run(kctx) }()
+	a.takeBack(work, lock)
 
 	runErr := a.loop(stop, work)
 	kstop()

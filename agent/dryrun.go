@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -10,6 +11,7 @@ import (
 // Plan is what a dry run would submit.
 type Plan struct {
 	Eligible     int         // transfers that would be claimed
+	Blocked      int         // transfers due but waiting for their dependencies (not in Eligible)
 	Jobs         []PlanJob   // FTS jobs that would be submitted
 	Unresolvable []PlanError // transfers that would be aborted
 }
@@ -44,6 +46,10 @@ func (a *Agent) dryRun(ctx context.Context) error {
 			eligible = append(eligible, t)
 		}
 	}
+	eligible, blocked, err := a.unblocked(ctx, eligible, now)
+	if err != nil {
+		return fmt.Errorf("dry run: dependencies of %s's transfers: %w", a.cfg.User, err)
+	}
 	state.SortForClaim(eligible)
 	if len(eligible) > a.cfg.BatchSize {
 		eligible = eligible[:a.cfg.BatchSize]
@@ -53,7 +59,7 @@ func (a *Agent) dryRun(ctx context.Context) error {
 	for _, t := range eligible {
 		byID[t.ID] = t
 	}
-	p := Plan{Eligible: len(eligible)}
+	p := Plan{Eligible: len(eligible), Blocked: blocked}
 	for _, j := range jobs {
 		t := byID[j.ids[0]]
 		p.Jobs = append(p.Jobs, PlanJob{Source: t.Source, Destination: t.Destination, Priority: j.prio, Files: len(j.files),
@@ -66,4 +72,28 @@ func (a *Agent) dryRun(ctx context.Context) error {
 		a.Report(p)
 	}
 	return nil
+}
+
+// unblocked returns the transfers of ts whose dependencies are all done,
+// reading the dependencies in one call, and how many were left out.
+func (a *Agent) unblocked(ctx context.Context, ts []state.Transfer, now time.Time) ([]state.Transfer, int, error) {
+	g := state.DepGraph{}
+	ids := g.Frontier(ts, nil)
+	if len(ids) > 0 {
+		deps, err := a.store.List(ctx, state.Filter{IDs: ids})
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := range deps {
+			g.Add(&deps[i])
+		}
+	}
+	d := g.Deps(a.cfg.Policy.DependencyWait)
+	out := ts[:0]
+	for _, t := range ts {
+		if v, _ := state.CheckDeps(&t, d, now); v == state.DepsReady {
+			out = append(out, t)
+		}
+	}
+	return out, len(ts) - len(out), nil
 }

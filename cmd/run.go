@@ -28,6 +28,9 @@ type RunOptions struct {
 	MetricsFile string
 	GfalRm      string
 	Progress    string
+
+	// DependencyWait bounds the wait for an unknown dependency.
+	DependencyWait time.Duration
 }
 
 // AddFlags registers the flags of `aso run`.
@@ -56,6 +59,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", state.DefaultLeaseTTL, "lease of claimed transfers (renewed every third)")
 	f.DurationVar(&o.CoolOff, "cool-off", state.DefaultCoolOff, "wait before a failed transfer is retried")
 	f.IntVar(&o.MaxAttempts, "max-attempts", state.DefaultMaxAttempts, "attempts before a retryable failure is final")
+	f.DurationVar(&o.DependencyWait, "dependency-wait", state.DefaultDependencyWait, "a transfer whose dependency is still unknown this long after its creation fails")
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
@@ -96,10 +100,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return permanentError{fmt.Errorf("sites file: %w", err)}
 	}
+	if o.DependencyWait <= 0 {
+		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
+	}
 	defer exitOnSecondSignal(ctx, g)()
 
 	owner := agentID()
-	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts}
+	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
 	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy})
 	if err != nil {
 		return err
@@ -195,6 +202,9 @@ func printPlan(g *Globals, p agent.Plan) {
 	fmt.Fprintf(g.Stdout, "dry run: %d transfers eligible, %d FTS jobs would be submitted\n", p.Eligible, len(p.Jobs))
 	for _, j := range p.Jobs {
 		fmt.Fprintf(g.Stdout, "  job %s -> %s priority %d: %d files (e.g. %s -> %s)\n", j.Source, j.Destination, j.Priority, j.Files, j.ExampleSource, j.ExampleDest)
+	}
+	if p.Blocked > 0 {
+		fmt.Fprintf(g.Stdout, "  %d more waiting for their dependencies (not counted)\n", p.Blocked)
 	}
 	for _, e := range p.Unresolvable {
 		fmt.Fprintf(g.Stdout, "  would abort %s: %s\n", e.ID, e.Reason)

@@ -29,10 +29,15 @@ func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOpti
 	if err != nil {
 		return fmt.Errorf("status %s: %w", o.ID, err)
 	}
+	deps, err := dependencies(ctx, st, &t)
+	if err != nil {
+		return err
+	}
 	if o.JSON {
-		return writeJSON(g.Stdout, &t)
+		return writeJSON(g.Stdout, transferView{&t, deps})
 	}
 	printTransfer(g.Stdout, &t)
+	printDeps(g.Stdout, deps)
 	return nil
 }
 

@@ -27,33 +27,6 @@ func Claimable(t *Transfer, user string, now time.Time) bool {
 	return false
 }
 
-// DepVerdict is what the states of its dependencies mean for a transfer.
-type DepVerdict int
-
-// Dependency verdicts.
-const (
-	DepsReady   DepVerdict = iota // every dependency is done
-	DepsWaiting                   // some dependency is not terminal yet, or unknown
-	DepsFailed                    // some dependency ended failed or killed
-)
-
-// CheckDeps decides from the known states of t's dependencies (a missing ID
-// counts as waiting: it may be enqueued later). For DepsFailed it returns the
-// failed dependency's ID and state.
-func CheckDeps(t *Transfer, states map[string]State) (DepVerdict, string, State) {
-	v := DepsReady
-	for _, d := range t.DependsOn {
-		s, ok := states[d]
-		switch {
-		case ok && (s == StateFailed || s == StateKilled):
-			return DepsFailed, d, s
-		case !ok || s != StateDone:
-			v = DepsWaiting
-		}
-	}
-	return v, "", ""
-}
-
 // SortForClaim orders transfers as NewTransfers returns them: priority
 // descending, then oldest last_update, then ID.
 func SortForClaim(ts []Transfer) {
@@ -88,17 +61,17 @@ func Claim(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
 }
 
 // SettleUnrunnable applies to a claimable transfer that must not run: with
-// kill_requested it becomes killed; a dependent of a failed or killed
-// transfer becomes failed, naming the dependency. It reports whether t was
-// settled.
-func SettleUnrunnable(t *Transfer, states map[string]State, now time.Time, by string) bool {
+// kill_requested it becomes killed; one whose dependencies can never all be
+// done (see CheckDeps) becomes failed with the reason. It reports whether t
+// was settled.
+func SettleUnrunnable(t *Transfer, d Deps, now time.Time, by string) bool {
 	if t.KillRequested {
 		t.Transition(StateKilled, now, by, "killed by request before submission")
 		clearLease(t)
 		return true
 	}
-	if v, dep, s := CheckDeps(t, states); v == DepsFailed {
-		t.Transition(StateFailed, now, by, fmt.Sprintf("dependency %s is %s", dep, s))
+	if v, reason := CheckDeps(t, d, now); v == DepsFailed {
+		t.Transition(StateFailed, now, by, reason)
 		clearLease(t)
 		return true
 	}

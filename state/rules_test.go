@@ -13,7 +13,7 @@ var (
 	t0    = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	agent = state.Agent{User: "alice", Owner: "host:1:abc"}
 	other = state.Agent{User: "alice", Owner: "host:2:def"}
-	pol   = state.Policy{LeaseTTL: 10 * time.Minute, CoolOff: 5 * time.Minute, MaxAttempts: 3}
+	pol   = state.Policy{LeaseTTL: 10 * time.Minute, CoolOff: 5 * time.Minute, MaxAttempts: 3, DependencyWait: time.Hour}
 )
 
 func newT() state.Transfer { return state.NewTransfer(validRequest(), t0, "cli") }
@@ -92,6 +92,16 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+// graphOf is the dependency graph of the given states (no further
+// dependencies).
+func graphOf(states map[string]state.State) state.DepGraph {
+	g := state.DepGraph{}
+	for id, st := range states {
+		g[id] = state.DepNode{State: st}
+	}
+	return g
+}
+
 func TestCheckDepsAndSettle(t *testing.T) {
 	a, b := strings.Repeat("0a", 32), strings.Repeat("0b", 32)
 	tr := newT()
@@ -108,12 +118,13 @@ func TestCheckDepsAndSettle(t *testing.T) {
 		{map[string]state.State{a: state.StateFailed}, state.DepsFailed, a},
 	}
 	for i, c := range cases {
-		v, dep, _ := state.CheckDeps(&tr, c.states)
-		if v != c.want || dep != c.dep {
-			t.Errorf("case %d: verdict %v dep %q, want %v %q", i, v, dep, c.want, c.dep)
+		d := graphOf(c.states).Deps(0)
+		v, reason := state.CheckDeps(&tr, d, t0)
+		if v != c.want || !strings.Contains(reason, c.dep) {
+			t.Errorf("case %d: verdict %v reason %q, want %v naming %q", i, v, reason, c.want, c.dep)
 		}
 		cp := tr
-		settled := state.SettleUnrunnable(&cp, c.states, t0, "agent")
+		settled := state.SettleUnrunnable(&cp, d, t0, "agent")
 		if settled != (c.want == state.DepsFailed) {
 			t.Errorf("case %d: settled %v", i, settled)
 		}
@@ -121,13 +132,67 @@ func TestCheckDepsAndSettle(t *testing.T) {
 			t.Errorf("case %d: settled as %s (%q), want failed naming %s", i, cp.State, cp.Reason, c.dep)
 		}
 	}
-	if v, _, _ := state.CheckDeps(&state.Transfer{}, nil); v != state.DepsReady {
+	if v, _ := state.CheckDeps(&state.Transfer{}, state.DepGraph{}.Deps(0), t0); v != state.DepsReady {
 		t.Error("no dependencies is not ready")
 	}
 	k := claimed(t)
 	k.KillRequested = true
-	if !state.SettleUnrunnable(&k, nil, t0, "agent") || k.State != state.StateKilled || k.Owner != "" {
+	if !state.SettleUnrunnable(&k, state.DepGraph{}.Deps(0), t0, "agent") || k.State != state.StateKilled || k.Owner != "" {
 		t.Fatalf("kill_requested settled as %+v", k)
+	}
+}
+
+// TestCheckDepsCycle: a transfer in a cycle of dependencies fails at once
+// naming the cycle; one that only depends on a cycle waits (its dependency
+// fails, then it does); a cycle broken by a terminal member is no cycle.
+func TestCheckDepsCycle(t *testing.T) {
+	x, y, z := strings.Repeat("1a", 32), strings.Repeat("1b", 32), strings.Repeat("1c", 32)
+	tr := newT()
+	tr.DependsOn = []string{x}
+	g := state.DepGraph{
+		x: {State: state.StateNew, DependsOn: []string{y}},
+		y: {State: state.StateNew, DependsOn: []string{tr.ID, z}},
+		z: {State: state.StateNew},
+	}
+	v, reason := state.CheckDeps(&tr, g.Deps(0), t0)
+	want := "dependency cycle: " + tr.ID + " -> " + x + " -> " + y + " -> " + tr.ID
+	if v != state.DepsFailed || reason != want {
+		t.Fatalf("cycle: %v %q, want failed %q", v, reason, want)
+	}
+	outside := newT()
+	outside.ID = strings.Repeat("2f", 32)
+	outside.DependsOn = []string{x}
+	if v, r := state.CheckDeps(&outside, g.Deps(0), t0); v != state.DepsWaiting {
+		t.Errorf("a dependent of a cycle outside it: %v %q, want waiting", v, r)
+	}
+	g[y] = state.DepNode{State: state.StateFailed, DependsOn: []string{tr.ID}}
+	if v, r := state.CheckDeps(&tr, g.Deps(0), t0); v != state.DepsWaiting {
+		t.Errorf("cycle through a terminal transfer: %v %q, want waiting (its dependency fails on its own)", v, r)
+	}
+	self := newT()
+	self.DependsOn = []string{self.ID}
+	if v, r := state.CheckDeps(&self, state.DepGraph{self.ID: {State: state.StateNew, DependsOn: self.DependsOn}}.Deps(0), t0); v != state.DepsFailed || !strings.Contains(r, "cycle") {
+		t.Errorf("a transfer depending on itself: %v %q", v, r)
+	}
+}
+
+// TestCheckDepsUnknown: an unknown dependency is waited for until the wait
+// has passed since the transfer's creation, then fails naming it.
+func TestCheckDepsUnknown(t *testing.T) {
+	u := strings.Repeat("3d", 32)
+	tr := newT()
+	tr.Created = state.At(t0)
+	tr.DependsOn = []string{u}
+	d := state.DepGraph{}.Deps(time.Hour)
+	if v, _ := state.CheckDeps(&tr, d, t0.Add(time.Hour-time.Second)); v != state.DepsWaiting {
+		t.Errorf("within the wait: %v, want waiting", v)
+	}
+	v, reason := state.CheckDeps(&tr, d, t0.Add(time.Hour))
+	if v != state.DepsFailed || !strings.Contains(reason, u) || !strings.Contains(reason, "unknown") {
+		t.Errorf("after the wait: %v %q, want failed naming the unknown dependency", v, reason)
+	}
+	if v, _ := state.CheckDeps(&tr, state.DepGraph{}.Deps(0), t0.Add(state.DefaultDependencyWait-time.Minute)); v != state.DepsWaiting {
+		t.Errorf("the default wait is shorter than %s", state.DefaultDependencyWait)
 	}
 }
 
@@ -275,7 +340,7 @@ func TestAdminRules(t *testing.T) {
 
 func TestPolicyAndConfig(t *testing.T) {
 	p := state.Policy{}.WithDefaults()
-	if p.LeaseTTL != state.DefaultLeaseTTL || p.CoolOff != state.DefaultCoolOff || p.MaxAttempts != state.DefaultMaxAttempts {
+	if p.LeaseTTL != state.DefaultLeaseTTL || p.CoolOff != state.DefaultCoolOff || p.MaxAttempts != state.DefaultMaxAttempts || p.DependencyWait != state.DefaultDependencyWait {
 		t.Fatalf("defaults %+v", p)
 	}
 	if q := pol.WithDefaults(); q != pol {

@@ -23,6 +23,9 @@ type Policy struct {
 	LeaseTTL    time.Duration // how long a claim lasts without renewal
 	CoolOff     time.Duration // delay before a failed or aborted transfer is eligible again
 	MaxAttempts int           // attempts before a retryable failure becomes final
+	// DependencyWait is how long a transfer waits, from its creation, for a
+	// dependency that is not stored before it fails.
+	DependencyWait time.Duration
 }
 
 // WithDefaults returns p with every zero field set to its default.
@@ -35,6 +38,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.DependencyWait <= 0 {
+		p.DependencyWait = DefaultDependencyWait
 	}
 	return p
 }

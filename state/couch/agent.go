@@ -123,7 +123,7 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 			claims = append(claims, false)
 		}
 	}
-	deps, err := s.depStates(ctx, cands)
+	deps, err := s.depGraph(ctx, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 			claims = append(claims, false)
 			continue
 		}
-		if v, _, _ := state.CheckDeps(t, deps); v != state.DepsReady {
+		if v, _ := state.CheckDeps(t, deps, now); v != state.DepsReady {
 			continue
 		}
 		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
@@ -195,41 +195,6 @@ func quarantine(raw json.RawMessage, err error, a state.Agent, now time.Time) (i
 		t.Transition(state.StateFailed, now, a.Owner, reason)
 		return true, nil
 	}}, true
-}
-
-// depStates reads the states of the dependencies of ts in one request.
-func (s *Store) depStates(ctx context.Context, ts []state.Transfer) (map[string]state.State, error) {
-	seen := map[string]bool{}
-	var ids []string
-	for i := range ts {
-		if ts[i].KillRequested {
-			continue
-		}
-		for _, d := range ts[i].DependsOn {
-			if !seen[d] {
-				seen[d] = true
-				ids = append(ids, d)
-			}
-		}
-	}
-	states := make(map[string]state.State, len(ids))
-	if len(ids) == 0 {
-		return states, nil
-	}
-	docs, err := s.readKeys(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	for id, raw := range docs {
-		var d struct {
-			Type  string      `json:"type"`
-			State state.State `json:"state"`
-		}
-		if json.Unmarshal(raw, &d) == nil && d.Type == state.DocType && d.State.Valid() {
-			states[id] = d.State
-		}
-	}
-	return states, nil
 }
 
 // held builds items whose rule needs the transfer held by the agent.

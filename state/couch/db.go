@@ -12,6 +12,8 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
 )
 
 // Bounds of the retry loops.
@@ -133,6 +135,9 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
 	var res []kivik.BulkResult
 	err := retry(ctx, func() error {
+		if err := state.CheckFence(ctx); err != nil {
+			return backoff.Permanent(err)
+		}
 		var err error
 		res, err = s.db.BulkDocs(ctx, docs)
 		return err

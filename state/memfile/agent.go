@@ -108,14 +108,14 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 			if err != nil {
 				return fmt.Errorf("memfile: new transfers: %w", err)
 			}
+			deps := txDeps(x, s.policy.DependencyWait)
 			for k := range ts {
 				c := &ts[k]
-				deps := depStates(x, c)
 				if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
 					x.put(c)
 					continue
 				}
-				if v, _, _ := state.CheckDeps(c, deps); v != state.DepsReady {
+				if v, _ := state.CheckDeps(c, deps, now); v != state.DepsReady {
 					continue
 				}
 				if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
@@ -131,20 +131,6 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 		return nil, err
 	}
 	return out, nil
-}
-
-// depStates returns the known states of t's dependencies.
-func depStates(x *tx, t *state.Transfer) map[string]state.State {
-	if len(t.DependsOn) == 0 {
-		return nil
-	}
-	m := make(map[string]state.State, len(t.DependsOn))
-	for _, d := range t.DependsOn {
-		if st, ok := x.stateOf(d); ok {
-			m[d] = st
-		}
-	}
-	return m
 }
 
 // PrepareSubmit writes submit_sid on held transfers and renews their lease.

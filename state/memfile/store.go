@@ -367,6 +367,11 @@ func (s *Store) update(ctx context.Context, call string, durable bool, fn func(x
 	if err := s.catchUp(); err != nil {
 		return err
 	}
+	// the caller's write fence, checked under the file lock: a caller
+	// paused while it waited for the lock may have lost its run lock
+	if err := state.CheckFence(ctx); err != nil {
+		return fmt.Errorf("memfile: %s: %w", call, err)
+	}
 	x := newTx(s.d, &s.src, rand.Uint64)
 	if err := fn(x, s.now()); err != nil {
 		return err

@@ -25,7 +25,7 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 	err := s.view(ctx, "due users", func(x *tx, _ time.Time) error {
 		out = out[:0]
 		for uid, ui := range x.d.users {
-			u, ok, err := x.dueUser(x.d.strs.strs[uid], ui, now)
+			u, ok, err := x.dueUser(x.d.strs.strs[uid], ui, now, s.policy.DependencyWait)
 			if err != nil {
 				return fmt.Errorf("memfile: due users: %w", err)
 			}
@@ -43,7 +43,7 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 }
 
 // dueUser returns what user has due at now, and whether anything is.
-func (x *tx) dueUser(user string, ui *userIndex, now time.Time) (state.UserDue, bool, error) {
+func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Duration) (state.UserDue, bool, error) {
 	u := state.UserDue{User: user, Queued: ui.queue.Len()}
 	since := int64(math.MaxInt64)
 	for _, set := range ui.jobs {
@@ -62,7 +62,7 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time) (state.UserDue, 
 		}
 		return true
 	})
-	ready, err := x.anyReady(due)
+	ready, err := x.anyReady(due, now, depWait)
 	if err != nil {
 		return u, false, err
 	}
@@ -92,17 +92,18 @@ func waitingSince(m *meta) int64 {
 // anyReady reports whether one of the first depsProbe of the due slots can
 // be claimed now (every dependency done) or would be settled by a claim
 // (killed on request, or a dependency failed): work for an agent.
-func (x *tx) anyReady(due []int32) (bool, error) {
+func (x *tx) anyReady(due []int32, now time.Time, depWait time.Duration) (bool, error) {
 	ts, err := x.readAll(due[:min(len(due), depsProbe)])
 	if err != nil {
 		return false, err
 	}
+	deps := txDeps(x, depWait)
 	for k := range ts {
 		t := &ts[k]
 		if t.KillRequested || len(t.DependsOn) == 0 {
 			return true, nil
 		}
-		if v, _, _ := state.CheckDeps(t, depStates(x, t)); v != state.DepsWaiting {
+		if v, _ := state.CheckDeps(t, deps, now); v != state.DepsWaiting {
 			return true, nil
 		}
 	}
