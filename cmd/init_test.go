@@ -51,7 +51,8 @@ func TestInitCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv("ASO_COUCHDB_CREDENTIALS", creds)
-		code, out, errs := runAso(t, "init", "--state", base+couchtest.NewName())
+		noAuth := couchtest.WithoutAuth(base) // the file's credentials are wrong
+		code, out, errs := runAso(t, "init", "--state", noAuth+couchtest.NewName())
 		t.Logf("stderr: %s", errs)
 		if code != cmd.ExitError || !strings.Contains(errs, "unauthorized") && !strings.Contains(errs, "401") && !strings.Contains(strings.ToLower(errs), "password is incorrect") {
 			t.Fatalf("wrong credentials from a file: exit %d, stderr %q", code, errs)
@@ -59,7 +60,7 @@ func TestInitCommand(t *testing.T) {
 		if strings.Contains(out+errs, secret) {
 			t.Fatalf("the password appears in the output: %q", out+errs)
 		}
-		withPass := strings.Replace(base, "http://", "http://bob:"+secret+"@", 1) + couchtest.NewName()
+		withPass := strings.Replace(noAuth, "http://", "http://bob:"+secret+"@", 1) + couchtest.NewName()
 		code, out, errs = runAso(t, "init", "--state", withPass)
 		if code != cmd.ExitError || strings.Contains(out+errs, secret) {
 			t.Fatalf("password in the URL: exit %d, output %q", code, out+errs)
@@ -67,7 +68,7 @@ func TestInitCommand(t *testing.T) {
 		if err := os.WriteFile(creds, []byte("no separator"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if code, _, errs := runAso(t, "init", "--state", base+couchtest.NewName()); code != cmd.ExitUsage || !strings.Contains(errs, creds) {
+		if code, _, errs := runAso(t, "init", "--state", noAuth+couchtest.NewName()); code != cmd.ExitUsage || !strings.Contains(errs, creds) {
 			t.Fatalf("malformed credentials file: exit %d, stderr %q", code, errs)
 		}
 	})

@@ -76,6 +76,10 @@ func authProxy(t *testing.T, target, user string, passwords ...string) string {
 			return
 		}
 		r.Header.Del("Authorization")
+		if tu.User != nil { // the server's own credentials
+			p, _ := tu.User.Password()
+			r.SetBasicAuth(tu.User.Username(), p)
+		}
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)

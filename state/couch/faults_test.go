@@ -69,9 +69,17 @@ func newFaultProxy(t *testing.T, target string, tls bool) *faultProxy {
 	return p
 }
 
-// dbURL is the proxy's URL of the database at u.
+// dbURL is the proxy's URL of the database at u, with u's credentials
+// (the proxy passes them on).
 func (p *faultProxy) dbURL(u string) string {
-	return p.URL + "/" + u[strings.LastIndex(u, "/")+1:]
+	pu, err := url.Parse(p.URL + "/" + u[strings.LastIndex(u, "/")+1:])
+	if err != nil {
+		panic(err)
+	}
+	if tu, err := url.Parse(u); err == nil {
+		pu.User = tu.User
+	}
+	return pu.String()
 }
 
 func TestStore_LostAnswers(t *testing.T) {

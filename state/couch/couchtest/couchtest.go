@@ -5,6 +5,12 @@
 // with ASO_TEST_COUCHDB_URL set (e.g. http://admin:secret@127.0.0.1:5984/)
 // it uses that server instead, a real Apache CouchDB 3.x.
 //
+// Like a real CouchDB 3, the test server requires authentication: it is
+// started with a server admin (user AdminUser, a random password), and the
+// URLs Server and DB return carry those credentials, so tests that pass
+// them on authenticate without knowing them. A request without them gets
+// 401, as from a real server.
+//
 // Use it from TestMain so the server is stopped at the end:
 //
 //	func TestMain(m *testing.M) { os.Exit(couchtest.Main(m)) }
@@ -37,6 +43,9 @@ import (
 // server to test against instead of the Node test server.
 const EnvURL = "ASO_TEST_COUCHDB_URL"
 
+// AdminUser is the server admin of the Node test server.
+const AdminUser = "admin"
+
 // Real reports whether the tests run against a real CouchDB server
 // (EnvURL is set). Tests of features the Node test server lacks run only
 // then, and skip with the reason otherwise.
@@ -67,6 +76,27 @@ func Server(t testing.TB) string {
 		t.Fatalf("couchtest: %v", srvErr)
 	}
 	return baseURL
+}
+
+// WithoutAuth returns u without its user information: the URL of the same
+// server or database as an unauthenticated client sees it.
+func WithoutAuth(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil {
+		return u
+	}
+	pu.User = nil
+	return pu.String()
+}
+
+// Auth returns the user and password carried by u ("" if none).
+func Auth(u string) (user, pass string) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil {
+		return "", ""
+	}
+	p, _ := pu.User.Password()
+	return pu.User.Username(), p
 }
 
 // Main runs the tests and stops the server started for them.
@@ -160,7 +190,10 @@ func start() (*server, error) {
 	}
 	cmd := exec.Command("node", "server.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+filepath.Join(logDir, "server.log"))
+	pass := make([]byte, 12)
+	_, _ = rand.Read(pass)
+	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+filepath.Join(logDir, "server.log"),
+		"ADMIN_USER="+AdminUser, "ADMIN_PASS="+hex.EncodeToString(pass))
 	cmd.SysProcAttr = sysProcAttr()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -183,7 +216,8 @@ func start() (*server, error) {
 		close(s.done)
 	}()
 	select {
-	case s.url = <-lines:
+	case u := <-lines:
+		s.url = strings.Replace(u, "http://", "http://"+AdminUser+":"+hex.EncodeToString(pass)+"@", 1)
 	case <-s.done:
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("the test server exited before listening: %s", stderr.String())

@@ -11,9 +11,14 @@
 //   - old revisions are compacted after every write (auto_compaction), as
 //     CouchDB's compaction daemon would do later, so that the memory and
 //     the garbage collector's work do not grow with every revision.
+//   - with ADMIN_USER/ADMIN_PASS set, authentication is required as on a
+//     real CouchDB 3 (no "admin party"): every request but GET / and
+//     GET /_up needs HTTP basic auth with that user and password or the
+//     cookie of a session opened with them (POST /_session), and is
+//     answered 401 without it or with a wrong one.
 // Environment: HOST (default 127.0.0.1), PORT (default 0: any free port),
 // LOG (express-pouchdb log file, default a file in the OS temp directory),
-// ADMIN_USER/ADMIN_PASS (optional: create a server admin at start).
+// ADMIN_USER/ADMIN_PASS (optional: the server admin; see above).
 // Once listening it prints "LISTENING http://HOST:PORT/" on stdout.
 
 const http = require('http');
@@ -63,6 +68,8 @@ pouchApp.set('etag', (body) => {
 
 const app = express();
 app.get('/_up', (req, res) => res.json({ status: 'ok' }));
+app.post('/_session', express.json({ type: () => true }), openSession);
+app.use(authenticate);
 app.get('/:db/_design_docs', (req, res, next) => {
   const q = new URLSearchParams(req.query);
   q.set('startkey', JSON.stringify('_design/'));
@@ -105,15 +112,62 @@ function inflateRequest(req) {
 process.on('uncaughtException', (err) => console.error('uncaught exception:', err));
 process.on('unhandledRejection', (err) => console.error('unhandled rejection:', err));
 
-async function makeAdmin(base) {
+// authenticate lets through requests with the admin's basic auth, GET /
+// (CouchDB's welcome, open to all), and everything when no admin is set.
+// PouchDB's own admin handling is not used: with an admin configured it
+// hangs on unauthenticated requests instead of answering 401.
+function authenticate(req, res, next) {
   const user = process.env.ADMIN_USER;
   const pass = process.env.ADMIN_PASS;
-  if (!user || !pass) return;
-  const res = await fetch(`${base}_config/admins/${encodeURIComponent(user)}`, {
-    method: 'PUT',
-    body: JSON.stringify(pass),
-  });
-  if (!res.ok) throw new Error(`creating admin ${user}: HTTP ${res.status}`);
+  if (!user || !pass || (req.method === 'GET' && req.path === '/')) return next();
+  const m = /^Basic\s+(.+)$/i.exec(req.headers.authorization || '');
+  if (m) {
+    const text = Buffer.from(m[1], 'base64').toString('utf8');
+    const i = text.indexOf(':');
+    if (i < 0 || !safeEqual(text.slice(0, i), user) || !safeEqual(text.slice(i + 1), pass)) {
+      return unauthorized(res, 'Name or password is incorrect.');
+    }
+  } else if (!sessions.has(sessionCookie(req))) {
+    return unauthorized(res, 'You are not authorized to access this db.');
+  }
+  // express-pouchdb would check the credentials (or session) again against its own
+  // (empty) user database; it serves every request as admin party.
+  delete req.headers.authorization;
+  delete req.headers.cookie;
+  return next();
+}
+
+// sessions holds the cookies of the sessions opened by POST /_session.
+const sessions = new Set();
+
+function sessionCookie(req) {
+  const m = /(?:^|;\s*)AuthSession=([^;]*)/.exec(req.headers.cookie || '');
+  return m ? m[1] : '';
+}
+
+// openSession is CouchDB's cookie login: {name, password} in a JSON body.
+function openSession(req, res) {
+  const user = process.env.ADMIN_USER;
+  const pass = process.env.ADMIN_PASS;
+  const body = req.body || {};
+  if (user && pass && !(typeof body.name === 'string' && typeof body.password === 'string' &&
+      safeEqual(body.name, user) && safeEqual(body.password, pass))) {
+    return unauthorized(res, 'Name or password is incorrect.');
+  }
+  const token = crypto.randomBytes(16).toString('hex');
+  sessions.add(token);
+  res.set('Set-Cookie', `AuthSession=${token}; Version=1; Path=/; HttpOnly`);
+  return res.json({ ok: true, name: body.name || null, roles: ['_admin'] });
+}
+
+function safeEqual(a, b) {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && crypto.timingSafeEqual(x, y);
+}
+
+function unauthorized(res, reason) {
+  res.status(401).json({ error: 'unauthorized', reason });
 }
 
 const server = http.createServer((req, res) => {
@@ -122,13 +176,7 @@ const server = http.createServer((req, res) => {
 });
 server.listen(port, host, () => {
   const base = `http://${host}:${server.address().port}/`;
-  makeAdmin(base).then(
-    () => console.log(`LISTENING ${base}`),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+  console.log(`LISTENING ${base}`);
 });
 
 function stop() {
