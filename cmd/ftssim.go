@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 func init() { register(newFTSSimCommand) }
@@ -81,7 +81,7 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 	if o.Speed <= 0 {
 		return usagef("--speed %v: want a positive factor", o.Speed)
 	}
-	opts := ftstest.Options{
+	opts := ftssim.Options{
 		Speed: o.Speed, Seed: o.Seed, FailureRate: o.FailureRate, LocalFiles: o.LocalFiles,
 		RequireDelegation: o.RequireDelegation, QueueDelay: o.QueueDelay, StartDelay: o.StartDelay,
 		TransferTime: o.TransferTime, DefaultRetry: o.DefaultRetry,
@@ -93,7 +93,7 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 		}
 		opts.TLS = t
 	}
-	srv, err := ftstest.Start(o.Listen, opts)
+	srv, err := ftssim.Start(o.Listen, opts)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 var caFileRE = regexp.MustCompile(`(\.pem|\.crt|\.[0-9]+)$`)
 
 // loadSimTLS reads the server certificate and the client CAs of --tls-dir.
-func loadSimTLS(dir string) (*ftstest.TLSOptions, error) {
+func loadSimTLS(dir string) (*ftssim.TLSOptions, error) {
 	certFile, keyFile := filepath.Join(dir, "hostcert.pem"), filepath.Join(dir, "hostkey.pem")
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -135,7 +135,7 @@ func loadSimTLS(dir string) (*ftstest.TLSOptions, error) {
 			n++
 		}
 	}
-	t := &ftstest.TLSOptions{Cert: cert}
+	t := &ftssim.TLSOptions{Cert: cert}
 	if n > 0 {
 		t.ClientCAs = pool
 	}

@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,6 +162,29 @@ func TestFTSSim_BadFlags(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		if code := cmd.ExecuteContext(context.Background(), args, &stdout, &stderr); code != cmd.ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, cmd.ExitUsage, stderr.String())
+		}
+	}
+}
+
+// TestFTSSim_BinaryDoesNotLinkTesting proves that the shipped binary, which
+// serves the simulator, does not link the testing package (nor ftstest,
+// the simulator's test face).
+func TestFTSSim_BinaryDoesNotLinkTesting(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to list the binary's packages: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "github.com/asyncstageout/aso").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/asyncstageout/aso/fts/ftssim") {
+		t.Fatalf("the binary does not link fts/ftssim; the dependency list is wrong: %v", deps)
+	}
+	for _, forbidden := range []string{"testing", "github.com/asyncstageout/aso/fts/ftstest"} {
+		if slices.Contains(deps, forbidden) {
+			t.Errorf("the aso binary links %s", forbidden)
 		}
 	}
 }

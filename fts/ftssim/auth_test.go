@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"crypto/tls"
@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
 // certClient is an HTTP client presenting the given proxy (cert, key and
 // chain in one PEM) and trusting the PKI's CA.
-func certClient(t testing.TB, p *ftstest.PKI, proxyPEM []byte) *http.Client {
+func certClient(t testing.TB, p *ftssim.PKI, proxyPEM []byte) *http.Client {
 	t.Helper()
 	cert, err := tls.X509KeyPair(proxyPEM, proxyPEM)
 	if err != nil {
@@ -26,15 +27,15 @@ func certClient(t testing.TB, p *ftstest.PKI, proxyPEM []byte) *http.Client {
 	}}}
 }
 
-func tlsServer(t testing.TB, p *ftstest.PKI, opts ftstest.Options) *ftstest.Server {
+func tlsServer(t testing.TB, p *ftssim.PKI, opts ftssim.Options) *ftssim.Server {
 	t.Helper()
-	opts.TLS = &ftstest.TLSOptions{Cert: p.Server, ClientCAs: p.CAPool}
+	opts.TLS = &ftssim.TLSOptions{Cert: p.Server, ClientCAs: p.CAPool}
 	return ftstest.NewServer(t, opts)
 }
 
 func TestAuth_Proxy(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftstest.Options{})
+	srv := tlsServer(t, p, ftssim.Options{})
 	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") {
 		t.Fatalf("URL = %s", srv.URL)
 	}
@@ -77,7 +78,7 @@ func TestAuth_Proxy(t *testing.T) {
 }
 
 func TestAuth_NoCredentials(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{})
+	srv := ftstest.NewServer(t, ftssim.Options{})
 	r := call(t, srv.Client(), http.MethodGet, srv.URL+"/jobs/x", "", nil)
 	wantEq(t, "code", r.code, 403)
 	if ct := r.hdr.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
@@ -89,7 +90,7 @@ func TestAuth_NoCredentials(t *testing.T) {
 }
 
 func TestAuth_Tokens(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{Tokens: []string{"good"}, UserDN: "/CN=robot"})
+	srv := ftstest.NewServer(t, ftssim.Options{Tokens: []string{"good"}, UserDN: "/CN=robot"})
 	wantEq(t, "bad token", call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", "bad", nil).code, 403)
 	r := call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", "good", nil)
 	wantEq(t, "good token", r.code, 200)
@@ -99,7 +100,7 @@ func TestAuth_Tokens(t *testing.T) {
 
 func TestPKI_CADir(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftstest.Options{})
+	srv := tlsServer(t, p, ftssim.Options{})
 	// A client that trusts only what CADir holds reaches the server.
 	pool := x509.NewCertPool()
 	entries, err := os.ReadDir(p.CADir)

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"bytes"
