@@ -3,6 +3,7 @@ package ftssim_test
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,7 +36,7 @@ func tlsServer(t testing.TB, p *ftssim.PKI, opts ftssim.Options) *ftssim.Server 
 
 func TestAuth_Proxy(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftssim.Options{})
+	srv := tlsServer(t, p, ftssim.Options{OAuth2: true})
 	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") {
 		t.Fatalf("URL = %s", srv.URL)
 	}
@@ -45,12 +46,18 @@ func TestAuth_Proxy(t *testing.T) {
 	wantEq(t, "code", r.code, 200)
 	w := r.obj(t)
 	wantEq(t, "user_dn", w["user_dn"], p.UserDN)
-	wantEq(t, "dn", w["dn"], []any{p.UserDN})
+	dns, _ := w["dn"].([]any)
+	if len(dns) != 2 || dns[0] != p.UserDN || !strings.HasPrefix(fmt.Sprint(dns[1]), p.UserDN+"/CN=") {
+		t.Errorf("dn = %v, want the user's DN then the proxy's", w["dn"])
+	}
 	wantEq(t, "method", w["method"], "certificate")
 	// Python: hashlib.sha1(dn.encode()).hexdigest()[:16]
 	wantEq(t, "delegation_id", w["delegation_id"], "d6b13ca02589043b")
-	wantEq(t, "vos", w["vos"], []any{"cms"})
-	wantEq(t, "vos_id", w["vos_id"], []any{"d5bdc1ae-600f-58dd-a94f-5c16b07974fd"})
+	// A plain proxy's VO is its delegation id (a virtual VO); Python:
+	// uuid.uuid5(uuid.UUID(BASE_ID), "d6b13ca02589043b").
+	wantEq(t, "vos", w["vos"], []any{"d6b13ca02589043b"})
+	wantEq(t, "vos_id", w["vos_id"], []any{"dc5726a4-0edf-5c50-a7d9-998dd48ec4ce"})
+	wantEq(t, "voms_cred", w["voms_cred"], []any{})
 	wantEq(t, "base_id", w["base_id"], "01874efb-4735-4595-bc9c-591aef8240c9")
 
 	t.Run("user certificate without proxy", func(t *testing.T) {
@@ -100,7 +107,7 @@ func TestAuth_Tokens(t *testing.T) {
 
 func TestPKI_CADir(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftssim.Options{})
+	srv := tlsServer(t, p, ftssim.Options{OAuth2: true})
 	// A client that trusts only what CADir holds reaches the server.
 	pool := x509.NewCertPool()
 	entries, err := os.ReadDir(p.CADir)

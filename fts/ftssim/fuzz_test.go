@@ -25,7 +25,7 @@ func FuzzSubmit(f *testing.F) {
 		f.Add(seed)
 	}
 	clk := newClock()
-	sim := ftssim.New(ftssim.Options{Now: clk.Now, QueueDelay: time.Second})
+	sim := ftssim.New(ftssim.Options{Now: clk.Now, QueueDelay: time.Second, OAuth2: true})
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest(http.MethodPost, "/jobs", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

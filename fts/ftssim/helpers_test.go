@@ -121,6 +121,7 @@ func newFixture(t testing.TB, opts ftssim.Options) *fixture {
 	t.Helper()
 	clk := newClock()
 	opts.Now = clk.Now
+	opts.OAuth2 = true // the fixture authenticates with a bearer token
 	return &fixture{srv: ftstest.NewServer(t, opts), clk: clk, t: t}
 }
 

@@ -64,7 +64,7 @@ func TestKnobs_Hang(t *testing.T) {
 }
 
 func TestKnobs_Latency(t *testing.T) {
-	srv := ftstest.NewServer(t, ftssim.Options{Latency: 80 * time.Millisecond})
+	srv := ftstest.NewServer(t, ftssim.Options{Latency: 80 * time.Millisecond, OAuth2: true})
 	start := time.Now()
 	call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", testToken, nil)
 	if d := time.Since(start); d < 80*time.Millisecond {
@@ -111,7 +111,7 @@ func TestKnobs_ListJobs(t *testing.T) {
 }
 
 func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
-	srv, err := ftssim.Start("127.0.0.1:0", ftssim.Options{})
+	srv, err := ftssim.Start("127.0.0.1:0", ftssim.Options{OAuth2: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestLife_RecoverableFailureIsRetried(t *testing.T) {
 	wantEq(t, "job", j["job_state"], "FAILED")
 	wantEq(t, "job reason", j["reason"], "One or more files failed. Please have a look at the details for more information")
 
-	r := f.do(http.MethodGet, fmt.Sprintf("/jobs/%s/files/%v/retries", id, fl["file_id"]), nil)
+	r := f.do(http.MethodGet, fmt.Sprintf("/jobs/%s/files/%.0f/retries", id, fl["file_id"]), nil)
 	rows := r.list(t)
 	wantEq(t, "retry rows", len(rows), 2)
 	row := rows[1].(map[string]any)
@@ -125,8 +125,8 @@ func TestLife_CancelFiles(t *testing.T) {
 	f := newFixture(t, ftssim.Options{QueueDelay: time.Minute})
 	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"), transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2")))
 	fl := f.do(http.MethodGet, "/jobs/"+id+"/files", nil).list(t)
-	first := fmt.Sprint(fl[0].(map[string]any)["file_id"])
-	second := fmt.Sprint(fl[1].(map[string]any)["file_id"])
+	first := fmt.Sprintf("%.0f", fl[0].(map[string]any)["file_id"])
+	second := fmt.Sprintf("%.0f", fl[1].(map[string]any)["file_id"])
 
 	r := f.do(http.MethodDelete, "/jobs/"+id+"/files/"+first, nil)
 	wantEq(t, "one file", r.json(t), "CANCELED")
@@ -185,7 +185,7 @@ func TestLife_DeterministicUnderSeed(t *testing.T) {
 }
 
 func TestLife_Speed(t *testing.T) {
-	srv := ftstest.NewServer(t, ftssim.Options{Speed: 3600, TransferTime: time.Hour})
+	srv := ftstest.NewServer(t, ftssim.Options{Speed: 3600, TransferTime: time.Hour, OAuth2: true})
 	c := srv.Client()
 	r := call(t, c, http.MethodPost, srv.URL+"/jobs", testToken, jobBody(nil, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 	id := r.obj(t)["job_id"].(string)
@@ -217,7 +217,7 @@ func TestLife_TerminalStatesNeverChange(t *testing.T) {
 func TestLife_Staging(t *testing.T) {
 	p := ftstest.NewPKI(t)
 	clk := newClock()
-	srv := tlsServer(t, p, ftssim.Options{Now: clk.Now, QueueDelay: time.Minute, TransferTime: time.Minute})
+	srv := tlsServer(t, p, ftssim.Options{Now: clk.Now, QueueDelay: time.Minute, TransferTime: time.Minute, OAuth2: true})
 	cert := certClient(t, p, p.ProxyPEM)
 	body := jobBody(map[string]any{"bring_online": 3600}, transfer("root://tape.example.org//f", "root://disk.example.org//f"))
 
