@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 // FTSOptions are the flags that select and authenticate to an FTS3 server.
@@ -79,7 +79,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	srv, err := ftstest.Start("127.0.0.1:0", ftstest.Options{
+	srv, err := ftssim.Start("127.0.0.1:0", ftssim.Options{
 		Seed: o.SimSeed, FailureRate: o.SimFailure, LocalFiles: true, Tokens: []string{token}, Speed: 1,
 		TransferTime: o.SimTransfer,
 	})

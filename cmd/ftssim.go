@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 // FTSSimOptions are the flags of `aso fts-sim`.
@@ -28,6 +28,8 @@ type FTSSimOptions struct {
 	StartDelay        time.Duration
 	TransferTime      time.Duration
 	DefaultRetry      int
+	OAuth2            bool
+	FailureReasons    string
 }
 
 // AddFlags registers the fts-sim flags on cmd.
@@ -44,20 +46,31 @@ func (o *FTSSimOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.StartDelay, "start-delay", time.Second, "simulated time a file stays READY")
 	f.DurationVar(&o.TransferTime, "transfer-time", 5*time.Second, "simulated time a file stays ACTIVE")
 	f.IntVar(&o.DefaultRetry, "default-retry", 0, "FTS-side retries of recoverable failures for jobs that ask for retry 0")
+	f.BoolVar(&o.OAuth2, "oauth2", false, "accept bearer tokens, as a server with OAuth2 enabled (otherwise a token gets 400)")
+	f.StringVar(&o.FailureReasons, "failure-reasons", "", "file of failure reasons, one a line (\"SCOPE [errno] message\"), one drawn at random for each failed attempt; default a built-in set")
 }
 
 const ftsSimLong = `Serve an FTS3 simulator that speaks the FTS3 REST API, for demos and manual
 testing. It keeps its jobs in memory and prints the URL it serves, then runs
 until interrupted.
 
-Without --tls-dir it serves plain HTTP and accepts any bearer token
-(Authorization: Bearer ...). With --tls-dir DIR it serves HTTPS and also
-accepts X.509 client certificates and RFC 3820 proxies. DIR holds:
+With --oauth2 it accepts any bearer token (Authorization: Bearer ...), as a
+server with OAuth2 enabled; without it a token gets 400, as on a real server
+without OAuth2. Without --tls-dir it serves plain HTTP, so --oauth2 is then
+required. With --tls-dir DIR it serves HTTPS and accepts X.509 client
+certificates and RFC 3820 proxies (plain or VOMS). DIR holds:
   hostcert.pem   the server certificate (followed by any intermediates)
   hostkey.pem    the server's unencrypted private key
   *.pem, *.crt, *.0 (any other file named so)
                  CA certificates that client certificates must chain to,
-                 as in /etc/grid-security/certificates`
+                 as in /etc/grid-security/certificates
+
+Failed attempts (--failure-rate) draw a reason from --failure-reasons FILE,
+one reason a line as FTS stores it ("SOURCE [2] Result HTTP 404 : File not
+found  after 1 attempts"; blank lines and lines starting with # are
+skipped), or from a built-in set of real HTTP, XRootD, SRM and GridFTP
+texts. FTS-side retries (--default-retry, or the job's retry) follow FTS's
+rules for the reason drawn.`
 
 func newFTSSimCommand(g *Globals) *cobra.Command {
 	opts := &FTSSimOptions{}
@@ -79,10 +92,20 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 	if o.Speed <= 0 {
 		return usagef("--speed %v: want a positive factor", o.Speed)
 	}
-	opts := ftstest.Options{
+	if o.TLSDir == "" && !o.OAuth2 {
+		return usagef("without --tls-dir the simulator serves plain HTTP, where only bearer tokens can authenticate: give --oauth2, or --tls-dir for X.509 proxies")
+	}
+	opts := ftssim.Options{
 		Speed: o.Speed, Seed: o.Seed, FailureRate: o.FailureRate, LocalFiles: o.LocalFiles,
 		RequireDelegation: o.RequireDelegation, QueueDelay: o.QueueDelay, StartDelay: o.StartDelay,
-		TransferTime: o.TransferTime, DefaultRetry: o.DefaultRetry,
+		TransferTime: o.TransferTime, DefaultRetry: o.DefaultRetry, OAuth2: o.OAuth2,
+	}
+	if o.FailureReasons != "" {
+		reasons, err := readFailureReasons(o.FailureReasons)
+		if err != nil {
+			return err
+		}
+		opts.FailureReasons = reasons
 	}
 	if o.TLSDir != "" {
 		t, err := loadSimTLS(o.TLSDir)
@@ -91,7 +114,7 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 		}
 		opts.TLS = t
 	}
-	srv, err := ftstest.Start(o.Listen, opts)
+	srv, err := ftssim.Start(o.Listen, opts)
 	if err != nil {
 		return err
 	}
@@ -103,12 +126,27 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 	return nil
 }
 
+// readFailureReasons reads --failure-reasons; a missing or bad file is a
+// usage error that names it.
+func readFailureReasons(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--failure-reasons %s: %v", path, err)
+	}
+	defer f.Close()
+	reasons, err := ftssim.ReadFailureReasons(f)
+	if err != nil {
+		return nil, usagef("--failure-reasons %s: %v", path, err)
+	}
+	return reasons, nil
+}
+
 // caFileRE matches the CA files of a --tls-dir: PEM files and OpenSSL
 // hashed names.
 var caFileRE = regexp.MustCompile(`(\.pem|\.crt|\.[0-9]+)$`)
 
 // loadSimTLS reads the server certificate and the client CAs of --tls-dir.
-func loadSimTLS(dir string) (*ftstest.TLSOptions, error) {
+func loadSimTLS(dir string) (*ftssim.TLSOptions, error) {
 	certFile, keyFile := filepath.Join(dir, "hostcert.pem"), filepath.Join(dir, "hostkey.pem")
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -133,7 +171,7 @@ func loadSimTLS(dir string) (*ftstest.TLSOptions, error) {
 			n++
 		}
 	}
-	t := &ftstest.TLSOptions{Cert: cert}
+	t := &ftssim.TLSOptions{Cert: cert}
 	if n > 0 {
 		t.ClientCAs = pool
 	}

@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +98,7 @@ func getJSON(t *testing.T, c *http.Client, url string, token string) map[string]
 }
 
 func TestFTSSim_PlainHTTP(t *testing.T) {
-	url, stop := startFTSSim(t, "--seed", "7")
+	url, stop := startFTSSim(t, "--seed", "7", "--oauth2")
 	if !strings.HasPrefix(url, "http://127.0.0.1:") {
 		t.Fatalf("URL %q", url)
 	}
@@ -156,10 +158,80 @@ func TestFTSSim_BadFlags(t *testing.T) {
 		{"fts-sim", "--failure-rate", "1.5"},
 		{"fts-sim", "--speed", "0"},
 		{"fts-sim", "--tls-dir", t.TempDir()},
+		{"fts-sim"}, // plain HTTP without --oauth2 could authenticate nobody
+		{"fts-sim", "--oauth2", "--failure-reasons", filepath.Join(t.TempDir(), "missing")},
+		{"fts-sim", "--oauth2", "--failure-reasons", writeTemp(t, "# nothing but a comment\n")},
+		{"fts-sim", "--oauth2", "--failure-reasons", writeTemp(t, "SOURCE [2] fine\nTRANSFER [5] \xff\n")},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := cmd.ExecuteContext(context.Background(), args, &stdout, &stderr); code != cmd.ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, cmd.ExitUsage, stderr.String())
 		}
+	}
+}
+
+// TestFTSSim_BinaryDoesNotLinkTesting proves that the shipped binary, which
+// serves the simulator, does not link the testing package (nor ftstest,
+// the simulator's test face).
+func TestFTSSim_BinaryDoesNotLinkTesting(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go tool is needed to list the binary's packages: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "github.com/asyncstageout/aso").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/asyncstageout/aso/fts/ftssim") {
+		t.Fatalf("the binary does not link fts/ftssim; the dependency list is wrong: %v", deps)
+	}
+	for _, forbidden := range []string{"testing", "github.com/asyncstageout/aso/fts/ftstest"} {
+		if slices.Contains(deps, forbidden) {
+			t.Errorf("the aso binary links %s", forbidden)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "reasons.txt")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFTSSim_FailureReasonsFile: failed attempts draw their reasons from
+// --failure-reasons, and a token needs --oauth2.
+func TestFTSSim_FailureReasonsFile(t *testing.T) {
+	reasons := writeTemp(t, "# real davs text\nSOURCE [2] Result HTTP 404 : File not found  after 1 attempts\n")
+	url, stop := startFTSSim(t, "--oauth2", "--failure-rate", "1", "--failure-reasons", reasons,
+		"--queue-delay", "0", "--start-delay", "0", "--transfer-time", "0")
+	defer stop()
+	body := `{"files":[{"sources":["davs://a.example.org/f"],"destinations":["davs://b.example.org/f"]}],"params":{"retry":2}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/jobs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer t")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sub struct {
+		JobID string `json:"job_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&sub)
+	resp.Body.Close()
+	if err != nil || sub.JobID == "" {
+		t.Fatalf("submit: %d %v", resp.StatusCode, err)
+	}
+	j := getJSON(t, http.DefaultClient, url+"/jobs/"+sub.JobID+"?files=file_state,reason,retry", "t")
+	files, _ := j["files"].([]any)
+	if len(files) != 1 {
+		t.Fatalf("job %v", j)
+	}
+	f := files[0].(map[string]any)
+	if f["file_state"] != "FAILED" || f["reason"] != "SOURCE [2] Result HTTP 404 : File not found  after 1 attempts" || f["retry"] != 0.0 {
+		t.Errorf("file %v: want FAILED at once (SOURCE ENOENT is not recoverable) with the file's reason", f)
 	}
 }

@@ -88,14 +88,16 @@ func (c *Client) delegationEnd(ctx context.Context, dlg string) (time.Time, erro
 	if r.status != http.StatusOK {
 		return time.Time{}, fmt.Errorf("fts: delegation %s: %w", dlg, r.httpError())
 	}
-	var info *struct {
+	// No delegation is null, or [] to clients that look like FTS 3.12+.
+	var none []json.RawMessage
+	if json.Unmarshal(r.body, &none) == nil && len(none) == 0 {
+		return time.Time{}, nil
+	}
+	var info struct {
 		TerminationTime ftsTime `json:"termination_time"`
 	}
 	if err := json.Unmarshal(r.body, &info); err != nil {
 		return time.Time{}, fmt.Errorf("fts: delegation %s: unreadable reply: %w", dlg, err)
-	}
-	if info == nil {
-		return time.Time{}, nil
 	}
 	return info.TerminationTime.Time, nil
 }

@@ -31,6 +31,7 @@ type delegationServer struct {
 	key *rsa.PrivateKey
 
 	mu      sync.Mutex
+	none    string    // the reply without a delegation: "null", or "[]" (FTS 3.12+ clients)
 	end     time.Time // termination of the stored delegation; zero = none
 	puts    int
 	last    *x509.Certificate
@@ -38,13 +39,13 @@ type delegationServer struct {
 }
 
 func newDelegationServer(t testing.TB, f *fakeFTS) *delegationServer {
-	d := &delegationServer{t: t, key: serverKey()}
+	d := &delegationServer{t: t, key: serverKey(), none: "null"}
 	f.reply("GET /whoami", 200, shared(t, "whoami.json"))
 	f.handle("GET /delegation/"+dlgID, func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if d.end.IsZero() {
-			_, _ = w.Write([]byte("null"))
+			_, _ = w.Write([]byte(d.none))
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"termination_time": d.end.UTC().Format("2006-01-02T15:04:05"), "voms_attrs": []string{"/cms/Role=NULL/Capability=NULL"}})
@@ -186,6 +187,29 @@ func TestEnsureDelegation(t *testing.T) {
 			}
 			if puts, _, _ := d.state(); puts != tc.wantPuts {
 				t.Errorf("delegated again although the server's delegation is as long as it can be")
+			}
+		})
+	}
+}
+
+// TestEnsureDelegation_NoneAsNullOrList: a server without the client's
+// delegation answers null, or [] when the User-Agent looks like an FTS
+// 3.12+ client; both mean "none", so the client delegates.
+func TestEnsureDelegation_NoneAsNullOrList(t *testing.T) {
+	for _, none := range []string{"null", "[]", " [ ]\n"} {
+		t.Run(none, func(t *testing.T) {
+			f := newFake(t)
+			d := newDelegationServer(t, f)
+			d.mu.Lock()
+			d.none = none
+			d.mu.Unlock()
+			proxy, _ := writeProxy(t, proxyOpts{life: 12 * time.Hour})
+			c := f.proxyClient(t, func(cfg *fts.Config) { cfg.ProxyPath = proxy })
+			if err := c.EnsureDelegation(context.Background()); err != nil {
+				t.Fatalf("EnsureDelegation with %q: %v", none, err)
+			}
+			if puts, _, errs := d.state(); puts != 1 || len(errs) > 0 {
+				t.Fatalf("%d delegations (errors %v), want 1", puts, errs)
 			}
 		})
 	}

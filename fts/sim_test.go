@@ -26,6 +26,7 @@ func newSim(t testing.TB, opts ftstest.Options) *simEnv {
 	t.Helper()
 	pki := ftstest.NewPKI(t)
 	opts.TLS = &ftstest.TLSOptions{Cert: pki.Server, ClientCAs: pki.CAPool}
+	opts.OAuth2 = true // proxies and bearer tokens, as a server with OAuth2 enabled
 	return &simEnv{srv: ftstest.NewServer(t, opts), pki: pki}
 }
 

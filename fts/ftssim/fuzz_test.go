@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 // FuzzSubmit posts arbitrary bodies: the simulator must answer every one
@@ -25,7 +25,7 @@ func FuzzSubmit(f *testing.F) {
 		f.Add(seed)
 	}
 	clk := newClock()
-	sim := ftstest.New(ftstest.Options{Now: clk.Now, QueueDelay: time.Second})
+	sim := ftssim.New(ftssim.Options{Now: clk.Now, QueueDelay: time.Second, OAuth2: true})
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest(http.MethodPost, "/jobs", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/sha1" //nolint:gosec // FTS derives ids with SHA-1 (uuid5, delegation ids).

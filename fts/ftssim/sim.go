@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/rsa"
@@ -23,6 +23,8 @@ type Simulator struct {
 	failureRate float64
 	counts      map[string]int
 	fail503     int
+	failDB      int           // the next requests that find the database down
+	dbDown      bool          // the database is down until SetDatabaseDown(false)
 	hang        chan struct{} // non-nil while hanging; closed to release
 	dlg         map[string]*delegation
 }
@@ -33,6 +35,7 @@ type delegation struct {
 	key         *rsa.PrivateKey
 	csrPEM      []byte
 	termination *time.Time
+	vomsAttrs   []string // the delegated proxy's FQANs
 }
 
 // New returns a simulator configured by opts.
@@ -42,12 +45,18 @@ func New(opts Options) *Simulator {
 		opts:        opts,
 		start:       time.Now(),
 		jobs:        map[string]*job{},
-		nextFileID:  1,
+		nextFileID:  firstFileID(opts.Seed),
 		ids:         newUUID1Gen(opts.Seed),
 		failureRate: opts.FailureRate,
 		counts:      map[string]int{},
 		dlg:         map[string]*delegation{},
 	}
+}
+
+// firstFileID is where file ids start: a large integer, as on a server
+// that has run for years, drawn from the seed.
+func firstFileID(seed int64) int64 {
+	return 1_000_000_000 + int64(mix(uint64(seed), 0xf11e)%1_000_000_000)
 }
 
 // now is the simulated time.
@@ -79,6 +88,23 @@ func (s *Simulator) Fail503(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail503 = n
+}
+
+// SetDatabaseDown makes the simulator answer every request (but GET
+// /sim/files) as FTS does while its database is down: Apache's own 500
+// HTML page, since the application fails before it can answer.
+func (s *Simulator) SetDatabaseDown(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dbDown = on
+}
+
+// FailDatabase makes the next n requests find the database down (see
+// SetDatabaseDown).
+func (s *Simulator) FailDatabase(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failDB = n
 }
 
 // LoseJob forgets a job, as when FTS archives or loses it: it answers 404
@@ -128,9 +154,10 @@ func (s *Simulator) Files() []SimFile {
 
 // Requests returns how many requests of each kind were received: "submit",
 // "status" (GET /jobs/ids), "files", "retries", "field", "list", "cancel",
-// "cancel_files", "modify", "whoami", "version", "delegation" (PUT of a
+// "cancel_files", "modify", "dm", "whoami", "version", "delegation" (PUT of a
 // proxy), "delegation_request", "delegation_info", "delegation_delete",
-// "unknown". Requests refused by Fail503 or authentication count too;
+// "unknown". Requests refused by Fail503, FailDatabase or authentication
+// count too;
 // GET /sim/files does not.
 func (s *Simulator) Requests() map[string]int {
 	s.mu.Lock()
@@ -153,12 +180,23 @@ type route struct {
 	args []string
 }
 
+// cleanPath collapses runs of slashes: the official FTS Python client
+// builds every URL as endpoint + "/" + path, so it sends GET // and
+// POST //jobs, which the server answers as / and /jobs.
+func cleanPath(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	return p
+}
+
 func (s *Simulator) resolve(r *http.Request) route {
-	p := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	path := cleanPath(r.URL.Path)
+	p := strings.Split(strings.Trim(path, "/"), "/")
 	m := r.Method
 	get, del := m == http.MethodGet, m == http.MethodDelete
 	switch {
-	case r.URL.Path == "/" && get:
+	case path == "/" && get:
 		return route{kind: "version", h: s.handleVersion}
 	case len(p) == 1 && p[0] == "whoami" && get:
 		return route{kind: "whoami", h: s.handleWhoami}
@@ -174,6 +212,8 @@ func (s *Simulator) resolve(r *http.Request) route {
 		return route{kind: "modify", h: s.handleModify, args: p[1:]}
 	case len(p) == 3 && p[0] == "jobs" && p[2] == "files" && get:
 		return route{kind: "files", h: s.handleFiles, args: p[1:2]}
+	case len(p) == 3 && p[0] == "jobs" && p[2] == "dm" && get:
+		return route{kind: "dm", h: s.handleDM, args: p[1:2]}
 	case len(p) == 3 && p[0] == "jobs" && get:
 		return route{kind: "field", h: s.handleField, args: p[1:]}
 	case len(p) == 4 && p[0] == "jobs" && p[2] == "files" && del:
@@ -198,7 +238,7 @@ func handleUnknown(w http.ResponseWriter, _ *http.Request, _ *identity, _ []stri
 
 // ServeHTTP serves the FTS3 REST API and GET /sim/files.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/sim/files" && r.Method == http.MethodGet {
+	if cleanPath(r.URL.Path) == "/sim/files" && r.Method == http.MethodGet {
 		writeJSON(w, http.StatusOK, s.Files())
 		return
 	}
@@ -209,6 +249,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	failing := s.fail503 > 0
 	if failing {
 		s.fail503--
+	}
+	dbDown := s.dbDown || s.failDB > 0
+	if s.failDB > 0 && !failing {
+		s.failDB--
 	}
 	s.mu.Unlock()
 
@@ -230,6 +274,10 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if failing {
 		writeHTMLError(w, http.StatusServiceUnavailable, msg503)
+		return
+	}
+	if dbDown {
+		writeApache500(w)
 		return
 	}
 	id, code, msg := s.authenticate(r)

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/tls"
@@ -18,11 +18,17 @@ type Options struct {
 	// Seed makes every simulated random choice (failures, reasons, sizes,
 	// job ids) reproducible.
 	Seed int64
-	// VO is the VO of every user; default "cms".
+	// VO is the VO of bearer-token users; default "cms". X.509 users get
+	// the VO of their VOMS proxy's first FQAN, or, with a plain proxy,
+	// their delegation id as a virtual VO (as a real server does).
 	VO string
 	// UserDN is the DN of bearer-token users (X.509 users get their
 	// certificate's DN); default DefaultUserDN.
 	UserDN string
+	// OAuth2 accepts bearer tokens, as a server with OAuth2 enabled does;
+	// without it (and without Tokens) a bearer token gets 400
+	// "Unsupported authentication method".
+	OAuth2 bool
 
 	// QueueDelay (SUBMITTED to READY), StartDelay (READY to ACTIVE) and
 	// TransferTime (ACTIVE to FINISHED or FAILED) time a file's life in
@@ -31,10 +37,11 @@ type Options struct {
 	QueueDelay, StartDelay, TransferTime time.Duration
 	// FailureRate is the probability that an attempt fails.
 	FailureRate float64
-	// FailureReasons are the FTS reasons failures draw from, like
-	// "TRANSFER [110] Connection timed out" (recoverable: retried by FTS) or
-	// "SOURCE [2] No such file or directory" (not); default
-	// DefaultFailureReasons.
+	// FailureReasons are the FTS reasons failures draw from, one at random
+	// for each failed attempt, like "TRANSFER [110] Connection timed out"
+	// (recoverable: retried by FTS) or "SOURCE [2] No such file or
+	// directory" (not); default DefaultFailureReasons. ReadFailureReasons
+	// reads them from a file.
 	FailureReasons []string
 	// DefaultRetry is the server's retry count used for jobs that ask for
 	// retry 0.
@@ -44,15 +51,22 @@ type Options struct {
 	// LocalFiles accepts file:// URLs (real FTS refuses them) and really
 	// copies the bytes when both ends are file://.
 	LocalFiles bool
+	// LocalOnly, with LocalFiles, refuses every URL that is not file://
+	// (400 at submission), so that nothing is reported done that was not
+	// copied: the in-process simulator of aso run.
+	LocalOnly bool
 	// RequireDelegation makes X.509 clients delegate a proxy before they
 	// can submit (419 otherwise), as a real FTS does.
 	RequireDelegation bool
 	// TLS serves HTTPS; nil serves plain HTTP (bearer tokens only).
 	TLS *TLSOptions
-	// Tokens are the accepted bearer tokens; empty accepts any non-empty
-	// token.
+	// Tokens are the accepted bearer tokens, and enable OAuth2; empty with
+	// OAuth2 accepts any non-empty token.
 	Tokens []string
 }
+
+// oauth2 reports whether bearer tokens are accepted.
+func (o Options) oauth2() bool { return o.OAuth2 || len(o.Tokens) > 0 }
 
 // TLSOptions configure HTTPS and client-certificate authentication.
 type TLSOptions struct {
@@ -70,13 +84,9 @@ type TLSOptions struct {
 const DefaultUserDN = "/DC=org/DC=asyncstageout/OU=Users/CN=fts-sim user"
 
 // DefaultFailureReasons are the reasons random failures draw from when
-// Options.FailureReasons is empty: two recoverable, two not.
-var DefaultFailureReasons = []string{
-	"TRANSFER [110] Connection timed out",
-	"TRANSFER [70] Communication error on send",
-	"SOURCE [2] No such file or directory",
-	"DESTINATION [13] Permission denied",
-}
+// Options.FailureReasons is empty: real texts of the HTTP, XRootD, SRM and
+// GridFTP plugins (failures.txt), recoverable or not by FTS's rules.
+var DefaultFailureReasons = mustReadReasons(defaultReasons)
 
 func (o Options) withDefaults() Options {
 	if o.VO == "" {

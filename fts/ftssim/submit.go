@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"bytes"
@@ -200,7 +200,10 @@ func (s *Simulator) jobParams(j *job, p map[string]any, now time.Time) *submitEr
 		j.expiry = &exp
 	}
 	j.bringOnline, j.copyPinLifetime = safeInt(p["bring_online"]), safeInt(p["copy_pin_lifetime"])
-	j.archiveTimeout = safeInt(p["archive_timeout"])
+	j.archiveTimeout = -1 // FTS's value when none is given
+	if v, ok := p["archive_timeout"]; ok && v != nil {
+		j.archiveTimeout = safeInt(v)
+	}
 	j.staging = j.bringOnline > 0 || j.copyPinLifetime > 0
 	if j.staging {
 		j.state = stateStaging
@@ -327,12 +330,12 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 		strategy = "auto"
 	}
 	for _, src := range srcs {
-		su, serr := validateURL(src, s.opts.LocalFiles)
+		su, serr := validateURL(src, s.opts)
 		if serr != nil {
 			return serr
 		}
 		for _, dst := range dsts {
-			du, serr := validateURL(dst, s.opts.LocalFiles)
+			du, serr := validateURL(dst, s.opts)
 			if serr != nil {
 				return serr
 			}
@@ -342,6 +345,9 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 				sourceSE: storageElement(su), destSE: storageElement(du),
 				userFilesize: size, checksum: checksum, activity: activity,
 				selectionStrategy: strategy, queuedAt: j.submitTime,
+			}
+			if tag, ok := fd["scitag"].(json.Number); ok {
+				f.scitag = tag
 			}
 			if md, ok := fd["metadata"]; ok && md != nil {
 				f.metadata = metadataValue(md)
@@ -419,6 +425,9 @@ func (s *Simulator) finishBuild(j *job, p map[string]any) *submitError {
 	}
 	if j.jobType == "R" || j.jobType == "H" {
 		first.state = j.entryState()
+	}
+	for _, f := range j.files {
+		f.initialState = f.state
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
@@ -111,15 +112,16 @@ func call(t testing.TB, c *http.Client, method, url, token string, body any) rep
 
 // fixture is a simulator on a manual clock, with a token client.
 type fixture struct {
-	srv *ftstest.Server
+	srv *ftssim.Server
 	clk *clock
 	t   testing.TB
 }
 
-func newFixture(t testing.TB, opts ftstest.Options) *fixture {
+func newFixture(t testing.TB, opts ftssim.Options) *fixture {
 	t.Helper()
 	clk := newClock()
 	opts.Now = clk.Now
+	opts.OAuth2 = true // the fixture authenticates with a bearer token
 	return &fixture{srv: ftstest.NewServer(t, opts), clk: clk, t: t}
 }
 

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"fmt"
@@ -12,6 +12,12 @@ func notFoundMsg(id string) string {
 	return fmt.Sprintf("No job with the id \"%s\" has been found", id)
 }
 
+// forbiddenMsg is FTS's refusal to let another identity act on a job;
+// action is "check", "cancel" or "modify".
+func forbiddenMsg(action, id string) string {
+	return fmt.Sprintf("Not enough permissions to %s the job \"%s\"", action, id)
+}
+
 // lookup returns the job advanced to now, or nil. Callers hold s.mu.
 func (s *Simulator) lookup(id string) *job {
 	j := s.jobs[id]
@@ -22,7 +28,7 @@ func (s *Simulator) lookup(id string) *job {
 }
 
 // handleStatus serves GET /jobs/{id} and GET /jobs/a,b,c[?files=..].
-func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *identity, args []string) {
+func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
 	ids := strings.Split(args[0], ",")
 	var fields []string
 	if v, ok := r.URL.Query()["files"]; ok {
@@ -41,6 +47,11 @@ func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *iden
 			errs++
 			continue
 		}
+		if !who.owns(j) {
+			statuses = append(statuses, errorDict(id, http.StatusForbidden, forbiddenMsg("check", id)))
+			errs++
+			continue
+		}
 		d := jobJSON(j)
 		if fields != nil {
 			files := make([]map[string]any, 0, len(j.files))
@@ -55,7 +66,7 @@ func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *iden
 	s.mu.Unlock()
 	switch {
 	case len(ids) == 1 && len(statuses) == 1 && errs == 1:
-		writeJSON(w, http.StatusNotFound, statuses[0])
+		writeJSON(w, entryCode(statuses[0]), statuses[0])
 	case len(ids) == 1 && len(statuses) == 1:
 		writeJSON(w, http.StatusOK, statuses[0])
 	case errs > 0:
@@ -65,9 +76,19 @@ func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, _ *iden
 	}
 }
 
+// entryCode is the HTTP code of an entry's http_status ("403 Forbidden").
+func entryCode(d map[string]any) int {
+	st, _ := d["http_status"].(string)
+	code, err := strconv.Atoi(strings.Fields(st + " 0")[0])
+	if err != nil || code == 0 {
+		return http.StatusOK
+	}
+	return code
+}
+
 // withJob runs fn under the lock on the job advanced to now, or answers
-// 404 as FTS's views do.
-func (s *Simulator) withJob(w http.ResponseWriter, id string, fn func(j *job)) {
+// 404, or 403 for another identity's job, as FTS's views do.
+func (s *Simulator) withJob(w http.ResponseWriter, who *identity, id string, fn func(j *job)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.lookup(id)
@@ -75,12 +96,22 @@ func (s *Simulator) withJob(w http.ResponseWriter, id string, fn func(j *job)) {
 		writeError(w, http.StatusNotFound, notFoundMsg(id))
 		return
 	}
+	if !who.owns(j) {
+		writeError(w, http.StatusForbidden, forbiddenMsg("check", id))
+		return
+	}
 	fn(j)
 }
 
+// handleDM serves GET /jobs/{id}/dm: the job's data-management operations,
+// none for a transfer job.
+func (s *Simulator) handleDM(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	s.withJob(w, who, args[0], func(*job) { writeJSON(w, http.StatusOK, []any{}) })
+}
+
 // handleFiles serves GET /jobs/{id}/files.
-func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
-	s.withJob(w, args[0], func(j *job) {
+func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	s.withJob(w, who, args[0], func(j *job) {
 		out := make([]map[string]any, len(j.files))
 		for i, f := range j.files {
 			out[i] = fileJSON(f)
@@ -90,8 +121,8 @@ func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, _ *ident
 }
 
 // handleRetries serves GET /jobs/{id}/files/{fid}/retries.
-func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
-	s.withJob(w, args[0], func(j *job) {
+func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	s.withJob(w, who, args[0], func(j *job) {
 		fid, _ := strconv.ParseInt(args[1], 10, 64)
 		for _, f := range j.files {
 			if f.id == fid {
@@ -108,8 +139,8 @@ func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, _ *ide
 }
 
 // handleField serves GET /jobs/{id}/{field}: the bare value of one field.
-func (s *Simulator) handleField(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
-	s.withJob(w, args[0], func(j *job) {
+func (s *Simulator) handleField(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	s.withJob(w, who, args[0], func(j *job) {
 		v, ok := jobJSON(j)[args[1]]
 		if !ok {
 			writeError(w, http.StatusNotFound, "No such field")
@@ -149,7 +180,7 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 		if (states == nil && isJobTerminal(j.state)) || (states != nil && !states[j.state]) {
 			continue
 		}
-		if j.vo != id.vo || (q.Get("dlg_id") != "" && j.credID != q.Get("dlg_id")) {
+		if !id.owns(j) || (q.Get("dlg_id") != "" && j.credID != q.Get("dlg_id")) {
 			continue
 		}
 		out = append(out, jobJSON(j))
@@ -164,11 +195,11 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 }
 
 // handleCancel serves DELETE /jobs/{ids}.
-func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
+func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
 	ids := strings.Split(args[0], ",")
 	s.mu.Lock()
 	now := s.now()
-	responses := s.modifyJobs(ids, func(j *job) {
+	responses := s.modifyJobs(who, "cancel", ids, func(j *job) {
 		reason := reasonUserCancel
 		j.state, j.canceled, j.reason, j.finished = stateCanceled, true, &reason, &now
 		for _, f := range j.files {
@@ -190,8 +221,9 @@ func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, _ *iden
 
 // modifyJobs applies change to each active job of ids and returns FTS's
 // per-job replies: the job with "200 Ok", the job with "304 Not Modified"
-// when it is terminal, or a 404 error entry. Callers hold s.mu.
-func (s *Simulator) modifyJobs(ids []string, change func(j *job)) []map[string]any {
+// when it is terminal, a 404 error entry, or a 403 one for another
+// identity's job (left untouched). Callers hold s.mu.
+func (s *Simulator) modifyJobs(who *identity, action string, ids []string, change func(j *job)) []map[string]any {
 	var responses []map[string]any
 	for _, id := range ids {
 		if id == "" {
@@ -201,6 +233,8 @@ func (s *Simulator) modifyJobs(ids []string, change func(j *job)) []map[string]a
 		switch {
 		case j == nil:
 			responses = append(responses, errorDict(id, http.StatusNotFound, notFoundMsg(id)))
+		case !who.owns(j):
+			responses = append(responses, errorDict(id, http.StatusForbidden, forbiddenMsg(action, id)))
 		case isJobTerminal(j.state):
 			d := jobJSON(j)
 			d["http_status"], d["http_message"] = "304 Not Modified", "The job is in a terminal state"
@@ -235,16 +269,15 @@ func multistatus(w http.ResponseWriter, responses []map[string]any, multi bool) 
 	}
 	single := responses[0]
 	if st := single["http_status"].(string); st != "200 Ok" && st != "304 Not Modified" {
-		code, _ := strconv.Atoi(strings.Fields(st)[0])
-		writeJSON(w, code, single)
+		writeJSON(w, entryCode(single), single)
 		return
 	}
 	writeJSON(w, http.StatusOK, single)
 }
 
 // handleCancelFiles serves DELETE /jobs/{id}/files/{fids}.
-func (s *Simulator) handleCancelFiles(w http.ResponseWriter, _ *http.Request, _ *identity, args []string) {
-	s.withJob(w, args[0], func(j *job) { s.cancelFiles(w, j, args[1]) })
+func (s *Simulator) handleCancelFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	s.withJob(w, who, args[0], func(j *job) { s.cancelFiles(w, j, args[1]) })
 }
 
 func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
@@ -287,7 +320,7 @@ func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
 }
 
 // handleModify serves POST /jobs/{ids} with {"params":{"priority":N}}.
-func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, _ *identity, args []string) {
+func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
 	body, serr := readSubmission(r)
 	if serr != nil {
 		writeError(w, serr.code, serr.msg)
@@ -306,7 +339,7 @@ func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, _ *iden
 	}
 	ids := strings.Split(args[0], ",")
 	s.mu.Lock()
-	responses := s.modifyJobs(ids, func(j *job) {
+	responses := s.modifyJobs(who, "modify", ids, func(j *job) {
 		if prio != 0 {
 			j.priority = min(max(prio, 1), 5)
 		}

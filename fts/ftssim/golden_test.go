@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
@@ -88,7 +89,7 @@ func wantHTML(t *testing.T, name string, r reply) {
 func TestGolden(t *testing.T) {
 	p := ftstest.NewPKI(t)
 	clk := newClock()
-	srv := tlsServer(t, p, ftstest.Options{Now: clk.Now, RequireDelegation: true, QueueDelay: time.Minute})
+	srv := tlsServer(t, p, ftssim.Options{Now: clk.Now, RequireDelegation: true, QueueDelay: time.Minute, OAuth2: true})
 	tok := func(method, path string, body any) reply {
 		return call(t, srv.Client(), method, srv.URL+path, testToken, body)
 	}

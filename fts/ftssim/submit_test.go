@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"io"
@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 func TestSubmit_Invalid(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	ok := transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")
 	cases := []struct {
 		name string
@@ -69,7 +69,7 @@ func statusLine(code int) string {
 }
 
 func TestSubmit_Params(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	src, dst := "gsiftp://a.example.org/f", "gsiftp://b.example.org/f"
 	t.Run("defaults", func(t *testing.T) {
 		j := f.do(http.MethodGet, "/jobs/"+f.submit(jobBody(nil, transfer(src, dst))), nil).obj(t)

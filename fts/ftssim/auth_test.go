@@ -1,8 +1,9 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
 // certClient is an HTTP client presenting the given proxy (cert, key and
 // chain in one PEM) and trusting the PKI's CA.
-func certClient(t testing.TB, p *ftstest.PKI, proxyPEM []byte) *http.Client {
+func certClient(t testing.TB, p *ftssim.PKI, proxyPEM []byte) *http.Client {
 	t.Helper()
 	cert, err := tls.X509KeyPair(proxyPEM, proxyPEM)
 	if err != nil {
@@ -26,15 +28,15 @@ func certClient(t testing.TB, p *ftstest.PKI, proxyPEM []byte) *http.Client {
 	}}}
 }
 
-func tlsServer(t testing.TB, p *ftstest.PKI, opts ftstest.Options) *ftstest.Server {
+func tlsServer(t testing.TB, p *ftssim.PKI, opts ftssim.Options) *ftssim.Server {
 	t.Helper()
-	opts.TLS = &ftstest.TLSOptions{Cert: p.Server, ClientCAs: p.CAPool}
+	opts.TLS = &ftssim.TLSOptions{Cert: p.Server, ClientCAs: p.CAPool}
 	return ftstest.NewServer(t, opts)
 }
 
 func TestAuth_Proxy(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftstest.Options{})
+	srv := tlsServer(t, p, ftssim.Options{OAuth2: true})
 	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") {
 		t.Fatalf("URL = %s", srv.URL)
 	}
@@ -44,12 +46,18 @@ func TestAuth_Proxy(t *testing.T) {
 	wantEq(t, "code", r.code, 200)
 	w := r.obj(t)
 	wantEq(t, "user_dn", w["user_dn"], p.UserDN)
-	wantEq(t, "dn", w["dn"], []any{p.UserDN})
+	dns, _ := w["dn"].([]any)
+	if len(dns) != 2 || dns[0] != p.UserDN || !strings.HasPrefix(fmt.Sprint(dns[1]), p.UserDN+"/CN=") {
+		t.Errorf("dn = %v, want the user's DN then the proxy's", w["dn"])
+	}
 	wantEq(t, "method", w["method"], "certificate")
 	// Python: hashlib.sha1(dn.encode()).hexdigest()[:16]
 	wantEq(t, "delegation_id", w["delegation_id"], "d6b13ca02589043b")
-	wantEq(t, "vos", w["vos"], []any{"cms"})
-	wantEq(t, "vos_id", w["vos_id"], []any{"d5bdc1ae-600f-58dd-a94f-5c16b07974fd"})
+	// A plain proxy's VO is its delegation id (a virtual VO); Python:
+	// uuid.uuid5(uuid.UUID(BASE_ID), "d6b13ca02589043b").
+	wantEq(t, "vos", w["vos"], []any{"d6b13ca02589043b"})
+	wantEq(t, "vos_id", w["vos_id"], []any{"dc5726a4-0edf-5c50-a7d9-998dd48ec4ce"})
+	wantEq(t, "voms_cred", w["voms_cred"], []any{})
 	wantEq(t, "base_id", w["base_id"], "01874efb-4735-4595-bc9c-591aef8240c9")
 
 	t.Run("user certificate without proxy", func(t *testing.T) {
@@ -77,7 +85,7 @@ func TestAuth_Proxy(t *testing.T) {
 }
 
 func TestAuth_NoCredentials(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{})
+	srv := ftstest.NewServer(t, ftssim.Options{})
 	r := call(t, srv.Client(), http.MethodGet, srv.URL+"/jobs/x", "", nil)
 	wantEq(t, "code", r.code, 403)
 	if ct := r.hdr.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
@@ -89,7 +97,7 @@ func TestAuth_NoCredentials(t *testing.T) {
 }
 
 func TestAuth_Tokens(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{Tokens: []string{"good"}, UserDN: "/CN=robot"})
+	srv := ftstest.NewServer(t, ftssim.Options{Tokens: []string{"good"}, UserDN: "/CN=robot"})
 	wantEq(t, "bad token", call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", "bad", nil).code, 403)
 	r := call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", "good", nil)
 	wantEq(t, "good token", r.code, 200)
@@ -99,7 +107,7 @@ func TestAuth_Tokens(t *testing.T) {
 
 func TestPKI_CADir(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftstest.Options{})
+	srv := tlsServer(t, p, ftssim.Options{OAuth2: true})
 	// A client that trusts only what CADir holds reaches the server.
 	pool := x509.NewCertPool()
 	entries, err := os.ReadDir(p.CADir)

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"regexp"
@@ -13,6 +13,7 @@ const (
 	errEIO             = 5
 	errENOENT          = 2
 	errE2BIG           = 7
+	errEFAULT          = 14
 	errEACCES          = 13
 	errEEXIST          = 17
 	errENOTDIR         = 20
@@ -57,20 +58,22 @@ var (
 		"SRM_AUTHENTICATION_FAILURE", "SRM_NO_FREE_SPACE", "digest too big for rsa key",
 		"Can not determine address of local host", "Permission denied",
 		"System error in write into HDFS", "File exists", "checksum do not match", "CHECKSUM MISMATCH",
+		"The source file is not ONLINE",
 	}
 	noRetryErrno = map[string][]int{
 		"SOURCE":      {errENOENT, errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errENOTDIR, errEPROTONOSUPPORT},
-		"DESTINATION": {errEPERM, errEACCES, errEISDIR, errENAMETOOLONG, errE2BIG, errEPROTONOSUPPORT, errEEXIST, errEROFS},
+		"DESTINATION": {errEPERM, errEACCES, errEISDIR, errE2BIG, errEROFS, errEFAULT, errENAMETOOLONG, errEPROTONOSUPPORT, errEEXIST},
 		"TRANSFER":    {errENOSPC, errEPERM, errEACCES, errEEXIST, errEFBIG, errEROFS, errENAMETOOLONG, errEPROTONOSUPPORT},
 	}
 )
 
-// recoverable is FTS's retry heuristic (url-copy heuristics.cpp
-// retryTransfer): messages that imply a retry, ETIMEDOUT, then ECANCELED,
-// messages that forbid one, then per-scope errno lists. As the reference
-// (section 7.4) says, DESTINATION EEXIST and EROFS are not recoverable:
-// heuristics.cpp's case-sensitive "File exists" would miss FTS's own
-// "Destination file exists and overwrite is not enabled".
+// recoverable is FTS's retry decision (retryTransfer of FTS 3.12 and
+// later, which url-copy applies to every failed attempt): messages that
+// imply a retry, then ETIMEDOUT, say yes; ECANCELED and messages that forbid
+// a retry say no; otherwise the errno decides, by scope (GENERAL_FAILURE and
+// reasons without a scope fall under TRANSFER). Older servers did not list
+// EEXIST, EROFS and EFAULT for DESTINATION, so they retried a destination
+// that exists.
 func recoverable(reason string) bool {
 	scope, errno, msg := parseReason(reason)
 	if containsAny(msg, impliesRetry) || errno == errETIMEDOUT {

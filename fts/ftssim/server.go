@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/tls"
@@ -9,7 +9,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"testing"
 	"time"
 )
 
@@ -83,22 +82,6 @@ func (s *Simulator) tlsConfig() *tls.Config {
 		return err
 	}
 	return cfg
-}
-
-// NewServer starts a simulator on 127.0.0.1:0 for a test, like
-// httptest.NewServer, and closes it when the test ends.
-func NewServer(t testing.TB, opts Options) *Server {
-	t.Helper()
-	s, err := Start("127.0.0.1:0", opts)
-	if err != nil {
-		t.Fatalf("ftstest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("ftstest: close: %v", err)
-		}
-	})
-	return s
 }
 
 // Close stops the server at once, dropping open connections (and so

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/md5" //nolint:gosec // a checksum algorithm FTS supports, not security.

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"encoding/json"
@@ -92,6 +92,8 @@ type file struct {
 	activity          string
 	selectionStrategy string
 	hashedID          int
+	scitag            any    // the submitted scitag, or nil
+	initialState      string // file_state_initial: the state it entered in
 
 	stagingStart, stagingFinished *time.Time
 

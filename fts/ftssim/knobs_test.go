@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
 func TestKnobs_Fail503(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	f.srv.Fail503(2)
 	for i := 0; i < 2; i++ {
 		r := f.do(http.MethodGet, "/whoami", nil)
@@ -29,7 +30,7 @@ func TestKnobs_Fail503(t *testing.T) {
 }
 
 func TestKnobs_Hang(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	f.srv.SetHang(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -63,7 +64,7 @@ func TestKnobs_Hang(t *testing.T) {
 }
 
 func TestKnobs_Latency(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{Latency: 80 * time.Millisecond})
+	srv := ftstest.NewServer(t, ftssim.Options{Latency: 80 * time.Millisecond, OAuth2: true})
 	start := time.Now()
 	call(t, srv.Client(), http.MethodGet, srv.URL+"/whoami", testToken, nil)
 	if d := time.Since(start); d < 80*time.Millisecond {
@@ -72,7 +73,7 @@ func TestKnobs_Latency(t *testing.T) {
 }
 
 func TestKnobs_SimFilesAndCounters(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	tr := transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")
 	tr["metadata"] = map[string]any{"transfer_id": "t-1"}
 	body := jobBody(map[string]any{"id_generator": "deterministic", "sid": "s1"}, tr)
@@ -83,7 +84,7 @@ func TestKnobs_SimFilesAndCounters(t *testing.T) {
 
 	r := call(t, f.srv.Client(), http.MethodGet, f.srv.URL+"/sim/files", "", nil)
 	wantEq(t, "code", r.code, 200)
-	var got []ftstest.SimFile
+	var got []ftssim.SimFile
 	if err := json.Unmarshal(r.body, &got); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestKnobs_SimFilesAndCounters(t *testing.T) {
 }
 
 func TestKnobs_ListJobs(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: time.Minute})
+	f := newFixture(t, ftssim.Options{QueueDelay: time.Minute})
 	a := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
 	wantEq(t, "unfinished", len(f.do(http.MethodGet, "/jobs", nil).list(t)), 1)
 	f.clk.Advance(time.Minute)
@@ -110,7 +111,7 @@ func TestKnobs_ListJobs(t *testing.T) {
 }
 
 func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
-	srv, err := ftstest.Start("127.0.0.1:0", ftstest.Options{})
+	srv, err := ftssim.Start("127.0.0.1:0", ftssim.Options{OAuth2: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
 }
 
 func TestKnobs_Concurrent(t *testing.T) {
-	f := newFixture(t, ftstest.Options{FailureRate: 0.3, QueueDelay: time.Second})
+	f := newFixture(t, ftssim.Options{FailureRate: 0.3, QueueDelay: time.Second})
 	const workers, jobs = 8, 15
 	errs := make(chan string, workers*jobs)
 	var wg sync.WaitGroup

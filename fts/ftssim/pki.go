@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/ecdsa"
@@ -10,16 +10,16 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 )
 
-// PKI is a throw-away grid PKI for tests: a CA, a server certificate for
+// PKI is a throw-away grid PKI for tests and demos: a CA, a server certificate for
 // 127.0.0.1/localhost, a user certificate and an RFC 3820 proxy of it.
 type PKI struct {
 	// CAPool holds the CA certificate.
@@ -88,15 +88,14 @@ func nextSerial() *big.Int {
 }
 
 // rawName encodes RDNs in the given order (pkix.Name would reorder them).
-func rawName(t testing.TB, rdns ...pkix.AttributeTypeAndValue) []byte {
-	t.Helper()
+func rawName(rdns ...pkix.AttributeTypeAndValue) []byte {
 	seq := make(pkix.RDNSequence, len(rdns))
 	for i, a := range rdns {
 		seq[i] = pkix.RelativeDistinguishedNameSET{a}
 	}
 	der, err := asn1.Marshal(seq)
 	if err != nil {
-		t.Fatalf("ftstest: encode name: %v", err)
+		panic(fmt.Sprintf("ftssim: encode name: %v", err)) // printable strings always encode
 	}
 	return der
 }
@@ -105,20 +104,19 @@ func atv(oid asn1.ObjectIdentifier, v string) pkix.AttributeTypeAndValue {
 	return pkix.AttributeTypeAndValue{Type: oid, Value: v}
 }
 
-func createCert(t testing.TB, tmpl, parent *x509.Certificate, pub, signer any) *x509.Certificate {
-	t.Helper()
+func createCert(tmpl, parent *x509.Certificate, pub, signer any) (*x509.Certificate, error) {
 	if parent == nil {
 		parent = tmpl // self-signed
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
 	if err != nil {
-		t.Fatalf("ftstest: create certificate: %v", err)
+		return nil, fmt.Errorf("ftssim: create certificate: %w", err)
 	}
 	c, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("ftstest: parse certificate: %v", err)
+		return nil, fmt.Errorf("ftssim: parse certificate: %w", err)
 	}
-	return c
+	return c, nil
 }
 
 func certPEM(c *x509.Certificate) []byte {
@@ -130,91 +128,113 @@ func keyPEM(k *rsa.PrivateKey) []byte {
 }
 
 // NewPKI makes a CA, a server certificate for 127.0.0.1, ::1 and localhost,
-// a user certificate and a 12-hour RFC 3820 proxy.
-func NewPKI(t testing.TB) *PKI {
-	t.Helper()
+// a user certificate and a 12-hour RFC 3820 proxy; the CA certificate is
+// written as a .pem file into dir (for X509_CERT_DIR).
+func NewPKI(dir string) (*PKI, error) {
 	keys, err := pooledKeys()
 	if err != nil {
-		t.Fatalf("ftstest: generate keys: %v", err)
+		return nil, fmt.Errorf("ftssim: generate keys: %w", err)
 	}
 	// Each PKI has its own CA key (ECDSA: fast to make), so PKIs do not
 	// trust each other's certificates.
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		t.Fatalf("ftstest: generate CA key: %v", err)
+		return nil, fmt.Errorf("ftssim: generate CA key: %w", err)
 	}
 	now := time.Now()
 	caSerial := nextSerial()
-	ca := createCert(t, &x509.Certificate{
-		SerialNumber: caSerial, RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "ASO Test CA "+caSerial.String())),
+	ca, err := createCert(&x509.Certificate{
+		SerialNumber: caSerial, RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "ASO Test CA "+caSerial.String())),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}, nil, &caKey.PublicKey, caKey)
-	srv := createCert(t, &x509.Certificate{
-		SerialNumber: nextSerial(), RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "localhost")),
+	if err != nil {
+		return nil, err
+	}
+	srv, err := createCert(&x509.Certificate{
+		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "localhost")),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}, ca, &keys[1].PublicKey, caKey)
-	user := createCert(t, &x509.Certificate{
-		SerialNumber: nextSerial(), RawSubject: rawName(t, atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidOU, "Users"), atv(oidCN, "aso test user")),
+	if err != nil {
+		return nil, err
+	}
+	user, err := createCert(&x509.Certificate{
+		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidOU, "Users"), atv(oidCN, "aso test user")),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, ca, &keys[2].PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
 	p := &PKI{
-		CAPool: x509.NewCertPool(), CADir: t.TempDir(),
+		CAPool: x509.NewCertPool(), CADir: dir,
 		Server:      tls.Certificate{Certificate: [][]byte{srv.Raw, ca.Raw}, PrivateKey: keys[1], Leaf: srv},
 		UserCertPEM: certPEM(user), UserKeyPEM: keyPEM(keys[2]), UserDN: formatDN(user.RawSubject),
 		userCert: user, userKey: keys[2],
 	}
 	p.CAPool.AddCert(ca)
 	if err := os.WriteFile(filepath.Join(p.CADir, "aso-test-ca.pem"), certPEM(ca), 0o644); err != nil {
-		t.Fatalf("ftstest: write CA: %v", err)
+		return nil, fmt.Errorf("ftssim: write CA: %w", err)
 	}
-	p.ProxyPEM = makeProxy(t, p, keys[0], 12*time.Hour)
-	return p
+	if p.ProxyPEM, err = makeProxy(p, keys[0], 12*time.Hour, nil); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // NewProxy makes another RFC 3820 proxy of p's user, valid from an hour ago
-// for lifetime from now (a negative lifetime gives an expired proxy).
-func NewProxy(t testing.TB, p *PKI, lifetime time.Duration) []byte {
-	t.Helper()
+// for lifetime from now (a negative lifetime gives an expired proxy). With
+// fqans it is a VOMS proxy carrying those FQANs (like
+// "/cms/Role=NULL/Capability=NULL"; the first names the VO).
+func NewProxy(p *PKI, lifetime time.Duration, fqans ...string) ([]byte, error) {
 	keys, err := pooledKeys()
 	if err != nil {
-		t.Fatalf("ftstest: generate keys: %v", err)
+		return nil, fmt.Errorf("ftssim: generate keys: %w", err)
 	}
-	return makeProxy(t, p, keys[3], lifetime)
+	return makeProxy(p, keys[3], lifetime, fqans)
 }
 
-func makeProxy(t testing.TB, p *PKI, key *rsa.PrivateKey, lifetime time.Duration) []byte {
-	t.Helper()
+func makeProxy(p *PKI, key *rsa.PrivateKey, lifetime time.Duration, fqans []string) ([]byte, error) {
 	now := time.Now()
 	sn := nextSerial()
 	var seq pkix.RDNSequence
 	if _, err := asn1.Unmarshal(p.userCert.RawSubject, &seq); err != nil {
-		t.Fatalf("ftstest: user subject: %v", err)
+		return nil, fmt.Errorf("ftssim: user subject: %w", err)
 	}
 	seq = append(seq, pkix.RelativeDistinguishedNameSET{atv(oidCN, sn.String())})
 	subject, err := asn1.Marshal(seq)
 	if err != nil {
-		t.Fatalf("ftstest: proxy subject: %v", err)
+		return nil, fmt.Errorf("ftssim: proxy subject: %w", err)
 	}
 	pci, err := asn1.Marshal(struct {
 		Policy struct{ Language asn1.ObjectIdentifier }
 	}{Policy: struct{ Language asn1.ObjectIdentifier }{asn1.ObjectIdentifier{1, 3, 6, 1, 5, 5, 7, 21, 1}}})
 	if err != nil {
-		t.Fatalf("ftstest: proxyCertInfo: %v", err)
+		return nil, fmt.Errorf("ftssim: proxyCertInfo: %w", err)
 	}
 	notBefore := now.Add(-time.Hour)
 	if lifetime < 0 {
 		notBefore = now.Add(lifetime - time.Hour)
 	}
-	proxy := createCert(t, &x509.Certificate{
+	exts := []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}}
+	if len(fqans) > 0 {
+		ac, err := vomsExtension(fqans)
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, ac)
+	}
+	proxy, err := createCert(&x509.Certificate{
 		SerialNumber: sn, RawSubject: subject, NotBefore: notBefore, NotAfter: now.Add(lifetime),
 		KeyUsage:        x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtraExtensions: []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}},
+		ExtraExtensions: exts,
 	}, p.userCert, &key.PublicKey, p.userKey)
+	if err != nil {
+		return nil, err
+	}
 	out := certPEM(proxy)
 	out = append(out, keyPEM(key)...)
-	return append(out, certPEM(p.userCert)...)
+	return append(out, certPEM(p.userCert)...), nil
 }

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"bytes"
@@ -23,12 +23,21 @@ const (
 
 // identity is an authenticated user (FTS's UserCredentials).
 type identity struct {
-	dn     string
+	dn     string   // the user's DN (the end-entity certificate's subject)
+	dns    []string // whoami's dn: the user's DN, then the proxy's
 	method string
 	vo     string
-	fqans  []string
+	fqans  []string // VOMS FQANs; nil for a plain proxy or a token
 	dlgID  string
 }
+
+// owns reports whether the identity may read and change job j: every job
+// belongs to the identity that submitted it (its delegation id: the DN and
+// FQANs of a proxy, the issuer and subject of a token). A real server's
+// access level may also open a VO's jobs to all its VOMS users; the
+// simulator keeps them private (a plain proxy's VO is its delegation id, so
+// there the two agree).
+func (id *identity) owns(j *job) bool { return j.credID == id.dlgID }
 
 // authenticate finds the request's credentials: a verified client
 // certificate or proxy chain first, then a bearer token. Without either it
@@ -39,12 +48,12 @@ func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
 		if s.opts.TLS != nil {
 			pool = s.opts.TLS.ClientCAs
 		}
-		eec, err := verifyClientChain(r.TLS.PeerCertificates, pool, time.Now())
+		chain := r.TLS.PeerCertificates
+		eec, err := verifyClientChain(chain, pool, time.Now())
 		if err != nil {
 			return nil, http.StatusForbidden, fmt.Sprintf("Invalid credentials (%v)", err)
 		}
-		dn := formatDN(eec.RawSubject)
-		return &identity{dn: dn, method: methodCert, vo: s.opts.VO, dlgID: delegationID(dn, nil)}, 0, ""
+		return certIdentity(chain, eec), 0, ""
 	}
 	if auth := r.Header.Get("Authorization"); auth != "" {
 		scheme, token, _ := strings.Cut(auth, " ")
@@ -52,16 +61,40 @@ func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return nil, http.StatusForbidden, "Invalid credentials (Authorization header is not a Bearer token)"
 		}
+		if !s.opts.oauth2() {
+			return nil, http.StatusBadRequest, "Unsupported authentication method: method=OAuth2"
+		}
 		if len(s.opts.Tokens) > 0 && !slices.Contains(s.opts.Tokens, token) {
 			return nil, http.StatusForbidden, "Invalid credentials (Could not validate token)"
 		}
-		dlg := delegationID(s.opts.UserDN, nil)
+		// FTS's delegation id of a token user is sha1(iss+sub); a token
+		// that is not a JWT stands for itself.
+		dlg := delegationID("token:"+token, nil)
 		if iss, sub := jwtIssuerSubject(token); iss != "" && sub != "" {
 			dlg = delegationID(iss+sub, nil)
 		}
-		return &identity{dn: s.opts.UserDN, method: methodOAuth, vo: s.opts.VO, dlgID: dlg}, 0, ""
+		return &identity{dn: s.opts.UserDN, dns: []string{s.opts.UserDN}, method: methodOAuth, vo: s.opts.VO, dlgID: dlg}, 0, ""
 	}
 	return nil, http.StatusForbidden, "The user does not belong to any authorized vo"
+}
+
+// certIdentity is the identity of a verified chain whose end-entity
+// certificate is eec: the delegation id from the DN and the FQANs of a
+// VOMS proxy, whose first FQAN names the VO; a plain proxy's VO is its
+// delegation id (FTS's virtual VO, from which deterministic job ids
+// follow).
+func certIdentity(chain []*x509.Certificate, eec *x509.Certificate) *identity {
+	dn := formatDN(eec.RawSubject)
+	id := &identity{dn: dn, dns: []string{dn}, method: methodCert, fqans: vomsFQANs(chain)}
+	if chain[0] != eec {
+		id.dns = append(id.dns, formatDN(chain[0].RawSubject))
+	}
+	id.dlgID = delegationID(dn, id.fqans)
+	id.vo = id.dlgID
+	if len(id.fqans) > 0 {
+		id.vo = strings.SplitN(strings.TrimPrefix(id.fqans[0], "/"), "/", 2)[0]
+	}
+	return id
 }
 
 // jwtIssuerSubject reads iss and sub from a JWT's payload, without
@@ -94,7 +127,7 @@ func (s *Simulator) handleWhoami(w http.ResponseWriter, _ *http.Request, id *ide
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"user_dn":       id.dn,
-		"dn":            []string{id.dn},
+		"dn":            id.dns,
 		"base_id":       baseID,
 		"voms_cred":     fqans,
 		"vos":           []string{id.vo},

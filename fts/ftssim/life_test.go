@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"fmt"
@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
 func TestLife_RecoverableFailureIsRetried(t *testing.T) {
-	f := newFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
+	f := newFixture(t, ftssim.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
 	id := f.submit(jobBody(map[string]any{"retry": 2, "retry_delay": 60}, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 
 	fl := files(t, f.job(id))[0]
@@ -32,7 +33,7 @@ func TestLife_RecoverableFailureIsRetried(t *testing.T) {
 	wantEq(t, "job", j["job_state"], "FAILED")
 	wantEq(t, "job reason", j["reason"], "One or more files failed. Please have a look at the details for more information")
 
-	r := f.do(http.MethodGet, fmt.Sprintf("/jobs/%s/files/%v/retries", id, fl["file_id"]), nil)
+	r := f.do(http.MethodGet, fmt.Sprintf("/jobs/%s/files/%.0f/retries", id, fl["file_id"]), nil)
 	rows := r.list(t)
 	wantEq(t, "retry rows", len(rows), 2)
 	row := rows[1].(map[string]any)
@@ -59,7 +60,7 @@ func TestLife_Recoverability(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.reason, func(t *testing.T) {
-			f := newFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{c.reason}})
+			f := newFixture(t, ftssim.Options{FailureRate: 1, FailureReasons: []string{c.reason}})
 			id := f.submit(jobBody(map[string]any{"retry": 1, "retry_delay": 1}, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 			f.job(id)
 			f.clk.Advance(time.Second)
@@ -72,7 +73,7 @@ func TestLife_Recoverability(t *testing.T) {
 }
 
 func TestLife_RetryDefaults(t *testing.T) {
-	f := newFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}, DefaultRetry: 1})
+	f := newFixture(t, ftssim.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}, DefaultRetry: 1})
 	src, dst := "gsiftp://a.example.org/f", "gsiftp://b.example.org/f"
 	def := f.submit(jobBody(nil, transfer(src, dst)))
 	none := f.submit(jobBody(map[string]any{"retry": -1}, transfer(src, dst)))
@@ -85,7 +86,7 @@ func TestLife_RetryDefaults(t *testing.T) {
 }
 
 func TestLife_QueueExpiry(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: 2 * time.Hour})
+	f := newFixture(t, ftssim.Options{QueueDelay: 2 * time.Hour})
 	id := f.submit(jobBody(map[string]any{"max_time_in_queue": 1}, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 	f.clk.Advance(59 * time.Minute)
 	wantEq(t, "before expiry", f.job(id)["job_state"], "SUBMITTED")
@@ -101,14 +102,14 @@ func TestLife_QueueExpiry(t *testing.T) {
 }
 
 func TestLife_ExpiryLeavesRunningFiles(t *testing.T) {
-	f := newFixture(t, ftstest.Options{TransferTime: 2 * time.Hour})
+	f := newFixture(t, ftssim.Options{TransferTime: 2 * time.Hour})
 	id := f.submit(jobBody(map[string]any{"max_time_in_queue": "1h"}, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 	f.clk.Advance(3 * time.Hour)
 	wantEq(t, "active at expiry, finished later", f.job(id)["job_state"], "FINISHED")
 }
 
 func TestLife_ExpiryCancelsUnusedHops(t *testing.T) {
-	f := newFixture(t, ftstest.Options{TransferTime: 2 * time.Hour})
+	f := newFixture(t, ftssim.Options{TransferTime: 2 * time.Hour})
 	id := f.submit(jobBody(map[string]any{"multihop": true, "max_time_in_queue": "1h"},
 		transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f"), transfer("gsiftp://b.example.org/f", "gsiftp://c.example.org/f")))
 	f.clk.Advance(3 * time.Hour)
@@ -121,11 +122,11 @@ func TestLife_ExpiryCancelsUnusedHops(t *testing.T) {
 }
 
 func TestLife_CancelFiles(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: time.Minute})
+	f := newFixture(t, ftssim.Options{QueueDelay: time.Minute})
 	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"), transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2")))
 	fl := f.do(http.MethodGet, "/jobs/"+id+"/files", nil).list(t)
-	first := fmt.Sprint(fl[0].(map[string]any)["file_id"])
-	second := fmt.Sprint(fl[1].(map[string]any)["file_id"])
+	first := fmt.Sprintf("%.0f", fl[0].(map[string]any)["file_id"])
+	second := fmt.Sprintf("%.0f", fl[1].(map[string]any)["file_id"])
 
 	r := f.do(http.MethodDelete, "/jobs/"+id+"/files/"+first, nil)
 	wantEq(t, "one file", r.json(t), "CANCELED")
@@ -136,7 +137,7 @@ func TestLife_CancelFiles(t *testing.T) {
 }
 
 func TestLife_Multihop(t *testing.T) {
-	f := newFixture(t, ftstest.Options{TransferTime: time.Minute})
+	f := newFixture(t, ftssim.Options{TransferTime: time.Minute})
 	id := f.submit(jobBody(map[string]any{"multihop": true},
 		transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f"), transfer("gsiftp://b.example.org/f", "gsiftp://c.example.org/f")))
 	j := f.job(id)
@@ -152,7 +153,7 @@ func TestLife_Multihop(t *testing.T) {
 }
 
 func TestLife_Replicas(t *testing.T) {
-	f := newFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"SOURCE [2] No such file or directory"}})
+	f := newFixture(t, ftssim.Options{FailureRate: 1, FailureReasons: []string{"SOURCE [2] No such file or directory"}})
 	id := f.submit(map[string]any{"files": []any{map[string]any{
 		"sources": []string{"gsiftp://a.example.org/f", "gsiftp://c.example.org/f"}, "destinations": []string{"gsiftp://b.example.org/f"},
 	}}})
@@ -165,7 +166,7 @@ func TestLife_Replicas(t *testing.T) {
 
 func TestLife_DeterministicUnderSeed(t *testing.T) {
 	run := func(seed int64) string {
-		f := newFixture(t, ftstest.Options{Seed: seed, FailureRate: 0.5})
+		f := newFixture(t, ftssim.Options{Seed: seed, FailureRate: 0.5})
 		var out string
 		for i := 0; i < 20; i++ {
 			id := f.submit(jobBody(nil, transfer(fmt.Sprintf("gsiftp://a.example.org/%d", i), "gsiftp://b.example.org/f")))
@@ -184,7 +185,7 @@ func TestLife_DeterministicUnderSeed(t *testing.T) {
 }
 
 func TestLife_Speed(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{Speed: 3600, TransferTime: time.Hour})
+	srv := ftstest.NewServer(t, ftssim.Options{Speed: 3600, TransferTime: time.Hour, OAuth2: true})
 	c := srv.Client()
 	r := call(t, c, http.MethodPost, srv.URL+"/jobs", testToken, jobBody(nil, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 	id := r.obj(t)["job_id"].(string)
@@ -202,7 +203,7 @@ func TestLife_Speed(t *testing.T) {
 }
 
 func TestLife_TerminalStatesNeverChange(t *testing.T) {
-	f := newFixture(t, ftstest.Options{TransferTime: time.Minute})
+	f := newFixture(t, ftssim.Options{TransferTime: time.Minute})
 	done := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
 	f.clk.Advance(time.Minute)
 	before := f.job(done)
@@ -216,7 +217,7 @@ func TestLife_TerminalStatesNeverChange(t *testing.T) {
 func TestLife_Staging(t *testing.T) {
 	p := ftstest.NewPKI(t)
 	clk := newClock()
-	srv := tlsServer(t, p, ftstest.Options{Now: clk.Now, QueueDelay: time.Minute, TransferTime: time.Minute})
+	srv := tlsServer(t, p, ftssim.Options{Now: clk.Now, QueueDelay: time.Minute, TransferTime: time.Minute, OAuth2: true})
 	cert := certClient(t, p, p.ProxyPEM)
 	body := jobBody(map[string]any{"bring_online": 3600}, transfer("root://tape.example.org//f", "root://disk.example.org//f"))
 

@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"crypto/rand"
@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -49,13 +51,38 @@ func ownDelegation(h handlerFunc) handlerFunc {
 	}
 }
 
-// handleDelegationInfo serves GET /delegation/{dlg}.
-func (s *Simulator) handleDelegationInfo(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
+// modernClientRE matches the User-Agent of FTS clients of 3.12 and later
+// ("fts-rest-client/3.12.1", "fts-python-cli/3.13.0"), to which the server
+// answers an absent delegation with [] instead of null.
+var modernClientRE = regexp.MustCompile(`^fts[\w.-]*/(\d+)\.(\d+)`)
+
+func modernClient(userAgent string) bool {
+	m := modernClientRE.FindStringSubmatch(userAgent)
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	return major > 3 || (major == 3 && minor >= 12)
+}
+
+// handleDelegationInfo serves GET /delegation/{dlg}: the delegation's
+// termination time and the delegated proxy's FQANs ([""] for a plain proxy,
+// as FTS splits its empty attribute string), or null ([] to FTS 3.12+
+// clients) without a delegation.
+func (s *Simulator) handleDelegationInfo(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
 	s.mu.Lock()
 	d := s.dlg[id.dlgID]
 	var reply any
+	if modernClient(r.UserAgent()) {
+		reply = []any{}
+	}
 	if d != nil && d.termination != nil {
-		reply = map[string]any{"termination_time": d.termination.UTC().Format(ftsTime), "voms_attrs": []string{""}}
+		attrs := d.vomsAttrs
+		if len(attrs) == 0 {
+			attrs = []string{""}
+		}
+		reply = map[string]any{"termination_time": d.termination.UTC().Format(ftsTime), "voms_attrs": attrs}
 	}
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, reply)
@@ -148,13 +175,14 @@ func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, 
 		writeError(w, http.StatusBadRequest, "No credential cache found")
 		return
 	}
-	expiry, err := validateProxy(body, key)
+	expiry, fqans, err := validateProxy(body, key)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Could not process the proxy: "+err.Error())
 		return
 	}
 	s.mu.Lock()
 	s.dlg[id.dlgID].termination = &expiry
+	s.dlg[id.dlgID].vomsAttrs = fqans
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusCreated)
 }
@@ -162,8 +190,8 @@ func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, 
 // validateProxy checks a delegated proxy as FTS's _validate_proxy: at
 // least two certificates, the first's key is the stored one, it is signed
 // by the second, and its subject is its issuer plus a trailing CN. It
-// returns the proxy's expiry.
-func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, error) {
+// returns the proxy's expiry and the FQANs its chain carries.
+func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, []string, error) {
 	var certs []*x509.Certificate
 	for rest := body; ; {
 		var b *pem.Block
@@ -182,28 +210,28 @@ func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, error) {
 	}
 	if len(certs) < 2 {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, fmt.Errorf("Malformed proxy")
+		return time.Time{}, nil, fmt.Errorf("Malformed proxy")
 	}
 	proxy, issuer := certs[0], certs[1]
 	pub, ok := proxy.PublicKey.(*rsa.PublicKey)
 	if !ok || !pub.Equal(&key.PublicKey) {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, fmt.Errorf("The proxy does not match the stored associated private key")
+		return time.Time{}, nil, fmt.Errorf("The proxy does not match the stored associated private key")
 	}
 	if err := issuer.CheckSignature(proxy.SignatureAlgorithm, proxy.RawTBSCertificate, proxy.Signature); err != nil {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, fmt.Errorf("Failed to verify the proxy, maybe signed with the wrong private key?")
+		return time.Time{}, nil, fmt.Errorf("Failed to verify the proxy, maybe signed with the wrong private key?")
 	}
 	var sub, iss pkix.RDNSequence
 	_, err1 := asn1.Unmarshal(proxy.RawSubject, &sub)
 	_, err2 := asn1.Unmarshal(proxy.RawIssuer, &iss)
 	if err1 != nil || err2 != nil || len(sub) == 0 || formatRDNs(sub[:len(sub)-1]) != formatRDNs(iss) {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer))
+		return time.Time{}, nil, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer))
 	}
 	if last := sub[len(sub)-1]; len(last) != 1 || !last[0].Type.Equal(oidCN) {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, fmt.Errorf("Missing trailing Common Name in the proxy")
+		return time.Time{}, nil, fmt.Errorf("Missing trailing Common Name in the proxy")
 	}
-	return proxy.NotAfter.UTC(), nil
+	return proxy.NotAfter.UTC(), vomsFQANs(certs), nil
 }

@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"os"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 // localFixture is a LocalFiles simulator and a directory with a 9-byte
 // source file "src" (ADLER32 118d0382).
-func localFixture(t *testing.T, opts ftstest.Options) (*fixture, string) {
+func localFixture(t *testing.T, opts ftssim.Options) (*fixture, string) {
 	t.Helper()
 	opts.LocalFiles = true
 	dir := t.TempDir()
@@ -36,7 +36,7 @@ func readOrMissing(t *testing.T, path string) string {
 }
 
 func TestLocal_Copy(t *testing.T) {
-	f, dir := localFixture(t, ftstest.Options{TransferTime: time.Minute})
+	f, dir := localFixture(t, ftssim.Options{TransferTime: time.Minute})
 	dst := filepath.Join(dir, "a", "b", "dst")
 	tr := transfer(fileURL(filepath.Join(dir, "src")), fileURL(dst))
 	tr["checksum"] = "adler32:118D0382"
@@ -80,7 +80,7 @@ func TestLocal_Failures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f, dir := localFixture(t, ftstest.Options{})
+			f, dir := localFixture(t, ftssim.Options{})
 			src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "out", "dst")
 			if c.missing {
 				src = filepath.Join(dir, "nope")
@@ -110,7 +110,7 @@ func TestLocal_Failures(t *testing.T) {
 }
 
 func TestLocal_FinishedDirty(t *testing.T) {
-	f, dir := localFixture(t, ftstest.Options{})
+	f, dir := localFixture(t, ftssim.Options{})
 	id := f.submit(jobBody(nil,
 		transfer(fileURL(filepath.Join(dir, "src")), fileURL(filepath.Join(dir, "d1"))),
 		transfer(fileURL(filepath.Join(dir, "nope")), fileURL(filepath.Join(dir, "d2")))))
@@ -122,7 +122,7 @@ func TestLocal_FinishedDirty(t *testing.T) {
 }
 
 func TestLocal_EmptyFile(t *testing.T) {
-	f, dir := localFixture(t, ftstest.Options{})
+	f, dir := localFixture(t, ftssim.Options{})
 	if err := os.WriteFile(filepath.Join(dir, "empty"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLocal_EmptyFile(t *testing.T) {
 }
 
 func TestLocal_SourceNotRegular(t *testing.T) {
-	f, dir := localFixture(t, ftstest.Options{})
+	f, dir := localFixture(t, ftssim.Options{})
 	for src, reason := range map[string]string{
 		"/dev/zero": "SOURCE [22] Source is not a regular file",
 		dir:         "SOURCE [21] Source is a directory",
@@ -150,7 +150,7 @@ func TestLocal_SourceNotRegular(t *testing.T) {
 // destination before copying, so a drawn transfer failure (FailureRate 1)
 // never hides a missing source or an existing destination.
 func TestLocal_ChecksBeforeDrawnFailures(t *testing.T) {
-	f, dir := localFixture(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
+	f, dir := localFixture(t, ftssim.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
 	exists := filepath.Join(dir, "exists")
 	if err := os.WriteFile(exists, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"crypto"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/fts/ftssim"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
 
@@ -25,7 +26,7 @@ type delegator struct {
 	userKey crypto.Signer
 }
 
-func newDelegator(t *testing.T, p *ftstest.PKI) *delegator {
+func newDelegator(t *testing.T, p *ftssim.PKI) *delegator {
 	t.Helper()
 	cb, _ := pem.Decode(p.UserCertPEM)
 	kb, _ := pem.Decode(p.UserKeyPEM)
@@ -78,14 +79,14 @@ func (d *delegator) sign(t *testing.T, csrPEM []byte, lifetime time.Duration, mu
 
 func TestDelegation(t *testing.T) {
 	p := ftstest.NewPKI(t)
-	srv := tlsServer(t, p, ftstest.Options{RequireDelegation: true})
+	srv := tlsServer(t, p, ftssim.Options{RequireDelegation: true, OAuth2: true})
 	c := certClient(t, p, p.ProxyPEM)
 	do := func(method, path string, body any) reply { return call(t, c, method, srv.URL+path, "", body) }
 	job := jobBody(nil, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f"))
 
 	r := do(http.MethodPost, "/jobs", job)
 	wantEq(t, "code before delegation", r.code, 419)
-	wantEq(t, "body", r.obj(t), map[string]any{"status": "419 Unknown Error", "message": `No delegation found for "` + p.UserDN + `"`})
+	wantEq(t, "body", r.obj(t), map[string]any{"status": "419 Authentication Timeout", "message": `No delegation found for "` + p.UserDN + `"`})
 	wantEq(t, "bad JSON comes first", do(http.MethodPost, "/jobs", "{").code, 400)
 	wantEq(t, "bearer clients need no delegation", call(t, srv.Client(), http.MethodPost, srv.URL+"/jobs", testToken, job).code, 200)
 

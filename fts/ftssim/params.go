@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"encoding/json"
@@ -154,8 +154,8 @@ func metadataValue(v any) any {
 }
 
 // validateURL is FTS's validate_url; file:// is allowed (without a host)
-// only in LocalFiles mode.
-func validateURL(raw string, local bool) (*url.URL, *submitError) {
+// only in LocalFiles mode, and nothing else in LocalOnly mode.
+func validateURL(raw string, o Options) (*url.URL, *submitError) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, valueError("%v", err)
@@ -163,7 +163,9 @@ func validateURL(raw string, local bool) (*url.URL, *submitError) {
 	switch {
 	case u.Scheme == "":
 		return nil, valueError("Missing scheme (%s)", raw)
-	case u.Scheme == "file" && !local:
+	case u.Scheme != "file" && o.LocalFiles && o.LocalOnly:
+		return nil, valueError("Can not transfer remote files: this in-process FTS simulator copies only file:// URLs; use a real FTS server (--fts https://HOST:8446) (%s)", raw)
+	case u.Scheme == "file" && !o.LocalFiles:
 		return nil, valueError("Can not transfer local files (%s)", raw)
 	case u.Path == "" || (u.Path == "/" && u.RawQuery == ""):
 		return nil, valueError("Missing path (%s)", raw)

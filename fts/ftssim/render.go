@@ -1,4 +1,4 @@
-package ftstest
+package ftssim
 
 import (
 	"bytes"
@@ -28,43 +28,39 @@ func strOrNull(s *string) any {
 
 // jobJSON is the job as FTS serialises its ORM object (model/job.py).
 func jobJSON(j *job) map[string]any {
-	var cancel any
-	if j.canceled {
-		cancel = true
-	}
 	var expiry any
 	if j.expiry != nil {
 		expiry = *j.expiry
 	}
 	return map[string]any{
-		"job_id":              j.id,
-		"source_se":           strOrNull(j.sourceSE),
-		"dest_se":             strOrNull(j.destSE),
-		"job_state":           j.state,
-		"job_type":            j.jobType,
-		"cancel_job":          cancel,
-		"submit_host":         "fts-sim.example.org",
-		"user_dn":             j.userDN,
-		"cred_id":             j.credID,
-		"vo_name":             j.vo,
-		"reason":              strOrNull(j.reason),
-		"submit_time":         timeOrNull(&j.submitTime),
-		"priority":            j.priority,
-		"max_time_in_queue":   expiry,
-		"space_token":         j.spaceToken,
-		"internal_job_params": strOrNull(j.internalParams),
-		"dst_file_report":     j.dstFileReport,
-		"overwrite_flag":      j.overwrite == "Y",
-		"job_finished":        timeOrNull(j.finished),
-		"source_space_token":  j.sourceSpaceToken,
-		"copy_pin_lifetime":   j.copyPinLifetime,
-		"verify_checksum":     j.verifyChecksum,
-		"bring_online":        j.bringOnline,
-		"archive_timeout":     j.archiveTimeout,
-		"target_qos":          strOrNull(j.targetQos),
-		"job_metadata":        j.metadata,
-		"retry":               j.retry,
-		"retry_delay":         j.retryDelay,
+		"job_id":                 j.id,
+		"source_se":              strOrNull(j.sourceSE),
+		"dest_se":                strOrNull(j.destSE),
+		"job_state":              j.state,
+		"job_type":               j.jobType,
+		"cancel_job":             j.canceled,
+		"submit_host":            "fts-sim.example.org",
+		"user_dn":                j.userDN,
+		"cred_id":                j.credID,
+		"vo_name":                j.vo,
+		"reason":                 strOrNull(j.reason),
+		"submit_time":            timeOrNull(&j.submitTime),
+		"priority":               j.priority,
+		"max_time_in_queue":      expiry,
+		"destination_spacetoken": j.spaceToken,
+		"internal_job_params":    strOrNull(j.internalParams),
+		"dst_file_report":        j.dstFileReport,
+		"overwrite_flag":         j.overwrite == "Y",
+		"job_finished":           timeOrNull(j.finished),
+		"source_spacetoken":      j.sourceSpaceToken,
+		"copy_pin_lifetime":      j.copyPinLifetime,
+		"verify_checksum":        j.verifyChecksum,
+		"bring_online":           j.bringOnline,
+		"archive_timeout":        j.archiveTimeout,
+		"target_qos":             strOrNull(j.targetQos),
+		"job_metadata":           j.metadata,
+		"retry":                  j.retry,
+		"retry_delay":            j.retryDelay,
 	}
 }
 
@@ -98,7 +94,7 @@ var fileFields = map[string]func(f *file) any{
 		}
 		return nil
 	},
-	"filesize":             func(f *file) any { return f.filesize },
+	"filesize":             func(f *file) any { return afterTransfer(f, f.filesize) },
 	"checksum":             func(f *file) any { return f.checksum },
 	"finish_time":          func(f *file) any { return timeOrNull(f.finishTime) },
 	"start_time":           func(f *file) any { return timeOrNull(f.startTime) },
@@ -111,8 +107,12 @@ var fileFields = map[string]func(f *file) any{
 		}
 		return nil
 	},
-	"tx_duration":        func(f *file) any { return f.txDuration },
-	"throughput":         func(f *file) any { return f.throughput },
+	"tx_duration":        func(f *file) any { return afterTransfer(f, f.txDuration) },
+	"throughput":         func(f *file) any { return afterTransfer(f, f.throughput) },
+	"scitag":             func(f *file) any { return f.scitag },
+	"src_token_id":       func(*file) any { return nil },
+	"dst_token_id":       func(*file) any { return nil },
+	"file_state_initial": func(f *file) any { return f.initialState },
 	"retry":              func(f *file) any { return f.retry },
 	"user_filesize":      func(f *file) any { return f.userFilesize },
 	"file_metadata":      func(f *file) any { return f.metadata },
@@ -128,6 +128,16 @@ var fileFields = map[string]func(f *file) any{
 	},
 	"log_debug": func(*file) any { return nil },
 	"activity":  func(f *file) any { return f.activity },
+}
+
+// afterTransfer is v once an attempt of the file has ended, null before
+// (FTS leaves filesize, throughput and tx_duration NULL until url-copy
+// reports).
+func afterTransfer[T any](f *file, v T) any {
+	if f.finishTime == nil && f.retry == 0 {
+		return nil
+	}
+	return v
 }
 
 // fileJSON is the file as FTS serialises it, every attribute.
@@ -178,7 +188,7 @@ func statusName(code int) string {
 	case http.StatusOK:
 		return "Ok"
 	case 419:
-		return "Unknown Error"
+		return "Authentication Timeout"
 	}
 	if t := http.StatusText(code); t != "" {
 		return t
@@ -194,9 +204,28 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	writeBody(w, code, "application/json", buf.Bytes())
+}
+
+// writeBody writes a reply. net/http has no reason phrase for 419, so that
+// status line, "419 Authentication Timeout" at a real server, is written on
+// the hijacked connection, which is then closed.
+func writeBody(w http.ResponseWriter, code int, contentType string, body []byte) {
+	if http.StatusText(code) == "" {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, rw, err := hj.Hijack(); err == nil {
+				defer conn.Close()
+				fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+					code, statusName(code), contentType, len(body))
+				_, _ = rw.Write(body)
+				_ = rw.Flush()
+				return
+			}
+		}
+	}
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // writeError writes a view error as FTS does: {"status":"<code> <Name>","message":..}.
@@ -210,6 +239,29 @@ func writeHTMLError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	fmt.Fprintf(w, "<!doctype html>\n<html lang=en>\n<title>%d %s</title>\n<h1>%s</h1>\n<p>%s</p>\n", code, name, name, html.EscapeString(msg))
+}
+
+// apache500 is the page Apache serves when the application behind it fails,
+// as FTS's does while its database is down.
+const apache500 = `<!DOCTYPE HTML PUBLIC "-//IETF//DTD HTML 2.0//EN">
+<html><head>
+<title>500 Internal Server Error</title>
+</head><body>
+<h1>Internal Server Error</h1>
+<p>The server encountered an internal error or
+misconfiguration and was unable to complete
+your request.</p>
+<p>Please contact the server administrator at 
+ root@localhost to inform them of the time this error occurred,
+ and the actions you performed just before this error.</p>
+<p>More information about this error may be available
+in the server error log.</p>
+</body></html>
+`
+
+// writeApache500 answers with Apache's 500 page.
+func writeApache500(w http.ResponseWriter) {
+	writeBody(w, http.StatusInternalServerError, "text/html; charset=iso-8859-1", []byte(apache500))
 }
 
 // msg503 is werkzeug's ServiceUnavailable description.

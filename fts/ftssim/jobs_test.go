@@ -1,4 +1,4 @@
-package ftstest_test
+package ftssim_test
 
 import (
 	"net/http"
@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/fts/ftssim"
 )
 
 func TestSubmit_InstantLife(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/f1", "davs://b.example.org:443/f1")))
 	if !uuid1RE.MatchString(id) {
 		t.Fatalf("job id %q is not a uuid1", id)
@@ -38,7 +38,7 @@ func TestSubmit_InstantLife(t *testing.T) {
 }
 
 func TestStatus_Progression(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: 10 * time.Second, StartDelay: 5 * time.Second, TransferTime: 20 * time.Second})
+	f := newFixture(t, ftssim.Options{QueueDelay: 10 * time.Second, StartDelay: 5 * time.Second, TransferTime: 20 * time.Second})
 	body := jobBody(nil, map[string]any{"sources": []string{"root://a.example.org//f"}, "destinations": []string{"root://b.example.org//f"}, "filesize": 20 << 20})
 	id := f.submit(body)
 	steps := []struct {
@@ -85,7 +85,7 @@ func TestStatus_Progression(t *testing.T) {
 }
 
 func TestStatus_Bulk(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	a := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
 	b := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2")))
 	const missing = "0b6cbf3e-0000-11ee-0000-000000000000"
@@ -135,13 +135,13 @@ func TestStatus_Bulk(t *testing.T) {
 }
 
 func TestSubmit_DeterministicID(t *testing.T) {
-	f := newFixture(t, ftstest.Options{})
+	f := newFixture(t, ftssim.Options{})
 	body := jobBody(map[string]any{"id_generator": "deterministic", "sid": "sid-1"}, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"))
 	// Python: uuid.uuid5(uuid.uuid5(BASE_ID, "cms"), "sid-1").
 	const want = "fb127a67-a1c2-52af-aebe-7b0665810483"
 	wantEq(t, "job id", f.submit(body), want)
-	wantEq(t, "DeterministicJobID", ftstest.DeterministicJobID("cms", "sid-1"), want)
-	wantEq(t, "dteam id", ftstest.DeterministicJobID("dteam", "12345"), "50659f89-a38d-5815-9fbd-565b79a7e354")
+	wantEq(t, "DeterministicJobID", ftssim.DeterministicJobID("cms", "sid-1"), want)
+	wantEq(t, "dteam id", ftssim.DeterministicJobID("dteam", "12345"), "50659f89-a38d-5815-9fbd-565b79a7e354")
 
 	r := f.do(http.MethodPost, "/jobs", body)
 	wantEq(t, "code", r.code, 409)
@@ -155,7 +155,7 @@ func TestSubmit_DeterministicID(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: time.Minute, TransferTime: time.Minute})
+	f := newFixture(t, ftssim.Options{QueueDelay: time.Minute, TransferTime: time.Minute})
 	running := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"), transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2")))
 	f.clk.Advance(time.Minute) // both files READY
 
@@ -204,7 +204,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestModify_Priority(t *testing.T) {
-	f := newFixture(t, ftstest.Options{QueueDelay: time.Hour})
+	f := newFixture(t, ftssim.Options{QueueDelay: time.Hour})
 	id := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
 	r := f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": 5}})
 	wantEq(t, "code", r.code, 200)
