@@ -80,7 +80,8 @@ func TestRun_Dependencies(t *testing.T) {
 
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dependency-wait", "0s").wantCode(t, 2)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never", "--dependency-wait", "1ms").
-		wantCode(t, 0).wantStdout(t, "done 2, failed 1")
+		wantCode(t, 0)
+	wantQueue(t, map[state.State]int{state.StateDone: 2, state.StateFailed: 1}, st, "--user", "bob")
 	out = aso(t, "status", st, ids[2]).wantCode(t, 0)
 	wantMatch(t, out.stdout, `State:\s+failed`, `Reason:\s+dependency `+unknown+` unknown .* after the transfer was created`)
 	out = aso(t, "status", st, ids[1]).wantCode(t, 0)

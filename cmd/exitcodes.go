@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 
 	"github.com/asyncstageout/aso/fts"
@@ -41,6 +42,12 @@ func permanent(err error) error {
 // failing state store or FTS server, a timeout, a lost lock or lease.
 func isTemporary(err error) bool {
 	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	// A file that is missing or unreadable stays so: *fs.PathError has the
+	// methods of a net.Error, but only its timeouts are worth a retry.
+	var pe *fs.PathError
+	if errors.As(err, &pe) && !pe.Timeout() {
 		return false
 	}
 	if errors.Is(err, state.ErrLockLost) || errors.Is(err, state.ErrLeaseLost) ||

@@ -3,7 +3,9 @@ package cmd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/state"
 )
 
 // result is what one aso invocation did.
@@ -92,4 +95,33 @@ func wantMatch(t testing.TB, out string, res ...string) {
 			t.Errorf("output lacks %s:\n%s", re, out)
 		}
 	}
+}
+
+// wantQueue fails the test unless `aso status --json` with args counts
+// exactly want transfers in each state named there.
+func wantQueue(t testing.TB, want map[state.State]int, args ...string) {
+	t.Helper()
+	out := aso(t, append([]string{"status", "--json"}, args...)...).wantCode(t, 0)
+	var got struct {
+		ByState map[state.State]int `json:"by_state"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &got); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out.stdout)
+	}
+	for s, n := range want {
+		if got.ByState[s] != n {
+			t.Errorf("%d transfers %s, want %d (by state: %v)", got.ByState[s], s, n, got.ByState)
+		}
+	}
+}
+
+// createStore creates the empty store named by a --state flag, as an
+// enqueue of nothing does: read-only commands do not create one.
+func createStore(t testing.TB, stateFlag string) {
+	t.Helper()
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	aso(t, stateFlag, "enqueue", "-f", empty).wantCode(t, 0)
 }

@@ -149,7 +149,8 @@ func TestLog_JSONWithoutSecrets(t *testing.T) {
 // TestConfig_PrecedenceOfUser observes the user that status reports for,
 // with the store itself named in the config file.
 func TestConfig_PrecedenceOfUser(t *testing.T) {
-	_, path := stateFile(t)
+	flag, path := stateFile(t)
+	createStore(t, flag)
 	cfg := writeConfig(t, "state: file:"+path+"\nuser: carol\nlog-level: warn\n")
 	for _, tc := range []struct {
 		name string
@@ -172,7 +173,9 @@ func TestConfig_PrecedenceOfUser(t *testing.T) {
 			}
 		})
 	}
-	r := invocation{env: map[string]string{"USER": "login"}}.run(t, newState(t), "status", "--json").wantCode(t, 0)
+	flag = newState(t)
+	createStore(t, flag)
+	r := invocation{env: map[string]string{"USER": "login"}}.run(t, flag, "status", "--json").wantCode(t, 0)
 	if !strings.Contains(r.stdout, `"user": "login"`) {
 		t.Errorf("without --user: want the login name:\n%s", r.stdout)
 	}

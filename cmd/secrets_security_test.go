@@ -205,13 +205,17 @@ func TestSecrets_NeverShown(t *testing.T) {
 	wrongURL := []string{"ASO_STATE=" + withPassword(sw.secrets["wrong password"])}
 	wrongEnv := []string{envState[0], envState[1], "ASO_COUCHDB_PASSWORD=" + sw.secrets["wrong password"]}
 	down := []string{"ASO_STATE=http://asoadmin:" + sw.secrets["URL password"] + "@" + closedPort(t) + "/" + dbName, "ASO_COUCHDB_TIMEOUT=2s"}
-	for _, env := range [][]string{wrongURL, wrongEnv, down} {
+	for _, env := range [][]string{wrongURL, wrongEnv} {
 		sw.want(1, env, "", "status")
 		sw.want(1, env, requests.String(), "enqueue")
 		sw.want(1, env, "", runFlags...)
 	}
+	// a store that does not answer is temporary (75): run again later
+	sw.want(cmd.ExitTempFail, down, "", "status")
+	sw.want(cmd.ExitTempFail, down, requests.String(), "enqueue")
+	sw.want(cmd.ExitTempFail, down, "", runFlags...)
 	sw.want(1, wrongURL, "", "init")
-	sw.want(1, down, "", "kill", killID)
+	sw.want(cmd.ExitTempFail, down, "", "kill", killID)
 	sw.want(0, envState, "", "retry", "--failed") // work for the runs against a bad FTS
 	// FTS refusing the token, then not answering: the transfer is aborted
 	// each time (-1: any exit code), and is claimable again at once
@@ -224,8 +228,9 @@ func TestSecrets_NeverShown(t *testing.T) {
 	looseToken, looseProxy := filepath.Join(dir, "loose-token"), filepath.Join(dir, "loose-proxy")
 	noErr(t, os.WriteFile(looseToken, []byte(sw.secrets["token"]+"\n"), 0o640))
 	noErr(t, os.WriteFile(looseProxy, []byte("-----BEGIN RSA PRIVATE KEY-----\n"+sw.secrets["proxy key"]+"\n-----END RSA PRIVATE KEY-----\n"), 0o644))
-	sw.want(1, urlState, "", "run", "--fts", sim.URL, "--insecure", "--token-file", looseToken)
-	sw.want(1, urlState, "", "run", "--fts", sim.URL, "--insecure", "--proxy", looseProxy)
+	// credentials a person must fix are permanent (78)
+	sw.want(cmd.ExitConfig, urlState, "", "run", "--fts", sim.URL, "--insecure", "--token-file", looseToken)
+	sw.want(cmd.ExitConfig, urlState, "", "run", "--fts", sim.URL, "--insecure", "--proxy", looseProxy)
 	sw.reached("loose-token is accessible by group or others (mode 0640); run: chmod 600", "loose-proxy is accessible by group or others (mode 0644)")
 	// the password given on the command line (against the advice) is not echoed either
 	sw.want(1, nil, "", "--state", withPassword(sw.secrets["wrong password"]), "status")
