@@ -33,7 +33,7 @@ type FTSOptions struct {
 // AddFlags registers the FTS flags on cmd.
 func (o *FTSOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.Endpoint, "fts", "local", `FTS3 REST endpoint (https://HOST:8446), or "local" for the in-process simulator with real file:// copies`)
+	f.StringVar(&o.Endpoint, "fts", "local", `FTS3 REST endpoint (https://HOST:8446), or "local" for the in-process simulator, which copies file:// URLs and refuses every other`)
 	f.StringVar(&o.Proxy, "proxy", "", "X.509 proxy (default $X509_USER_PROXY, then /tmp/x509up_u<uid>)")
 	f.StringVar(&o.TokenFile, "token-file", "", "OAuth2 bearer token file instead of a proxy (default $BEARER_TOKEN_FILE)")
 	f.StringVar(&o.CertDir, "cert-dir", "", "CA certificates directory (default $X509_CERT_DIR, then /etc/grid-security/certificates)")
@@ -52,11 +52,17 @@ func (o *FTSOptions) proxyPath(g *Globals) string {
 	return fts.DefaultProxyPath(g.Getenv, os.Getuid())
 }
 
-// Open returns a client for the configured server. For "local" it starts the
-// simulator in-process on loopback and authenticates with a random token;
-// the returned function stops it.
+// localFTS names the in-process simulator in logs.
+const localFTS = "in-process simulator (file:// only)"
+
+// Open returns a client for the configured server, and logs which server
+// that is. For "local" it starts the simulator in-process on loopback,
+// copying file:// URLs and refusing every other at submission (nothing is
+// reported done that was not copied), and authenticates with a random
+// token; the returned function stops it.
 func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(), error) {
 	if o.Endpoint != "local" {
+		g.Log.WithField("fts", o.Endpoint).Info("FTS: " + o.Endpoint)
 		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation}
 		cfg.TokenFile = firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
 		if cfg.TokenFile == "" {
@@ -80,7 +86,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 	_, _ = rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
 	srv, err := ftssim.Start("127.0.0.1:0", ftssim.Options{
-		Seed: o.SimSeed, FailureRate: o.SimFailure, LocalFiles: true, Tokens: []string{token}, Speed: 1,
+		Seed: o.SimSeed, FailureRate: o.SimFailure, LocalFiles: true, LocalOnly: true, Tokens: []string{token}, Speed: 1,
 		TransferTime: o.SimTransfer,
 	})
 	if err != nil {
@@ -102,7 +108,10 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		cleanup()
 		return nil, nil, err
 	}
-	g.Log.WithField("url", srv.URL).Info("local FTS simulator started")
+	// Warn: a run meant for a real server lands here when --fts (ASO_FTS,
+	// or fts: in the config file) is missing or misspelled.
+	g.Log.WithField("fts", localFTS).WithField("url", srv.URL).
+		Warn("FTS: " + localFTS + "; give --fts https://HOST:8446 (or ASO_FTS, or fts: in the config file) to use a real FTS server")
 	return c, cleanup, nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/srm"
 )
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the test
@@ -234,4 +235,36 @@ func TestFTSSim_FailureReasonsFile(t *testing.T) {
 	if f["file_state"] != "FAILED" || f["reason"] != "SOURCE [2] Result HTTP 404 : File not found  after 1 attempts" || f["retry"] != 0.0 {
 		t.Errorf("file %v: want FAILED at once (SOURCE ENOENT is not recoverable) with the file's reason", f)
 	}
+}
+
+// TestRun_LocalSimulatorRefusesRemoteURLs: the in-process simulator (aso run
+// without --fts) copies file:// URLs only. A davs:// transfer is refused at
+// submission, so it fails visibly and nothing is recorded done that was not
+// copied; the log says which FTS the run used.
+func TestRun_LocalSimulatorRefusesRemoteURLs(t *testing.T) {
+	if _, err := exec.LookPath("gfal-rm"); err != nil {
+		t.Fatalf("gfal-rm not found: %s", srm.GfalRmInstallHint())
+	}
+	dir := t.TempDir()
+	sites := filepath.Join(dir, "sites.yaml")
+	body := "T2_XX_A:\n  protocol: davs\n  rules:\n    - path-match: /store/(.*)\n      result: davs://se-a.example.org:2880/store/$1\n" +
+		"T1_XX_B:\n  protocol: davs\n  rules:\n    - path-match: /store/(.*)\n      result: davs://se-b.example.org:2880/store/$1\n"
+	if err := os.WriteFile(sites, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	requests := filepath.Join(dir, "requests.jsonl")
+	req := `{"user": "bob", "source": "T2_XX_A", "destination": "T1_XX_B", "source_lfn": "/store/temp/user/bob/f1", "destination_lfn": "/store/user/bob/f1", "size": 10, "checksums": {"adler32": "0a1b2c3d"}}`
+	if err := os.WriteFile(requests, []byte(req+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	// one attempt: the refusal is final at once, instead of after the cool-offs
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never", "--max-attempts", "1")
+	r.wantCode(t, 0).wantStdout(t, "done 0, failed 1")
+	if !strings.Contains(r.stderr, "FTS: in-process simulator (file:// only)") {
+		t.Errorf("the log does not say which FTS the run used:\n%s", r.stderr)
+	}
+	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	wantMatch(t, js.stdout, `copies only file:// URLs`, `"state": "failed"`)
 }
