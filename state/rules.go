@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The functions below are the state machine of DESIGN.md as pure functions on
+// The functions below are the state machine of docs/design.md (section 3) as pure functions on
 // a Transfer. Backends read a document, apply one of them, and write it back
 // revision-checked; on a conflict they re-read and apply it again, so the
 // same checks decide whether the item is still theirs.

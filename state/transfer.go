@@ -15,7 +15,7 @@ const DocType = "transfer"
 // State is the life-cycle state of a transfer.
 type State string
 
-// The states of DESIGN.md. new -> acquired -> submitted -> done|failed|killed.
+// The states of docs/design.md (section 3). new -> acquired -> submitted -> done|failed|killed.
 const (
 	StateNew       State = "new"
 	StateAcquired  State = "acquired"
