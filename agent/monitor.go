@@ -130,7 +130,7 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []o
 	}
 	// the client bounds each request of 100 jobs by its own timeout; a batch
 	// that times out comes back with Err set and is skipped this pass
-	sts, err := a.fts.Status(work, ids)
+	sts, err := a.statusAt(work, jobs)
 	if err != nil {
 		ps.Errors++
 		log.WithError(err).Error("FTS status failed")
@@ -287,7 +287,11 @@ func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome,
 			fids[i] = k.fileID
 		}
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		states, err := a.fts.CancelFiles(ctx, job, fids)
+		f, err := a.ftsAt(ctx, ks[0].t.FTSEndpoint)
+		var states []string
+		if err == nil {
+			states, err = f.CancelFiles(ctx, job, fids)
+		}
 		cancel()
 		log := a.log.WithField(FieldPhase, "monitor").WithField(FieldJob, job)
 		if err != nil {
