@@ -127,7 +127,7 @@ func TestRun_FailureReasons(t *testing.T) {
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0).
 		wantStdout(t, "done 4, failed 2", "queue of bob: new 0, acquired 0, submitted 0, done 4, failed 2, killed 0")
 	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
-	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+SOURCE \[2\] No such file or directory$`)
+	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+source_missing\s+SOURCE \[2\] No such file or directory$`)
 	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
 	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
 }

@@ -15,9 +15,9 @@ import (
 // waiting to be retried.
 type ReasonCount struct {
 	Reason     string `json:"reason"`
-	ErrorClass string `json:"error_class,omitempty"`
 	State      string `json:"state"` // "failed" or "retrying"
 	Count      int    `json:"count"`
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // failureReasons lists why the user's transfers failed or are being
