@@ -58,6 +58,13 @@ type Agent struct {
 	// is intact (FTS refused our credentials).
 	fatal atomic.Pointer[error]
 
+	// OpenFTS, if set, opens a client of another FTS endpoint, with the
+	// run's credentials, for the jobs submitted there (see ftsAt).
+	OpenFTS func(ctx context.Context, endpoint string) (FTS, error)
+	// others are the clients opened by OpenFTS, by endpoint.
+	others   map[string]FTS
+	othersMu sync.Mutex
+
 	// OnPass, if set, is called after every pass with its statistics.
 	OnPass func(PassStats)
 	// Report, if set, receives the dry-run plan.
@@ -83,6 +90,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
 		deleteSkips:    map[string]int{},
+		others:         map[string]FTS{},
 	}
 	a.store = fencedStore{instrumentedStore{store, m}, a}
 	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, m}, a}, fencedDeleter{d, a}

@@ -60,6 +60,10 @@ type Config struct {
 	FTSRetryDelay  int    // seconds between FTS-side retries (0: server default)
 	MaxTimeInQueue string // e.g. "12h"
 	Activity       string
+	// FTSEndpoint names the FTS server of the FTS client given to New: it is
+	// recorded on each submitted transfer, and jobs recorded with another
+	// endpoint are followed there (Agent.OpenFTS). "": none recorded.
+	FTSEndpoint string
 
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time

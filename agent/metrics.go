@@ -15,6 +15,7 @@ import (
 type Metrics struct {
 	reg       *prometheus.Registry
 	transfers *prometheus.CounterVec
+	failures  *prometheus.CounterVec
 	events    *prometheus.CounterVec
 	requests  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
@@ -30,6 +31,9 @@ func NewMetrics() *Metrics {
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aso_transfers_total", Help: "Transfer outcomes recorded, by outcome (done, failed, retried, killed, lost).",
 		}, []string{"outcome"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aso_transfer_failures_total", Help: "FTS failures recorded, by outcome (failed, retried) and error class.",
+		}, []string{"outcome", "error_class"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aso_events_total", Help: "Agent events: claimed, submitted, aborted, progress, deleted, delete_failed.",
 		}, []string{"event"}),
@@ -47,7 +51,7 @@ func NewMetrics() *Metrics {
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "aso_active_transfers", Help: "Transfers running in FTS at the last pass."}),
 		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "aso_passes_total", Help: "Passes of the agent loop."}),
 	}
-	m.reg.MustRegister(m.transfers, m.events, m.requests, m.errors, m.phase, m.active, m.passes)
+	m.reg.MustRegister(m.transfers, m.failures, m.events, m.requests, m.errors, m.phase, m.active, m.passes)
 	return m
 }
 

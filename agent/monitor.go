@@ -19,6 +19,7 @@ type outcome struct {
 	outcome   state.Outcome
 	reason    string
 	retryable bool
+	class     fts.ErrorClass // of a failure
 	// deleteDest: the destination copy must be deleted before recording
 	// (a failed or cancelled transfer may have left a partial file). Never
 	// for a lost job: nothing says that job wrote the file at the
@@ -30,7 +31,7 @@ type outcome struct {
 
 // terminal is the SetTerminalState item of o.
 func (o *outcome) terminal() state.Terminal {
-	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, FTSJob: o.job}
+	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, ErrorClass: string(o.class), FTSJob: o.job}
 }
 
 // monitorPhase checks the user's active transfers in FTS and records their
@@ -129,7 +130,7 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []o
 	}
 	// the client bounds each request of 100 jobs by its own timeout; a batch
 	// that times out comes back with Err set and is skipped this pass
-	sts, err := a.fts.Status(work, ids)
+	sts, err := a.statusAt(work, jobs)
 	if err != nil {
 		ps.Errors++
 		log.WithError(err).Error("FTS status failed")
@@ -220,8 +221,7 @@ func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, boo
 	case "FAILED", "NOT_USED":
 		o.outcome = state.OutcomeFailed
 		o.reason = orDefault(f.Reason, "FTS reported "+f.State+" without a reason")
-		o.retryable = Retryable(o.reason)
-		o.deleteDest = ownsDestination(o.reason)
+		o.class, o.retryable, o.deleteDest = classify(f, o.reason)
 		return o, true
 	}
 	return outcome{}, false
@@ -287,7 +287,11 @@ func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome,
 			fids[i] = k.fileID
 		}
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		states, err := a.fts.CancelFiles(ctx, job, fids)
+		f, err := a.ftsAt(ctx, ks[0].t.FTSEndpoint)
+		var states []string
+		if err == nil {
+			states, err = f.CancelFiles(ctx, job, fids)
+		}
 		cancel()
 		log := a.log.WithField(FieldPhase, "monitor").WithField(FieldJob, job)
 		if err != nil {

@@ -8,33 +8,48 @@ import (
 )
 
 // resolvePending settles submissions whose outcome is unknown: it looks
-// their jobs up in FTS by deterministic ID (one bulk status request per 100
-// jobs). A job FTS has is adopted (committed); one FTS has never seen is
-// submitted again with the same sid, which FTS would refuse with 409 had the
+// their jobs up by deterministic ID on the FTS endpoint each sid was
+// submitted to (one bulk status request per 100 jobs). A job FTS has is
+// adopted (committed); one FTS has never seen is submitted again with the
+// same sid to the same endpoint, which would refuse it with 409 had the
 // first submission reached it.
 func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
 	if len(a.pending) == 0 || work.Err() != nil {
 		return
 	}
+	endpoints, byEndpoint := a.pendingByEndpoint()
+	for _, ep := range endpoints {
+		a.resolvePendingAt(work, ep, byEndpoint[ep], ps)
+	}
+}
+
+// resolvePendingAt is resolvePending of the pending jobs of one endpoint.
+func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending []*pendingJob, ps *PassStats) {
 	log := a.log.WithField(FieldPhase, "submit")
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	vo, err := a.fts.VO(ctx)
+	f, err := a.ftsAt(ctx, endpoint)
+	if err != nil {
+		ps.Errors++
+		log.WithError(err).Error("pending submissions are retried next pass")
+		return
+	}
+	vo, err := f.VO(ctx)
 	if err != nil {
 		ps.Errors++
 		log.WithError(err).Error("FTS whoami failed; pending submissions are retried next pass")
 		return
 	}
-	jobs := make([]*pendingJob, 0, len(a.pending))
-	ids := make([]string, 0, len(a.pending))
-	for _, p := range a.pending {
+	jobs := make([]*pendingJob, 0, len(pending))
+	ids := make([]string, 0, len(pending))
+	for _, p := range pending {
 		if p.jobID == "" {
 			p.jobID = fts.JobIDFromSID(vo, p.sid)
 		}
 		jobs = append(jobs, p)
 		ids = append(ids, p.jobID)
 	}
-	sts, err := a.fts.Status(ctx, ids)
+	sts, err := f.Status(ctx, ids)
 	if err != nil {
 		ps.Errors++
 		log.WithError(err).Error("FTS status of pending submissions failed; retried next pass")

@@ -108,6 +108,7 @@ func (a *Agent) countOutcome(t *state.Terminal, ps *PassStats) {
 		} else {
 			ps.Failed++
 		}
+		a.metrics.failures.WithLabelValues(label, state.FailureClass(t.ErrorClass)).Inc()
 	}
 	a.metrics.transfers.WithLabelValues(label).Inc()
 }

@@ -26,11 +26,12 @@ type planned struct {
 // its deterministic ID, and resubmitted with the same sid only if FTS has
 // never seen it, so it is never submitted twice.
 type pendingJob struct {
-	sid   string
-	jobID string // known once FTS accepted it or answered 409
-	ids   []string
-	files []planned // empty for jobs recovered from the store; resolved again when needed
-	prio  int
+	sid      string
+	endpoint string // the FTS server the sid goes to ("": the agent's own)
+	jobID    string // known once FTS accepted it or answered 409
+	ids      []string
+	files    []planned // empty for jobs recovered from the store; resolved again when needed
+	prio     int
 }
 
 // jobKey groups transfers into FTS jobs: one link, one FTS priority.
@@ -108,7 +109,7 @@ func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) 
 			// claimed again after a crash between submission and commit
 			p := a.pending[t.SubmitSID]
 			if p == nil {
-				p = &pendingJob{sid: t.SubmitSID, prio: ftsPriority(t.Priority)}
+				p = &pendingJob{sid: t.SubmitSID, endpoint: t.FTSEndpoint, prio: ftsPriority(t.Priority)}
 				a.pending[t.SubmitSID] = p
 			}
 			p.ids = append(p.ids, t.ID)
@@ -206,9 +207,9 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 	held := make([][]state.Transfer, len(jobs))
 	preps := make([]state.PrepareJob, len(jobs))
 	for k, j := range jobs {
-		j.sid = uuid.NewString()
+		j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
 		held[k] = a.claims.get(j.ids)
-		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid}
+		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid, Endpoint: j.endpoint}
 	}
 	res, err := a.multi.PrepareSubmits(ctx, preps)
 	if err != nil {
@@ -292,12 +293,12 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 // submitJob writes the sid ahead, submits, and commits or aborts.
 func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 	log := a.log.WithField(FieldPhase, "submit")
-	j.sid = uuid.NewString()
+	j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
 	a.claims.mu.Lock()
 	ts := a.claims.get(j.ids)
-	res, err := a.store.PrepareSubmit(ctx, ts, j.sid)
+	res, err := a.prepareOne(ctx, ts, j.sid)
 	if err != nil {
 		a.claims.mu.Unlock()
 		ps.Errors++
@@ -318,7 +319,7 @@ func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
 // transfers that were written and becomes pending. It reports whether any
 // was. The caller holds a.claims.mu.
 func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, res []state.Result) bool {
-	ok, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.SubmitSID = j.sid })
+	ok, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint })
 	a.logLost(log, lost)
 	if len(ok) == 0 {
 		return false
@@ -340,8 +341,15 @@ func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, 
 // whether FTS accepted the job, which the caller then commits.
 func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	jobID, err := a.fts.Submit(ctx, a.submission(j))
-	cancel()
+	defer cancel()
+	f, err := a.ftsAt(ctx, j.endpoint)
+	if err != nil {
+		// the sid went to an endpoint out of reach: it stays pending
+		ps.Errors++
+		a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid).WithError(err).Warn("cannot resubmit to the job's endpoint; retried next pass")
+		return false
+	}
+	jobID, err := f.Submit(ctx, a.submission(j))
 	return a.sent(work, j, jobID, err, ps)
 }
 

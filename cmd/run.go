@@ -121,11 +121,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 
 	cfg := o.Agent
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
+	cfg.FTSEndpoint = o.FTS.endpointName()
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
 	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
 	if err != nil {
 		return err
 	}
+	ag.OpenFTS = o.FTS.openOther(g)
 	view := newProgressView(g, o.Progress)
 	ag.OnPass = func(ps agent.PassStats) {
 		view.pass(ps)

@@ -134,7 +134,7 @@ func TestRun_FailureReasons(t *testing.T) {
 	wantMatch(t, r.stderr, `"done":4,.*"failed":2,.*"msg":"run summary"`,
 		`\{"acquired":0,"done":4,"failed":2,"killed":0,"level":"info","msg":"queue after the run","new":0,"submitted":0,`)
 	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
-	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+SOURCE \[2\] No such file or directory$`)
+	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+source_missing\s+SOURCE \[2\] No such file or directory$`)
 	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
 	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -94,15 +95,18 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 // StatusJSON is what `aso status --json` prints. Every state appears in
 // by_state (and in each link's and user's counts), with 0 when none.
 type StatusJSON struct {
-	User          string                         `json:"user,omitempty"` // empty for --all-users
-	Total         int                            `json:"total"`
-	ByState       map[state.State]int            `json:"by_state"`
-	ByLink        map[string]map[state.State]int `json:"by_link"`
-	ByUser        map[string]map[state.State]int `json:"by_user,omitempty"`
-	OldestWaiting *state.Transfer                `json:"oldest_waiting"`
-	Stale         []state.Transfer               `json:"stale"`
-	StuckAcquired []state.Transfer               `json:"stuck_acquired"`
-	Invalid       []state.InvalidDoc             `json:"invalid"`
+	User    string                         `json:"user,omitempty"` // empty for --all-users
+	Total   int                            `json:"total"`
+	ByState map[state.State]int            `json:"by_state"`
+	ByLink  map[string]map[state.State]int `json:"by_link"`
+	ByUser  map[string]map[state.State]int `json:"by_user,omitempty"`
+	// ByErrorClass counts failed transfers by error class, every class
+	// present (0 when none); "unknown" also holds failures not from FTS.
+	ByErrorClass  map[string]int     `json:"by_error_class"`
+	OldestWaiting *state.Transfer    `json:"oldest_waiting"`
+	Stale         []state.Transfer   `json:"stale"`
+	StuckAcquired []state.Transfer   `json:"stuck_acquired"`
+	Invalid       []state.InvalidDoc `json:"invalid"`
 	// FailureReasons counts failed and retrying transfers by reason.
 	FailureReasons []ReasonCount `json:"failure_reasons"`
 }
@@ -112,7 +116,13 @@ func newStatusJSON(user string, s state.Summary) StatusJSON {
 		User: user, Total: s.Total, ByState: allStates(s.ByState),
 		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
 		Stale: nonNil(s.Stale), StuckAcquired: nonNil(s.StuckAcquired), Invalid: nonNil(s.Invalid),
-		FailureReasons: []ReasonCount{},
+		FailureReasons: []ReasonCount{}, ByErrorClass: map[string]int{},
+	}
+	for _, c := range fts.ErrorClasses {
+		out.ByErrorClass[string(c)] = 0
+	}
+	for c, n := range s.ByErrorClass {
+		out.ByErrorClass[c] += n
 	}
 	for link, m := range s.ByLink {
 		out.ByLink[link] = allStates(m)
@@ -162,6 +172,7 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 		fmt.Fprintf(tw, "%s\t%d\n", st, s.ByState[st])
 	}
 	tw.Flush()
+	classTable(w, s.ByErrorClass)
 	countTable(w, "LINK", s.ByLink)
 	if user == "" {
 		countTable(w, "USER", s.ByUser)
@@ -192,6 +203,34 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 		tw.Flush()
 	}
 	return nil
+}
+
+// classTable prints the failed transfers by error class, in the order of
+// fts.ErrorClasses (then any other stored class), or nothing without any.
+func classTable(w io.Writer, m map[string]int) {
+	if len(m) == 0 {
+		return
+	}
+	order := make([]string, 0, len(m))
+	for _, c := range fts.ErrorClasses {
+		if m[string(c)] > 0 {
+			order = append(order, string(c))
+		}
+	}
+	var other []string
+	for c, n := range m {
+		if n > 0 && !fts.ErrorClass(c).Valid() {
+			other = append(other, c)
+		}
+	}
+	sort.Strings(other)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "FAILED BY ERROR CLASS\tCOUNT\n")
+	for _, c := range append(order, other...) {
+		fmt.Fprintf(tw, "%s\t%d\n", c, m[c])
+	}
+	tw.Flush()
 }
 
 // countTable prints counts by state of each key (link or user), sorted.

@@ -11,11 +11,13 @@ import (
 )
 
 // ReasonCount counts transfers by the class of their last failure reason
-// (state.ReasonClass): failed ones, and new ones waiting to be retried.
+// (state.ReasonClass) and its error class: failed ones, and new ones
+// waiting to be retried.
 type ReasonCount struct {
-	Reason string `json:"reason"`
-	State  string `json:"state"` // "failed" or "retrying"
-	Count  int    `json:"count"`
+	Reason     string `json:"reason"`
+	State      string `json:"state"` // "failed" or "retrying"
+	Count      int    `json:"count"`
+	ErrorClass string `json:"error_class,omitempty"`
 }
 
 // failureReasons lists why the user's transfers failed or are being
@@ -25,20 +27,20 @@ func failureReasons(ctx context.Context, st state.Store, user string) ([]ReasonC
 	if err != nil {
 		return nil, fmt.Errorf("status: failure reasons: %w", err)
 	}
-	type key struct{ reason, state string }
+	type key struct{ reason, class, state string }
 	counts := map[key]int{}
 	for i := range ts {
 		t := &ts[i]
 		switch {
 		case t.State == state.StateFailed:
-			counts[key{state.ReasonClass(t.Reason), "failed"}]++
+			counts[key{state.ReasonClass(t.Reason), t.ErrorClass, "failed"}]++
 		case t.Attempts > 0 && t.Reason != "":
-			counts[key{state.ReasonClass(t.Reason), "retrying"}]++
+			counts[key{state.ReasonClass(t.Reason), t.ErrorClass, "retrying"}]++
 		}
 	}
 	out := make([]ReasonCount, 0, len(counts))
 	for k, n := range counts {
-		out = append(out, ReasonCount{Reason: k.reason, State: k.state, Count: n})
+		out = append(out, ReasonCount{Reason: k.reason, ErrorClass: k.class, State: k.state, Count: n})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {
@@ -58,9 +60,9 @@ func printReasons(w io.Writer, rs []ReasonCount) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "COUNT\tSTATE\tREASON\n")
+	fmt.Fprintf(tw, "COUNT\tSTATE\tCLASS\tREASON\n")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", r.Count, r.State, r.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.Count, r.State, orDash(r.ErrorClass), r.Reason)
 	}
 	tw.Flush()
 }

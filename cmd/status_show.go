@@ -69,6 +69,9 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	if t.Reason != "" {
 		field("Reason", "%s", t.Reason)
 	}
+	if t.ErrorClass != "" {
+		field("Error class", "%s", t.ErrorClass)
+	}
 	if t.KillRequested {
 		field("Kill requested", "yes (the agent cancels it in FTS)")
 	}
@@ -80,6 +83,9 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	}
 	if t.SubmitSID != "" {
 		field("Submit SID", "%s", t.SubmitSID)
+	}
+	if t.FTSEndpoint != "" {
+		field("FTS endpoint", "%s", t.FTSEndpoint)
 	}
 	if t.FTSJob != "" {
 		field("FTS job", "%s (file %d)", t.FTSJob, t.FTSFileID)
