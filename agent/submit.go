@@ -145,7 +145,7 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 		src, err := a.sites.ResolveFor(t.Source, t.SourceLFN, t.Destination)
 		if err == nil {
 			var dst string
-			dst, err = a.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Source)
+			dst, err = a.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Destination)
 			if err == nil {
 				k := jobKey{t.Source, t.Destination, ftsPriority(t.Priority)}
 				groups[k] = append(groups[k], planned{id: t.ID, src: src, dst: dst})

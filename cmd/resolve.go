@@ -22,7 +22,7 @@ type ResolveOptions struct {
 // AddFlags registers the flags of `aso resolve`.
 func (o *ResolveOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.Sites, "sites", "", "sites file (YAML or JSON): each site's protocol and LFN-to-PFN rules, inline or from storage.xml/storage.json")
-	cmd.Flags().StringVar(&o.Destination, "destination", "", "the other site of the transfer, for rules with a destination-match")
+	cmd.Flags().StringVar(&o.Destination, "destination", "", "the destination site of the transfer (for either end), for rules with a destination-match")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print {site, lfn, destination, pfn} as one JSON line")
 }
 

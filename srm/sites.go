@@ -182,7 +182,10 @@ func (s *Sites) Resolve(site, lfn string) (string, error) {
 }
 
 // ResolveFor is Resolve with every rule's destination-match evaluated
-// against destination, the name of the other site of the transfer.
+// against destination, the transfer's destination site, for its source
+// PFN and its destination PFN alike: PhEDEx, which defined
+// destination-match for transfers, evaluates it against the destination
+// node for both ends.
 func (s *Sites) ResolveFor(site, lfn, destination string) (string, error) {
 	c, ok := s.sites[site]
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // parseStorageXML reads the lfn-to-pfn rules of a CMS storage.xml:
@@ -18,12 +19,17 @@ import (
 //	  ...
 //	</storage-mapping>
 //
-// in file order. pfn-to-lfn rules and other elements are ignored. name is
-// the file's name, used in each rule's position ("storage.xml line 12").
+// in file order, also when the catalogue is wrapped in <phedex> as the
+// PhEDEx data service serves it (<phedex><storage-mapping>...), as WMCore
+// reads it. pfn-to-lfn rules and other elements are ignored. A file that
+// declares encoding="ISO-8859-1" (or US-ASCII) is read as such, as WMCore
+// and CMSSW read it. name is the file's name, used in each rule's position
+// ("storage.xml line 12").
 func parseStorageXML(data []byte, name string) ([]ruleSource, error) {
 	dec := xml.NewDecoder(bytes.NewReader(data))
+	dec.CharsetReader = charsetReader
 	var srcs []ruleSource
-	depth, rootSeen := 0, false
+	depth, mapDepth, wrapped, mapSeen := 0, 0, false, false
 	for {
 		line, _ := dec.InputPos()
 		tok, err := dec.Token()
@@ -37,25 +43,48 @@ func parseStorageXML(data []byte, name string) ([]ruleSource, error) {
 		case xml.StartElement:
 			depth++
 			switch {
-			case depth == 1:
-				if t.Name.Local != "storage-mapping" {
-					return nil, fmt.Errorf("%s line %d: root element is <%s>, want <storage-mapping>", name, line, t.Name.Local)
-				}
-				rootSeen = true
-			case depth == 2 && t.Name.Local == "lfn-to-pfn":
+			case depth == 1 && t.Name.Local == "phedex":
+				wrapped = true
+			case depth == 1 && t.Name.Local != "storage-mapping":
+				return nil, fmt.Errorf("%s line %d: root element is <%s>, want <storage-mapping> (or <phedex> around it)", name, line, t.Name.Local)
+			case t.Name.Local == "storage-mapping" && (depth == 1 || depth == 2 && wrapped):
+				mapDepth, mapSeen = depth, true
+			case mapDepth > 0 && depth == mapDepth+1 && t.Name.Local == "lfn-to-pfn":
 				srcs = append(srcs, xmlRule(t, fmt.Sprintf("%s line %d", name, line)))
 			}
 		case xml.EndElement:
+			if depth == mapDepth {
+				mapDepth = 0
+			}
 			depth--
 		}
 	}
-	if !rootSeen {
+	if !mapSeen {
 		return nil, fmt.Errorf("%s: no <storage-mapping> element", name)
 	}
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%s: no <lfn-to-pfn> rules", name)
 	}
 	return srcs, nil
+}
+
+// charsetReader reads the encodings other than UTF-8 that catalogues
+// declare: ISO-8859-1 (Latin-1), whose bytes are the code points U+0000 to
+// U+00FF, and its subset US-ASCII.
+func charsetReader(charset string, input io.Reader) (io.Reader, error) {
+	switch strings.ToLower(charset) {
+	case "iso-8859-1", "iso8859-1", "iso_8859-1", "latin1", "latin-1", "l1", "us-ascii", "ascii":
+		b, err := io.ReadAll(input)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, 0, len(b)+len(b)/8)
+		for _, c := range b {
+			out = utf8.AppendRune(out, rune(c))
+		}
+		return bytes.NewReader(out), nil
+	}
+	return nil, fmt.Errorf("encoding %q is not supported (use UTF-8 or ISO-8859-1)", charset)
 }
 
 func xmlRule(t xml.StartElement, where string) ruleSource {
