@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,6 +28,7 @@ type RunOptions struct {
 	MetricsFile string
 	GfalRm      string
 	Progress    string
+	Fleet       FleetOptions
 }
 
 // AddFlags registers the flags of `aso run`.
@@ -60,6 +60,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
+	o.Fleet.AddFlags(cmd)
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -86,6 +87,9 @@ are released, the run lock is released, and aso exits 0. A second signal exits a
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
+	if o.Fleet.AllUsers {
+		return runFleet(ctx, o, g)
+	}
 	user, err := g.UserName()
 	if err != nil {
 		return err
@@ -176,24 +180,10 @@ func agentID() string {
 // one (which cancelled ctx and started a graceful stop). The returned
 // function stops watching.
 func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, stopSignals...)
-		defer signal.Stop(ch)
-		select {
-		case <-done:
-		case <-ch:
-			fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
-			os.Exit(ExitError)
-		}
-	}()
-	return func() { close(done) }
+	return onStopSignals(ctx, nil, func() {
+		fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
+		os.Exit(ExitError)
+	})
 }
 
 func printPlan(g *Globals, p agent.Plan) {
