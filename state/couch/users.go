@@ -26,6 +26,7 @@ const (
 	kindDeps     = "deps"
 	kindAcquired = "acquired"
 	kindActive   = "active"
+	kindLock     = "lock"
 )
 
 // usersMapJS is the map function of the users view.
@@ -40,6 +41,7 @@ var usersView = map[string]any{"map": usersMapJS, "reduce": "_stats"}
 type kindStats struct {
 	Count int     `json:"count"`
 	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
 }
 
 // DueUsers returns the users with work due at now in one query: the users
@@ -86,6 +88,10 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 			order = append(order, r.user)
 		}
 		switch r.kind {
+		case kindLock:
+			if r.st.Max > nowUS {
+				u.LockedUntil = time.UnixMicro(int64(r.st.Max)).UTC()
+			}
 		case kindActive:
 			u.Active += r.st.Count
 			since[r.user] = math.Min(since[r.user], r.st.Min)
