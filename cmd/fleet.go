@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +47,7 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 type fleet struct {
 	o      *RunOptions
 	g      *Globals
+	id     string // this fleet's agent ID, in its log lines
 	log    *logrus.Entry
 	lister state.UserLister
 	exe    string
@@ -65,7 +69,16 @@ type fleet struct {
 	// with --once or --dry-run.
 	done map[string]bool
 
+	// freed holds when each slot freed by an ended agent was freed, oldest
+	// first, until an agent takes it; maxSlotWait is the longest a freed
+	// slot waited (a measure of how fast users are picked up).
+	freed       []time.Time
+	maxSlotWait time.Duration
+
 	worst, ok, locked, started int
+	// heldElsewhere counts the due users of the last round left alone
+	// because an agent elsewhere holds their run lock.
+	heldElsewhere int
 }
 
 // runFleet is `aso run --all-users`: it finds the users with due work in
@@ -102,8 +115,9 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	if !ok {
 		return permanentError{errors.New("--all-users: this state store cannot list the users with due work")}
 	}
+	id := agentID()
 	f := &fleet{
-		o: o, g: g, log: g.Log.WithField("fleet", agentID()), lister: lister, exe: exe,
+		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, exe: exe,
 		base: append(append([]string(nil), os.Args[1:]...), "--all-users=false"), start: time.Now(),
 		running: map[string]*child{}, ended: make(chan *child, fo.MaxAgents),
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
@@ -114,7 +128,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	defer f.killOnSecondSignal(ctx)()
 	err = f.loop(ctx)
 	f.wait()
-	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked,
+	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "max_slot_wait_s": f.maxSlotWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
 		return err
@@ -149,6 +163,9 @@ func (f *fleet) loop(ctx context.Context) error {
 			failures = 0
 		}
 		if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() {
+			if f.started == 0 && f.heldElsewhere > 0 {
+				f.note(ExitLocked) // every user with due work has an agent elsewhere
+			}
 			return nil // nothing due that this host can do
 		}
 		f.sleep(ctx, tick.C, retryAfter(pending, err))
@@ -203,8 +220,10 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	f.spread(due)
 	started := 0
 	var pending time.Time
+	f.heldElsewhere = 0
 	for _, u := range due {
 		if len(f.running) >= f.o.Fleet.MaxAgents {
 			break
@@ -213,6 +232,12 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		case f.running[u.User] != nil || f.done[u.User]:
 			continue
 		case ok && sameDue(last, u):
+			continue
+		}
+		if u.LockedUntil.After(time.Now()) {
+			// an agent elsewhere works on it; if that agent dies, the lock
+			// expires and a later round (or run) takes the user
+			f.heldElsewhere++
 			continue
 		}
 		if t, ok := f.notBefore[u.User]; ok && time.Now().Before(t) {
@@ -233,14 +258,46 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	return started, pending, nil
 }
 
+// spread orders the due users oldest first at the grain of a discovery
+// interval, and users that became due within the same interval in an
+// order of this fleet's own (a hash of its ID and the user): fleets on
+// several hosts that look at the same moment then start different users
+// instead of racing for the same run locks.
+func (f *fleet) spread(due []state.UserDue) {
+	grain := f.o.Fleet.DiscoverInterval
+	rank := func(u state.UserDue) uint64 {
+		h := fnv.New64a()
+		h.Write([]byte(f.id))
+		h.Write([]byte{0})
+		h.Write([]byte(u.User))
+		return h.Sum64()
+	}
+	slices.SortStableFunc(due, func(a, b state.UserDue) int {
+		return cmp.Or(a.Since.Truncate(grain).Compare(b.Since.Truncate(grain)), cmp.Compare(rank(a), rank(b)))
+	})
+}
+
 // sameDue reports whether two entries of a user show the same work.
 func sameDue(a, b state.UserDue) bool {
 	return a.Since.Equal(b.Since) && a.Queued == b.Queued && a.Active == b.Active && a.DepsOnly == b.DepsOnly
 }
 
+// slotTaken records that an agent took a slot, and returns how long the
+// slot had been free (0 for one never used).
+func (f *fleet) slotTaken() time.Duration {
+	if len(f.freed) == 0 {
+		return 0
+	}
+	w := time.Since(f.freed[0])
+	f.freed = f.freed[1:]
+	f.maxSlotWait = max(f.maxSlotWait, w)
+	return w
+}
+
 // reap records how the agent c ended and when its user may run again.
 func (f *fleet) reap(c *child) {
 	delete(f.running, c.user.User)
+	f.freed = append(f.freed, time.Now())
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
 	f.note(code)
@@ -292,7 +349,7 @@ func (f *fleet) exitCode() int {
 
 func (f *fleet) summary(code int) error {
 	if code == ExitLocked {
-		return fmt.Errorf("every user with due work is being worked on by another agent: %w", state.ErrLocked)
+		return fmt.Errorf("every user with due work is being worked on by agents elsewhere: %w", state.ErrLocked)
 	}
 	return fmt.Errorf("%d of %d agents ended with an error (the most severe: exit %d); see their log lines", f.started-f.ok-f.locked, f.started, code)
 }

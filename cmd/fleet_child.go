@@ -60,7 +60,7 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
 	f.running[u.User] = c
 	f.started++
 	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "waiting_since": u.Since.UTC().Format(time.RFC3339),
-		"queued": u.Queued, "active": u.Active}).Info("agent started")
+		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken().Seconds()}).Info("agent started")
 	go func() {
 		err := c.cmd.Wait()
 		f.pids.remove(pid)
