@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/go-kivik/kivik/v4"
@@ -72,6 +73,9 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 		}
 		return rs.Err()
 	})
+	if kivik.HTTPStatus(err) == http.StatusNotFound {
+		return nil, fmt.Errorf("couch: due users: %s has no view %s: run aso init to add it: %w", s.url, viewUsers, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("couch: due users: query view %s of %s: %w", viewUsers, s.url, err)
 	}
