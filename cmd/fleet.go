@@ -23,6 +23,10 @@ type FleetOptions struct {
 	AllUsers         bool
 	MaxAgents        int
 	DiscoverInterval time.Duration
+	// Agent is set by --all-users on the agents it runs (hidden flag
+	// --fleet-agent): an agent of a fleet skips the summary of its queue at
+	// the end, which on CouchDB reads the whole database, once per agent.
+	Agent bool
 }
 
 // Defaults of FleetOptions.
@@ -41,6 +45,8 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.AllUsers, "all-users", false, "run one agent process (aso run --user U) for every user with due work, oldest waiting first; {user} in --proxy, --token-file and --metrics-file is replaced by the user")
 	f.IntVar(&o.MaxAgents, "max-agents", DefaultMaxAgents, "with --all-users: agent processes at once")
 	f.DurationVar(&o.DiscoverInterval, "discover-interval", DefaultDiscoverInterval, "with --all-users: look for users with due work this often while agents run (and at once whenever one ends)")
+	f.BoolVar(&o.Agent, "fleet-agent", false, "set by --all-users on its agents: no queue summary at the end")
+	_ = f.MarkHidden("fleet-agent")
 }
 
 // fleet runs the agents of every user with due work: see runFleet.
@@ -367,7 +373,7 @@ func (f *fleet) wait() {
 // then the per-user ones, which come last and so win.
 func (f *fleet) agentArgs(u string) ([]string, error) {
 	args := append([]string(nil), f.base...)
-	args = append(args, "--user", u, "--log-format", "json", "--progress", "never")
+	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
 	if !f.stop.IsZero() {
 		left := max(time.Until(f.stop).Round(time.Second), time.Second)
 		args = append(args, "--max-runtime", left.String())

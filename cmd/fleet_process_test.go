@@ -73,6 +73,10 @@ func TestFleetProcess_TemplatesAndLogs(t *testing.T) {
 		if l["msg"] == "run lock taken" {
 			relayed[fmt.Sprint(l["user"])] = true
 		}
+		// the queue summary reads the whole store: not once per agent
+		if msg := fmt.Sprint(l["msg"]); strings.HasPrefix(msg, "queue of ") {
+			t.Errorf("an agent of the fleet printed its queue summary: %s", msg)
+		}
 	}
 	for _, u := range users {
 		if !relayed[u] {

@@ -139,7 +139,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	printQueue(ctx, g, store, user)
+	if !o.Fleet.Agent {
+		printQueue(ctx, g, store, user)
+	}
 	return nil
 }
 
