@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -21,7 +22,8 @@ import (
 
 // countingProxy is a reverse proxy in front of the CouchDB server that
 // counts every request the fleets send, discovery queries (the users
-// view) apart.
+// view) apart. A request its client gave up (an agent stopped by a
+// signal) is not reported.
 type countingProxy struct {
 	url       string // ends in "/"
 	srv       *http.Server
@@ -39,7 +41,7 @@ func startCountingProxy(base string) (*countingProxy, error) {
 		return nil, err
 	}
 	p := &countingProxy{url: "http://" + l.Addr().String() + "/"}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+	rp := &httputil.ReverseProxy{ErrorLog: log.New(io.Discard, "", 0), Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
 		r.Out.Host = target.Host
 		if target.User != nil {
