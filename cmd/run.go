@@ -78,6 +78,11 @@ that copies file:// URLs for real.
 SIGTERM, SIGINT or SIGHUP: the writes in flight are finished, transfers claimed but not submitted
 are released, the run lock is released, and aso exits 0. A second signal exits at once.
 
+With --all-users it runs one agent process (aso run --user U) for every user with due work, at
+most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
+--token-file and --metrics-file becomes each user's name. Several hosts may run it on the same
+state store: the run locks share the users out. It exits with the most severe code of its agents.
+
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), o, g) },
