@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build test lint demo bench bench-fleet chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -36,6 +36,13 @@ BENCH_FLAGS    ?=
 bench: build ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
+
+FLEET_USERS    ?= 1000
+FLEET_PER_USER ?= 100
+FLEET_FLAGS    ?=
+bench-fleet: build ## a fleet: FLEET_USERS x FLEET_PER_USER transfers, 4 run --all-users parents of 8 agents on CouchDB, one on memfile; table + bench/fleet-results.json
+	$(GO) build -o bin/aso-bench ./bench
+	bin/aso-bench -fleet -aso $(BIN) -users $(FLEET_USERS) -per-user $(FLEET_PER_USER) $(FLEET_FLAGS)
 
 # Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
 # seed corpora under each package's testdata/fuzz/ also run in `make test`.
@@ -88,4 +95,4 @@ chaos: ## the full fault suite: every scenario on memfile and CouchDB, a table o
 	grep -v -e '^=== ' -e '^        {' $$log; exit $$rc
 
 clean: ## remove build outputs
-	rm -rf bin bench/results.json
+	rm -rf bin bench/results.json bench/fleet-results.json

@@ -51,6 +51,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-child" {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-fleet" {
+		os.Exit(fleetMain(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -88,22 +91,12 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.sizes = append(o.sizes, n)
 	}
-	for _, b := range strings.Split(*backends, ",") {
-		b = strings.TrimSpace(b)
-		if b != "memfile" && b != "couch" {
-			return o, fmt.Errorf("-backends %q: want memfile and/or couch", *backends)
-		}
-		o.backends = append(o.backends, b)
-	}
-	abs, err := filepath.Abs(o.aso)
-	if err != nil {
+	var err error
+	if o.backends, err = parseBackends(*backends); err != nil {
 		return o, err
 	}
-	o.aso = abs
-	if _, err := os.Stat(o.aso); err != nil {
-		return o, fmt.Errorf("aso binary: %w (run make build, or give -aso)", err)
-	}
-	return o, nil
+	o.aso, err = asoBinary(o.aso)
+	return o, err
 }
 
 func run(ctx context.Context, o options) error {

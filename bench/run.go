@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -80,13 +79,11 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	st := "file:" + filepath.Join(dir, "state.aso")
 	if b == "couch" {
 		r.Server = cs.name
-		db, err := cs.newDB(ctx, o.aso)
+		db, drop, err := cs.freshDB(ctx, o.aso, o.keep)
 		if err != nil {
 			return r, err
 		}
-		if !o.keep {
-			defer cs.dropDB(db)
-		}
+		defer drop()
 		st = cs.dbURL(db)
 	}
 
@@ -229,23 +226,8 @@ func writeInputs(sitesFile, reqFile string, n int) error {
 	if err := os.WriteFile(sitesFile, []byte(sites), 0o644); err != nil {
 		return err
 	}
-	f, err := os.Create(reqFile)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	for _, rq := range requests(n) {
-		if err := enc.Encode(rq); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	rs := requests(n)
+	return writeRequests(reqFile, n, func(i int) state.Request { return rs[i] })
 }
 
 // requests returns n distinct requests of the bench user.

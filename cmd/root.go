@@ -75,9 +75,12 @@ func Execute() int {
 // ExitCode maps an error returned by a command to the process exit code.
 func ExitCode(err error) int {
 	var ue usageError
+	var ce exitCodeError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.Is(err, state.ErrLocked):
 		return ExitLocked
 	case errors.As(err, &ue):

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -28,6 +27,7 @@ type RunOptions struct {
 	MetricsFile string
 	GfalRm      string
 	Progress    string
+	Fleet       FleetOptions
 
 	// DependencyWait bounds the wait for an unknown dependency.
 	DependencyWait time.Duration
@@ -63,6 +63,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
+	o.Fleet.AddFlags(cmd)
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -80,6 +81,11 @@ that copies file:// URLs for real.
 SIGTERM, SIGINT or SIGHUP: the writes in flight are finished, transfers claimed but not submitted
 are released, the run lock is released, and aso exits 0. A second signal exits at once.
 
+With --all-users it runs one agent process (aso run --user U) for every user with due work, at
+most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
+--token-file and --metrics-file becomes each user's name. Several hosts may run it on the same
+state store: the run locks share the users out. It exits with the most severe code of its agents.
+
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), o, g) },
@@ -89,6 +95,9 @@ are released, the run lock is released, and aso exits 0. A second signal exits a
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
+	if o.Fleet.AllUsers {
+		return runFleet(ctx, o, g)
+	}
 	user, err := g.UserName()
 	if err != nil {
 		return err
@@ -143,7 +152,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
-	printQueue(ctx, g, store, user)
+	if !o.Fleet.Agent {
+		printQueue(ctx, g, store, user)
+	}
 	return nil
 }
 
@@ -180,24 +191,10 @@ func agentID() string {
 // one (which cancelled ctx and started a graceful stop). The returned
 // function stops watching.
 func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, stopSignals...)
-		defer signal.Stop(ch)
-		select {
-		case <-done:
-		case <-ch:
-			fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
-			os.Exit(ExitError)
-		}
-	}()
-	return func() { close(done) }
+	return onStopSignals(ctx, nil, func() {
+		fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
+		os.Exit(ExitError)
+	})
 }
 
 func printPlan(g *Globals, p agent.Plan) {

@@ -77,3 +77,29 @@ func signalName(s os.Signal) string {
 	}
 	return s.String()
 }
+
+// onStopSignals calls first (if not nil) once ctx is cancelled (by the
+// first stop signal), then second on the next stop signal. The returned
+// function stops watching.
+func onStopSignals(ctx context.Context, first, second func()) func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, stopSignals...)
+		defer signal.Stop(ch)
+		if first != nil {
+			first()
+		}
+		select {
+		case <-done:
+		case <-ch:
+			second()
+		}
+	}()
+	return func() { close(done) }
+}

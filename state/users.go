@@ -16,7 +16,7 @@ type UserLister interface {
 	// query: new transfers whose retry_after has passed (and, where the
 	// backend can tell, whose dependencies are met), acquired transfers
 	// whose lease has expired, and submitted transfers to monitor and
-	// record. The users come oldest Since first, then by name (SortDue).
+	// record. Each user's run lock is read in the same query. The users come oldest Since first, then by name (SortDue).
 	// Users with nothing due are left out. Errors are those of the
 	// backend's reads (the store could not be reached).
 	DueUsers(ctx context.Context, now time.Time) ([]UserDue, error)
@@ -40,6 +40,10 @@ type UserDue struct {
 	// wait and exit with nothing done. A caller runs such a user once and
 	// not again until its entry changes.
 	DepsOnly bool `json:"deps_only,omitempty"`
+	// LockedUntil is when the user's run lock expires if an agent holds it
+	// at now (zero if free): a caller on another host leaves the user to
+	// that agent until then.
+	LockedUntil time.Time `json:"locked_until,omitzero"`
 }
 
 // SortDue orders users as DueUsers returns them: oldest Since first, then

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/go-kivik/kivik/v4"
@@ -26,6 +27,7 @@ const (
 	kindDeps     = "deps"
 	kindAcquired = "acquired"
 	kindActive   = "active"
+	kindLock     = "lock"
 )
 
 // usersMapJS is the map function of the users view.
@@ -40,6 +42,7 @@ var usersView = map[string]any{"map": usersMapJS, "reduce": "_stats"}
 type kindStats struct {
 	Count int     `json:"count"`
 	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
 }
 
 // DueUsers returns the users with work due at now in one query: the users
@@ -70,6 +73,9 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 		}
 		return rs.Err()
 	})
+	if kivik.HTTPStatus(err) == http.StatusNotFound {
+		return nil, fmt.Errorf("couch: due users: %s has no view %s: run aso init to add it: %w", s.url, viewUsers, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("couch: due users: query view %s of %s: %w", viewUsers, s.url, err)
 	}
@@ -86,6 +92,10 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 			order = append(order, r.user)
 		}
 		switch r.kind {
+		case kindLock:
+			if r.st.Max > nowUS {
+				u.LockedUntil = time.UnixMicro(int64(r.st.Max)).UTC()
+			}
 		case kindActive:
 			u.Active += r.st.Count
 			since[r.user] = math.Min(since[r.user], r.st.Min)

@@ -8,6 +8,8 @@ function (doc) {
   //    check; value as for "new".
   //  - [user, "acquired"]: acquired transfers; value: lease_expires.
   //  - [user, "active"]: submitted transfers; value: last_update.
+  //  - [user, "lock"]: the user's run lock; value: its expiry (0 once
+  //    released).
   // Times are microseconds since the epoch, 0 for none or unparsable.
   function micros(t) {
     var m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|([+-])(\d\d):(\d\d))$/i.exec(typeof t === 'string' ? t : '');
@@ -20,6 +22,10 @@ function (doc) {
     }
     var frac = ((m[7] || '.').substring(1) + '000000').substring(0, 6);
     return ms * 1000 + parseInt(frac, 10);
+  }
+  if (doc.type === 'lock' && typeof doc.user === 'string') {
+    emit([doc.user, 'lock'], micros(doc.expire));
+    return;
   }
   if (doc.type !== 'transfer' || typeof doc.user !== 'string') {
     return;

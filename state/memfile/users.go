@@ -74,6 +74,9 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Dur
 		return u, false, nil
 	}
 	u.Since = fromNanos(since).Time
+	if l := x.d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
+		u.LockedUntil = l.Expire.Time
+	}
 	return u, true, nil
 }
 

@@ -54,6 +54,25 @@ var usersCases = []testCase{
 		e.clock.Set(expires)
 		e.checkDue(l, []state.UserDue{{User: Alice, Since: expires, Queued: 1}})
 	}},
+	{"DueUsers/RunLock", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		l := e.lister(s)
+		e.enqueue(s, Req(Alice, 1))
+		lock, err := s.AcquireLock(ctx, Alice, "agent-a", time.Minute)
+		if err != nil {
+			e.t.Fatalf("AcquireLock: %v", err)
+		}
+		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 1, LockedUntil: Start.Add(time.Minute)}})
+		if err := s.ReleaseLock(ctx, lock); err != nil {
+			e.t.Fatalf("ReleaseLock: %v", err)
+		}
+		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 1}})
+		if _, err := s.AcquireLock(ctx, Alice, "agent-b", time.Minute); err != nil {
+			e.t.Fatalf("AcquireLock: %v", err)
+		}
+		e.clock.Advance(time.Minute) // expired: free for anyone
+		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 1}})
+	}},
 	{"DueUsers/Dependencies", func(e *env) {
 		s := e.store(Alice, "agent-a")
 		l := e.lister(s)
@@ -91,11 +110,13 @@ func (e *env) checkDue(l state.UserLister, want []state.UserDue) {
 	if err != nil {
 		e.t.Fatalf("DueUsers: %v", err)
 	}
-	for i := range got {
-		got[i].Since = got[i].Since.UTC()
-	}
-	for i := range want {
-		want[i].Since = want[i].Since.UTC()
+	for _, us := range [][]state.UserDue{got, want} {
+		for i := range us {
+			us[i].Since = us[i].Since.UTC()
+			if !us[i].LockedUntil.IsZero() {
+				us[i].LockedUntil = us[i].LockedUntil.UTC()
+			}
+		}
 	}
 	if len(got) == 0 && len(want) == 0 {
 		return

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/memfile"
+)
+
+// fleetOptions are the flags of `aso-bench -fleet` (make bench-fleet).
+type fleetOptions struct {
+	users, perUser     int
+	backends           []string
+	parents, maxAgents int
+	aso, out           string
+	interval, discover time.Duration
+	timeout            time.Duration
+	keep               bool
+}
+
+// FleetRun is the result of one fleet benchmark run.
+type FleetRun struct {
+	Backend   string `json:"backend"`
+	Server    string `json:"server"`
+	Users     int    `json:"users"`
+	Transfers int    `json:"transfers"`
+	Parents   int    `json:"parents"`
+	MaxAgents int    `json:"max_agents"`
+
+	EnqueueSeconds     float64 `json:"enqueue_seconds"`
+	DrainSeconds       float64 `json:"drain_seconds"`
+	TransfersPerSecond float64 `json:"transfers_per_second"`
+	Reference          string  `json:"reference"`
+	ReferenceSeconds   float64 `json:"reference_seconds"`
+	// RefShare is reference time over drain time: the share of the raw
+	// write speed the fleet reaches (target: at least 0.5).
+	RefShare float64 `json:"reference_to_drain"`
+	// HTTP requests the parents and agents sent to CouchDB (0 on memfile).
+	HTTPRequests      int     `json:"http_requests"`
+	DiscoveryRequests int     `json:"discovery_requests"`
+	HTTPPerTransfer   float64 `json:"http_per_transfer"`
+	// MaxFirstSubmit is the longest any user waited from the start of the
+	// fleets (every request already enqueued) to its first FTS submission.
+	MaxFirstSubmit float64 `json:"max_first_submit_seconds"`
+	// MaxSlotIdle is the longest a parent left a slot free after an agent
+	// ended before it started the next one (target: one discovery round).
+	MaxSlotIdle float64 `json:"max_slot_idle_seconds"`
+	Agents      int     `json:"agents_started"`
+	Locked      int     `json:"agents_locked_out"`
+	Rounds      int     `json:"fleet_rounds"`
+
+	Error string `json:"error,omitempty"`
+}
+
+// fleetMain is `aso-bench -fleet`: see bench/README.md.
+func fleetMain(args []string) int {
+	o, err := parseFleetFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var runs []FleetRun
+	var cs *couchServer
+	defer func() {
+		if cs != nil {
+			cs.stop()
+		}
+	}()
+	for _, b := range o.backends {
+		if b == "couch" && cs == nil {
+			if cs, err = startCouch(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "bench:", err)
+				return 1
+			}
+		}
+		fmt.Fprintf(os.Stderr, "bench: fleet on %s, %d users x %d transfers...\n", b, o.users, o.perUser)
+		r, err := fleetRun(ctx, o, b, cs)
+		if err != nil {
+			r.Error = err.Error()
+			fmt.Fprintf(os.Stderr, "bench: fleet on %s: %v\n", b, err)
+		}
+		runs = append(runs, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	printFleetTable(os.Stdout, runs)
+	if err := writeJSON(o.out, runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	for _, r := range runs {
+		if r.Error != "" {
+			return 1
+		}
+	}
+	return 0
+}
+
+func parseFleetFlags(args []string) (fleetOptions, error) {
+	o := fleetOptions{}
+	fs := flag.NewFlagSet("bench -fleet", flag.ContinueOnError)
+	fs.IntVar(&o.users, "users", 1000, "users")
+	fs.IntVar(&o.perUser, "per-user", 100, "transfers per user")
+	backends := fs.String("backends", "couch,memfile", "state backends, comma-separated: couch (with -parents fleets), memfile (with one)")
+	fs.IntVar(&o.parents, "parents", 4, "aso run --all-users processes on CouchDB (hosts); memfile runs one")
+	fs.IntVar(&o.maxAgents, "max-agents", 8, "--max-agents of each parent")
+	fs.StringVar(&o.aso, "aso", "bin/aso", "the aso binary")
+	fs.StringVar(&o.out, "out", "bench/fleet-results.json", "JSON results file")
+	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "agent --interval between passes")
+	fs.DurationVar(&o.discover, "discover-interval", 5*time.Second, "--discover-interval of the parents")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.users <= 0 || o.perUser <= 0 || o.parents <= 0 || o.maxAgents <= 0 {
+		return o, fmt.Errorf("-users, -per-user, -parents and -max-agents must be positive")
+	}
+	var err error
+	if o.backends, err = parseBackends(*backends); err != nil {
+		return o, err
+	}
+	o.aso, err = asoBinary(o.aso)
+	return o, err
+}
+
+// fleetUser is the name of user i of the benchmark.
+func fleetUser(i int) string { return fmt.Sprintf("u%04d", i) }
+
+// fleetRun enqueues the requests of every user, runs the fleets until
+// every transfer is done, and measures the reference.
+func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (FleetRun, error) {
+	n := o.users * o.perUser
+	r := FleetRun{Backend: b, Server: "memfile (local file)", Users: o.users, Transfers: n, Parents: 1, MaxAgents: o.maxAgents}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "aso-bench-fleet-")
+	if err != nil {
+		return r, err
+	}
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "bench: files in %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	sites, reqs := filepath.Join(dir, "sites.yaml"), filepath.Join(dir, "requests.jsonl")
+	if err := writeInputs(sites, filepath.Join(dir, "none.jsonl"), 0); err != nil {
+		return r, err
+	}
+	if err := writeFleetRequests(reqs, o.users, o.perUser); err != nil {
+		return r, err
+	}
+	st, agentsState := "file:"+filepath.Join(dir, "state.aso"), ""
+	var proxy *countingProxy
+	if b == "couch" {
+		r.Server, r.Parents = cs.name, o.parents
+		db, drop, err := cs.freshDB(ctx, o.aso, o.keep)
+		if err != nil {
+			return r, err
+		}
+		defer drop()
+		st = cs.dbURL(db)
+		if proxy, err = startCountingProxy(cs.base); err != nil {
+			return r, err
+		}
+		defer proxy.close()
+		agentsState = proxy.url + db
+	} else {
+		agentsState = st
+	}
+
+	t0 := time.Now()
+	if out, err := asoCommand(ctx, o.aso, st, "enqueue", "-f", reqs, "--log-level", "warn").CombinedOutput(); err != nil {
+		return r, fmt.Errorf("aso enqueue: %v: %s", err, tail(out))
+	}
+	r.EnqueueSeconds = time.Since(t0).Seconds()
+
+	sim, tokens, err := fleetSimulator(dir, o.users)
+	if err != nil {
+		return r, err
+	}
+	defer sim.Close()
+	start := time.Now()
+	var logs []string
+	for round := 1; ; round++ {
+		r.Rounds = round
+		ls, err := runParents(ctx, o, dir, agentsState, sites, sim.URL, tokens, r.Parents, round)
+		logs = append(logs, ls...)
+		if err != nil {
+			return r, err
+		}
+		left, err := notDone(ctx, st)
+		if err != nil {
+			return r, err
+		}
+		if left == 0 {
+			break
+		}
+		if round == 3 {
+			return r, fmt.Errorf("%d of %d transfers not done after %d rounds of fleets", left, n, round)
+		}
+	}
+	r.DrainSeconds = time.Since(start).Seconds()
+	r.TransfersPerSecond = float64(n) / r.DrainSeconds
+	if proxy != nil {
+		r.HTTPRequests, r.DiscoveryRequests = proxy.counts()
+		r.HTTPPerTransfer = float64(r.HTTPRequests) / float64(n)
+	}
+	r.MaxFirstSubmit = maxFirstSubmit(sim.Files(), start).Seconds()
+	ev, err := readFleetLogs(logs)
+	if err != nil {
+		return r, err
+	}
+	r.MaxSlotIdle, r.Agents, r.Locked = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked
+
+	batch := agent.DefaultBatchSize
+	if b == "couch" {
+		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batch)
+		r.ReferenceSeconds, err = cs.reference(ctx, o.aso, n, batch)
+	} else {
+		recs := int64(4 * ((n + batch - 1) / batch))
+		r.Reference = fmt.Sprintf("%d documents in %d journal records, as many fsyncs", 4*n, recs)
+		r.ReferenceSeconds, err = journalReference(filepath.Join(dir, "reference.aso"), n, recs, recs)
+	}
+	if err != nil {
+		return r, fmt.Errorf("reference: %w", err)
+	}
+	r.RefShare = r.ReferenceSeconds / r.DrainSeconds
+	return r, nil
+}
+
+// writeFleetRequests writes perUser requests for each of users users.
+func writeFleetRequests(path string, users, perUser int) error {
+	return writeRequests(path, users*perUser, func(k int) state.Request {
+		u, i := k/perUser, k%perUser
+		user := fleetUser(u)
+		return state.Request{
+			User: user, Source: srcSite, Destination: dstSite,
+			SourceLFN:      fmt.Sprintf("/store/temp/user/%s/task/out_%05d.root", user, i),
+			DestinationLFN: fmt.Sprintf("/store/user/%s/task/out_%05d.root", user, i),
+			Size:           2_000_000 + int64(i)*1000,
+			Checksums:      map[string]string{"adler32": fmt.Sprintf("%08x", uint32(k)*2654435761)},
+		}
+	})
+}
+
+// fleetSimulator serves the FTS3 simulator and writes one token file per
+// user (tokens/USER.tok), for the --token-file template of the fleets.
+func fleetSimulator(dir string, users int) (*ftstest.Server, string, error) {
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+	tdir := filepath.Join(dir, "tokens")
+	if err := os.MkdirAll(tdir, 0o700); err != nil {
+		return nil, "", err
+	}
+	for u := range users {
+		if err := os.WriteFile(filepath.Join(tdir, fleetUser(u)+".tok"), []byte(token), 0o600); err != nil {
+			return nil, "", err
+		}
+	}
+	sim, err := ftstest.Start("127.0.0.1:0", ftstest.Options{Seed: 1, Tokens: []string{token}})
+	if err != nil {
+		return nil, "", err
+	}
+	return sim, filepath.Join(tdir, "{user}.tok"), nil
+}
+
+// runParents runs parents `aso run --all-users` processes at once and
+// waits for them; it returns their log files. Exit 0 and 3 are success.
+func runParents(ctx context.Context, o fleetOptions, dir, st, sites, ftsURL, tokens string, parents, round int) ([]string, error) {
+	type result struct {
+		log string
+		err error
+	}
+	done := make(chan result, parents)
+	for p := range parents {
+		logPath := filepath.Join(dir, fmt.Sprintf("fleet-%d-%d.log", round, p))
+		go func() {
+			done <- result{logPath, runParent(ctx, o, logPath, st, sites, ftsURL, tokens)}
+		}()
+	}
+	var logs []string
+	var first error
+	for range parents {
+		res := <-done
+		logs = append(logs, res.log)
+		if res.err != nil && first == nil {
+			first = res.err
+		}
+	}
+	return logs, first
+}
+
+func runParent(ctx context.Context, o fleetOptions, logPath, st, sites, ftsURL, tokens string) error {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	cmd := asoCommand(ctx, o.aso, st, "run", "--all-users", "--max-agents", fmt.Sprint(o.maxAgents),
+		"--discover-interval", o.discover.String(), "--sites", sites, "--fts", ftsURL, "--token-file", tokens,
+		"--interval", o.interval.String(), "--log-format", "json", "--log-level", "info", "--progress", "never")
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = time.Minute
+	err = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); err != nil && code != 3 {
+		return fmt.Errorf("aso run --all-users exited %d (log %s): %v", code, logPath, err)
+	}
+	return nil
+}
+
+// notDone counts the transfers of the store that are not done.
+func notDone(ctx context.Context, st string) (int, error) {
+	cfg := state.Config{Agent: state.Agent{Owner: "bench"}}
+	var s state.Store
+	var err error
+	if path, ok := strings.CutPrefix(st, "file:"); ok {
+		s, err = memfile.Open(path, cfg)
+	} else {
+		s, err = couch.Open(ctx, couch.Options{URL: st}, cfg)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	sum, err := s.Summary(ctx, state.SummaryOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return sum.Total - sum.ByState[state.StateDone], nil
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/asyncstageout/aso/fts/ftstest"
+)
+
+// countingProxy is a reverse proxy in front of the CouchDB server that
+// counts every request the fleets send, discovery queries (the users
+// view) apart. A request its client gave up (an agent stopped by a
+// signal) is not reported.
+type countingProxy struct {
+	url       string // ends in "/"
+	srv       *http.Server
+	requests  atomic.Int64
+	discovery atomic.Int64
+}
+
+func startCountingProxy(base string) (*countingProxy, error) {
+	target, err := url.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &countingProxy{url: "http://" + l.Addr().String() + "/"}
+	rp := &httputil.ReverseProxy{ErrorLog: log.New(io.Discard, "", 0), Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = target.Host
+		if target.User != nil {
+			pw, _ := target.User.Password()
+			r.Out.SetBasicAuth(target.User.Username(), pw)
+		}
+	}}
+	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		if strings.Contains(r.URL.Path, "/_view/users") {
+			p.discovery.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: time.Minute}
+	go func() { _ = p.srv.Serve(l) }()
+	return p, nil
+}
+
+func (p *countingProxy) counts() (requests, discovery int) {
+	return int(p.requests.Load()), int(p.discovery.Load())
+}
+
+func (p *countingProxy) close() { _ = p.srv.Close() }
+
+// maxFirstSubmit is the longest time from start to the first submission
+// of a user's file, over every user (the user read from the source URL,
+// .../user/USER/...).
+func maxFirstSubmit(files []ftstest.SimFile, start time.Time) time.Duration {
+	first := map[string]time.Time{}
+	for _, f := range files {
+		_, rest, ok := strings.Cut(f.Source, "/user/")
+		if !ok {
+			continue
+		}
+		u, _, _ := strings.Cut(rest, "/")
+		if t, seen := first[u]; !seen || f.Submitted.Before(t) {
+			first[u] = f.Submitted
+		}
+	}
+	var worst time.Duration
+	for _, t := range first {
+		worst = max(worst, t.Sub(start))
+	}
+	return worst
+}
+
+// fleetEvents is what the parents' logs say.
+type fleetEvents struct {
+	agents, locked int
+	maxSlotIdle    time.Duration
+}
+
+// readFleetLogs reads the parents' own lines (those with a "fleet"
+// field) from their log files.
+func readFleetLogs(paths []string) (fleetEvents, error) {
+	var ev fleetEvents
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return ev, err
+		}
+		err = scanFleetLog(f, &ev)
+		f.Close()
+		if err != nil {
+			return ev, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return ev, nil
+}
+
+func scanFleetLog(r io.Reader, ev *fleetEvents) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var l struct {
+			Fleet    string   `json:"fleet"`
+			Msg      string   `json:"msg"`
+			ExitCode *int     `json:"exit_code"`
+			MaxWait  *float64 `json:"max_slot_wait_s"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Fleet == "" {
+			continue
+		}
+		switch {
+		case l.Msg == "agent started":
+			ev.agents++
+		case l.Msg == "fleet finished" && l.MaxWait != nil:
+			ev.maxSlotIdle = max(ev.maxSlotIdle, time.Duration(*l.MaxWait*float64(time.Second)))
+		case l.ExitCode != nil && *l.ExitCode == 3: // an agent's end
+			ev.locked++
+		}
+	}
+	return sc.Err()
+}
+
+// printFleetTable prints one line per run.
+func printFleetTable(w io.Writer, runs []FleetRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "backend\tusers\ttransfers\tparents x agents\tdrain s\ttransfers/s\treference s\tref/drain\tHTTP/transfer\tdiscovery queries\tmax first submit s\tmax slot idle s\tagents\tlocked out\t")
+	for _, r := range runs {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\terror: %s\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.Error)
+			continue
+		}
+		httpPer, disc := "-", "-"
+		if r.HTTPRequests > 0 {
+			httpPer, disc = fmt.Sprintf("%.2f", r.HTTPPerTransfer), fmt.Sprint(r.DiscoveryRequests)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\t%.1f\t%.0f\t%.1f\t%.0f%%\t%s\t%s\t%.1f\t%.2f\t%d\t%d\t\n",
+			r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.DrainSeconds, r.TransfersPerSecond,
+			r.ReferenceSeconds, 100*r.RefShare, httpPer, disc, r.MaxFirstSubmit, r.MaxSlotIdle, r.Agents, r.Locked)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "ref/drain: reference time over drain time (target >= 50%); max slot idle: longest a parent left a freed slot empty (target: one discovery round)")
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

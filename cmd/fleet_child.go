@@ -1,0 +1,215 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// exitCodeError carries the exit code of `run --all-users`.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+func (e exitCodeError) Unwrap() error { return e.err }
+
+// child is one running agent process of the fleet.
+type child struct {
+	user    state.UserDue
+	cmd     *exec.Cmd
+	started time.Time
+	ended   time.Time
+	code    int
+}
+
+func (c *child) runtime() time.Duration { return c.ended.Sub(c.started) }
+
+// startAgent starts the agent of u in a process group of its own (so that
+// a second signal can kill it with its gfal-rm), its output read line by
+// line into the fleet's log.
+func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
+	args, err := f.agentArgs(u.User)
+	if err != nil {
+		return err
+	}
+	c := &child{user: u, cmd: exec.Command(f.exe, args...)}
+	out := &logRelay{log: f.g.Log, user: u.User}
+	c.cmd.Stdout, c.cmd.Stderr = out, out
+	c.cmd.SysProcAttr = agentProcAttr()
+	// a gfal-rm left behind by a killed agent must not hold the fleet
+	c.cmd.WaitDelay = 5 * time.Second
+	if err := c.cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", f.exe, err)
+	}
+	c.started = time.Now()
+	pid := c.cmd.Process.Pid
+	f.pids.add(pid)
+	f.running[u.User] = c
+	f.started++
+	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "waiting_since": u.Since.UTC().Format(time.RFC3339),
+		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken().Seconds()}).Info("agent started")
+	go func() {
+		err := c.cmd.Wait()
+		f.pids.remove(pid)
+		out.flush()
+		c.ended = time.Now()
+		c.code = processExitCode(c.cmd, err)
+		f.ended <- c
+	}()
+	if ctx.Err() != nil {
+		// a signal came while starting: pass it on
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	return nil
+}
+
+// processExitCode is the exit code of a finished agent; an agent ended by
+// a signal counts as an error.
+func processExitCode(c *exec.Cmd, err error) int {
+	if c.ProcessState == nil {
+		return ExitError
+	}
+	if code := c.ProcessState.ExitCode(); code >= 0 {
+		return code
+	}
+	if err == nil {
+		return ExitOK
+	}
+	return ExitError
+}
+
+// killOnSecondSignal passes the first stop signal (which cancelled ctx) on
+// to every agent as SIGTERM, so that each stops gracefully, and kills every
+// agent's whole process group (gfal-rm included) on the next one. The
+// returned function stops watching.
+func (f *fleet) killOnSecondSignal(ctx context.Context) func() {
+	return onStopSignals(ctx, func() {
+		for _, pid := range f.pids.list() {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}, func() {
+		for _, pid := range f.pids.list() {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		fmt.Fprintln(f.g.Stderr, "aso: second signal: agents killed with their process groups, exiting at once")
+		os.Exit(ExitError)
+	})
+}
+
+// pidSet is the process IDs of the running agents, for the signal
+// watcher.
+type pidSet struct {
+	mu   sync.Mutex
+	pids map[int]bool
+}
+
+func (s *pidSet) add(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pids == nil {
+		s.pids = map[int]bool{}
+	}
+	s.pids[pid] = true
+}
+
+func (s *pidSet) remove(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pids, pid)
+}
+
+func (s *pidSet) list() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]int, 0, len(s.pids))
+	for pid := range s.pids {
+		out = append(out, pid)
+	}
+	return out
+}
+
+// logRelay turns the output of an agent into lines of the fleet's log,
+// each carrying the agent's user. The agent logs JSON (see agentArgs):
+// each line keeps its level, message, time and fields; other lines (the
+// queue summary, an error message) are logged at info.
+type logRelay struct {
+	log  *logrus.Logger
+	user string
+	mu   sync.Mutex
+	buf  []byte
+}
+
+// maxRelayLine bounds a line kept whole; a longer one is logged in pieces.
+const maxRelayLine = 1 << 20
+
+func (r *logRelay) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, p...)
+	for {
+		i := bytes.IndexByte(r.buf, '\n')
+		if i < 0 {
+			if len(r.buf) > maxRelayLine {
+				r.line(r.buf)
+				r.buf = r.buf[:0]
+			}
+			return len(p), nil
+		}
+		r.line(r.buf[:i])
+		r.buf = r.buf[i+1:]
+	}
+}
+
+func (r *logRelay) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) > 0 {
+		r.line(r.buf)
+		r.buf = nil
+	}
+}
+
+func (r *logRelay) line(b []byte) {
+	b = bytes.TrimRight(b, "\r")
+	if len(bytes.TrimSpace(b)) == 0 {
+		return
+	}
+	var fields map[string]any
+	if json.Unmarshal(b, &fields) != nil || fields == nil {
+		r.log.WithField(FieldUser, r.user).Info(string(b))
+		return
+	}
+	lvl, err := logrus.ParseLevel(fmt.Sprint(fields["level"]))
+	if err != nil {
+		lvl = logrus.InfoLevel
+	}
+	msg, _ := fields["msg"].(string)
+	e := r.log.WithFields(nil)
+	if ts, ok := fields["time"].(string); ok {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			e = e.WithTime(t)
+		}
+	}
+	for _, k := range []string{"level", "msg", "time"} {
+		delete(fields, k)
+	}
+	if s, ok := fields[logrus.ErrorKey].(string); ok {
+		delete(fields, logrus.ErrorKey)
+		e = e.WithError(errors.New(s))
+	}
+	fields[FieldUser] = r.user
+	e.WithFields(fields).Log(lvl, msg)
+}

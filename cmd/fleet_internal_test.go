@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+)
+
+func TestExpandUser(t *testing.T) {
+	for _, c := range []struct{ user, want string }{
+		{"alice", "/etc/aso/proxies/alice.pem"},
+		{"a.b-c_d@cern.ch", "/etc/aso/proxies/a.b-c_d@cern.ch.pem"},
+	} {
+		got, err := expandUser("/etc/aso/proxies/{user}.pem", c.user)
+		if err != nil || got != c.want {
+			t.Errorf("expandUser(%q) = %q, %v; want %q", c.user, got, err, c.want)
+		}
+	}
+	// names that would reach another file are refused, never expanded
+	for _, u := range []string{"", ".", "..", "../root", "a/b", "-rf", "a\x00b"} {
+		if got, err := expandUser("/etc/aso/proxies/{user}.pem", u); err == nil {
+			t.Errorf("expandUser(%q) = %q, want an error", u, got)
+		}
+	}
+}
+
+// TestLogRelay: an agent's JSON lines keep their level, message, time and
+// fields and gain the user; other lines are logged at info with the user;
+// a line split over writes is reassembled.
+func TestLogRelay(t *testing.T) {
+	var out bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&out)
+	log.SetFormatter(&logrus.JSONFormatter{})
+	log.SetLevel(logrus.DebugLevel)
+	r := &logRelay{log: log, user: "alice"}
+	line := `{"level":"warning","msg":"lost ownership","time":"2026-01-02T03:04:05Z","fts_job":"j1","error":"run lock lost"}` + "\n"
+	for _, part := range []string{line[:20], line[20:], "queue of alice: new 0\n", "aso: trailing line without newline"} {
+		if _, err := r.Write([]byte(part)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.flush()
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("relayed line %q: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d lines relayed, want 3:\n%s", len(got), out.String())
+	}
+	first := got[0]
+	for k, want := range map[string]any{"level": "warning", "msg": "lost ownership", "time": "2026-01-02T03:04:05Z",
+		"fts_job": "j1", "error": "run lock lost", "user": "alice"} {
+		if first[k] != want {
+			t.Errorf("relayed JSON line: %s = %v, want %v (%v)", k, first[k], want, first)
+		}
+	}
+	for i, msg := range []string{"queue of alice: new 0", "aso: trailing line without newline"} {
+		if m := got[i+1]; m["msg"] != msg || m["level"] != "info" || m["user"] != "alice" {
+			t.Errorf("relayed text line %d: %v, want msg %q at info with user alice", i, m, msg)
+		}
+	}
+}

@@ -1,0 +1,260 @@
+package cmd_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/proctest"
+)
+
+// fleetArgs are the arguments of `aso run --all-users` in w: those of an
+// agent without --user, then extra.
+func fleetArgs(w *proctest.World, extra ...string) []string {
+	var args []string
+	all := w.AgentArgs("")
+	for i := 0; i < len(all); i++ {
+		if all[i] == "--user" {
+			i++ // and its value
+			continue
+		}
+		args = append(args, all[i])
+	}
+	return append(append(args, "--all-users"), extra...)
+}
+
+// agentsStarted returns the users for which the fleet process p logged
+// "agent started", in order.
+func agentsStarted(p *proctest.Proc) []string {
+	var users []string
+	for _, l := range p.LogLines() {
+		if l["msg"] == "agent started" {
+			users = append(users, fmt.Sprint(l["user"]))
+		}
+	}
+	return users
+}
+
+// TestFleetProcess_TemplatesAndLogs runs one fleet over three users on a
+// memfile store, two agents at a time: every user is drained by an agent
+// of its own, the per-user metrics file template is expanded, and the
+// agents' log lines reach the fleet's log carrying their user.
+func TestFleetProcess_TemplatesAndLogs(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Sim: fastSim(21), Seed: 21})
+	users := []string{"ann", "ben", "cat"}
+	for _, u := range users {
+		w.AddMix(u, 20)
+	}
+	metrics := filepath.Join(w.Dir, "metrics")
+	if err := os.MkdirAll(metrics, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := w.Start("fleet", fleetArgs(w, "--max-agents", "2", "--max-files-per-job", "5",
+		"--metrics-file", filepath.Join(metrics, "aso_{user}.prom"))...)
+	if code := p.Wait(time.Minute); code != cmd.ExitOK {
+		t.Fatalf("fleet exit %d, want 0\n%s", code, p.Tail(40))
+	}
+	started := agentsStarted(p)
+	slices.Sort(started)
+	if !slices.Equal(started, users) {
+		t.Errorf("agents started for %v, want one for each of %v", started, users)
+	}
+	relayed := map[string]bool{}
+	for _, l := range p.LogLines() {
+		if l["msg"] == "run lock taken" {
+			relayed[fmt.Sprint(l["user"])] = true
+		}
+		// the queue summary reads the whole store: not once per agent
+		if msg := fmt.Sprint(l["msg"]); strings.HasPrefix(msg, "queue of ") {
+			t.Errorf("an agent of the fleet printed its queue summary: %s", msg)
+		}
+	}
+	for _, u := range users {
+		if !relayed[u] {
+			t.Errorf("no log line of %s's agent in the fleet's log", u)
+		}
+		if _, err := os.Stat(filepath.Join(metrics, "aso_"+u+".prom")); err != nil {
+			t.Errorf("metrics file of %s: %v", u, err)
+		}
+	}
+	r := w.Check(proctest.CheckOptions{})
+	t.Logf("%s in %s", r, p.Runtime().Round(time.Millisecond))
+	r.Require(t)
+}
+
+// TestFleetProcess_TwoHostsOneKilled runs two fleets (two hosts) over 50
+// users on one CouchDB. One is killed with SIGKILL while its agents work
+// (its agents die with it, as on a host failure) and started again: no
+// transfer is lost or submitted twice, and every user is drained.
+func TestFleetProcess_TwoHostsOneKilled(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(23), Seed: 23})
+	const users = 50
+	for i := range users {
+		w.AddMix(fmt.Sprintf("u%02d", i), 6)
+	}
+	// locks and leases long enough not to expire on a loaded machine
+	args := fleetArgs(w, "--max-agents", "4", "--max-files-per-job", "3", "--discover-interval", "1s", "--lock-ttl", "4s", "--lease-ttl", "6s")
+	a, b := w.Start("fleet-a", args...), w.Start("fleet-b", args...)
+	if !a.WaitLog(`"agent started"`, 30*time.Second) {
+		t.Fatalf("fleet a started no agent\n%s", a.Tail(30))
+	}
+	time.Sleep(1500 * time.Millisecond) // let its agents claim and submit
+	a.Kill()
+	a2 := w.Start("fleet-a2", args...)
+	for _, p := range []*proctest.Proc{b, a2} {
+		waitFleet(t, p)
+	}
+	// what the killed host's agents held is free once their leases and
+	// locks expire: a last fleet finishes whatever is left
+	time.Sleep(6500 * time.Millisecond)
+	last := w.Start("fleet-last", args...)
+	waitFleet(t, last)
+	counts := map[string]int{}
+	for _, p := range []*proctest.Proc{a, b, a2, last} {
+		counts[p.Name] = len(agentsStarted(p))
+	}
+	if counts["fleet-b"] == 0 || counts["fleet-a"]+counts["fleet-a2"] == 0 {
+		t.Errorf("agents started per fleet %v: want work on both hosts", counts)
+	}
+	r := w.Check(proctest.CheckOptions{})
+	t.Logf("%s; agents started per fleet %v", r, counts)
+	r.Require(t)
+}
+
+// slowSim is a simulator whose files stay active for a minute: agents are
+// busy monitoring when a test signals them.
+func slowSim(seed int64) ftstest.Options {
+	return ftstest.Options{Seed: seed, QueueDelay: 100 * time.Millisecond, TransferTime: time.Minute}
+}
+
+// startedFleet starts a fleet over three users of a slow world and
+// returns it with the process IDs of its agents, once all three have
+// submitted.
+func startedFleet(t *testing.T, seed uint64) (*proctest.World, *proctest.Proc, []int) {
+	t.Helper()
+	w := proctest.New(t, proctest.Options{Sim: slowSim(int64(seed)), Seed: seed})
+	for _, u := range []string{"ann", "ben", "cat"} {
+		w.Add(u, proctest.Good, 4)
+	}
+	p := w.Start("fleet", fleetArgs(w, "--max-agents", "3")...)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var pids []int
+		submitted := 0
+		for _, l := range p.LogLines() {
+			switch {
+			case l["msg"] == "agent started":
+				pids = append(pids, int(l["pid"].(float64)))
+			case l["msg"] == "job submitted":
+				submitted++
+			}
+		}
+		if len(pids) == 3 && submitted >= 3 {
+			return w, p, pids
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the fleet's three agents did not all submit\n%s", p.Tail(40))
+	return nil, nil, nil
+}
+
+// alive reports whether process pid exists (a zombie counts as gone only
+// once reaped; the agents' parent reaps them, or init once it is dead).
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// TestFleetProcess_Signals: a SIGTERM to the fleet reaches every agent,
+// which stops gracefully (its claims and lock released) so that the fleet
+// exits 0; a second signal kills the agents' whole process groups at once,
+// even agents too frozen to stop by themselves.
+func TestFleetProcess_Signals(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	t.Run("graceful", func(t *testing.T) {
+		w, p, pids := startedFleet(t, 31)
+		p.Term()
+		if code := p.Wait(30 * time.Second); code != cmd.ExitOK {
+			t.Fatalf("fleet exit %d after SIGTERM, want 0\n%s", code, p.Tail(40))
+		}
+		for _, pid := range pids {
+			if alive(pid) {
+				t.Errorf("agent %d still runs after the fleet exited", pid)
+			}
+		}
+		signalled := map[any]bool{}
+		for _, l := range p.LogLines() {
+			if l["signal"] == "SIGTERM" && l["user"] != nil {
+				signalled[l["user"]] = true
+			}
+		}
+		if len(signalled) != 3 {
+			t.Errorf("agents that logged the SIGTERM: %v, want all three", signalled)
+		}
+		r := w.Check(proctest.CheckOptions{Unfinished: true})
+		r.Require(t)
+	})
+	t.Run("second signal", func(t *testing.T) {
+		_, p, pids := startedFleet(t, 32)
+		// frozen agents cannot stop gracefully: the fleet waits for them
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Term()
+		select {
+		case <-p.Done():
+			t.Fatalf("the fleet exited (%d) without waiting for its agents\n%s", p.Code(), p.Tail(20))
+		case <-time.After(500 * time.Millisecond):
+		}
+		p.Term()
+		if code := p.Wait(10 * time.Second); code != cmd.ExitError {
+			t.Fatalf("fleet exit %d after two signals, want %d\n%s", code, cmd.ExitError, p.Tail(40))
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for _, pid := range pids {
+			for alive(pid) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if alive(pid) {
+				t.Errorf("agent %d survived the second signal", pid)
+			}
+		}
+	})
+}
+
+// waitFleet waits for the fleet p, which must exit 0, 3 (every user held
+// elsewhere) or 75 (an agent lost its lock to a stall of the machine: the
+// invariants checked afterwards say whether anything went wrong).
+func waitFleet(t *testing.T, p *proctest.Proc) {
+	t.Helper()
+	switch code := p.Wait(90 * time.Second); code {
+	case cmd.ExitOK, cmd.ExitLocked:
+	case cmd.ExitTempFail:
+		t.Logf("%s exit %d; its errors:\n%s", p.Name, code, errorLines(p))
+	default:
+		t.Fatalf("%s exit %d, want 0, 3 or 75; its errors:\n%s", p.Name, code, errorLines(p))
+	}
+}
+
+// errorLines returns the log lines of p at level error, and the agents'
+// exits that were not 0 or 3.
+func errorLines(p *proctest.Proc) string {
+	var out []string
+	for _, l := range p.LogLines() {
+		code, hasCode := l["exit_code"].(float64)
+		if l["level"] == "error" || hasCode && code != 0 && code != 3 {
+			b, _ := json.Marshal(l)
+			out = append(out, string(b))
+		}
+	}
+	return strings.Join(out, "\n")
+}
