@@ -30,13 +30,14 @@ func (a *memArchive) Sync() error {
 	return nil
 }
 
-func purger(e *env, s state.Store) state.Purger {
+// ability returns the optional ability T of s, failing if it has none.
+func ability[T any](e *env, s state.Store) T {
 	e.t.Helper()
-	p, ok := s.(state.Purger)
+	v, ok := s.(T)
 	if !ok {
-		e.t.Fatalf("%T does not implement state.Purger", s)
+		e.t.Fatalf("%T does not implement %T", s, (*T)(nil))
 	}
-	return p
+	return v
 }
 
 // finish submits the transfers s claims (n of them) and ends them with outcome.
@@ -63,7 +64,7 @@ var purgeCases = []testCase{
 		e.enqueue(a, Req(Alice, 5))
 		recent := e.finish(a, 1, "job-4", state.OutcomeDone)
 		waiting := e.enqueue(a, Req(Alice, 4))[0]
-		p := purger(e, a)
+		p := ability[state.Purger](e, a)
 
 		broken := &memArchive{fail: errors.New("disk full")}
 		if n, err := p.Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: broken}); err == nil || n != 0 {
