@@ -37,8 +37,9 @@ type Agent struct {
 	log     *logrus.Entry
 	metrics *Metrics
 
-	// recoverer is the store's, if it has the ability; else nil.
+	// recoverer and recorder are the store's, if it has the ability; else nil.
 	recoverer state.Recoverer
+	recorder  state.RunRecorder
 
 	claims *claims
 	// pending are jobs whose submission outcome is not known yet (an
@@ -103,6 +104,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	if r, ok := store.(state.Recoverer); ok {
 		a.recoverer = r // fenced by takeBack
 	}
+	a.recorder, _ = store.(state.RunRecorder)
 	return a, nil
 }
 
@@ -153,7 +155,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
 	if err := a.checkFTS(ctx); err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
-		if rerr := a.store.ReleaseLock(rctx, lock); rerr != nil {
+		if rerr := a.releaseLock(rctx, lock, err); rerr != nil {
 			a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
 		}
 		cancel()
@@ -191,7 +193,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if cause := context.Cause(work); cause != nil {
 		return cause
 	}
-	a.shutdown(work)
+	a.shutdown(work, runErr)
 	a.log.WithField("runtime", a.cfg.Now().Sub(start).Round(time.Millisecond).String()).Info("agent finished")
 	return runErr
 }
@@ -263,7 +265,7 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 // shutdown releases what was claimed but not submitted (without penalty;
 // transfers whose submission may have reached FTS keep their sid and lease,
 // so the next agent adopts them) and the run lock.
-func (a *Agent) shutdown(work context.Context) {
+func (a *Agent) shutdown(work context.Context, runErr error) {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
 	a.retryPending(ctx)
@@ -282,7 +284,7 @@ func (a *Agent) shutdown(work context.Context) {
 		}
 	}
 	a.claims.mu.Unlock()
-	if err := a.store.ReleaseLock(ctx, a.keeper.current()); err != nil {
+	if err := a.releaseLock(ctx, a.keeper.current(), runErr); err != nil {
 		a.log.WithError(err).Warn("releasing the run lock failed; it expires by itself")
 	} else {
 		a.log.Info("run lock released")

@@ -69,6 +69,9 @@ type Config struct {
 	Now func() time.Time
 	// Sleep waits between passes; nil means a timer. Tests replace it.
 	Sleep func(d time.Duration, stop <-chan struct{})
+	// ExitCode maps the error a run ends with to the process's exit code,
+	// recorded with the run in the lock document; nil: 0 or 1.
+	ExitCode func(error) int
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -16,6 +16,8 @@ var commands = []func(g *Globals) *cobra.Command{
 	newRunCommand,
 	newStatusCommand,
 	newListCommand,
+	newPurgeCommand,
+	newUnlockCommand,
 	newKillCommand,
 	newRetryCommand,
 	newResolveCommand,

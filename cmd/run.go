@@ -131,6 +131,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	cfg := o.Agent
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
+	cfg.ExitCode = ExitCode
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
 	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
 	if err != nil {

@@ -79,15 +79,21 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		if err != nil {
 			return err
 		}
+		locks, err := lockViews(ctx, st, user, time.Now())
+		if err != nil {
+			return err
+		}
 		if o.JSON {
 			out := newStatusJSON(user, sum)
 			out.FailureReasons = reasons
+			out.Locks = nonNil(locks)
 			return writeJSON(g.Stdout, out)
 		}
 		if err := printSummary(g.Stdout, user, o.StaleAfter, sum); err != nil {
 			return err
 		}
 		printReasons(g.Stdout, reasons)
+		printLocks(g.Stdout, locks)
 		return nil
 	})
 }
@@ -109,6 +115,8 @@ type StatusJSON struct {
 	Invalid       []state.InvalidDoc `json:"invalid"`
 	// FailureReasons counts failed and retrying transfers by reason.
 	FailureReasons []ReasonCount `json:"failure_reasons"`
+	// Locks are the run locks of the user (every user's with --all-users).
+	Locks []LockView `json:"locks"`
 }
 
 func newStatusJSON(user string, s state.Summary) StatusJSON {

@@ -220,6 +220,11 @@ type Lock struct {
 	Holder string
 	Expire time.Time
 	Rev    string
+
+	// Since and LastRun are the lock document's (see LockDoc), carried so
+	// that renewals keep them.
+	Since   time.Time
+	LastRun *RunRecord
 }
 
 // TransferState is the contract between the agent and a state backend. Every

@@ -206,7 +206,7 @@ func IsLockID(id string) bool { return strings.HasPrefix(id, "lock:") }
 const LockDocType = "lock"
 
 // LockDoc is the stored run lock of one user, document LockID(user):
-// {holder, expire}. A released lock has no expire.
+// {holder, expire, since, last_run}. A released lock has no expire.
 type LockDoc struct {
 	ID     string `json:"_id"`
 	Rev    string `json:"_rev,omitempty"`
@@ -214,4 +214,9 @@ type LockDoc struct {
 	User   string `json:"user"`
 	Holder string `json:"holder"`
 	Expire Time   `json:"expire,omitzero"`
+
+	// Since is when Holder took the lock (kept through renewals).
+	Since Time `json:"since,omitzero"`
+	// LastRun is the last run that released the lock (see RunRecorder).
+	LastRun *RunRecord `json:"last_run,omitempty"`
 }

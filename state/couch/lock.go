@@ -70,19 +70,24 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 	var l state.Lock
 	err := lockLoop(ctx, func() error {
 		now := s.now()
-		d, _, err := s.readLock(ctx, user)
+		d, found, err := s.readLock(ctx, user)
 		if err != nil {
 			return err
 		}
 		if d.Holder != "" && d.Holder != holder && d.Expire.After(now) {
 			return &state.LockedError{User: user, Holder: d.Holder, Expire: d.Expire.String()}
 		}
+		var cur *state.LockDoc
+		if found {
+			cur = &d
+		}
+		d.Since = state.TakenSince(cur, holder, now)
 		d.User, d.Holder, d.Expire = user, holder, state.At(now.Add(ttl))
 		rev, err := s.writeLock(ctx, d)
 		if err != nil {
 			return err
 		}
-		l = state.Lock{User: user, Holder: holder, Expire: d.Expire.Time, Rev: rev}
+		l = state.Lock{User: user, Holder: holder, Expire: d.Expire.Time, Rev: rev, Since: d.Since.Time, LastRun: d.LastRun}
 		return nil
 	})
 	if err != nil {
@@ -98,7 +103,7 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 	err := lockLoop(ctx, func() error {
 		now := s.now()
 		exp := state.At(now.Add(ttl))
-		r, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp})
+		r, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp, Since: state.At(l.Since), LastRun: l.LastRun})
 		if errors.Is(err, errConflict) {
 			// Only a renewal of ours whose answer was lost may have
 			// moved the revision; anything else is another writer.
@@ -129,7 +134,7 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
 	rev := l.Rev
 	err := lockLoop(ctx, func() error {
-		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder})
+		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: l.LastRun})
 		if errors.Is(err, errConflict) {
 			d, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {

@@ -290,11 +290,12 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 			return &state.LockedError{User: user, Holder: cur.Holder, Expire: cur.Expire.String()}
 		}
 		l := &state.LockDoc{ID: id, Type: state.LockDocType, User: user, Holder: holder, Expire: state.At(now.Add(ttl))}
+		l.Since = state.TakenSince(cur, holder, now)
 		if cur != nil {
-			l.Rev = cur.Rev
+			l.Rev, l.LastRun = cur.Rev, cur.LastRun
 		}
 		x.putLock(l)
-		out = state.Lock{User: user, Holder: holder, Expire: l.Expire.Time, Rev: l.Rev}
+		out = state.Lock{User: user, Holder: holder, Expire: l.Expire.Time, Rev: l.Rev, Since: l.Since.Time, LastRun: l.LastRun}
 		return nil
 	})
 	if err != nil {
@@ -318,7 +319,7 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 		n := *cur
 		n.Expire = state.At(now.Add(ttl))
 		x.putLock(&n)
-		out = state.Lock{User: l.User, Holder: l.Holder, Expire: n.Expire.Time, Rev: n.Rev}
+		out = state.Lock{User: l.User, Holder: l.Holder, Expire: n.Expire.Time, Rev: n.Rev, Since: n.Since.Time, LastRun: n.LastRun}
 		return nil
 	})
 	if err != nil {

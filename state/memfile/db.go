@@ -265,13 +265,18 @@ func (d *db) put(t *state.Transfer, sp span) {
 // file at sp.
 func (d *db) putInvalid(id, reason string, sp span) {
 	if i, ok := d.lookup(id); ok {
-		d.unindex(i)
-		delete(d.ids, d.metas[i].id)
-		d.metas[i] = meta{}
-		d.free = append(d.free, i)
+		d.remove(i)
 	}
 	delete(d.locks, id)
 	d.invalid[id] = invalidDoc{reason: reason, at: sp}
+}
+
+// remove drops the valid transfer in slot i.
+func (d *db) remove(i int32) {
+	d.unindex(i)
+	delete(d.ids, d.metas[i].id)
+	d.metas[i] = meta{}
+	d.free = append(d.free, i)
 }
 
 func (d *db) putLock(l *state.LockDoc) {

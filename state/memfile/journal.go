@@ -45,8 +45,10 @@ var (
 // anyDoc decodes any stored document: a transfer or a run lock.
 type anyDoc struct {
 	state.Transfer
-	Holder string     `json:"holder"`
-	Expire state.Time `json:"expire"`
+	Holder  string           `json:"holder"`
+	Expire  state.Time       `json:"expire"`
+	Since   state.Time       `json:"since"`
+	LastRun *state.RunRecord `json:"last_run"`
 }
 
 // pending is a document line found by the scanner, decoded later.
@@ -238,7 +240,7 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 // set if the document at least names itself.
 func decodeDoc(raw []byte, d *anyDoc, in *interner) error {
 	if fastCodec && decodeTransfer(raw, &d.Transfer, in) {
-		d.Holder, d.Expire = "", state.Time{}
+		d.Holder, d.Expire, d.Since, d.LastRun = "", state.Time{}, state.Time{}, nil
 	} else if *d = (anyDoc{}); true {
 		if err := json.Unmarshal(raw, d); err != nil {
 			var id struct {

@@ -343,7 +343,7 @@ func (s *Store) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int64
 	case bad != "":
 		s.d.putInvalid(id, bad, sp)
 	case d.Type == state.LockDocType:
-		s.d.putLock(&state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire})
+		s.d.putLock(&state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire, Since: d.Since, LastRun: d.LastRun})
 	default:
 		s.d.put(&d.Transfer, sp)
 	}

@@ -27,7 +27,7 @@ var recoveryCases = []testCase{
 		bobs := e.claim(bob, 1)
 		// the dead agent's lock expires; its leases (10 min) do not
 		e.clock.Advance(2 * time.Minute)
-		r := recoverer(e, next)
+		r := ability[state.Recoverer](e, next)
 		if _, err := r.TakeBack(ctx, state.Lock{User: Alice, Holder: "agent-next"}); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("TakeBack without holding the lock: %v, want ErrLockLost", err)
 		}
@@ -91,13 +91,4 @@ var recoveryCases = []testCase{
 			e.t.Fatalf("NewTransfers under an open fence: %d, %v", len(got), err)
 		}
 	}},
-}
-
-func recoverer(e *env, s state.Store) state.Recoverer {
-	e.t.Helper()
-	r, ok := s.(state.Recoverer)
-	if !ok {
-		e.t.Fatalf("%T does not implement state.Recoverer", s)
-	}
-	return r
 }

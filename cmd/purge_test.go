@@ -1,0 +1,65 @@
+package cmd_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// TestPurge removes the ended transfers of a user, archiving them first,
+// and leaves the waiting ones; bad flags are usage errors.
+func TestPurge(t *testing.T) {
+	sites, requests, _ := localSites(t, 5)
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0).
+		wantStdout(t, "done 5, failed 0")
+	_, more, _ := localSites(t, 7) // the two last are new
+	aso(t, "enqueue", st, "-f", more).wantCode(t, 0)
+
+	aso(t, "purge", st, "--user", "bob").wantCode(t, 2)
+	aso(t, "purge", st, "--user", "bob", "--older-than", "-1h").wantCode(t, 2)
+	aso(t, "purge", st, "--user", "bob", "--older-than", "1h").wantCode(t, 0).wantStdout(t, "purged 0 terminal transfers of user bob")
+	aso(t, "purge", st, "--user", "alice", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 0 ")
+
+	arch := filepath.Join(t.TempDir(), "archive.jsonl")
+	aso(t, "purge", st, "--user", "bob", "--older-than", "1ns", "--archive", arch).wantCode(t, 0).
+		wantStdout(t, "purged 5 terminal transfers of user bob", "archived to "+arch)
+	f, err := os.Open(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var tr state.Transfer
+		if err := json.Unmarshal(sc.Bytes(), &tr); err != nil {
+			t.Fatalf("archive line %d: %v", n+1, err)
+		}
+		if tr.State != state.StateDone || tr.User != "bob" || len(tr.History) < 4 {
+			t.Errorf("archive line %d: %s of %s with %d history entries", n+1, tr.State, tr.User, len(tr.History))
+		}
+		n++
+	}
+	if n != 5 {
+		t.Errorf("archive has %d lines, want 5", n)
+	}
+	out := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	var sum struct {
+		Total   int            `json:"total"`
+		ByState map[string]int `json:"by_state"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Total != 2 || sum.ByState["new"] != 2 {
+		t.Errorf("after purge: %+v, want the 2 new transfers only", sum)
+	}
+	aso(t, "purge", st, "--all-users", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 0 terminal transfers of every user")
+}

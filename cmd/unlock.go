@@ -1,0 +1,99 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// UnlockOptions are the flags and argument of `aso unlock`.
+type UnlockOptions struct {
+	User  string
+	Force bool
+}
+
+// AddFlags registers the flags of `aso unlock`.
+func (o *UnlockOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.Force, "force", false, "release the lock even while it is live (its agent, if running, stops at its next renewal)")
+}
+
+func newUnlockCommand(g *Globals) *cobra.Command {
+	o := &UnlockOptions{}
+	cmd := &cobra.Command{
+		Use:   "unlock USER",
+		Short: "Release the run lock of a user whose agent is known dead",
+		Long: "unlock releases the run lock of USER when its holder is known dead: the lock expired\n" +
+			"(its agent stopped renewing it), or the holder ran on this host and its process is\n" +
+			"gone. A live lock of a holder that may be running is refused (exit 3) unless --force;\n" +
+			"a forced unlock makes a running agent stop at its next renewal, before it writes again.\n" +
+			"The release is recorded as the user's last run, with exit code unknown.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { o.User = args[0]; return runUnlock(cmd.Context(), o, g) },
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
+	if err := state.ValidateUser(o.User); err != nil {
+		return usagef("unlock %q: %v", o.User, err)
+	}
+	return withStore(ctx, g, o.User, func(st state.Store) error {
+		la, ok := st.(state.LockAdmin)
+		if !ok {
+			return fmt.Errorf("unlock: the state store %T cannot list run locks", st)
+		}
+		ls, err := la.Locks(ctx, o.User)
+		if err != nil {
+			return fmt.Errorf("unlock %s: %w", o.User, err)
+		}
+		if len(ls) == 0 || ls[0].Expire.IsZero() {
+			fmt.Fprintf(g.Stdout, "run lock of %s is not held: nothing to release\n", o.User)
+			return nil
+		}
+		l := ls[0]
+		why, dead := holderDead(&l, time.Now())
+		if !dead {
+			if !o.Force {
+				return fmt.Errorf("unlock %s: %s; give --force to release it anyway: %w", o.User, why, state.ErrLocked)
+			}
+			why = "forced: " + why
+		}
+		host, _ := os.Hostname()
+		note := fmt.Sprintf("lock released by aso unlock on %s (%s)", host, why)
+		if err := la.Unlock(ctx, o.User, l.Holder, note); err != nil {
+			if errors.Is(err, state.ErrLockLost) {
+				return fmt.Errorf("unlock %s: the lock changed meanwhile (%v); run aso status and try again", o.User, err)
+			}
+			return fmt.Errorf("unlock %s: %w", o.User, err)
+		}
+		fmt.Fprintf(g.Stdout, "released the run lock of %s held by %s (%s)\n", o.User, l.Holder, why)
+		g.Log.WithFields(logrus.Fields{FieldUser: o.User, "holder": l.Holder, "reason": why}).Warn("run lock released by unlock")
+		return nil
+	})
+}
+
+// holderDead tells whether the holder of the held lock l is known dead at
+// now, and why (or why it may be alive).
+func holderDead(l *state.LockDoc, now time.Time) (string, bool) {
+	if !l.Expire.After(now) {
+		return fmt.Sprintf("held by %s, expired at %s: its agent stopped renewing it", l.Holder, l.Expire), true
+	}
+	host, pid, ok := state.HolderHostPID(l.Holder)
+	this, _ := os.Hostname()
+	if ok && host == this {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return fmt.Sprintf("held by %s until %s, but process %d is gone from this host", l.Holder, l.Expire, pid), true
+		}
+		return fmt.Sprintf("held by %s until %s, and process %d runs on this host", l.Holder, l.Expire, pid), false
+	}
+	return fmt.Sprintf("held by %s until %s, on another host", l.Holder, l.Expire), false
+}

@@ -1,0 +1,113 @@
+package cmd_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
+)
+
+// holdLock makes holder take bob's run lock for an hour in the state file.
+func holdLock(t *testing.T, path, holder string) {
+	t.Helper()
+	s, err := memfile.Open(path, state.Config{Agent: state.Agent{User: "bob", Owner: holder}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AcquireLock(context.Background(), "bob", holder, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type statusLocks struct {
+	Locks []struct {
+		User    string `json:"user"`
+		Holder  string `json:"holder"`
+		Host    string `json:"host"`
+		PID     int    `json:"pid"`
+		Held    bool   `json:"held"`
+		Since   string `json:"since"`
+		Expires string `json:"expires"`
+		LastRun *struct {
+			Holder   string `json:"holder"`
+			Started  string `json:"started"`
+			Ended    string `json:"ended"`
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		} `json:"last_run"`
+	} `json:"locks"`
+}
+
+func locksOf(t *testing.T, st string) statusLocks {
+	t.Helper()
+	out := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
+	var v statusLocks
+	if err := json.Unmarshal([]byte(out.stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Locks) != 1 || v.Locks[0].User != "bob" {
+		t.Fatalf("status locks: %+v", v.Locks)
+	}
+	return v
+}
+
+// TestStatusLocksAndUnlock: aso status shows who holds a user's run lock
+// and how the last run ended; aso unlock releases a lock whose holder is
+// known dead, refuses a live one unless forced, and the next run works.
+func TestStatusLocksAndUnlock(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites, requests, _ := localSites(t, 2)
+	st, path := stateFile(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0)
+	l := locksOf(t, st).Locks[0]
+	if l.Held || l.LastRun == nil || l.LastRun.ExitCode != 0 || l.LastRun.Started == "" || l.LastRun.Ended < l.LastRun.Started || l.Host != host || l.PID <= 0 {
+		t.Fatalf("lock after a run: %+v (last run %+v)", l, l.LastRun)
+	}
+	aso(t, "status", st, "--user", "bob").wantCode(t, 0).wantStdout(t, "Run locks: 1")
+	aso(t, "unlock", st, "bob").wantCode(t, 0).wantStdout(t, "run lock of bob is not held")
+
+	// a holder on this host whose process is gone
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("%s:%d:dead", host, gone.Process.Pid)
+	holdLock(t, path, dead)
+	l = locksOf(t, st).Locks[0]
+	if !l.Held || l.Holder != dead || l.PID != gone.Process.Pid || l.Since == "" || l.Expires == "" {
+		t.Fatalf("lock held by a dead process: %+v", l)
+	}
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never").wantCode(t, 3)
+	aso(t, "unlock", st, "bob").wantCode(t, 0).wantStdout(t, "released the run lock of bob", "is gone from this host")
+	l = locksOf(t, st).Locks[0]
+	if l.Held || l.LastRun == nil || l.LastRun.Holder != dead || l.LastRun.ExitCode != -1 {
+		t.Fatalf("lock after unlock: %+v (last run %+v)", l, l.LastRun)
+	}
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never").wantCode(t, 0)
+
+	// a live holder: this very process, or one on another host
+	for _, holder := range []string{fmt.Sprintf("%s:%d:live", host, os.Getpid()), "elsewhere.example.org:4242:x"} {
+		holdLock(t, path, holder)
+		r := aso(t, "unlock", st, "bob").wantCode(t, 3)
+		wantMatch(t, r.stderr, `--force`)
+		if l := locksOf(t, st).Locks[0]; !l.Held || l.Holder != holder {
+			t.Fatalf("a refused unlock released the lock: %+v", l)
+		}
+		aso(t, "unlock", st, "bob", "--force").wantCode(t, 0).wantStdout(t, "released the run lock of bob")
+		if l := locksOf(t, st).Locks[0]; l.Held || l.LastRun.Holder != holder {
+			t.Fatalf("after a forced unlock: %+v", l)
+		}
+	}
+	aso(t, "unlock", st, "bad user!").wantCode(t, 2)
+}

@@ -1,0 +1,78 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var _ state.Purger = (*Store)(nil)
+
+// Purge removes the terminal transfers o selects (see state.Purger): it
+// pages through _all_docs like Summary and, every maxBulkDocs selected
+// transfers, archives them (synced) and deletes them with one _bulk_docs
+// of revision-checked deletions; a transfer that changed since it was read
+// conflicts and stays.
+func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
+	var batch []state.Transfer
+	removed := 0
+	var failed error
+	flush := func() {
+		if failed != nil || len(batch) == 0 {
+			return
+		}
+		n, err := s.purgeBatch(ctx, batch, o.Archive)
+		removed += n
+		failed = err
+		batch = batch[:0]
+	}
+	err := s.scanAll(ctx, func(raw json.RawMessage) {
+		if _, kind := classify(raw); kind != kindTransfer || failed != nil {
+			return
+		}
+		if t, err := decode(raw); err == nil && o.Purgeable(&t) {
+			if batch = append(batch, t); len(batch) == maxBulkDocs {
+				flush()
+			}
+		}
+	})
+	flush()
+	if err == nil {
+		err = failed
+	}
+	if err != nil {
+		return removed, fmt.Errorf("couch: purge: %w", err)
+	}
+	return removed, nil
+}
+
+// purgeBatch archives ts (when asked) and deletes them.
+func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Archiver) (int, error) {
+	if a != nil {
+		if err := a.Write(ts); err != nil {
+			return 0, fmt.Errorf("archive: %w", err)
+		}
+		if err := a.Sync(); err != nil {
+			return 0, fmt.Errorf("archive: %w", err)
+		}
+	}
+	ids := make([]string, len(ts))
+	docs := make([]any, len(ts))
+	for i := range ts {
+		ids[i] = ts[i].ID
+		docs[i] = map[string]any{"_id": ts[i].ID, "_rev": ts[i].Rev, "_deleted": true}
+	}
+	res, err := s.bulkDocs(ctx, ids, docs)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range res {
+		if r.Error == nil {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,43 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// Archiver receives the transfers a purge removes, before they are removed.
+type Archiver interface {
+	// Write appends transfers to the archive.
+	Write(ts []Transfer) error
+	// Sync makes everything written so far durable (fsync).
+	Sync() error
+}
+
+// PurgeOptions select the transfers Purge removes.
+type PurgeOptions struct {
+	// User whose transfers are removed; "" means every user.
+	User string
+	// Before: terminal transfers whose last update is strictly before it.
+	Before time.Time
+	// Archive, if set, receives every transfer before it is removed; a
+	// transfer is removed only once Archive.Sync succeeded after it was
+	// written, so nothing is lost if the archive fails.
+	Archive Archiver
+}
+
+// Purgeable reports whether o selects t: terminal (done, failed or killed),
+// of o.User (any user when empty), last updated before o.Before.
+func (o PurgeOptions) Purgeable(t *Transfer) bool {
+	return t.State.Terminal() && (o.User == "" || t.User == o.User) && t.LastUpdate.Before(o.Before)
+}
+
+// Purger is an optional ability of a Store, found by type assertion:
+// removing terminal transfers in bulk, so that they do not pile up.
+type Purger interface {
+	// Purge removes the transfers o selects, archiving them first when
+	// o.Archive is set, in a few bulk operations, and returns how many it
+	// removed. A transfer that changed since it was read (retried by
+	// `aso retry`) is left in place. After an error, some transfers may
+	// have been removed (each of them archived first).
+	Purge(ctx context.Context, o PurgeOptions) (int, error)
+}

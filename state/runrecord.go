@@ -1,0 +1,100 @@
+package state
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunRecord is one run of an agent, recorded in the user's lock document
+// when the run releases the lock.
+type RunRecord struct {
+	Holder   string `json:"holder"`
+	Started  Time   `json:"started"`
+	Ended    Time   `json:"ended"`
+	ExitCode int    `json:"exit_code"`
+	// Error is why the run ended with an error, or who released a lock
+	// whose holder had died (ExitCode -1: unknown).
+	Error string `json:"error,omitempty"`
+}
+
+// RunRecorder is an optional ability of a Locker, found by type assertion.
+type RunRecorder interface {
+	// ReleaseLockRecord is ReleaseLock that also records run as the last
+	// run of the user, in the same write. Like ReleaseLock, it leaves a
+	// lock that is no longer held alone (and records nothing).
+	ReleaseLockRecord(ctx context.Context, l Lock, run RunRecord) error
+}
+
+// LockAdmin is an optional ability of a Store, found by type assertion: what
+// `aso status` and `aso unlock` need of the run locks.
+type LockAdmin interface {
+	// Locks returns the stored run locks of user, or of every user when
+	// user is "", ordered by user.
+	Locks(ctx context.Context, user string) ([]LockDoc, error)
+	// Unlock releases the lock of user if holder still holds it (expired
+	// or not), recording a last run of holder that ended now with exit
+	// code -1 and note as its error. ErrLockLost if the lock is held by
+	// someone else or not held at all (nothing is written).
+	Unlock(ctx context.Context, user, holder, note string) error
+}
+
+// UnlockDoc applies Unlock to the stored lock d at now.
+func UnlockDoc(d *LockDoc, user, holder, note string, now time.Time) error {
+	if d == nil || d.Holder != holder || d.Expire.IsZero() {
+		h := "nobody"
+		if d != nil && !d.Expire.IsZero() {
+			h = d.Holder
+		}
+		return &lockLostError{user: user, holder: h, want: holder}
+	}
+	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note}
+	d.Expire = Time{}
+	return nil
+}
+
+// ReleaseDoc applies ReleaseLockRecord to the stored lock d: it reports
+// false when d is not held by l.Holder (nothing to write).
+func ReleaseDoc(d *LockDoc, l Lock, run RunRecord) bool {
+	if d == nil || d.Holder != l.Holder || d.Expire.IsZero() {
+		return false
+	}
+	d.Expire = Time{}
+	d.LastRun = &run
+	return true
+}
+
+type lockLostError struct{ user, holder, want string }
+
+func (e *lockLostError) Error() string {
+	return "run lock of " + e.user + " is held by " + e.holder + ", not " + e.want
+}
+func (e *lockLostError) Unwrap() error { return ErrLockLost }
+
+// HolderHostPID splits an agent owner ID (hostname:pid:random) into its
+// host and process ID; ok is false if it does not have that form.
+func HolderHostPID(holder string) (host string, pid int, ok bool) {
+	parts := strings.Split(holder, ":")
+	if len(parts) < 3 {
+		return "", 0, false
+	}
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || pid <= 0 {
+		return "", 0, false
+	}
+	return strings.Join(parts[:len(parts)-2], ":"), pid, true
+}
+
+// TakenSince is the Since of a lock that holder takes at now over the
+// stored lock cur (nil if none): kept when holder already held it live.
+func TakenSince(cur *LockDoc, holder string, now time.Time) Time {
+	if cur != nil && cur.Holder == holder && cur.Expire.After(now) && !cur.Since.IsZero() {
+		return cur.Since
+	}
+	return At(now)
+}
+
+// ValidateUser checks a user name given on the command line, as Validate
+// checks the user of a request.
+func ValidateUser(user string) error { return checkName("user", user, true) }

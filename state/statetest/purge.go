@@ -1,0 +1,113 @@
+package statetest
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// memArchive is an Archiver in memory: synced is what was written before
+// the last Sync.
+type memArchive struct {
+	written, synced []string
+	fail            error
+}
+
+func (a *memArchive) Write(ts []state.Transfer) error {
+	if a.fail != nil {
+		return a.fail
+	}
+	for _, t := range ts {
+		a.written = append(a.written, t.ID)
+	}
+	return nil
+}
+
+func (a *memArchive) Sync() error {
+	a.synced = slices.Clone(a.written)
+	return nil
+}
+
+// ability returns the optional ability T of s, failing if it has none.
+func ability[T any](e *env, s state.Store) T {
+	e.t.Helper()
+	v, ok := s.(T)
+	if !ok {
+		e.t.Fatalf("%T does not implement %T", s, (*T)(nil))
+	}
+	return v
+}
+
+// finish submits the transfers s claims (n of them) and ends them with outcome.
+func (e *env) finish(s state.Store, n int, job string, outcome state.Outcome) []string {
+	e.t.Helper()
+	ts := e.submit(s, n, job)
+	outs := make([]state.Terminal, len(ts))
+	for i, t := range ts {
+		outs[i] = state.Terminal{Transfer: t, Outcome: outcome, FTSJob: job}
+	}
+	e.ok("SetTerminalState", e.terminal(s, outs...), nil, n)
+	return ids(ts)
+}
+
+var purgeCases = []testCase{
+	{"Purge/TerminalOlderThan", func(e *env) {
+		a, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
+		e.enqueue(a, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3))
+		e.enqueue(b, Req(Bob, 1))
+		old := e.finish(a, 2, "job-1", state.OutcomeDone)
+		old = append(old, e.finish(a, 1, "job-2", state.OutcomeFailed)...)
+		bobs := e.finish(b, 1, "job-3", state.OutcomeDone)
+		e.clock.Advance(2 * time.Hour)
+		e.enqueue(a, Req(Alice, 5))
+		recent := e.finish(a, 1, "job-4", state.OutcomeDone)
+		waiting := e.enqueue(a, Req(Alice, 4))[0]
+		p := ability[state.Purger](e, a)
+
+		broken := &memArchive{fail: errors.New("disk full")}
+		if n, err := p.Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: broken}); err == nil || n != 0 {
+			e.t.Fatalf("Purge with a failing archive: %d removed, %v; want an error and nothing removed", n, err)
+		}
+		for _, id := range old {
+			e.get(a, id)
+		}
+
+		arch := &memArchive{}
+		n, err := p.Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: arch})
+		if err != nil || n != len(old) {
+			e.t.Fatalf("Purge: %d removed, %v; want %d", n, err, len(old))
+		}
+		slices.Sort(arch.synced)
+		want := slices.Sorted(slices.Values(old))
+		if !slices.Equal(arch.synced, want) {
+			e.t.Fatalf("archived and synced %v, want %v", arch.synced, want)
+		}
+		for _, id := range old {
+			if _, err := a.Get(ctx, id); !errors.Is(err, state.ErrNotFound) {
+				e.t.Fatalf("purged transfer %s: Get %v, want ErrNotFound", id, err)
+			}
+		}
+		e.wantState(a, waiting, state.StateNew)
+		e.wantState(a, recent[0], state.StateDone)
+		e.wantState(b, bobs[0], state.StateDone)
+		sum, err := a.Summary(ctx, state.SummaryOptions{User: Alice})
+		if err != nil || sum.Total != 2 {
+			e.t.Fatalf("Summary after purge: total %d, %v; want 2", sum.Total, err)
+		}
+
+		// every user, no archive
+		n, err = p.Purge(ctx, state.PurgeOptions{Before: e.clock.Now().Add(time.Second)})
+		if err != nil || n != 2 {
+			e.t.Fatalf("Purge of every user: %d removed, %v; want bob's and alice's recent one", n, err)
+		}
+		e.wantState(a, waiting, state.StateNew)
+		// a purged request can be enqueued again
+		e.enqueue(a, Req(Alice, 1))
+		e.wantState(a, ReqID(Alice, 1), state.StateNew)
+		if got := e.claim(a, 10); len(got) != 2 {
+			e.t.Fatalf("claimed %d after purge, want the 2 new ones", len(got))
+		}
+	}},
+}

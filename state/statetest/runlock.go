@@ -1,0 +1,96 @@
+package statetest
+
+import (
+	"errors"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// lockOf returns the stored lock of user.
+func (e *env) lockOf(s state.Store, user string) state.LockDoc {
+	e.t.Helper()
+	ls, err := ability[state.LockAdmin](e, s).Locks(ctx, user)
+	if err != nil || len(ls) != 1 || ls[0].User != user {
+		e.t.Fatalf("Locks(%s): %+v, %v", user, ls, err)
+	}
+	return ls[0]
+}
+
+var runLockCases = []testCase{
+	{"Lock/RunRecordAndUnlock", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		la := ability[state.LockAdmin](e, s)
+		if ls, err := la.Locks(ctx, ""); err != nil || len(ls) != 0 {
+			e.t.Fatalf("Locks of an empty store: %+v, %v", ls, err)
+		}
+		start := e.clock.Now()
+		l, err := s.AcquireLock(ctx, Alice, "host-a:11:x", time.Minute)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := s.AcquireLock(ctx, Bob, "host-b:12:y", time.Minute); err != nil {
+			e.t.Fatal(err)
+		}
+		e.clock.Advance(30 * time.Second)
+		if l, err = s.RenewLock(ctx, l, time.Minute); err != nil {
+			e.t.Fatal(err)
+		}
+		d := e.lockOf(s, Alice)
+		if d.Holder != "host-a:11:x" || !d.Since.Equal(start) || !d.Expire.Equal(e.clock.Now().Add(time.Minute)) || d.LastRun != nil {
+			e.t.Fatalf("lock after a renewal: %+v", d)
+		}
+		if ls, err := la.Locks(ctx, ""); err != nil || len(ls) != 2 || ls[0].User != Alice || ls[1].User != Bob {
+			e.t.Fatalf("Locks of every user: %+v, %v", ls, err)
+		}
+
+		run := state.RunRecord{Holder: "host-a:11:x", Started: state.At(start), Ended: state.At(e.clock.Now()), ExitCode: 1, Error: "FTS unreachable"}
+		rr := ability[state.RunRecorder](e, s)
+		if err := rr.ReleaseLockRecord(ctx, state.Lock{User: Alice, Holder: "someone-else"}, run); err != nil {
+			e.t.Fatalf("ReleaseLockRecord of a lock not held: %v", err)
+		}
+		if d := e.lockOf(s, Alice); d.Expire.IsZero() || d.LastRun != nil {
+			e.t.Fatalf("a release by a non-holder changed the lock: %+v", d)
+		}
+		if err := rr.ReleaseLockRecord(ctx, l, run); err != nil {
+			e.t.Fatal(err)
+		}
+		d = e.lockOf(s, Alice)
+		if !d.Expire.IsZero() || d.LastRun == nil || *d.LastRun != run {
+			e.t.Fatalf("lock after ReleaseLockRecord: %+v (last run %+v)", d, d.LastRun)
+		}
+
+		e.clock.Advance(time.Minute)
+		l2, err := s.AcquireLock(ctx, Alice, "host-b:13:z", time.Minute)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if l2, err = s.RenewLock(ctx, l2, time.Minute); err != nil {
+			e.t.Fatal(err)
+		}
+		d = e.lockOf(s, Alice)
+		if !d.Since.Equal(l2.Since) || !d.Since.Equal(e.clock.Now()) || d.LastRun == nil || *d.LastRun != run {
+			e.t.Fatalf("lock taken again: %+v (last run %+v), want a new since and the last run kept", d, d.LastRun)
+		}
+
+		if err := la.Unlock(ctx, Alice, "host-a:11:x", "dead"); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("Unlock naming a former holder: %v, want ErrLockLost", err)
+		}
+		if err := la.Unlock(ctx, Alice, "host-b:13:z", "holder died"); err != nil {
+			e.t.Fatal(err)
+		}
+		d = e.lockOf(s, Alice)
+		if !d.Expire.IsZero() || d.LastRun == nil || d.LastRun.Holder != "host-b:13:z" || d.LastRun.ExitCode != -1 || d.LastRun.Error != "holder died" {
+			e.t.Fatalf("lock after Unlock: %+v (last run %+v)", d, d.LastRun)
+		}
+		if err := la.Unlock(ctx, Alice, "host-b:13:z", "again"); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("Unlock of a released lock: %v, want ErrLockLost", err)
+		}
+		if _, err := s.RenewLock(ctx, l2, time.Minute); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("RenewLock after Unlock: %v, want ErrLockLost", err)
+		}
+		if _, err := s.AcquireLock(ctx, Alice, "host-c:14:w", time.Minute); err != nil {
+			e.t.Fatalf("AcquireLock after Unlock: %v", err)
+		}
+	}},
+}
