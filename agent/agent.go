@@ -71,7 +71,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log = logrus.New()
 		log.SetOutput(discard{})
 	}
-	m := NewMetrics()
+	m := NewMetricsFor(cfg.User)
 	a := &Agent{
 		cfg: cfg, fts: instrumentedFTS{f, m}, sites: sites, deleter: d,
 		log:            log.WithField(FieldUser, cfg.User),
