@@ -150,6 +150,7 @@ func TestLog_JSONWithoutSecrets(t *testing.T) {
 // with the store itself named in the config file.
 func TestConfig_PrecedenceOfUser(t *testing.T) {
 	_, path := stateFile(t)
+	aso(t, "--state=file:"+path, "--log-level", "warn", "enqueue").wantCode(t, 0) // status does not create a store
 	cfg := writeConfig(t, "state: file:"+path+"\nuser: carol\nlog-level: warn\n")
 	for _, tc := range []struct {
 		name string
@@ -172,7 +173,9 @@ func TestConfig_PrecedenceOfUser(t *testing.T) {
 			}
 		})
 	}
-	r := invocation{env: map[string]string{"USER": "login"}}.run(t, newState(t), "status", "--json").wantCode(t, 0)
+	flag := newState(t)
+	aso(t, flag, "--log-level", "warn", "enqueue").wantCode(t, 0)
+	r := invocation{env: map[string]string{"USER": "login"}}.run(t, flag, "status", "--json").wantCode(t, 0)
 	if !strings.Contains(r.stdout, `"user": "login"`) {
 		t.Errorf("without --user: want the login name:\n%s", r.stdout)
 	}
