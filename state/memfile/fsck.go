@@ -227,7 +227,7 @@ func (c *fsck) record(h fsckLine) (bool, error) {
 			}
 			return true, nil
 		}
-		why = "holds fewer documents than its header says"
+		why = fmt.Sprintf("holds %d documents in %d bytes, its header says %d in %d", len(body), size, bh.Docs, bh.Bytes)
 	case size != bh.Bytes:
 		why = fmt.Sprintf("is %d bytes long, its header says %d", size, bh.Bytes)
 	case fmt.Sprintf("%08x", crc.Sum32()) != bh.CRC:

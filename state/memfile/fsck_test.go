@@ -158,3 +158,36 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestOpen_DamagedLengthIsNotTorn: a record whose header claims more bytes
+// than the file has left is torn only when it is the last; with records
+// after it, the header is damaged and the store must not cut them off.
+func TestOpen_DamagedLengthIsNotTorn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	enqueue(t, s, 0, 1)
+	enqueue(t, s, 1, 1)
+	enqueue(t, s, 2, 1)
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := recordOffsets(t, path)
+	at := recs[1] + strings.Index(string(b[recs[1]:]), `"bytes":`) + len(`"bytes":`)
+	b = append(b[:at:at], append([]byte("9"), b[at:]...)...) // claims 9xxx bytes: more than the rest of the file
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = memfile.Open(path, state.Config{})
+	if err == nil || !strings.Contains(err.Error(), "the header is damaged") {
+		t.Fatalf("open: %v", err)
+	}
+	if after, _ := os.ReadFile(path); len(after) != len(b) {
+		t.Fatalf("the store cut the file from %d to %d bytes", len(b), len(after))
+	}
+	rep, err := memfile.Check(path)
+	if err != nil || len(rep.Problems) != 1 || rep.Documents != 2 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+}
