@@ -82,7 +82,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log = logrus.New()
 		log.SetOutput(discard{})
 	}
-	m := NewMetrics()
+	m := NewMetricsFor(cfg.User)
 	a := &Agent{
 		cfg: cfg, sites: sites,
 		log:            log.WithField(FieldUser, cfg.User),

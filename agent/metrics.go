@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +25,23 @@ type Metrics struct {
 	passes    prometheus.Counter
 }
 
-// NewMetrics registers the agent's metrics in a fresh registry.
-func NewMetrics() *Metrics {
+// NewMetrics registers the agent's metrics in a fresh registry, without a
+// user label.
+func NewMetrics() *Metrics { return NewMetricsFor("") }
+
+// userLabels is the constant label every series of user's agent carries:
+// node_exporter refuses the same series from two files, so the files of
+// the agents of two users must differ by it.
+func userLabels(user string) prometheus.Labels {
+	if user == "" {
+		return nil
+	}
+	return prometheus.Labels{"user": user}
+}
+
+// NewMetricsFor registers the agent's metrics in a fresh registry, every
+// series labelled with user.
+func NewMetricsFor(user string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -51,7 +67,7 @@ func NewMetrics() *Metrics {
 		active: prometheus.NewGauge(prometheus.GaugeOpts{Name: "aso_active_transfers", Help: "Transfers running in FTS at the last pass."}),
 		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "aso_passes_total", Help: "Passes of the agent loop."}),
 	}
-	m.reg.MustRegister(m.transfers, m.failures, m.events, m.requests, m.errors, m.phase, m.active, m.passes)
+	prometheus.WrapRegistererWith(userLabels(user), m.reg).MustRegister(m.transfers, m.failures, m.events, m.requests, m.errors, m.phase, m.active, m.passes)
 	return m
 }
 
@@ -60,6 +76,102 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // WriteFile writes the metrics to path atomically (temporary file, rename).
 func (m *Metrics) WriteFile(path string) error { return prometheus.WriteToTextfile(path, m.reg) }
+
+// WriteMetrics writes the metrics of every gatherer to path atomically, in
+// the node_exporter textfile-collector format.
+func WriteMetrics(path string, gs ...prometheus.Gatherer) error {
+	return prometheus.WriteToTextfile(path, prometheus.Gatherers(gs))
+}
+
+// RunMetrics describe one run of the agent and the queue it works on, for
+// a fleet's monitoring: when the run started and ended and how, the queue
+// by state, how long the oldest transfer has waited, and the failed
+// transfers by class. The run's command sets them; they exist even when a
+// run fails before its agent starts.
+type RunMetrics struct {
+	reg          *prometheus.Registry
+	start, end   prometheus.Gauge
+	exit         prometheus.Gauge
+	queue        *prometheus.GaugeVec
+	oldest       prometheus.Gauge
+	failed       *prometheus.GaugeVec
+	queueUpdated prometheus.Gauge
+}
+
+// NewRunMetrics registers the run metrics of user's run in a fresh registry.
+func NewRunMetrics(user string) *RunMetrics {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	r := &RunMetrics{
+		reg:   prometheus.NewRegistry(),
+		start: g("aso_run_start_time_seconds", "Start of the run, in seconds since the epoch."),
+		end:   g("aso_run_end_time_seconds", "End of the run, in seconds since the epoch (0 while it runs)."),
+		exit:  g("aso_run_exit_code", "Exit code of the run (-1 while it runs)."),
+		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "aso_queue_transfers", Help: "The user's transfers by state, as last counted.",
+		}, []string{"state"}),
+		oldest: g("aso_oldest_waiting_seconds", "Age of the user's oldest waiting (new) transfer, 0 if none, as last counted."),
+		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "aso_failed_transfers", Help: "The user's failed transfers by class of reason (scope and errno, see FailureClass), as last counted.",
+		}, []string{"class"}),
+		queueUpdated: g("aso_queue_updated_time_seconds", "When the queue gauges were last counted, in seconds since the epoch."),
+	}
+	r.exit.Set(-1)
+	prometheus.WrapRegistererWith(userLabels(user), r.reg).MustRegister(r.start, r.end, r.exit, r.queue, r.oldest, r.failed, r.queueUpdated)
+	return r
+}
+
+// Gatherer returns what WriteMetrics writes of r.
+func (r *RunMetrics) Gatherer() prometheus.Gatherer { return r.reg }
+
+// Gatherer returns what WriteMetrics writes of m.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+// Started records the start of the run.
+func (r *RunMetrics) Started(t time.Time) { r.start.Set(seconds(t)) }
+
+// Ended records the end of the run and its exit code.
+func (r *RunMetrics) Ended(t time.Time, code int) {
+	r.end.Set(seconds(t))
+	r.exit.Set(float64(code))
+}
+
+// Queue records the counts of a summary of the user's queue taken at now,
+// and the failed transfers by class.
+func (r *RunMetrics) Queue(sum state.Summary, failed map[string]int, now time.Time) {
+	for _, st := range state.States {
+		r.queue.WithLabelValues(string(st)).Set(float64(sum.ByState[st]))
+	}
+	age := 0.0
+	if w := sum.OldestWaiting; w != nil && !w.LastUpdate.IsZero() {
+		age = max(0, now.Sub(w.LastUpdate.Time).Seconds())
+	}
+	r.oldest.Set(age)
+	r.failed.Reset()
+	for class, n := range failed {
+		r.failed.WithLabelValues(class).Set(float64(n))
+	}
+	r.queueUpdated.Set(seconds(now))
+}
+
+func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// reasonScope matches the structured head of an FTS or gfal reason:
+// "SCOPE [errno]", as in "SOURCE [2] No such file or directory".
+var reasonScope = regexp.MustCompile(`^\s*([A-Z][A-Z_]*)\s*\[(\d+)\]`)
+
+// FailureClass is the class of a failure reason for metrics: the scope and
+// errno FTS puts at its head ("SOURCE [2]"), else "other". It is built
+// from the structure of the reason, not its text, so that it has few
+// values.
+func FailureClass(reason string) string {
+	m := reasonScope.FindStringSubmatch(reason)
+	if m == nil {
+		return "other"
+	}
+	return m[1] + " [" + m[2] + "]"
+}
 
 func (m *Metrics) count(event string, n int) {
 	if n > 0 {

@@ -18,6 +18,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newListCommand,
 	newPurgeCommand,
 	newUnlockCommand,
+	newFsckCommand,
 	newKillCommand,
 	newRetryCommand,
 	newResolveCommand,

@@ -161,11 +161,56 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 			results[b.at[i]] = r
 		}
 	}
+	unknown, err := b.unknownDeps(ctx)
+	if err != nil {
+		return err
+	}
 	for i := range b.recs {
 		b.report(&b.recs[i], results[i])
+		b.warnDeps(&b.recs[i], results[i], unknown)
 	}
 	b.recs, b.reqs, b.at = b.recs[:0], b.reqs[:0], b.at[:0]
 	return nil
+}
+
+// unknownDeps returns the IDs that the requests of the batch depend on and
+// that name no stored transfer (one store call for the batch).
+func (b *enqueueBatch) unknownDeps(ctx context.Context) (map[string]bool, error) {
+	want := map[string]bool{}
+	for i := range b.reqs {
+		for _, d := range b.reqs[i].DependsOn {
+			want[d] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	found, err := b.st.List(ctx, state.Filter{IDs: ids})
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: look up the transfers depended on: %w", err)
+	}
+	for i := range found {
+		delete(want, found[i].ID)
+	}
+	return want, nil
+}
+
+// warnDeps warns about a stored record that depends on an unknown
+// transfer: it waits until one with that ID is enqueued and done.
+func (b *enqueueBatch) warnDeps(rec *record, res state.EnqueueResult, unknown map[string]bool) {
+	if rec.err != nil || res.Status == state.Rejected {
+		return
+	}
+	for _, d := range rec.req.DependsOn {
+		if unknown[d] {
+			b.g.Log.WithFields(logrus.Fields{"record": rec.where(), FieldTransfer: res.ID, "depends_on": d}).
+				Warn("depends_on names no known transfer: this one waits until a transfer with that ID is enqueued and done")
+		}
+	}
 }
 
 // report prints the outcome of one record: always when it was rejected, with

@@ -28,12 +28,12 @@ var badLines = []struct{ line, want string }{
 	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "size": 9223372036854775808}`, "field size: got a JSON number 9223372036854775808, want an integer"},
 	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "size": -1}`, `size "-1": must be >= 0`},
 	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "size": 1.5}`, "field size: got a JSON number 1.5, want an integer"},
-	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/../%d", "destination_lfn": "/d/%d"}`, "source_lfn \"/s/../"},
-	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d\nx", "destination_lfn": "/d/%d"}`, "contains a control character"},
-	{`{"user": "big", "source": "T2_A;rm", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d"}`, `source "T2_A;rm": may contain only`},
-	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "checksums": {"adler32": "zz"}}`, "checksums.adler32"},
-	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "colour": "red"}`, `unknown field "colour"`},
-	{`{"user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d"`, "JSON syntax error"},
+	{`{"size": 1, "user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/../%d", "destination_lfn": "/d/%d"}`, "source_lfn \"/s/../"},
+	{`{"size": 1, "user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d\nx", "destination_lfn": "/d/%d"}`, "contains a control character"},
+	{`{"size": 1, "user": "big", "source": "T2_A;rm", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d"}`, `source "T2_A;rm": may contain only`},
+	{`{"size": 1, "user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "checksums": {"adler32": "zz"}}`, "checksums.adler32"},
+	{`{"size": 1, "user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d", "colour": "red"}`, `unknown field "colour"`},
+	{`{"size": 1, "user": "big", "source": "T2_A", "destination": "T1_B", "source_lfn": "/s/%d", "destination_lfn": "/d/%d"`, "JSON syntax error"},
 	{`["/s/%d", "/d/%d"]`, "not a JSON object"},
 }
 
@@ -169,6 +169,9 @@ type hostileCase struct {
 func hostileCases() []hostileCase {
 	req := func(extra string, lfn string) string {
 		q, _ := json.Marshal(lfn)
+		if !strings.Contains(extra, `"size"`) {
+			extra += `, "size": 1`
+		}
 		return `{"user": "hal", "source": "T2_A", "destination": "T1_B", "source_lfn": ` + string(q) + `, "destination_lfn": "/d/` + strconv.Itoa(len(lfn)) + `"` + extra + `}`
 	}
 	long := "/" + strings.Repeat("x", state.MaxLFNLen-1)
@@ -189,7 +192,10 @@ func hostileCases() []hostileCase {
 		{"size negative", req(`, "size": -9223372036854775808`, "/s/neg"), `size "-9223372036854775808": must be >= 0`},
 		{"size float", req(`, "size": 0.5`, "/s/float"), "field size"},
 		{"size string", req(`, "size": "1"`, "/s/str"), "field size: got a JSON string"},
-		{"size null", req(`, "size": null`, "/s/null"), ""},
+		{"size null", req(`, "size": null`, "/s/null"), "field size: missing"},
+		{"size missing", strings.Replace(req("", "/s/none"), `, "size": 1`, "", 1), "field size: missing"},
+		{"key twice", req(`, "source": "T2_C"`, "/s/twice"), `key "source" given twice`},
+		{"nested key twice", req(`, "checksums": {"adler32": "0000000a", "adler32": "0000000b"}`, "/s/twice2"), `key "adler32" given twice`},
 		{"priority over int32", req(`, "priority": 2147483648`, "/s/prio"), "priority"},
 		{"user with semicolon", strings.Replace(req("", "/s/u"), `"hal"`, `"hal;id"`, 1), `user "hal;id": may contain only`},
 		{"depends_on not an ID", req(`, "depends_on": ["../x"]`, "/s/dep"), "depends_on"},
@@ -284,6 +290,6 @@ func TestEnqueue_HostileValuesInAnArray(t *testing.T) {
 		`element 6 \(line 8\): rejected: source_lfn "/store/a\\nb": contains a control character`,
 		`element 9 \(line 11\): rejected: not valid UTF-8 at byte 80 of the record`,
 		`element 11 \(line 13\): rejected: field size: got a JSON number 9223372036854775808, want an integer`,
-		`5 stored, 0 already queued, 16 rejected`,
+		`4 stored, 0 already queued, 20 rejected`,
 	)
 }

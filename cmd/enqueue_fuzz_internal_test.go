@@ -18,7 +18,7 @@ import (
 // an invalid one ends in an input error; every accepted request
 // round-trips through its JSON encoding.
 func FuzzRecordReader(f *testing.F) {
-	f.Add([]byte(`{"user":"u","source":"A","destination":"B","source_lfn":"/a","destination_lfn":"/b"}`))
+	f.Add([]byte(`{"size":1,"user":"u","source":"A","destination":"B","source_lfn":"/a","destination_lfn":"/b"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		body := bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 		lines := bytes.Count(body, []byte{'\n'}) + 1

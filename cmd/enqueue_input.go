@@ -242,7 +242,7 @@ func (c *lineCounter) lineAt(off int64) int {
 }
 
 // decodeRequest decodes one JSON object into a request, rejecting unknown
-// fields and trailing data.
+// fields, trailing data, a key given twice and a missing size.
 func decodeRequest(b []byte) (state.Request, error) {
 	var r state.Request
 	if len(b) == 0 || b[0] != '{' {
@@ -260,6 +260,9 @@ func decodeRequest(b []byte) (state.Request, error) {
 	}
 	if tok, err := dec.Token(); err != io.EOF {
 		return state.Request{}, fmt.Errorf("unexpected %v after the JSON object (one request per line)", tokenText(tok, err))
+	}
+	if err := checkKeys(b); err != nil {
+		return state.Request{}, err
 	}
 	return r, nil
 }

@@ -184,8 +184,8 @@ func TestEnqueue_ArraySyntaxErrorKeepsEarlierRecords(t *testing.T) {
 }
 
 func TestEnqueue_UserFlagFillsOnlyMissingUsers(t *testing.T) {
-	in := `{"source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
-{"user": "zoe", "source": "T2_A", "destination": "T2_B", "source_lfn": "/b", "destination_lfn": "/b"}
+	in := `{"size": 1, "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
+{"size": 1, "user": "zoe", "source": "T2_A", "destination": "T2_B", "source_lfn": "/b", "destination_lfn": "/b"}
 `
 	st := newState(t)
 	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue").wantCode(t, 2)
@@ -206,8 +206,8 @@ func TestEnqueue_UserFlagFillsOnlyMissingUsers(t *testing.T) {
 }
 
 func TestEnqueue_DuplicatesAndOverlongLines(t *testing.T) {
-	req := `{"user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/x", "destination_lfn": "/x"}`
-	long := `{"user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/` + strings.Repeat("y", 2<<20) + `", "destination_lfn": "/y"}`
+	req := `{"size": 1, "user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/x", "destination_lfn": "/x"}`
+	long := `{"size": 1, "user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/` + strings.Repeat("y", 2<<20) + `", "destination_lfn": "/y"}`
 	in := req + "\n" + req + "\n" + long + "\n" + strings.Replace(req, "/x", "/z", 2) + "\n"
 	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "enqueue", "-v").wantCode(t, 2)
 	r.wantStdout(t,
@@ -242,8 +242,8 @@ func TestEnqueue_LargeArrayLineNumbers(t *testing.T) {
 
 func TestEnqueue_ByteOrderMarkIsSkipped(t *testing.T) {
 	for name, in := range map[string]string{
-		"array":      "\ufeff [" + `{"user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}]`,
-		"JSON lines": "\ufeff" + `{"user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}`,
+		"array":      "\ufeff [" + `{"size": 1, "user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}]`,
+		"JSON lines": "\ufeff" + `{"size": 1, "user": "u", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a"}`,
 	} {
 		r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "enqueue").wantCode(t, 0)
 		if r.stdout != "1 stored, 0 already queued, 0 rejected\n" {

@@ -57,3 +57,18 @@ func TestJSONOutput(t *testing.T) {
 		t.Fatalf("resolve --json:\n%s", r.stdout)
 	}
 }
+
+// TestEnqueue_UnknownDependency: a record depending on no known transfer is
+// stored, with a warning naming it.
+func TestEnqueue_UnknownDependency(t *testing.T) {
+	flag := newState(t)
+	known := `{"user": "alice", "source": "A", "destination": "B", "source_lfn": "/k", "destination_lfn": "/k", "size": 1}`
+	invocation{stdin: strings.NewReader(known)}.run(t, flag, "enqueue").wantCode(t, 0)
+	knownID := listIDs(t, flag, "--user", "alice", "list")[0]
+	missing := strings.Repeat("ab", 32)
+	in := `{"user": "alice", "source": "A", "destination": "B", "source_lfn": "/d", "destination_lfn": "/d", "size": 1, "depends_on": ["` + knownID + `", "` + missing + `"]}`
+	r := invocation{stdin: strings.NewReader(in)}.run(t, flag, "enqueue").wantCode(t, 0)
+	if strings.Count(r.stderr, "depends_on names no known transfer") != 1 || !strings.Contains(r.stderr, missing) || strings.Contains(r.stderr, knownID) {
+		t.Fatalf("stderr %q: want one warning naming %s", r.stderr, missing)
+	}
+}

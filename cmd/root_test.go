@@ -184,8 +184,8 @@ func TestConfig_PrecedenceOfUser(t *testing.T) {
 // TestLog_JSONLinesOfACommand: with --log-format json every line on standard
 // error, but the final error, is a JSON object carrying the command's counts.
 func TestLog_JSONLinesOfACommand(t *testing.T) {
-	in := `{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
-{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "a", "destination_lfn": "/a"}
+	in := `{"size": 1, "user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
+{"size": 1, "user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "a", "destination_lfn": "/a"}
 `
 	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "--log-format", "json", "--user", "alice", "enqueue").wantCode(t, 2)
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")

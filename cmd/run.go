@@ -94,7 +94,7 @@ state store: the run locks share the users out. It exits with the most severe co
 	return cmd
 }
 
-func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
+func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.Fleet.AllUsers {
 		return runFleet(ctx, o, g)
 	}
@@ -102,6 +102,8 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return err
 	}
+	metrics := newMetricsFile(o.MetricsFile, g, user)
+	defer func() { metrics.end(ctx, err) }()
 	if o.Sites == "" {
 		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
 	}
@@ -121,6 +123,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 		return err
 	}
 	defer store.Close()
+	if metrics != nil {
+		metrics.store = store
+		defer func() { metrics.end(ctx, err) }() // before the store closes
+	}
 
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
@@ -139,13 +145,12 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	}
 	ag.OpenFTS = o.FTS.openOther(g)
 	view := newProgressView(g, o.Progress)
+	if metrics != nil {
+		metrics.agent = ag.Metrics()
+	}
 	ag.OnPass = func(ps agent.PassStats) {
 		view.pass(ps)
-		if o.MetricsFile != "" {
-			if err := ag.Metrics().WriteFile(o.MetricsFile); err != nil {
-				g.Log.WithError(err).Warn("writing the metrics file failed")
-			}
-		}
+		metrics.pass(ctx)
 	}
 	ag.Report = func(p agent.Plan) { printPlan(g, p) }
 	err = ag.Run(ctx)

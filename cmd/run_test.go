@@ -89,8 +89,13 @@ func TestRun_LocalDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("metrics file: %v", err)
 	}
-	wantMatch(t, string(prom), `aso_transfers_total\{outcome="done"\} 30`, `aso_request_duration_seconds_count\{op="submit",service="fts"\} 5`,
-		`aso_passes_total [1-9]`)
+	wantMatch(t, string(prom), `aso_transfers_total\{outcome="done",user="bob"\} 30`, `aso_request_duration_seconds_count\{op="submit",service="fts",user="bob"\} 5`,
+		`aso_passes_total\{user="bob"\} [1-9]`, `aso_run_exit_code\{user="bob"\} 0\n`, `aso_run_start_time_seconds\{user="bob"\} 1\.\d+e\+09`,
+		`aso_run_end_time_seconds\{user="bob"\} 1\.\d+e\+09`, `aso_queue_transfers\{state="done",user="bob"\} 30\n`,
+		`aso_queue_transfers\{state="new",user="bob"\} 0\n`, `aso_oldest_waiting_seconds\{user="bob"\} 0\n`)
+	if strings.Contains(string(prom), "aso_failed_transfers{") {
+		t.Errorf("failures by class without a failure:\n%s", prom)
+	}
 }
 
 // TestRun_DryRun claims nothing and prints the jobs that would be submitted.
@@ -129,8 +134,14 @@ func TestRun_FailureReasons(t *testing.T) {
 	}
 	st := newState(t)
 	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
-	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").
+	metrics := filepath.Join(t.TempDir(), "aso.prom")
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never", "--metrics-file", metrics).
 		wantCode(t, 0)
+	prom, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMatch(t, string(prom), `aso_failed_transfers\{class="SOURCE \[2\]",user="bob"\} 2\n`)
 	wantMatch(t, r.stderr, `"done":4,.*"failed":2,.*"msg":"run summary"`,
 		`\{"acquired":0,"done":4,"failed":2,"killed":0,"level":"info","msg":"queue after the run","new":0,"submitted":0,`)
 	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
@@ -145,7 +156,7 @@ func TestRun_FailureReasons(t *testing.T) {
 // holds them all.
 func TestRun_MonitorGroup(t *testing.T) {
 	count := func(prom, op string) int {
-		m := regexp.MustCompile(`aso_request_duration_seconds_count\{op="` + op + `",service="state"\} (\d+)`).FindStringSubmatch(prom)
+		m := regexp.MustCompile(`aso_request_duration_seconds_count\{op="` + op + `",service="state",user="bob"\} (\d+)`).FindStringSubmatch(prom)
 		if m == nil {
 			t.Fatalf("metrics lack the count of %s:\n%s", op, prom)
 		}
@@ -179,4 +190,16 @@ func TestRun_MonitorGroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRun_MetricsOnEarlyFailure: a run that fails before its agent starts
+// still writes its metrics file, with its exit code.
+func TestRun_MetricsOnEarlyFailure(t *testing.T) {
+	metrics := filepath.Join(t.TempDir(), "aso.prom")
+	aso(t, "run", newState(t), "--user", "carol", "--sites", filepath.Join(t.TempDir(), "none.yaml"), "--metrics-file", metrics).wantCode(t, 1)
+	prom, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatalf("no metrics file after an early failure: %v", err)
+	}
+	wantMatch(t, string(prom), `aso_run_exit_code\{user="carol"\} 1\n`, `aso_run_end_time_seconds\{user="carol"\} 1\.\d+e\+09`)
 }

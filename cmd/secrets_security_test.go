@@ -177,7 +177,7 @@ func TestSecrets_NeverShown(t *testing.T) {
 	}
 	requests.WriteString(`{"source": "T2_XX_Src", "colour": "red"}` + "\n")
 	killID := state.TransferID("sam", "T2_XX_Src", "/store/user/sam/f9.root", "T1_XX_Dst", "/store/user/sam/f9.root")
-	fmt.Fprintf(&requests, `{"source": "T2_XX_Src", "destination": "T1_XX_Dst", "source_lfn": "/store/user/sam/f9.root", "destination_lfn": "/store/user/sam/f9.root"}`+"\n")
+	fmt.Fprintf(&requests, `{"size": 1, "source": "T2_XX_Src", "destination": "T1_XX_Dst", "source_lfn": "/store/user/sam/f9.root", "destination_lfn": "/store/user/sam/f9.root"}`+"\n")
 
 	sw.env = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + dir, "ASO_USER=sam", "ASO_LOG_LEVEL=debug", "ASO_LOG_FORMAT=json", "ASO_SITES=" + sites}
 	urlState := []string{"ASO_STATE=" + withPassword(sw.secrets["URL password"])}

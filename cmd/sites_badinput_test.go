@@ -28,7 +28,7 @@ func TestRun_BadSitesFileRefusedBeforeAnyClaim(t *testing.T) {
 			if err := os.WriteFile(sites, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			in := `{"user": "uma", "source": "T2_A", "destination": "T1_B", "source_lfn": "/store/a", "destination_lfn": "/store/a"}` + "\n"
+			in := `{"size": 1, "user": "uma", "source": "T2_A", "destination": "T1_B", "source_lfn": "/store/a", "destination_lfn": "/store/a"}` + "\n"
 			invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue").wantCode(t, 0)
 			r := aso(t, st, "--user", "uma", "run", "--sites", sites, "--once").wantCode(t, cmd.ExitConfig)
 			for _, want := range []string{sites, "site T1_B: rule 1", tc.want} {

@@ -232,8 +232,8 @@ func TestStatus_InvalidDocuments(t *testing.T) {
 // transfer, and the FTS progress of a submitted one.
 func TestStatus_RetryTimeAndProgress(t *testing.T) {
 	flag, path := stateFile(t)
-	in := `{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/1", "destination_lfn": "/1", "priority": 2}
-{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/2", "destination_lfn": "/2", "priority": 1}
+	in := `{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/1", "destination_lfn": "/1", "size": 1, "priority": 2}
+{"user": "ann", "source": "T2_A", "destination": "T2_B", "source_lfn": "/2", "destination_lfn": "/2", "size": 1, "priority": 1}
 `
 	invocation{stdin: strings.NewReader(in)}.run(t, flag, "enqueue").wantCode(t, 0)
 	agent := newPastAgent(t, path, "ann", 0)

@@ -159,6 +159,9 @@ func (sc *scanner) record() error {
 		return sc.errorf(line, start, "bad journal record header %.80q", b)
 	}
 	if int64(h.Bytes) > sc.size-sc.pos {
+		if recordFollows(sc.r) { // a torn record is the last thing in a file
+			return sc.errorf(line, start, "journal record header says %d bytes, more than the rest of the file, yet records follow it: the header is damaged (see aso fsck)", h.Bytes)
+		}
 		return errTorn
 	}
 	if cap(sc.body) < h.Bytes {
@@ -185,6 +188,30 @@ func (sc *scanner) record() error {
 	sc.pos += int64(h.Bytes)
 	sc.line += h.Docs
 	return nil
+}
+
+// recordFollows reports whether r holds the start of a journal record (a
+// line beginning with its header), reading r to the end through a bounded
+// buffer. Document lines cannot hold one: JSON escapes newlines.
+func recordFollows(r io.Reader) bool {
+	want := append([]byte{'\n'}, batchPrefix...)
+	buf := make([]byte, 64<<10)
+	keep := 0
+	for {
+		n, err := r.Read(buf[keep:])
+		if bytes.Contains(buf[:keep+n], want) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		if keep+n >= len(want) { // keep a tail that may start a header cut by the read
+			copy(buf, buf[keep+n-len(want)+1:keep+n])
+			keep = len(want) - 1
+		} else {
+			keep += n
+		}
+	}
 }
 
 var idPrefix = []byte(`{"_id":"`)

@@ -1,0 +1,61 @@
+package cmd_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestFsck(t *testing.T) {
+	flag, path := stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	aso(t, flag, "fsck").wantCode(t, 0).wantStdout(t, "3 documents readable (0 of them not valid transfers), 0 problems")
+	aso(t, flag, "--user", "alice", "kill", "--all").wantCode(t, 0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.LastIndex(string(b), `{"batch":`) + 120
+	invocation{stdin: strings.NewReader(`{"user": "bob", "source": "A", "destination": "B", "source_lfn": "/b", "destination_lfn": "/b", "size": 1}`)}.
+		run(t, flag, "enqueue").wantCode(t, 0)
+
+	// flip one bit in the kill record (not the last): the store cannot be opened
+	if b, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	b[at] ^= 0x02
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := aso(t, flag, "--user", "alice", "status").wantCode(t, 1)
+	if !strings.Contains(r.stderr, "checksum") {
+		t.Fatalf("status of a damaged store: %q", r.stderr)
+	}
+	r = aso(t, flag, "fsck").wantCode(t, 1)
+	r.wantStdout(t, "journal record of 3 documents fails its checksum; it is dropped", "reverted: ")
+	if !strings.Contains(r.stderr, "aso fsck --repair") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+	r = aso(t, flag, "fsck", "--repair", "--json").wantCode(t, 0)
+	var rep struct {
+		Documents int    `json:"documents"`
+		Repaired  string `json:"repaired"`
+		Losses    []struct {
+			ID   string `json:"id"`
+			Line int    `json:"line"`
+		} `json:"losses"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err, r.stdout)
+	}
+	if rep.Documents != 4 || rep.Repaired != path+".repaired" || len(rep.Losses) != 3 || rep.Losses[0].Line == 0 {
+		t.Fatalf("repair report %+v", rep)
+	}
+	// the repaired file holds the transfers as before the lost kill
+	ids := listIDs(t, "--state=file:"+rep.Repaired, "--user", "alice", "list", "--in-state", "new")
+	if len(ids) != 3 {
+		t.Fatalf("repaired store: %d new transfers, want 3", len(ids))
+	}
+	aso(t, "--state=couchdb://localhost:1/db", "fsck").wantCode(t, 2)
+}

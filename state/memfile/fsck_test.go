@@ -1,0 +1,193 @@
+package memfile_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
+)
+
+// recordOffsets returns the offsets of the journal record headers of path.
+func recordOffsets(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for at := 0; ; {
+		i := strings.Index(string(b[at:]), `{"batch":`)
+		if i < 0 {
+			return out
+		}
+		out = append(out, at+i)
+		at += i + 1
+	}
+}
+
+func flipBit(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	f.ReadAt(b, off)
+	b[0] ^= 0x04
+	f.WriteAt(b, off)
+}
+
+func TestFsck_FlippedBit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	first := enqueue(t, s, 0, 3)           // record 1
+	second := enqueue(t, s, 3, 2)          // record 2
+	third := enqueue(t, s, 5, 2)           // record 3
+	claimed, err := s.NewTransfers(ctx, 1) // record 4: first[0] becomes acquired
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(claimed, err)
+	}
+	s.Close()
+	rep, err := memfile.Check(path)
+	if err != nil || rep.Damaged() || rep.Documents != 7 {
+		t.Fatalf("a sound file: %+v, %v", rep, err)
+	}
+
+	recs := recordOffsets(t, path)
+	flipBit(t, path, int64(recs[1]+200)) // inside the body of record 2
+	flipBit(t, path, int64(recs[3]+150)) // inside the claim of first[0]
+	if _, err := memfile.Open(path, state.Config{}); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("open of a damaged file: %v", err)
+	}
+	rep, err = memfile.Check(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 2 || !strings.Contains(rep.Problems[0].What, "fails its checksum") {
+		t.Fatalf("problems %+v", rep.Problems)
+	}
+	if got := rep.Problems[0].Dropped; !slices.Equal(got, second) {
+		t.Fatalf("dropped %v, want the documents of record 2 %v", got, second)
+	}
+	losses := map[string]int{}
+	for _, l := range rep.Losses {
+		losses[l.ID] = l.Line
+	}
+	if len(losses) != 3 || losses[second[0]] != 0 || losses[second[1]] != 0 || losses[claimed[0].ID] == 0 {
+		t.Fatalf("losses %+v: want record 2's transfers lost, the claimed one back to its first version", rep.Losses)
+	}
+
+	out := path + ".salvaged"
+	if _, err := memfile.Salvage(path, out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memfile.Salvage(path, out); err == nil {
+		t.Fatal("salvage over an existing file")
+	}
+	ns := open(t, out, memfile.Options{})
+	got, err := ns.List(ctx, state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]string{}, first...), third...)
+	if ids := idsOfList(got); !sameSet(ids, want) {
+		t.Fatalf("salvaged %v, want %v", ids, want)
+	}
+	for _, tr := range got {
+		if tr.State != state.StateNew {
+			t.Fatalf("%s is %s: the claim was in a damaged record", tr.ID, tr.State)
+		}
+	}
+	if rep, err := memfile.Check(out); err != nil || rep.Damaged() {
+		t.Fatalf("the salvaged file: %+v %v", rep, err)
+	}
+}
+
+func TestFsck_Truncated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	ids := enqueue(t, s, 0, 4)
+	if err := s.Compact(ctx); err != nil { // a snapshot: one document a line
+		t.Fatal(err)
+	}
+	s.Close()
+	b, _ := os.ReadFile(path)
+	lines := strings.SplitAfter(string(b), "\n")
+	cut := len(lines[0]) + len(lines[1]) + len(lines[2]) + 40 // inside the third document
+	if err := os.Truncate(path, int64(cut)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := memfile.Open(path, state.Config{}); err == nil {
+		t.Fatal("open of a truncated snapshot succeeded")
+	}
+	rep, err := memfile.Check(path)
+	if err != nil || len(rep.Problems) != 1 || rep.Documents != 2 || rep.Problems[0].Line != 4 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	out := path + ".salvaged"
+	if _, err := memfile.Salvage(path, out); err != nil {
+		t.Fatal(err)
+	}
+	got, err := open(t, out, memfile.Options{}).List(ctx, state.Filter{})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("salvaged %d: %v", len(got), err)
+	}
+	for _, tr := range got {
+		if !slices.Contains(ids, tr.ID) {
+			t.Fatalf("salvaged an unknown transfer %s", tr.ID)
+		}
+	}
+}
+
+func idsOfList(ts []state.Transfer) []string {
+	out := make([]string, len(ts))
+	for i := range ts {
+		out[i] = ts[i].ID
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// TestOpen_DamagedLengthIsNotTorn: a record whose header claims more bytes
+// than the file has left is torn only when it is the last; with records
+// after it, the header is damaged and the store must not cut them off.
+func TestOpen_DamagedLengthIsNotTorn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	enqueue(t, s, 0, 1)
+	enqueue(t, s, 1, 1)
+	enqueue(t, s, 2, 1)
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := recordOffsets(t, path)
+	at := recs[1] + strings.Index(string(b[recs[1]:]), `"bytes":`) + len(`"bytes":`)
+	b = append(b[:at:at], append([]byte("9"), b[at:]...)...) // claims 9xxx bytes: more than the rest of the file
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = memfile.Open(path, state.Config{})
+	if err == nil || !strings.Contains(err.Error(), "the header is damaged") {
+		t.Fatalf("open: %v", err)
+	}
+	if after, _ := os.ReadFile(path); len(after) != len(b) {
+		t.Fatalf("the store cut the file from %d to %d bytes", len(b), len(after))
+	}
+	rep, err := memfile.Check(path)
+	if err != nil || len(rep.Problems) != 1 || rep.Documents != 2 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+}
