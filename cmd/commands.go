@@ -19,6 +19,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newRetryCommand,
 	newResolveCommand,
 	newRmCommand,
+	newConfigCommand,
 	newFTSSimCommand,
 	newCompletionCommand,
 	newVersionCommand,

@@ -33,8 +33,17 @@ type Globals struct {
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 
-	// config holds the configuration file's settings once read (configFile).
-	config *viper.Viper
+	// LookupEnv reads the environment telling empty from unset; nil means
+	// os.LookupEnv, or Getenv with empty taken as unset when Getenv is set.
+	LookupEnv func(string) (string, bool)
+
+	// config holds the configuration file's settings once read (configFile),
+	// configSrc where the file came from, knownKeys every setting of the
+	// command tree, sources where each flag's value came from (Load).
+	config    *viper.Viper
+	configSrc configSource
+	knownKeys map[string]bool
+	sources   map[string]string
 }
 
 // AddFlags registers the global flags on the root command.
