@@ -52,20 +52,36 @@ func (o *FTSOptions) proxyPath(g *Globals) string {
 	return fts.DefaultProxyPath(g.Getenv, os.Getuid())
 }
 
+// tokenFile is --token-file, else $BEARER_TOKEN_FILE; "" with the local
+// simulator, whose token is its own.
+func (o *FTSOptions) tokenFile(g *Globals) string {
+	if o.Endpoint == "local" {
+		return ""
+	}
+	return firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+}
+
+// certDir is --cert-dir, else $X509_CERT_DIR, else the grid's
+// /etc/grid-security/certificates.
+func (o *FTSOptions) certDir(g *Globals) string {
+	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+}
+
 // Open returns a client for the configured server. For "local" it starts the
 // simulator in-process on loopback and authenticates with a random token;
 // the returned function stops it.
 func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(), error) {
 	if o.Endpoint != "local" {
-		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation}
-		cfg.TokenFile = firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation,
+			WrapTransport: g.httpLog("fts", false), OnRetry: g.ftsRetryLog()}
+		cfg.TokenFile = o.tokenFile(g)
 		if cfg.TokenFile == "" {
 			cfg.ProxyPath = o.proxyPath(g)
 		}
-		cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
-		if cfg.CertDir == "" && !strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
+		cfg.CertDir = o.certDir(g)
+		if strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
 			// plain HTTP (a simulator served elsewhere) has no certificate to verify
-			cfg.CertDir = "/etc/grid-security/certificates"
+			cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
 		}
 		c, err := fts.New(cfg)
 		if err != nil {
@@ -97,7 +113,8 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		cleanup()
 		return nil, nil, err
 	}
-	c, err := fts.New(fts.Config{Endpoint: srv.URL, TokenFile: tf, Timeout: o.Timeout})
+	c, err := fts.New(fts.Config{Endpoint: srv.URL, TokenFile: tf, Timeout: o.Timeout,
+		WrapTransport: g.httpLog("fts", false), OnRetry: g.ftsRetryLog()})
 	if err != nil {
 		cleanup()
 		return nil, nil, err

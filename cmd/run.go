@@ -96,6 +96,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("sites file: %w", err)
 	}
+	if err := checkRunEnvironment(o, g, sites); err != nil {
+		return fmt.Errorf("this machine lacks what run needs:\n%w", err)
+	}
 	defer exitOnSecondSignal(ctx, g)()
 
 	owner := agentID()
@@ -114,7 +117,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 
 	cfg := o.Agent
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
-	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
+	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}
 	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
 	if err != nil {
 		return err

@@ -48,7 +48,7 @@ func couchSetting(g *Globals, key string) (string, error) {
 
 // couchOptions builds the connection options of the store at u.
 func couchOptions(g *Globals, u string) (couch.Options, error) {
-	o := couch.Options{URL: u}
+	o := couch.Options{URL: u, WrapTransport: g.httpLog("couchdb", true)}
 	pu, err := url.Parse(u)
 	if err != nil {
 		return o, usagef("--state %s: not a URL", couch.Redact(u))
