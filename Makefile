@@ -26,7 +26,7 @@ lint: ## go vet and staticcheck
 
 demo: build ## the main job offline: enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
-	$(GO) run ./testdata/demo $$dir 300; \
+	$(GO) run ./internal/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
 	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
