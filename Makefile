@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test test-setup lint demo bench chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build man test test-setup lint demo bench chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -13,6 +13,9 @@ help: ## list the targets
 
 build: ## build bin/aso
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+man: build ## write a man page per command, generated from the help, into man/
+	$(BIN) man man
 
 test: test-setup ## run the whole test suite with the race detector (installs what it needs first; see test-setup)
 	$(GO) test -race -count=1 ./...
@@ -90,4 +93,4 @@ chaos: test-setup ## the full fault suite: every scenario on memfile and CouchDB
 	grep -v -e '^=== ' -e '^        {' $$log; exit $$rc
 
 clean: ## remove build outputs
-	rm -rf bin bench/results.json
+	rm -rf bin man bench/results.json

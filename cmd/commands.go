@@ -20,6 +20,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newResolveCommand,
 	newRmCommand,
 	newConfigCommand,
+	newManCommand,
 	newFTSSimCommand,
 	newCompletionCommand,
 	newVersionCommand,

@@ -37,7 +37,7 @@ func newConfigCommand(g *Globals) *cobra.Command {
 		Use:   "config",
 		Short: "Print every setting's effective value and where it came from",
 		Long: `config prints, for every command, the value each setting takes and where it came
-from: flag, environment (ASO_<NAME>), file (the configuration file) or default.
+from: flag, environment (ASO_NAME, the name in capitals with _ for -), file (the configuration file) or default.
 Secrets are masked. A value that is not valid is shown and makes config exit 2.
 
 The configuration file is --config, else $ASO_CONFIG (set but empty: no file), else the
