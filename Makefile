@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint demo bench bench-fleet chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build man test test-setup lint demo bench bench-fleet chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -14,8 +14,14 @@ help: ## list the targets
 build: ## build bin/aso
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
-test: ## run the whole test suite with the race detector
+man: build ## write a man page per command, generated from the help, into man/
+	$(BIN) man man
+
+test: test-setup ## run the whole test suite with the race detector (installs what it needs first; see test-setup)
 	$(GO) test -race -count=1 ./...
+
+test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js (apt-get, as root) and the test server's npm packages; else print the command to run
+	@./scripts/test-setup
 
 lint: ## go vet and staticcheck
 	$(GO) vet ./...
@@ -23,7 +29,7 @@ lint: ## go vet and staticcheck
 
 demo: build ## the main job offline: enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
-	$(GO) run ./testdata/demo $$dir 300; \
+	$(GO) run ./internal/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
 	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
@@ -33,7 +39,7 @@ demo: build ## the main job offline: enqueue a few hundred requests between two 
 BENCH_N        ?= 10000,100000
 BENCH_BACKENDS ?= memfile,couch
 BENCH_FLAGS    ?=
-bench: build ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
+bench: build test-setup ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
 
@@ -83,16 +89,16 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 enqueue-large: ## aso enqueue of 1,000,000 JSON lines with 1% bad ones: every bad line reported, memory bounded
 	ASO_TEST_LARGE=1 $(GO) test -race -count=1 -timeout 30m -v -run '^TestEnqueue_MillionLinesWithBadOnes$$' ./cmd
 
-couch-views: ## the CouchDB tests that read views, on PouchDB's own view code instead of the test server's faster index
+couch-views: test-setup ## the CouchDB tests that read views, on PouchDB's own view code instead of the test server's faster index
 	ASO_TEST_COUCH_VIEWS=pouchdb $(GO) test -count=1 -run '^(TestStore|TestViews|TestInit|TestInit_UpgradesMangoQueueIndexes|TestStore_Flow)$$' ./state/couch/
 
-concurrency-large: ## five users' agents, run as processes on one CouchDB, drain 5,000 transfers with no loss and no duplicate
+concurrency-large: test-setup ## five users' agents, run as processes on one CouchDB, drain 5,000 transfers with no loss and no duplicate
 	ASO_TEST_LARGE=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRun_Concurrency$$' ./cmd
 
-chaos: ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck (ASO_CHAOS_SEED=N to vary)
+chaos: test-setup ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck (ASO_CHAOS_SEED=N to vary)
 	@log=$$(mktemp /tmp/aso-chaos.XXXXXX); echo "+ ASO_CHAOS=full go test -race -v -run TestChaos ./chaos (full log: $$log)"; \
 	ASO_CHAOS=full $(GO) test -race -count=1 -timeout 60m -v -run '^TestChaos$$' ./chaos >$$log 2>&1; rc=$$?; \
 	grep -v -e '^=== ' -e '^        {' $$log; exit $$rc
 
 clean: ## remove build outputs
-	rm -rf bin bench/results.json bench/fleet-results.json
+	rm -rf bin man bench/results.json bench/fleet-results.json

@@ -23,6 +23,8 @@ var commands = []func(g *Globals) *cobra.Command{
 	newRetryCommand,
 	newResolveCommand,
 	newRmCommand,
+	newConfigCommand,
+	newManCommand,
 	newFTSSimCommand,
 	newCompletionCommand,
 	newVersionCommand,

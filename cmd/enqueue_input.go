@@ -261,7 +261,7 @@ func decodeRequest(b []byte) (state.Request, error) {
 	if tok, err := dec.Token(); err != io.EOF {
 		return state.Request{}, fmt.Errorf("unexpected %v after the JSON object (one request per line)", tokenText(tok, err))
 	}
-	if err := checkKeys(b); err != nil {
+	if err := checkDuplicateKeys(b); err != nil {
 		return state.Request{}, err
 	}
 	return r, nil

@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-// checkKeys rejects a record that gives one key twice in an object (at any
+// checkDuplicateKeys rejects a record that gives one key twice in an object (at any
 // depth: encoding/json would silently keep the last) and one without size,
 // or with a null size (a transfer of unknown size cannot be checked at its
 // destination). It
 // returns nil for input that is not well-formed JSON, which the decoder
 // reports.
-func checkKeys(b []byte) error {
+func checkDuplicateKeys(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type object struct {
 		keys    map[string]bool

@@ -52,6 +52,21 @@ func (o *FTSOptions) proxyPath(g *Globals) string {
 	return fts.DefaultProxyPath(g.Getenv, os.Getuid())
 }
 
+// tokenFile is --token-file, else $BEARER_TOKEN_FILE; "" with the local
+// simulator, whose token is its own.
+func (o *FTSOptions) tokenFile(g *Globals) string {
+	if o.Endpoint == "local" {
+		return ""
+	}
+	return firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+}
+
+// certDir is --cert-dir, else $X509_CERT_DIR, else the grid's
+// /etc/grid-security/certificates.
+func (o *FTSOptions) certDir(g *Globals) string {
+	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+}
+
 // localFTS names the in-process simulator in logs.
 const localFTS = "in-process simulator (file:// only)"
 
@@ -63,15 +78,16 @@ const localFTS = "in-process simulator (file:// only)"
 func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(), error) {
 	if o.Endpoint != "local" {
 		g.Log.WithField("fts", o.Endpoint).Info("FTS: " + o.Endpoint)
-		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation}
-		cfg.TokenFile = firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+		cfg := fts.Config{Endpoint: o.Endpoint, Insecure: o.Insecure, Timeout: o.Timeout, MinDelegation: o.MinDelegation,
+			WrapTransport: g.httpLog("fts", false), OnRetry: g.ftsRetryLog()}
+		cfg.TokenFile = o.tokenFile(g)
 		if cfg.TokenFile == "" {
 			cfg.ProxyPath = o.proxyPath(g)
 		}
-		cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
-		if cfg.CertDir == "" && !strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
+		cfg.CertDir = o.certDir(g)
+		if strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
 			// plain HTTP (a simulator served elsewhere) has no certificate to verify
-			cfg.CertDir = "/etc/grid-security/certificates"
+			cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
 		}
 		c, err := fts.New(cfg)
 		if err != nil {
@@ -103,7 +119,8 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		cleanup()
 		return nil, nil, err
 	}
-	c, err := fts.New(fts.Config{Endpoint: srv.URL, TokenFile: tf, Timeout: o.Timeout})
+	c, err := fts.New(fts.Config{Endpoint: srv.URL, TokenFile: tf, Timeout: o.Timeout,
+		WrapTransport: g.httpLog("fts", false), OnRetry: g.ftsRetryLog()})
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -33,8 +33,17 @@ type Globals struct {
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
 
-	// config holds the configuration file's settings once read (configFile).
-	config *viper.Viper
+	// LookupEnv reads the environment telling empty from unset; nil means
+	// os.LookupEnv, or Getenv with empty taken as unset when Getenv is set.
+	LookupEnv func(string) (string, bool)
+
+	// config holds the configuration file's settings once read (configFile),
+	// configSrc where the file came from, knownKeys every setting of the
+	// command tree, sources where each flag's value came from (Load).
+	config    *viper.Viper
+	configSrc configSource
+	knownKeys map[string]bool
+	sources   map[string]string
 }
 
 // AddFlags registers the global flags on the root command.
@@ -44,7 +53,7 @@ func (g *Globals) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&g.User, "user", "", "the user whose transfers to work on (default: the login name)")
 	f.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&g.LogFormat, "log-format", "", "log format: text or json (default: text on a terminal, json otherwise)")
-	f.StringVar(&g.ConfigFile, "config", "", "configuration file (YAML, JSON or TOML); keys are flag names")
+	f.StringVar(&g.ConfigFile, "config", "", "configuration file (YAML, JSON or TOML); keys are setting names (default: $ASO_CONFIG, else ~/.config/aso/aso.yaml, else /etc/aso/aso.yaml; see aso config)")
 }
 
 // UserName returns --user, or the login name.

@@ -1,8 +1,11 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -11,9 +14,27 @@ import (
 	"github.com/spf13/viper"
 )
 
+// systemConfigFile is the last place the configuration file is looked for.
+var systemConfigFile = "/etc/aso/aso.yaml"
+
+// Sources of a setting's value, as `aso config` shows them.
+const (
+	fromFlag    = "flag"
+	fromEnv     = "environment"
+	fromFile    = "file"
+	fromDefault = "default"
+)
+
+// configSource says where the configuration file came from.
+type configSource struct {
+	Path string // empty: no file
+	From string // "--config", "ASO_CONFIG", "search path" or "none"
+}
+
 // Load fills every flag of cmd that was not given on the command line from
-// the environment (ASO_FLAG_NAME) or the configuration file, in that order,
-// then sets up logging.
+// the environment (ASO_FLAG_NAME, even when empty) or the configuration
+// file, in that order, checks every value that was given, then sets up
+// logging.
 func (g *Globals) Load(cmd *cobra.Command) error {
 	if g.Getenv == nil {
 		g.Getenv = os.Getenv
@@ -23,22 +44,16 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 		return err
 	}
 	var errs []string
+	seen := map[string]bool{}
 	apply := func(fl *pflag.Flag) {
-		if fl.Changed || fl.Name == "help" {
+		if fl.Name == "help" || fl.Name == "version" || seen[fl.Name] {
 			return
 		}
-		env := "ASO_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		val, ok := g.Getenv(env), false
-		if val != "" {
-			ok = true
-		} else if v.IsSet(fl.Name) {
-			val, ok = configValue(v.Get(fl.Name)), true
-		}
-		if !ok {
-			return
-		}
-		if err := setFlag(fl, val); err != nil {
-			errs = append(errs, fmt.Sprintf("%s (from %s or the config file): %v", fl.Name, env, err))
+		seen[fl.Name] = true
+		src, err := g.resolveFlag(fl, v)
+		g.setSource(fl.Name, src)
+		if err != nil {
+			errs = append(errs, err.Error())
 		}
 	}
 	cmd.Flags().VisitAll(apply)
@@ -48,6 +63,57 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 		return usagef("%s", strings.Join(errs, "; "))
 	}
 	return g.setupLogging()
+}
+
+// resolveFlag sets fl from the environment or the file when the command line
+// did not give it, checks the value when any of the three gave one, and
+// returns where the value came from.
+func (g *Globals) resolveFlag(fl *pflag.Flag, v *viper.Viper) (string, error) {
+	from, where := fromFlag, ""
+	if !fl.Changed {
+		var val string
+		env := envName(fl.Name)
+		if ev, ok := g.lookupEnv(env); ok {
+			val, from, where = ev, fromEnv+" "+env, " (from "+env+")"
+		} else if v.IsSet(fl.Name) {
+			val, from, where = configValue(v.Get(fl.Name)), fromFile+" "+g.configSrc.Path, " (from config file "+g.configSrc.Path+")"
+		} else {
+			return fromDefault, nil
+		}
+		if err := setFlag(fl, val); err != nil {
+			return from, fmt.Errorf("--%s %q%s: %v", fl.Name, val, where, err)
+		}
+	}
+	if err := checkValue(fl); err != nil {
+		return from, fmt.Errorf("--%s %q%s: %v", fl.Name, fl.Value.String(), where, err)
+	}
+	return from, nil
+}
+
+func (g *Globals) setSource(name, src string) {
+	if g.sources == nil {
+		g.sources = map[string]string{}
+	}
+	g.sources[name] = src
+}
+
+// envName is the environment variable of a setting: ASO_ and the name in
+// upper case with underscores.
+func envName(setting string) string {
+	return "ASO_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
+}
+
+// lookupEnv reads an environment variable, telling an empty one from an
+// unset one when the environment allows it.
+func (g *Globals) lookupEnv(k string) (string, bool) {
+	switch {
+	case g.LookupEnv != nil:
+		return g.LookupEnv(k)
+	case g.Getenv != nil:
+		v := g.Getenv(k)
+		return v, v != ""
+	}
+	return os.LookupEnv(k)
 }
 
 func configValue(x any) string {
@@ -71,26 +137,108 @@ func setFlag(fl *pflag.Flag, val string) error {
 
 // configFile returns the configuration file's settings, read once per
 // process into the one viper instance every command and backend shares;
-// with no file named, the instance is empty.
+// with no file, the instance is empty. A key that no command knows is an
+// error naming the key and the file.
 func (g *Globals) configFile() (*viper.Viper, error) {
 	if g.config != nil {
 		return g.config, nil
 	}
-	getenv := g.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	src, err := g.findConfig()
+	if err != nil {
+		return nil, err
 	}
 	v := viper.New()
-	cfg := g.ConfigFile
-	if cfg == "" {
-		cfg = getenv("ASO_CONFIG")
-	}
-	if cfg != "" {
-		v.SetConfigFile(cfg)
+	if src.Path != "" {
+		v.SetConfigFile(src.Path)
 		if err := v.ReadInConfig(); err != nil {
-			return nil, usagef("config file %s: %v", cfg, err)
+			return nil, usagef("config file %s: %v", src.Path, err)
+		}
+		if err := checkKeys(v, src.Path, g.knownKeys); err != nil {
+			return nil, err
 		}
 	}
-	g.config = v
+	g.config, g.configSrc = v, src
 	return v, nil
+}
+
+// findConfig picks the configuration file: --config, else $ASO_CONFIG (set
+// but empty: no file), else the first of ~/.config/aso/aso.yaml
+// ($XDG_CONFIG_HOME/aso/aso.yaml) and /etc/aso/aso.yaml that exists.
+func (g *Globals) findConfig() (configSource, error) {
+	if g.ConfigFile != "" {
+		return configSource{g.ConfigFile, "--config"}, nil
+	}
+	if p, ok := g.lookupEnv("ASO_CONFIG"); ok {
+		if p == "" {
+			return configSource{"", "ASO_CONFIG (empty: no file)"}, nil
+		}
+		return configSource{p, "ASO_CONFIG"}, nil
+	}
+	for _, p := range g.configSearchPath() {
+		_, err := os.Stat(p)
+		switch {
+		case err == nil:
+			return configSource{p, "search path"}, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return configSource{}, usagef("config file %s: %v", p, err)
+		}
+	}
+	return configSource{"", "none (searched " + strings.Join(g.configSearchPath(), ", ") + ")"}, nil
+}
+
+// configSearchPath lists where the configuration file is looked for when
+// neither --config nor ASO_CONFIG names one.
+func (g *Globals) configSearchPath() []string {
+	var paths []string
+	if dir, _ := g.lookupEnv("XDG_CONFIG_HOME"); dir != "" {
+		paths = append(paths, filepath.Join(dir, "aso", "aso.yaml"))
+	} else if home, _ := g.lookupEnv("HOME"); home != "" {
+		paths = append(paths, filepath.Join(home, ".config", "aso", "aso.yaml"))
+	}
+	return append(paths, systemConfigFile)
+}
+
+// checkKeys rejects a key of the file that no command has. One file serves
+// every command, so a key of another command is fine. known nil skips the
+// check (a Globals built without its command tree).
+func checkKeys(v *viper.Viper, path string, known map[string]bool) error {
+	if known == nil {
+		return nil
+	}
+	var unknown []string
+	for _, k := range v.AllKeys() {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return usagef("config file %s: unknown key(s) %s: no aso command has such a setting (see `aso config`)", path, strings.Join(unknown, ", "))
+}
+
+// settingKeys returns every setting of the command tree under root (every
+// flag of every command but help, version and config) and the settings
+// that have no flag.
+func settingKeys(root *cobra.Command) map[string]bool {
+	keys := map[string]bool{}
+	for _, s := range extraSettings {
+		keys[s.Name] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		add := func(fl *pflag.Flag) {
+			if fl.Name != "help" && fl.Name != "version" && fl.Name != "config" {
+				keys[fl.Name] = true
+			}
+		}
+		c.LocalFlags().VisitAll(add)
+		c.PersistentFlags().VisitAll(add)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return keys
 }

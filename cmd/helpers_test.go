@@ -29,7 +29,8 @@ type invocation struct {
 }
 
 // run executes aso with args and the given environment (nothing else of the
-// process environment is visible) and standard input.
+// process environment is visible; a variable mapped to "" is set and empty)
+// and standard input.
 func (iv invocation) run(t testing.TB, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -41,7 +42,7 @@ func (iv invocation) run(t testing.TB, args ...string) result {
 	}
 	code := cmd.ExecuteWith(ctx, args, cmd.Env{
 		Stdin: stdin, Stdout: &out, Stderr: &errb,
-		Getenv: func(k string) string { return iv.env[k] },
+		LookupEnv: func(k string) (string, bool) { v, ok := iv.env[k]; return v, ok },
 	})
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

@@ -62,6 +62,9 @@ func NewRootCommand(g *Globals) *cobra.Command {
 	for _, f := range commands {
 		root.AddCommand(f(g))
 	}
+	root.Version = versionString()
+	root.SetVersionTemplate("aso {{.Version}}\n")
+	g.knownKeys = settingKeys(root)
 	return root
 }
 
@@ -96,7 +99,7 @@ func ExitCode(err error) int {
 // ExecuteContext runs aso with args, writing to stdout and stderr, and returns
 // the exit code. Errors are printed to stderr as "aso: <message>".
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
+	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv})
 }
 
 // Env is the process environment aso runs in: its standard streams and its
@@ -106,12 +109,20 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv reads an environment variable; nil means os.Getenv.
 	Getenv func(string) string
+	// LookupEnv reads an environment variable telling empty from unset; nil
+	// means os.LookupEnv when Getenv is nil too, else Getenv with empty
+	// taken as unset.
+	LookupEnv func(string) (string, bool)
 }
 
 // ExecuteWith runs aso with args in env and returns the exit code. Errors
 // are printed to env.Stderr as "aso: <message>".
 func ExecuteWith(ctx context.Context, args []string, env Env) int {
-	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv}
+	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, LookupEnv: env.LookupEnv}
+	if g.Getenv == nil && g.LookupEnv != nil {
+		lookup := g.LookupEnv
+		g.Getenv = func(k string) string { v, _ := lookup(k); return v }
+	}
 	root := NewRootCommand(g)
 	root.SetArgs(args)
 	root.SetIn(g.stdin())

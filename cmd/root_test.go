@@ -103,15 +103,15 @@ func TestConfig_PrecedenceOfState(t *testing.T) {
 func TestConfig_SubcommandFlagsFromEnvAndFile(t *testing.T) {
 	cfg := writeConfig(t, "stale-after: -5m\n")
 	r := aso(t, "--config", cfg, "--user", "alice", "status").wantCode(t, 2)
-	if !strings.Contains(r.stderr, "--stale-after -5m0s: must not be negative") {
+	if !strings.Contains(r.stderr, `--stale-after "-5m0s" (from config file `+cfg+`): must be positive`) {
 		t.Fatalf("config file: stderr %q, want the stale-after from the file rejected", r.stderr)
 	}
 	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "-7m"}}.run(t, "--config", cfg, "--user", "alice", "status").wantCode(t, 2)
-	if !strings.Contains(r.stderr, "--stale-after -7m0s") {
+	if !strings.Contains(r.stderr, `--stale-after "-7m0s" (from ASO_STALE_AFTER)`) {
 		t.Fatalf("env: stderr %q, want ASO_STALE_AFTER to win over the file", r.stderr)
 	}
 	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "often"}}.run(t, "status").wantCode(t, 2)
-	if !strings.Contains(r.stderr, "stale-after (from ASO_STALE_AFTER or the config file)") {
+	if !strings.Contains(r.stderr, `--stale-after "often" (from ASO_STALE_AFTER)`) {
 		t.Fatalf("bad env value: stderr %q, want the variable named", r.stderr)
 	}
 }

@@ -114,6 +114,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.DependencyWait <= 0 {
 		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
 	}
+	if err := checkRunEnvironment(o, g, sites); err != nil {
+		return fmt.Errorf("this machine lacks what run needs:\n%w", err)
+	}
 	defer exitOnSecondSignal(ctx, g)()
 
 	owner := agentID()
@@ -138,7 +141,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = ExitCode
-	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
+	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}
 	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
 	if err != nil {
 		return err

@@ -33,14 +33,10 @@ func openCouch(ctx context.Context, g *Globals, u string, cfg state.Config) (sta
 	return couch.Open(ctx, o, cfg)
 }
 
-// couchSetting reads ASO_<KEY> from the environment, else key from the
-// configuration file.
+// couchSetting reads ASO_<KEY> from the environment (even when empty),
+// else key from the configuration file.
 func couchSetting(g *Globals, key string) (string, error) {
-	getenv := g.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if v := getenv("ASO_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))); v != "" {
+	if v, ok := g.lookupEnv(envName(key)); ok {
 		return v, nil
 	}
 	v, err := g.configFile()
@@ -52,7 +48,7 @@ func couchSetting(g *Globals, key string) (string, error) {
 
 // couchOptions builds the connection options of the store at u.
 func couchOptions(g *Globals, u string) (couch.Options, error) {
-	o := couch.Options{URL: u}
+	o := couch.Options{URL: u, WrapTransport: g.httpLog("couchdb", true)}
 	pu, err := url.Parse(u)
 	if err != nil {
 		return o, usagef("--state %s: not a URL", couch.Redact(u))

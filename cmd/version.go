@@ -17,12 +17,18 @@ func newVersionCommand(g *Globals) *cobra.Command {
 		Short: "Print aso's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := Version
-			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-				v = bi.Main.Version
-			}
-			_, err := fmt.Fprintf(g.Stdout, "aso %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(g.Stdout, "aso %s\n", versionString())
 			return err
 		},
 	}
+}
+
+// versionString is aso's version, the Go version and the platform, as
+// `aso version` and `aso --version` print them.
+func versionString() string {
+	v := Version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("%s (%s, %s/%s)", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -41,6 +41,13 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// WrapTransport, if set, wraps the transport New builds (not that of
+	// HTTPClient), e.g. to log every request.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// OnRetry, if set, is called before each retry of a failed request with
+	// the request's method and path (no query), the error, the wait before
+	// the next try and the time spent on the request so far.
+	OnRetry func(method, path string, err error, wait, elapsed time.Duration)
 }
 
 // Client talks to one FTS3 server with one identity. It is safe for
@@ -94,6 +101,9 @@ func New(cfg Config) (*Client, error) {
 	// (Apache with mod_gridsite) are not always ready for HTTP/2.
 	tr.ForceAttemptHTTP2 = false
 	c.hc = &http.Client{Transport: tr}
+	if cfg.WrapTransport != nil {
+		c.hc.Transport = cfg.WrapTransport(tr)
+	}
 	return c, nil
 }
 

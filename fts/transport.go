@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 )
@@ -64,7 +65,13 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 		backoff.WithMaxElapsedTime(c.cfg.MaxElapsed),
 	), ctx)
 	var last error
-	r, err := backoff.RetryWithData(func() (*reply, error) {
+	start := c.cfg.Now()
+	notify := func(err error, wait time.Duration) {
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(rq.method, rq.path, err, wait, c.cfg.Now().Sub(start))
+		}
+	}
+	r, err := backoff.RetryNotifyWithData(func() (*reply, error) {
 		r, err := c.attempt(ctx, rq)
 		if err == nil {
 			return r, nil
@@ -74,7 +81,7 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 			return nil, backoff.Permanent(err)
 		}
 		return nil, err
-	}, b)
+	}, b, notify)
 	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(last, ctx.Err()) {
 		return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -65,6 +66,10 @@ type Deleter struct {
 	Proxy string
 	// CertDir is the CA directory, passed as X509_CERT_DIR if set.
 	CertDir string
+	// TokenFile is a bearer token file, read before each gfal-rm process
+	// (a renewed token is used at once) and passed as BEARER_TOKEN in its
+	// environment, never in argv.
+	TokenFile string
 	// BatchSize is the number of URLs per gfal-rm process; default
 	// DefaultBatchSize.
 	BatchSize int
@@ -231,15 +236,19 @@ func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput
 	defer cancel()
 	secs := int(math.Ceil(timeout.Seconds()))
 	args := append([]string{"-t", strconv.Itoa(secs), "--"}, urls...)
+	env, err := d.env()
+	if err != nil {
+		return runOutput{ExitCode: -1, Killed: fmt.Errorf("srm: %v: %w", err, ErrGfalRm)}
+	}
 	cmd := exec.CommandContext(pctx, path, args...)
-	cmd.Env = d.env()
+	cmd.Env = env
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr boundedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	out := runOutput{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		ExitCode: cmd.ProcessState.ExitCode(), Started: cmd.Process != nil,
@@ -256,7 +265,8 @@ func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput
 }
 
 // env is the child's whole environment: nothing of ours leaks into it.
-func (d *Deleter) env() []string {
+// Errors never quote the token.
+func (d *Deleter) env() ([]string, error) {
 	env := []string{"PATH=" + childPath, "HOME=/nonexistent"}
 	if d.Proxy != "" {
 		env = append(env, "X509_USER_PROXY="+d.Proxy)
@@ -264,7 +274,18 @@ func (d *Deleter) env() []string {
 	if d.CertDir != "" {
 		env = append(env, "X509_CERT_DIR="+d.CertDir)
 	}
-	return env
+	if d.TokenFile != "" {
+		b, err := os.ReadFile(d.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("bearer token file: %w", err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" || strings.ContainsAny(tok, "\x00\n\r") {
+			return nil, fmt.Errorf("bearer token file %s: want one token on one line", d.TokenFile)
+		}
+		env = append(env, "BEARER_TOKEN="+tok)
+	}
+	return env, nil
 }
 
 // urlScheme is what every URL given to gfal-rm must start with; a

@@ -2,6 +2,7 @@ package srm_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,4 +112,32 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// TestDeleter_TokenInEnvironmentOnly: the bearer token reaches gfal-rm in
+// BEARER_TOKEN, read from the file for each process, never in argv; an
+// unreadable token file fails the batch without quoting anything.
+func TestDeleter_TokenInEnvironmentOnly(t *testing.T) {
+	wrapper, record := recordingWrapper(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("eyJtokenSECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &srm.Deleter{Command: wrapper, TokenFile: tokenFile, CertDir: "/etc/grid-security/certificates", Timeout: 30 * time.Second}
+	if _, err := d.Delete(context.Background(), []string{"mock://host/path"}); err != nil {
+		t.Fatal(err)
+	}
+	argv, env := record()
+	want := []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "X509_CERT_DIR=/etc/grid-security/certificates", "BEARER_TOKEN=eyJtokenSECRET"}
+	if !sameSet(env, want) {
+		t.Errorf("child environment %q, want exactly %q", env, want)
+	}
+	if strings.Contains(strings.Join(argv, "\n"), "SECRET") || strings.Contains(strings.Join(argv, "\n"), tokenFile) {
+		t.Errorf("the token reached argv %q", argv)
+	}
+	d.TokenFile = filepath.Join(t.TempDir(), "missing")
+	res, err := d.Delete(context.Background(), []string{"mock://host/path"})
+	if !errors.Is(err, srm.ErrGfalRm) || res[0].Status == srm.StatusDeleted {
+		t.Fatalf("missing token file: %v %+v, want ErrGfalRm and no deletion", err, res)
+	}
 }

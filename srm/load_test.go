@@ -127,3 +127,16 @@ func TestLoadSites_RelativeAndAbsolutePaths(t *testing.T) {
 		}
 	}
 }
+
+func TestSites_Schemes(t *testing.T) {
+	s, err := srm.LoadSites("../testdata/sites/sites.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(s.Schemes(), ",")
+	// T2_US_Nebraska's davs rules chain to direct ones; the chained-to
+	// protocol's results are not PFNs and add no scheme of their own.
+	if want := "davs,file,root"; got != want {
+		t.Fatalf("Schemes() = %s, want %s", got, want)
+	}
+}

@@ -221,3 +221,20 @@ func checkLFN(lfn string) string {
 	}
 	return ""
 }
+
+// Schemes returns, sorted, the URL schemes of the PFNs the sites' preferred
+// protocols produce (the scheme of each such rule's result, lower case), so
+// a caller can check that gfal2 can delete at every site. A result that
+// starts with a group ($1...) has no scheme of its own and adds none.
+func (s *Sites) Schemes() []string {
+	set := map[string]bool{}
+	for _, c := range s.sites {
+		for _, r := range c.byProto[c.protocol] {
+			if m := urlScheme.FindString(r.src.Result); m != "" {
+				scheme, _, _ := strings.Cut(m, ":")
+				set[strings.ToLower(scheme)] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}

@@ -37,6 +37,9 @@ type Options struct {
 	// Transport, when set, replaces the default HTTP transport (tests wrap
 	// it to count requests). CAFile is then the caller's business.
 	Transport http.RoundTripper
+	// WrapTransport, if set, wraps the transport (Transport or the default
+	// one), e.g. to log every request.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Store is a state.Store on one CouchDB database.
@@ -150,6 +153,9 @@ func (o Options) httpClient() (*http.Client, error) {
 			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 		}
 		rt = tr
+	}
+	if o.WrapTransport != nil {
+		rt = o.WrapTransport(rt)
 	}
 	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }

@@ -1,0 +1,233 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// readmeBlocks returns the fenced code blocks of README.md in language lang.
+func readmeBlocks(t *testing.T, lang string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	var cur *strings.Builder
+	for _, line := range strings.Split(string(b), "\n") {
+		switch {
+		case cur == nil && line == "```"+lang:
+			cur = &strings.Builder{}
+		case cur != nil && line == "```":
+			blocks = append(blocks, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("README.md has no %s block", lang)
+	}
+	return blocks
+}
+
+// checkArgs parses an aso command line as aso would, and checks every value
+// it gives as Load does.
+func checkArgs(t *testing.T, args []string) {
+	t.Helper()
+	root := NewRootCommand(&Globals{Getenv: func(string) string { return "" }})
+	c, rest, err := root.Find(args)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	if err := c.ParseFlags(rest); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	if c == root {
+		t.Fatalf("%q: no command", args)
+	}
+	c.Flags().Visit(func(fl *pflag.Flag) {
+		if err := checkValue(fl); err != nil {
+			t.Errorf("%q: --%s: %v", args, fl.Name, err)
+		}
+	})
+}
+
+var cronField = regexp.MustCompile(`^(\*|[0-9]+(-[0-9]+)?)(/[0-9]+)?(,(\*|[0-9]+(-[0-9]+)?)(/[0-9]+)?)*$`)
+
+// TestREADME_CronLines: each cron line has five valid time fields and runs
+// an aso command line that aso accepts.
+func TestREADME_CronLines(t *testing.T) {
+	for _, block := range readmeBlocks(t, "cron") {
+		for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 7 {
+				t.Fatalf("cron line %q: want five time fields and a command", line)
+			}
+			for _, f := range fields[:5] {
+				if !cronField.MatchString(f) {
+					t.Errorf("cron line %q: bad time field %q", line, f)
+				}
+			}
+			if fields[5] != "aso" {
+				t.Fatalf("cron line %q: the command is not aso", line)
+			}
+			var args []string
+			for _, a := range fields[6:] {
+				if strings.HasPrefix(a, ">") || strings.HasPrefix(a, "2>") {
+					break
+				}
+				args = append(args, a)
+			}
+			checkArgs(t, args)
+		}
+	}
+}
+
+// unitKeys are the keys the README's units may use, by section (systemd.unit,
+// systemd.service, systemd.exec, systemd.kill, systemd.timer).
+var unitKeys = map[string][]string{
+	"Unit":    {"Description", "Documentation", "After", "Wants", "Requires"},
+	"Service": {"Type", "User", "Group", "Environment", "EnvironmentFile", "ExecStart", "SuccessExitStatus", "TimeoutStopSec", "KillSignal", "Nice"},
+	"Timer":   {"OnCalendar", "Persistent", "RandomizedDelaySec", "Unit"},
+	"Install": {"WantedBy"},
+}
+
+// TestREADME_SystemdUnits checks the README's units against the rules whose
+// breach systemd only warns about (a comment after a value becomes part of
+// the value; an unknown key is ignored), checks ExecStart's aso command
+// line, and runs systemd-analyze verify on them where it is installed.
+func TestREADME_SystemdUnits(t *testing.T) {
+	dir := t.TempDir()
+	var units []string
+	for _, block := range readmeBlocks(t, "ini") {
+		name, ok := strings.CutPrefix(strings.SplitN(block, "\n", 2)[0], "# /etc/systemd/system/")
+		if !ok {
+			continue
+		}
+		checkUnit(t, name, block)
+		// verify needs ExecStart's program to exist
+		text := strings.ReplaceAll(block, "/usr/local/bin/aso", "/bin/true")
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		units = append(units, filepath.Join(dir, strings.Replace(name, "@.", "@alice.", 1)))
+	}
+	if len(units) != 2 {
+		t.Fatalf("README units %q, want a service and a timer", units)
+	}
+	verify, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Logf("systemd-analyze is not installed: the units were checked against the rules above only")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, verify, append([]string{"verify"}, units...)...).CombinedOutput()
+	if bytes.Contains(out, []byte("aso@")) {
+		t.Fatalf("systemd-analyze verify:\n%s", out)
+	}
+	if err != nil {
+		t.Logf("systemd-analyze verify cannot run here (%v): the units were checked against the rules above only\n%s", err, out)
+	}
+}
+
+func checkUnit(t *testing.T, name, text string) {
+	t.Helper()
+	section := ""
+	for i, line := range strings.Split(text, "\n") {
+		where := func(format string, args ...any) {
+			t.Errorf("%s line %d %q: "+format, append([]any{name, i + 1, line}, args...)...)
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+			continue
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+			if _, ok := unitKeys[section]; !ok {
+				where("unknown section")
+			}
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		switch {
+		case !ok:
+			where("not a key=value line")
+		case !contains(unitKeys[section], key):
+			where("%s is not a key of [%s]", key, section)
+		case strings.Contains(value, "#") || strings.Contains(value, ";"):
+			where("a comment after a value is part of the value: put it on a line of its own")
+		case key == "ExecStart":
+			args := strings.Fields(strings.ReplaceAll(value, "%i", "alice"))
+			checkArgs(t, args[1:])
+		}
+	}
+}
+
+// TestREADME_EveryFlagDocumented: every flag of every command, and every
+// setting without a flag, is named in the README.
+func TestREADME_EveryFlagDocumented(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	root := NewRootCommand(&Globals{})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			if fl.Name == "help" {
+				return
+			}
+			if !regexp.MustCompile(`--` + regexp.QuoteMeta(fl.Name) + `([^a-z0-9-]|$)`).MatchString(readme) {
+				t.Errorf("%s --%s is not in README.md", c.CommandPath(), fl.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	for _, s := range extraSettings {
+		if !strings.Contains(readme, envName(s.Name)) {
+			t.Errorf("%s (%s) is not in README.md", s.Name, envName(s.Name))
+		}
+	}
+}
+
+// TestMan: a man page per command, with the command's flags.
+func TestMan(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "man")
+	var out, errb bytes.Buffer
+	if code := ExecuteWith(context.Background(), []string{"man", dir}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("aso man: exit %d: %s", code, errb.String())
+	}
+	root := NewRootCommand(&Globals{})
+	for _, c := range append(root.Commands(), root) {
+		if !c.IsAvailableCommand() && c != root {
+			continue
+		}
+		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
+		page, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("no man page for %s: %v", c.CommandPath(), err)
+			continue
+		}
+		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
+			if fl.Name != "help" && !bytes.Contains(page, []byte("--"+fl.Name)) {
+				t.Errorf("%s lacks --%s", name, fl.Name)
+			}
+		})
+	}
+}
