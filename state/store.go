@@ -157,6 +157,10 @@ type Summary struct {
 	Stale         []Transfer               `json:"stale"`
 	StuckAcquired []Transfer               `json:"stuck_acquired"`
 	Invalid       []InvalidDoc             `json:"invalid"`
+	// Conflicted counts the documents with conflicting revisions (a
+	// CouchDB cluster's replicas took concurrent writes); agents resolve
+	// those of their user when they read them.
+	Conflicted int `json:"conflicted,omitempty"`
 }
 
 // SummaryOptions parameterise Summary.
