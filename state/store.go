@@ -312,6 +312,18 @@ type MultiSubmitter interface {
 	SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error)
 }
 
+// Confirmer is an optional ability of a TransferState whose queries (views)
+// may lag behind the agent's own writes, found by type assertion: a
+// CouchDB cluster builds views per shard copy, so a view may miss
+// transfers the agent has just claimed or submitted. Before concluding that
+// the queue has drained, the agent asks Unsettled, which reads the
+// documents of the transfers this store claimed (by ID, from a quorum of
+// replicas) and returns those still acquired or submitted, or back in the
+// queue; transfers found terminal are forgotten.
+type Confirmer interface {
+	Unsettled(ctx context.Context) ([]Transfer, error)
+}
+
 // ActivePager is an optional ability of a TransferState, found by type
 // assertion: listing the active transfers of a user a few jobs at a time, so
 // that an agent with many active transfers holds in memory only those of

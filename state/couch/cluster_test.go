@@ -302,3 +302,41 @@ func TestClaims_Accepted202(t *testing.T) {
 		}
 	}
 }
+
+// TestStore_Unsettled reads the transfers a store claimed by ID: those not
+// terminal are returned whatever the views say, terminal ones are
+// forgotten, and transfers it never claimed are not its business.
+func TestStore_Unsettled(t *testing.T) {
+	ctx, c := context.Background(), newClock()
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 4))
+	if got, err := s.Unsettled(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before any claim: %d, %v", len(got), err)
+	}
+	got, err := s.NewTransfers(ctx, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claims: %d, %v", len(got), err)
+	}
+	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "file:///d0"}, {Transfer: got[1], DestPFN: "file:///d1"}}, "job-1")
+	mustOK(t, res, err)
+	done, err := s.Get(ctx, got[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.SetTerminalState(ctx, []state.Terminal{{Transfer: done, Outcome: state.OutcomeDone, FTSJob: "job-1"}})
+	mustOK(t, res, err)
+
+	for i := 0; i < 2; i++ {
+		un, err := s.Unsettled(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := map[string]state.State{}
+		for _, tr := range un {
+			states[tr.ID] = tr.State
+		}
+		if len(un) != 2 || states[got[1].ID] != state.StateSubmitted || states[got[2].ID] != state.StateAcquired {
+			t.Fatalf("call %d: unsettled %v, want %s submitted and %s acquired", i+1, states, got[1].ID, got[2].ID)
+		}
+	}
+}

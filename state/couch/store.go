@@ -53,6 +53,8 @@ type Store struct {
 	// readQuorum is the r of the database's cluster (0: not a cluster,
 	// or the server does not say)
 	readQuorum int
+	// mine: the transfers claimed, for Unsettled
+	mine claimed
 }
 
 var (
