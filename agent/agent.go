@@ -237,7 +237,9 @@ func (a *Agent) loop(stop, work context.Context) error {
 // claimable after the last pass's claim, so the agent should wait for it
 // instead of exiting. Transfers blocked only by
 // dependencies are not counted: they become claimable through other
-// transfers' progress, which keeps passes busy anyway.
+// transfers' progress, which keeps passes busy anyway. With a
+// state.Confirmer, transfers this agent claimed that are still submitted
+// count too.
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -245,6 +247,20 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 	if err != nil {
 		a.log.WithError(err).Warn("cannot list waiting transfers; exiting anyway")
 		return false
+	}
+	if c, ok := a.store.(state.Confirmer); ok {
+		// the lists may lag behind this agent's own writes (a CouchDB
+		// cluster's views): its own transfers are read by ID
+		own, err := c.Unsettled(ctx)
+		if err != nil {
+			a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them")
+		}
+		for i := range own {
+			if own[i].State == state.StateSubmitted {
+				return true
+			}
+		}
+		ts = append(ts, own...)
 	}
 	horizon := time.Unix(1<<62, 0)
 	if a.cfg.MaxRuntime > 0 {

@@ -193,6 +193,10 @@ type Summary struct {
 	Stale         []Transfer     `json:"stale"`
 	StuckAcquired []Transfer     `json:"stuck_acquired"`
 	Invalid       []InvalidDoc   `json:"invalid"`
+	// Conflicted counts the documents with conflicting revisions (a
+	// CouchDB cluster's replicas took concurrent writes); agents resolve
+	// those of their user when they read them.
+	Conflicted int `json:"conflicted,omitempty"`
 }
 
 // FailureClass is the key a failed transfer of error class class counts
@@ -370,6 +374,18 @@ type MultiSubmitter interface {
 	PrepareSubmits(ctx context.Context, jobs []PrepareJob) ([][]Result, error)
 	// SetTransferIDs is SetTransferID of every job, in one durable write.
 	SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error)
+}
+
+// Confirmer is an optional ability of a TransferState whose queries (views)
+// may lag behind the agent's own writes, found by type assertion: a
+// CouchDB cluster builds views per shard copy, so a view may miss
+// transfers the agent has just claimed or submitted. Before concluding that
+// the queue has drained, the agent asks Unsettled, which reads the
+// documents of the transfers this store claimed (by ID, from a quorum of
+// replicas) and returns those still acquired or submitted, or back in the
+// queue; transfers found terminal are forgotten.
+type Confirmer interface {
+	Unsettled(ctx context.Context) ([]Transfer, error)
 }
 
 // ActivePager is an optional ability of a TransferState, found by type

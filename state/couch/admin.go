@@ -1,6 +1,7 @@
 package couch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,7 +54,7 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		ids = append(ids, t.ID)
 		at = append(at, i)
 	}
-	out, err := s.bulkDocs(ctx, ids, docs)
+	out, _, err := s.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}
@@ -291,6 +292,9 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		if kind == kindOther {
 			return
 		}
+		if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
+			sum.Conflicted++
+		}
 		t, err := decode(raw)
 		if kind == kindUnknown || err != nil {
 			sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
@@ -368,7 +372,7 @@ func (s *Store) scanAll(ctx context.Context, f func(json.RawMessage)) error {
 		last := ""
 		err := retry(ctx, func() error {
 			docs, last = docs[:0], ""
-			p := map[string]any{"include_docs": true, "limit": page}
+			p := map[string]any{"include_docs": true, "limit": page, "conflicts": true}
 			if start != "" {
 				p["startkey"], p["skip"] = start, 1
 			}

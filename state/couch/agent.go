@@ -51,6 +51,7 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 			return nil, fmt.Errorf("couch: new transfers: %w", err)
 		}
 		out = append(out, got...)
+		s.remember(got)
 		if end {
 			break // the queue is exhausted
 		}

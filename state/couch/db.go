@@ -1,6 +1,7 @@
 package couch
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -116,37 +118,44 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 
 // bulkDocs writes docs (whose IDs are ids) with one _bulk_docs per
 // maxBulkDocs documents and returns the per-document results in the order
-// of docs.
-func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
+// of docs, and for each whether its request was answered 202 Accepted: the
+// server stored every document reported ok, but some on fewer replicas
+// than the write quorum, so a write reported ok may yet lose a conflict.
+func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, []bool, error) {
 	out := make([]kivik.BulkResult, 0, len(docs))
+	acc := make([]bool, 0, len(docs))
 	for lo := 0; lo < len(docs); lo += maxBulkDocs {
 		hi := min(lo+maxBulkDocs, len(docs))
-		res, err := s.bulkDocsOnce(ctx, ids[lo:hi], docs[lo:hi])
+		res, accepted, err := s.bulkDocsOnce(ctx, ids[lo:hi], docs[lo:hi])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, res...)
+		for range res {
+			acc = append(acc, accepted)
+		}
 	}
-	return out, nil
+	return out, acc, nil
 }
 
 // bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
 // PouchDB server answers refused documents first.
-func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, error) {
+func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, bool, error) {
 	var res []kivik.BulkResult
+	var status atomic.Int32
 	err := retry(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
 			return backoff.Permanent(err)
 		}
 		var err error
-		res, err = s.db.BulkDocs(ctx, docs)
+		res, err = s.db.BulkDocs(withStatus(ctx, &status), docs)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("couch: bulk write to %s: %w", s.url, err)
+		return nil, false, fmt.Errorf("couch: bulk write to %s: %w", s.url, err)
 	}
 	if len(res) != len(docs) {
-		return nil, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", s.url, len(res), len(docs))
+		return nil, false, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", s.url, len(res), len(docs))
 	}
 	at := make(map[string][]int, len(ids))
 	for i, id := range ids {
@@ -156,36 +165,53 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]k
 	for _, r := range res {
 		q := at[r.ID]
 		if len(q) == 0 {
-			return nil, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
+			return nil, false, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
 		}
 		out[q[0]], at[r.ID] = r, q[1:]
 	}
-	return out, nil
+	return out, status.Load() == http.StatusAccepted, nil
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with
 // keys) per maxReadKeys IDs. Missing and deleted documents are absent from
-// the map.
+// the map. The documents are read with their conflicts (a CouchDB cluster
+// reads each from a quorum of its replicas); conflicted transfers of an
+// agent's user are resolved first (resolveConflicts), with one _bulk_get
+// and one _bulk_docs for all of them, and left out if they cannot be.
 func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(ids))
+	var conflicted map[string]json.RawMessage
 	for lo := 0; lo < len(ids); lo += maxReadKeys {
-		if err := s.readKeysOnce(ctx, ids[lo:min(lo+maxReadKeys, len(ids))], out); err != nil {
+		if err := s.readKeysOnce(ctx, ids[lo:min(lo+maxReadKeys, len(ids))], out, &conflicted); err != nil {
+			return nil, err
+		}
+	}
+	if len(conflicted) > 0 {
+		if err := s.resolveConflicts(ctx, conflicted, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// readKeysOnce is readKeys of a few IDs in one request, into out.
-func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]json.RawMessage) error {
+// readKeysOnce is readKeys of a few IDs in one request, into out, and the
+// conflicted documents into *conflicted.
+func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]json.RawMessage, conflicted *map[string]json.RawMessage) error {
 	err := retry(ctx, func() error {
-		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true}))
+		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true, "conflicts": true}))
 		defer rs.Close()
 		for rs.Next() {
 			id, _ := rs.ID()
 			var raw json.RawMessage
 			if err := rs.ScanDoc(&raw); err != nil || id == "" || len(raw) == 0 || string(raw) == "null" {
 				continue // missing or deleted
+			}
+			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
+				if *conflicted == nil {
+					*conflicted = map[string]json.RawMessage{}
+				}
+				(*conflicted)[id] = raw
+				continue
 			}
 			out[id] = raw
 		}

@@ -14,27 +14,67 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// readLock returns the stored lock of user; ok is false if there is none.
-func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, bool, error) {
-	docs, err := s.readKeys(ctx, []string{state.LockID(user)})
-	if err != nil {
-		return state.LockDoc{}, false, err
+// readLock returns the stored lock of user (CouchDB's winning revision)
+// and the other leaf revisions of a conflicted lock document; ok is false
+// if there is none. It reads from a quorum of replicas (r) where the
+// server says how many make one.
+func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []state.LockDoc, bool, error) {
+	id := state.LockID(user)
+	params := map[string]any{"conflicts": true}
+	if s.readQuorum > 0 {
+		params["r"] = s.readQuorum
 	}
-	raw, ok := docs[state.LockID(user)]
-	if !ok {
-		return state.LockDoc{}, false, nil
+	var raw json.RawMessage
+	err := retry(ctx, func() error {
+		return s.db.Get(ctx, id, kivik.Params(params)).ScanDoc(&raw)
+	})
+	if kivik.HTTPStatus(err) == http.StatusNotFound {
+		return state.LockDoc{}, nil, false, nil
+	}
+	if err != nil {
+		return state.LockDoc{}, nil, false, fmt.Errorf("read lock document %s from %s: %w", id, s.url, err)
 	}
 	var d state.LockDoc
 	if err := json.Unmarshal(raw, &d); err != nil {
-		return state.LockDoc{}, false, fmt.Errorf("lock document %s: %v: %w", state.LockID(user), err, state.ErrInvalid)
+		return state.LockDoc{}, nil, false, fmt.Errorf("lock document %s: %v: %w", id, err, state.ErrInvalid)
 	}
-	return d, true, nil
+	var refs []kivik.BulkGetReference
+	for _, r := range conflictsOf(raw) {
+		refs = append(refs, kivik.BulkGetReference{ID: id, Rev: r})
+	}
+	revs, err := s.readRevs(ctx, refs)
+	if err != nil {
+		return state.LockDoc{}, nil, false, err
+	}
+	var others []state.LockDoc
+	for _, o := range revs {
+		var od state.LockDoc
+		if json.Unmarshal(o, &od) == nil {
+			others = append(others, od)
+		}
+	}
+	return d, others, true, nil
 }
 
-// writeLock writes d revision-checked; it reports a conflict as errConflict.
+// heldByOther returns the first of leaves held by someone other than
+// holder and not expired at now.
+func heldByOther(leaves []state.LockDoc, holder string, now time.Time) (state.LockDoc, bool) {
+	for _, d := range leaves {
+		if d.Holder != "" && d.Holder != holder && d.Expire.After(now) {
+			return d, true
+		}
+	}
+	return state.LockDoc{}, false
+}
+
+// writeLock writes d revision-checked; it reports a conflict as
+// errConflict, and a write acknowledged by fewer replicas than the write
+// quorum (202) as errNoQuorum after deleting the revision it wrote: two
+// such writes of one revision may both be answered 202 (or one 202 and one
+// 201), while two quorum writes of one revision cannot both succeed.
 func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) {
 	d.ID, d.Type = state.LockID(d.User), state.LockDocType
-	res, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
+	res, accepted, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
 		return "", err
 	}
@@ -44,10 +84,31 @@ func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) 
 		}
 		return "", fmt.Errorf("lock document %s: %w", d.ID, e)
 	}
+	if accepted[0] {
+		s.deleteRevs(ctx, d.ID, res[0].Rev)
+		return "", errNoQuorum
+	}
 	return res[0].Rev, nil
 }
 
-var errConflict = errors.New("lock document changed")
+// deleteRevs deletes leaf revisions of a document, best effort: a
+// revision left behind stays a conflict that the next reader weighs.
+func (s *Store) deleteRevs(ctx context.Context, id string, revs ...string) {
+	if len(revs) == 0 {
+		return
+	}
+	ids := make([]string, len(revs))
+	docs := make([]any, len(revs))
+	for i, r := range revs {
+		ids[i], docs[i] = id, map[string]any{"_id": id, "_rev": r, "_deleted": true}
+	}
+	_, _, _ = s.bulkDocs(ctx, ids, docs)
+}
+
+var (
+	errConflict = errors.New("lock document changed")
+	errNoQuorum = errors.New("the lock write reached fewer replicas than the write quorum (202 Accepted)")
+)
 
 // lockLoop runs step until it returns something other than errConflict,
 // within the conflict bound.
@@ -70,12 +131,16 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 	var l state.Lock
 	err := lockLoop(ctx, func() error {
 		now := s.now()
-		d, found, err := s.readLock(ctx, user)
+		d, others, found, err := s.readLock(ctx, user)
 		if err != nil {
 			return err
 		}
-		if d.Holder != "" && d.Holder != holder && d.Expire.After(now) {
-			return &state.LockedError{User: user, Holder: d.Holder, Expire: d.Expire.String()}
+		if o, held := heldByOther(append([]state.LockDoc{d}, others...), holder, now); held {
+			return &state.LockedError{User: user, Holder: o.Holder, Expire: o.Expire.String()}
+		}
+		// leaves of earlier races, expired or ours: no longer weighed
+		for _, o := range others {
+			s.deleteRevs(ctx, o.ID, o.Rev)
 		}
 		var cur *state.LockDoc
 		if found {
@@ -84,6 +149,10 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 		d.Since = state.TakenSince(cur, holder, now)
 		d.User, d.Holder, d.Expire = user, holder, state.At(now.Add(ttl))
 		rev, err := s.writeLock(ctx, d)
+		if errors.Is(err, errNoQuorum) {
+			// another agent may hold it through other replicas
+			return &state.LockedError{User: user, Holder: "unknown (" + err.Error() + ")", Expire: d.Expire.String()}
+		}
 		if err != nil {
 			return err
 		}
@@ -104,12 +173,18 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 		now := s.now()
 		exp := state.At(now.Add(ttl))
 		r, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp, Since: state.At(l.Since), LastRun: l.LastRun})
+		if errors.Is(err, errNoQuorum) {
+			return fmt.Errorf("lock of %s: %w: %w", l.User, err, state.ErrLockLost)
+		}
 		if errors.Is(err, errConflict) {
 			// Only a renewal of ours whose answer was lost may have
 			// moved the revision; anything else is another writer.
-			d, ok, rerr := s.readLock(ctx, l.User)
+			d, others, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {
 				return rerr
+			}
+			if o, held := heldByOther(others, l.Holder, now); held {
+				return fmt.Errorf("lock of %s is also held by %q until %s: %w", l.User, o.Holder, o.Expire, state.ErrLockLost)
 			}
 			if !ok || d.Holder != l.Holder || !d.Expire.After(now) {
 				return fmt.Errorf("lock of %s is held by %q until %s: %w", l.User, d.Holder, d.Expire, state.ErrLockLost)
@@ -135,8 +210,11 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
 	rev := l.Rev
 	err := lockLoop(ctx, func() error {
 		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: l.LastRun})
+		if errors.Is(err, errNoQuorum) {
+			return nil // the lock expires by itself
+		}
 		if errors.Is(err, errConflict) {
-			d, ok, rerr := s.readLock(ctx, l.User)
+			d, _, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {
 				return rerr
 			}

@@ -43,7 +43,7 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 // it when f says so, re-reading on a conflict.
 func (s *Store) changeLock(ctx context.Context, user string, f func(*state.LockDoc) (bool, error)) error {
 	return lockLoop(ctx, func() error {
-		d, ok, err := s.readLock(ctx, user)
+		d, _, ok, err := s.readLock(ctx, user)
 		if err != nil {
 			return err
 		}

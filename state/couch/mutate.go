@@ -166,7 +166,7 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			sent = append(sent, p)
 		}
 	}
-	out, err := s.bulkDocs(ctx, ids, docs)
+	out, accepted, err := s.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +175,11 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		p := sent[k]
 		p.forbidden = nil
 		switch {
+		case r.Error == nil && accepted[k]:
+			// 202: stored, but not yet on a quorum of replicas; it counts
+			// once a re-read (with conflicts, from a quorum) shows it as
+			// the document's only leaf
+			conflicted = append(conflicted, p)
 		case r.Error == nil:
 			res[p.idx].Rev = r.Rev
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:

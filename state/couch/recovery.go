@@ -18,7 +18,7 @@ var _ state.Recoverer = (*Store)(nil)
 // judged again on its new version).
 func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
 	now := s.now()
-	d, ok, err := s.readLock(ctx, l.User)
+	d, _, ok, err := s.readLock(ctx, l.User)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}

@@ -25,7 +25,10 @@ const DefaultTimeout = 30 * time.Second
 type Options struct {
 	// URL names the database: couchdb://host:5984/db (plain HTTP),
 	// http://host:port/db or https://host:port/db. Credentials in the URL
-	// take precedence over Username and Password.
+	// take precedence over Username and Password. A comma-separated list
+	// names several nodes of one cluster (see splitNodes): requests go to
+	// one node and fail over to the next when it cannot be reached, times
+	// out or answers 5xx.
 	URL string
 	// Username and Password authenticate with HTTP basic auth when set.
 	Username, Password string
@@ -50,6 +53,11 @@ type Store struct {
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
+	// readQuorum is the r of the database's cluster (0: not a cluster,
+	// or the server does not say)
+	readQuorum int
+	// mine: the transfers claimed, for Unsettled
+	mine claimed
 }
 
 var (
@@ -121,8 +129,19 @@ func strayAt(u *url.URL) bool {
 // Redact returns url with its password replaced by "xxxxx". A string that
 // does not parse as a URL, or in which an @ is left outside the user
 // information (a password with unescaped / ? # in it), loses everything
-// between "//" and the last "@".
+// between "//" and the last "@". A list of node URLs is redacted URL by
+// URL.
 func Redact(raw string) string {
+	if parts := splitNodes(raw); len(parts) > 1 {
+		for i, p := range parts {
+			parts[i] = redactOne(p)
+		}
+		return strings.Join(parts, ",")
+	}
+	return redactOne(raw)
+}
+
+func redactOne(raw string) string {
 	if u, err := url.Parse(raw); err == nil && !strayAt(u) {
 		return u.Redacted()
 	}
@@ -132,7 +151,7 @@ func Redact(raw string) string {
 	return raw
 }
 
-func (o Options) httpClient() (*http.Client, error) {
+func (o Options) httpClient(nodes []target) (*http.Client, error) {
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -157,19 +176,28 @@ func (o Options) httpClient() (*http.Client, error) {
 	if o.WrapTransport != nil {
 		rt = o.WrapTransport(rt)
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	if len(nodes) > 1 {
+		f, err := newFailover(rt, nodes, timeout)
+		if err != nil {
+			return nil, err
+		}
+		// each node's try has its own timeout, within the request's
+		return &http.Client{Transport: statusRecorder{f}, Timeout: time.Duration(len(nodes)) * timeout}, nil
+	}
+	return &http.Client{Transport: statusRecorder{rt}, Timeout: timeout}, nil
 }
 
 // connect builds the kivik client of o.
 func connect(o Options) (*kivik.Client, target, error) {
-	t, err := parseURL(o.URL)
+	nodes, err := parseNodes(o.URL)
 	if err != nil {
-		return nil, t, err
+		return nil, target{}, err
 	}
+	t := nodes[0]
 	if t.user == "" {
 		t.user, t.pass = o.Username, o.Password
 	}
-	hc, err := o.httpClient()
+	hc, err := o.httpClient(nodes)
 	if err != nil {
 		return nil, t, err
 	}
@@ -211,6 +239,9 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 		return nil, fmt.Errorf("couch: open %s: the database does not exist; create it with `aso init --state URL`", s.url)
 	}
 	s.db = c.DB(t.db)
+	if st, err := s.db.Stats(ctx); err == nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
+		s.readQuorum = st.Cluster.ReadQuorum
+	}
 	return s, nil
 }
 

@@ -174,7 +174,13 @@ function (newDoc, oldDoc, userCtx, secObj) {
   });
   var terminal = function (s) { return s === 'done' || s === 'failed' || s === 'killed'; };
   var ok;
-  if (terminal(from)) {
+  var h0 = newDoc.history || [];
+  var l0 = h0.length > 0 ? h0[h0.length - 1] : null;
+  if (l0 !== null && l0.from === to && l0.to === to && typeof l0.reason === 'string' && l0.reason.indexOf('conflict resolved:') === 0) {
+    // The resolution of a conflict keeps one leaf revision (the server
+    // may weigh it against another leaf).
+    ok = true;
+  } else if (terminal(from)) {
     // Only `aso retry` may revive a transfer: it records the move to new as
     // the last history entry, with the reason "retry requested".
     var hs = newDoc.history || [];

@@ -1,0 +1,77 @@
+package cmd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/proctest"
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
+)
+
+// TestRun_TwoCoordinators starts two agents of one user at the same moment,
+// each talking to its own coordinator of a simulated CouchDB cluster whose
+// replicas see each other's writes only after two seconds (a write on a
+// stale revision is stored as a conflicting leaf and answered 202, as a
+// real cluster does). On a real 3-node cluster, this is where both agents
+// took the run lock and submitted transfers twice. Every round, at most
+// one agent may work; in the end nothing is lost, nothing submitted twice
+// and no document is left conflicted.
+func TestRun_TwoCoordinators(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(51), Seed: 51})
+	cl := couchtest.NewCluster(t, w.StateURL, 2*time.Second)
+	const rounds = 4
+	for r := 0; r < rounds; r++ {
+		w.AddMix("alice", 15)
+		ps := []*proctest.Proc{
+			w.StartAgent("alice", "--state", cl.URL(0)),
+			w.StartAgent("alice", "--state", cl.URL(1)),
+		}
+		worked := 0
+		for _, p := range ps {
+			switch code := p.Wait(2 * time.Minute); code {
+			case cmd.ExitOK:
+				worked++
+			case cmd.ExitLocked:
+				if ids := w.TouchedBy(p.Pid()); len(ids) > 0 {
+					t.Errorf("round %d: %s exited %d but touched %d transfers, e.g. %s", r, p.Name, code, len(ids), ids[0])
+				}
+			default:
+				t.Fatalf("round %d: %s exited %d\n%s", r, p.Name, code, p.Tail(40))
+			}
+		}
+		if worked == 0 {
+			t.Errorf("round %d: neither agent worked", r)
+		}
+		time.Sleep(2 * time.Second) // the replicas meet
+	}
+	if cl.Branched.Load() == 0 {
+		t.Fatal("no write was made on a stale revision: the race was not exercised")
+	}
+	w.RunToEnd("alice", 2*time.Minute, "--state", cl.URL(0))
+	rep := w.Check(proctest.CheckOptions{})
+	t.Logf("%d rounds, %d writes on stale revisions: %s", rounds, cl.Branched.Load(), rep)
+	if rep.Duplicated != 0 {
+		t.Errorf("%d transfers submitted twice", rep.Duplicated)
+	}
+	rep.Require(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := couch.Open(ctx, couch.Options{URL: w.StateURL}, state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := s.Summary(ctx, state.SummaryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Conflicted != 0 {
+		t.Errorf("%d documents left conflicted", sum.Conflicted)
+	}
+}

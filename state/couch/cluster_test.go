@@ -1,0 +1,342 @@
+package couch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
+)
+
+// withoutValidation runs f with the design document of validate_doc_update
+// removed: replication between the replicas of a cluster makes leaves
+// that no single write could (a done next to a failed).
+func withoutValidation(t *testing.T, db *kivik.DB, f func()) {
+	t.Helper()
+	ctx := context.Background()
+	var ddoc map[string]any
+	if err := db.Get(ctx, couch.DesignID).ScanDoc(&ddoc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, couch.DesignID, ddoc["_rev"].(string)); err != nil {
+		t.Fatal(err)
+	}
+	f()
+	delete(ddoc, "_rev")
+	if _, err := db.Put(ctx, couch.DesignID, ddoc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// branch stores t as a leaf revision rev (generation 2) on the revision
+// parent of its document (new_edits=false), as a replica of a partitioned
+// cluster would.
+func branch(t *testing.T, db *kivik.DB, tr state.Transfer, parent, hash string) string {
+	t.Helper()
+	b, err := json.Marshal(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	_, ph, _ := strings.Cut(parent, "-")
+	rev := "2-" + hash
+	m["_rev"], m["_revisions"] = rev, map[string]any{"start": 2, "ids": []string{hash, ph}}
+	res, err := db.BulkDocs(context.Background(), []any{m}, kivik.Param("new_edits", false))
+	if err != nil {
+		t.Fatalf("new_edits=false: %v", err)
+	}
+	for _, r := range res {
+		if r.Error != nil {
+			t.Fatalf("new_edits=false: %v", r.Error)
+		}
+	}
+	return rev
+}
+
+// leaves returns the _conflicts of the stored document id.
+func conflictsOf(t *testing.T, db *kivik.DB, id string) []string {
+	t.Helper()
+	var d struct {
+		Conflicts []string `json:"_conflicts"`
+	}
+	if err := db.Get(context.Background(), id, kivik.Param("conflicts", true)).ScanDoc(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Conflicts
+}
+
+func TestStore_ResolvesConflicts(t *testing.T) {
+	ctx := context.Background()
+	const me, other = "host:1:me", "host:2:other"
+	a := func(hash string) string { return strings.Repeat(hash, 32) }
+	for _, tc := range []struct {
+		name string
+		// the two leaves; the second has the greater revision, so CouchDB
+		// picks it as the winner
+		first, second func(t *state.Transfer, now time.Time)
+		want          state.State
+		wantOwner     string
+		wantKill      bool
+	}{
+		{
+			name: "done never loses to a later failed",
+			first: func(t *state.Transfer, now time.Time) {
+				t.Transition(state.StateDone, now, me, "")
+			},
+			second: func(t *state.Transfer, now time.Time) {
+				t.Transition(state.StateFailed, now.Add(time.Minute), other, "destination file exists")
+			},
+			want: state.StateDone,
+		},
+		{
+			name: "the lock holder's claim wins an equal one",
+			first: func(t *state.Transfer, now time.Time) {
+				_ = state.Claim(t, state.Agent{User: "alice", Owner: me}, now, time.Hour)
+			},
+			second: func(t *state.Transfer, now time.Time) {
+				_ = state.Claim(t, state.Agent{User: "alice", Owner: other}, now.Add(time.Second), time.Hour)
+			},
+			want: state.StateAcquired, wantOwner: me,
+		},
+		{
+			name: "a prepared submission wins a bare claim, and a kill request is kept",
+			first: func(t *state.Transfer, now time.Time) {
+				_ = state.Claim(t, state.Agent{User: "alice", Owner: other}, now, time.Hour)
+				t.SubmitSID = "sid-1"
+			},
+			second: func(t *state.Transfer, now time.Time) {
+				t.KillRequested = true
+				t.LastUpdate = state.At(now.Add(time.Minute))
+			},
+			want: state.StateAcquired, wantOwner: other, wantKill: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClock()
+			u := newDB(t)
+			s := open(t, u, c, "alice", me, couch.Options{})
+			enqueue(t, s, requests("alice", 1))
+			db := rawDB(t, u)
+			id := requests("alice", 1)[0].ID()
+			base, err := s.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, y := base, base
+			x.History, y.History = append([]state.Transition(nil), base.History...), append([]state.Transition(nil), base.History...)
+			tc.first(&x, c.Now())
+			tc.second(&y, c.Now())
+			withoutValidation(t, db, func() {
+				branch(t, db, x, base.Rev, a("1"))
+				branch(t, db, y, base.Rev, a("f"))
+			})
+			if n := len(conflictsOf(t, db, id)); n != 1 {
+				t.Fatalf("setup: %d conflicting revisions, want 1", n)
+			}
+
+			got, err := s.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != tc.want || tc.wantOwner != "" && got.Owner != tc.wantOwner || got.KillRequested != tc.wantKill {
+				t.Fatalf("resolved to %s owner %q kill %v, want %s owner %q kill %v", got.State, got.Owner, got.KillRequested, tc.want, tc.wantOwner, tc.wantKill)
+			}
+			if c := conflictsOf(t, db, id); len(c) != 0 {
+				t.Fatalf("conflicts left after the resolution: %v", c)
+			}
+			last := got.History[len(got.History)-1]
+			if !strings.HasPrefix(last.Reason, "conflict resolved") || last.By != me {
+				t.Fatalf("the resolution is not in the history: %+v", last)
+			}
+			stored, err := s.Get(ctx, id)
+			if err != nil || stored.Rev != got.Rev {
+				t.Fatalf("a second read changed the document: %s -> %s, %v", got.Rev, stored.Rev, err)
+			}
+		})
+	}
+}
+
+func TestStore_SummaryCountsConflicts(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	u := newDB(t)
+	s := open(t, u, c, "", "", couch.Options{}) // an operator's store resolves nothing
+	enqueue(t, s, requests("alice", 3))
+	db := rawDB(t, u)
+	id := requests("alice", 3)[1].ID()
+	base, err := s.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := base
+	withoutValidation(t, db, func() {
+		x.Priority = 7
+		branch(t, db, x, base.Rev, strings.Repeat("a", 32))
+		x.Priority = 8
+		branch(t, db, x, base.Rev, strings.Repeat("b", 32))
+	})
+	sum, err := s.Summary(ctx, state.SummaryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Conflicted != 1 || sum.Total != 3 {
+		t.Fatalf("summary: %d conflicted of %d, want 1 of 3", sum.Conflicted, sum.Total)
+	}
+	if n := len(conflictsOf(t, db, id)); n != 1 {
+		t.Fatalf("an operator's read resolved the conflict (%d left)", n)
+	}
+}
+
+// newCluster returns a fresh database behind a two-coordinator proxy.
+func newCluster(t *testing.T) (context.Context, *clock, string, *couchtest.Cluster) {
+	t.Helper()
+	u := newDB(t)
+	return context.Background(), newClock(), u, couchtest.NewCluster(t, u, time.Minute)
+}
+
+func TestLock_Accepted202IsNotALock(t *testing.T) {
+	ctx, c, u, cl := newCluster(t)
+	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+
+	cl.Accept202.Store(true)
+	_, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute)
+	if !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("AcquireLock answered 202: %v, want ErrLocked", err)
+	}
+	var left map[string]any
+	if err := rawDB(t, u).Get(ctx, state.LockID("alice")).ScanDoc(&left); err == nil && left["holder"] != nil {
+		t.Fatalf("the revision written with 202 was left in place: %v", left)
+	}
+
+	cl.Accept202.Store(false)
+	l, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute)
+	if err != nil {
+		t.Fatalf("AcquireLock answered 201: %v", err)
+	}
+	cl.Accept202.Store(true)
+	if _, err := s.RenewLock(ctx, l, time.Minute); !errors.Is(err, state.ErrLockLost) {
+		t.Fatalf("RenewLock answered 202: %v, want ErrLockLost", err)
+	}
+}
+
+func TestLock_TwoCoordinators(t *testing.T) {
+	ctx, c, _, cl := newCluster(t)
+	a := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	b := open(t, cl.URL(1), c, "alice", "host:2:b", couch.Options{})
+
+	la, err := a.AcquireLock(ctx, "alice", "host:1:a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b does not see a's lock yet; its write is stored as a conflicting
+	// revision and answered 202
+	_, err = b.AcquireLock(ctx, "alice", "host:2:b", time.Minute)
+	if !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("second agent through the other coordinator: %v, want ErrLocked", err)
+	}
+	if cl.Branched.Load() == 0 {
+		t.Fatal("the proxy made no conflicting revision: the test tests nothing")
+	}
+	if _, err := a.RenewLock(ctx, la, time.Minute); err != nil {
+		t.Fatalf("the quorum holder's renewal: %v", err)
+	}
+	if _, err := b.AcquireLock(ctx, "alice", "host:2:b", time.Minute); !errors.Is(err, state.ErrLocked) {
+		t.Fatalf("second agent, later: %v, want ErrLocked", err)
+	}
+}
+
+// TestClaims_Accepted202 claims through a proxy that answers 202: claims
+// that read back as the document's only leaf are ours; those that another
+// coordinator's write contradicts are not, and are never returned.
+func TestClaims_Accepted202(t *testing.T) {
+	ctx, c, u, cl := newCluster(t)
+	enqueue(t, open(t, u, c, "", "", couch.Options{}), requests("alice", 6))
+	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+
+	cl.Accept202.Store(true)
+	got, err := s.NewTransfers(ctx, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claims answered 202 without a conflict: %d, %v; want 3 (they read back as ours)", len(got), err)
+	}
+
+	cl.Sibling = func(doc map[string]any) map[string]any {
+		h, _ := doc["history"].([]any)
+		if len(h) == 0 || doc["owner"] != "host:1:a" {
+			return nil
+		}
+		if last, _ := h[len(h)-1].(map[string]any); last["from"] != "new" || last["to"] != "acquired" {
+			return nil // not a claim
+		}
+		d := map[string]any{}
+		for k, v := range doc {
+			d[k] = v
+		}
+		d["owner"] = "host:2:b"
+		return d
+	}
+	got, err = s.NewTransfers(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Branched.Load() == 0 {
+		t.Fatal("the proxy made no conflicting revision: the test tests nothing")
+	}
+	if len(got) != 0 {
+		t.Fatalf("claims contradicted by another coordinator were confirmed: %d (two agents would submit them)", len(got))
+	}
+	cl.Sibling = nil
+	db := rawDB(t, u)
+	for _, r := range requests("alice", 6) {
+		if n := len(conflictsOf(t, db, r.ID())); n != 0 {
+			var m map[string]any
+			_ = db.Get(ctx, r.ID(), kivik.Param("conflicts", true)).ScanDoc(&m)
+			t.Errorf("transfer %s: %d conflicts left: %v", r.ID(), n, m)
+		}
+	}
+}
+
+// TestStore_Unsettled reads the transfers a store claimed by ID: those not
+// terminal are returned whatever the views say, terminal ones are
+// forgotten, and transfers it never claimed are not its business.
+func TestStore_Unsettled(t *testing.T) {
+	ctx, c := context.Background(), newClock()
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 4))
+	if got, err := s.Unsettled(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before any claim: %d, %v", len(got), err)
+	}
+	got, err := s.NewTransfers(ctx, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claims: %d, %v", len(got), err)
+	}
+	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "file:///d0"}, {Transfer: got[1], DestPFN: "file:///d1"}}, "job-1")
+	mustOK(t, res, err)
+	done, err := s.Get(ctx, got[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.SetTerminalState(ctx, []state.Terminal{{Transfer: done, Outcome: state.OutcomeDone, FTSJob: "job-1"}})
+	mustOK(t, res, err)
+
+	for i := 0; i < 2; i++ {
+		un, err := s.Unsettled(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states := map[string]state.State{}
+		for _, tr := range un {
+			states[tr.ID] = tr.State
+		}
+		if len(un) != 2 || states[got[1].ID] != state.StateSubmitted || states[got[2].ID] != state.StateAcquired {
+			t.Fatalf("call %d: unsettled %v, want %s submitted and %s acquired", i+1, states, got[1].ID, got[2].ID)
+		}
+	}
+}
