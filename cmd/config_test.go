@@ -48,7 +48,9 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 }
 
 func TestConfig_UnknownKeys(t *testing.T) {
-	cfg := writeConfig(t, "user: alice\ncool-off: 5m\nstate: file:"+filepath.Join(t.TempDir(), "s.aso")+"\n")
+	flag, path := stateFile(t)
+	createStore(t, flag)
+	cfg := writeConfig(t, "user: alice\ncool-off: 5m\nstate: file:"+path+"\n")
 	// cool-off is a setting of run, not of status: one file serves all commands.
 	aso(t, "--config", cfg, "status").wantCode(t, 0)
 
@@ -95,6 +97,11 @@ func TestConfig_SearchPath(t *testing.T) {
 	}
 	// ASO_CONFIG set but empty: no file, so the default file store is used.
 	state := t.TempDir()
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue", "-f", empty).wantCode(t, 0)
 	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "status").wantCode(t, 0)
 	// ASO_STATE set but empty: the default store, not the file's value.
 	invocation{env: map[string]string{"HOME": home, "ASO_STATE": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "status").wantCode(t, 0)
