@@ -40,7 +40,7 @@ func TestRun_ExitCodes(t *testing.T) {
 			return []string{queued(t), "--sites", sites, "--fts", srv.URL, "--token-file", bad}
 		}, cmd.ExitConfig},
 		{"FTS unreachable", func(t *testing.T) []string {
-			return []string{queued(t), "--sites", sites, "--fts", "https://" + closedPort(t), "--token-file", good}
+			return []string{queued(t), "--sites", sites, "--fts", "https://" + closedPort(t), "--insecure", "--token-file", good}
 		}, cmd.ExitTempFail},
 		{"state store unreachable", func(t *testing.T) []string {
 			return []string{"--state", "http://" + closedPort(t) + "/aso", "--sites", sites, "--fts", srv.URL, "--token-file", good}

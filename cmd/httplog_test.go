@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
@@ -69,7 +70,7 @@ func TestLog_FTSRetriesAtWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := aso(t, st, "--user", "bob", "--log-format", "json", "run", "--sites", sites, "--fts", "http://127.0.0.1:1",
-		"--token-file", tok, "--phase-timeout", "2s", "--progress", "never").wantCode(t, 1)
+		"--token-file", tok, "--phase-timeout", "2s", "--progress", "never").wantCode(t, cmd.ExitTempFail)
 	lines := logLines(t, r.stderr, "FTS request failed; retrying")
 	if len(lines) == 0 {
 		t.Fatalf("no retry warning:\n%s", r.stderr)

@@ -16,8 +16,8 @@ func TestPurge(t *testing.T) {
 	sites, requests, _ := localSites(t, 5)
 	st := newState(t)
 	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
-	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0).
-		wantStdout(t, "done 5, failed 0")
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never").wantCode(t, 0)
+	wantQueue(t, map[state.State]int{state.StateDone: 5, state.StateFailed: 0}, st, "--user", "bob")
 	_, more, _ := localSites(t, 7) // the two last are new
 	aso(t, "enqueue", st, "-f", more).wantCode(t, 0)
 

@@ -114,8 +114,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.DependencyWait <= 0 {
 		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
 	}
-	if err := checkRunEnvironment(o, g, sites); err != nil {
-		return fmt.Errorf("this machine lacks what run needs:\n%w", err)
+	if !o.Agent.DryRun { // a dry run deletes nothing and submits nothing
+		if err := checkRunEnvironment(o, g, sites); err != nil {
+			return permanentError{fmt.Errorf("this machine lacks what run needs:\n%w", err)}
+		}
 	}
 	defer exitOnSecondSignal(ctx, g)()
 

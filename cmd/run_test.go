@@ -196,10 +196,10 @@ func TestRun_MonitorGroup(t *testing.T) {
 // still writes its metrics file, with its exit code.
 func TestRun_MetricsOnEarlyFailure(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "aso.prom")
-	aso(t, "run", newState(t), "--user", "carol", "--sites", filepath.Join(t.TempDir(), "none.yaml"), "--metrics-file", metrics).wantCode(t, 1)
+	aso(t, "run", newState(t), "--user", "carol", "--sites", filepath.Join(t.TempDir(), "none.yaml"), "--metrics-file", metrics).wantCode(t, cmd.ExitConfig)
 	prom, err := os.ReadFile(metrics)
 	if err != nil {
 		t.Fatalf("no metrics file after an early failure: %v", err)
 	}
-	wantMatch(t, string(prom), `aso_run_exit_code\{user="carol"\} 1\n`, `aso_run_end_time_seconds\{user="carol"\} 1\.\d+e\+09`)
+	wantMatch(t, string(prom), `aso_run_exit_code\{user="carol"\} 78\n`, `aso_run_end_time_seconds\{user="carol"\} 1\.\d+e\+09`)
 }
