@@ -9,10 +9,11 @@ import (
 // retry, from the class (FTS's recoverable flag, when the server sends it,
 // decides failures no class explains); and whether the destination copy is
 // the transfer's own to delete (not when FTS refused to overwrite a file
-// that was already there, nor when the transfer never left FTS's queue).
+// that was already there, nor when the transfer never left FTS's queue,
+// unless an earlier attempt of FTS's ran and may have left a copy).
 // FTS has already retried recoverable errors itself, so the retry only
 // decides whether aso tries again after its cool-off.
 func classify(f *fts.FileStatus, reason string) (class fts.ErrorClass, retryable, deleteDest bool) {
 	c := fts.Classify(reason, f.Recoverable)
-	return c.Class, c.Retryable, c.Class.DestinationOurs()
+	return c.Class, c.Retryable, c.Class.DestinationOurs() || c.Class == fts.ClassQueueExpired && f.Retry > 0
 }

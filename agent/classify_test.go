@@ -15,7 +15,8 @@ import (
 // (the davs 404, which no text pattern of the old classifier matched)
 // fails at the first attempt and its partial copy is deleted; a queue
 // expiry is retried until the attempts run out and the file at the
-// destination, which the transfer never wrote, is left alone. The class is
+// destination, which the transfer never wrote, is left alone; a reason no
+// class explains follows the file's recoverable flag. The class is
 // stored with the reason, counted in the summary and in the failure metric.
 func TestAgent_FailureClasses(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,6 +26,9 @@ func TestAgent_FailureClasses(t *testing.T) {
 	}{
 		{"SOURCE [2] Result HTTP 404 : File not found  after 1 attempts", "source_missing", 1, true},
 		{"Job has been canceled because it stayed in the queue for too long (max-time-in-queue timeout)", "queue_expired", 3, false},
+		// no class explains it: FTS's recoverable flag (false for this
+		// text) decides, where the errno alone would have retried
+		{"TRANSFER [5] System error in write into HDFS", "unknown", 1, true},
 	} {
 		t.Run(tc.class, func(t *testing.T) {
 			w := newWorld(t, ftstest.Options{Seed: 3, FailureRate: 1, FailureReasons: []string{tc.reason}})

@@ -73,6 +73,11 @@ func TestAgent_JobsStayWithTheirEndpoint(t *testing.T) {
 		}
 	}
 
+	// a kill requested between the runs is cancelled on A, where the job is
+	kres, err := w.store.RequestKill(context.Background(), []string{first[0].ID()})
+	must(t, err)
+	must(t, kres[0].Err)
+
 	simB, clientB := w.secondSim(slow)
 	var second []state.Request
 	for i := 0; i < 5; i++ {
@@ -83,7 +88,13 @@ func TestAgent_JobsStayWithTheirEndpoint(t *testing.T) {
 	opened := w.runSecond(simB, clientB)
 
 	subA, subB := submissionsByTransfer(w.sim.Files()), submissionsByTransfer(simB.Files())
-	for _, r := range first {
+	if tr := w.get(first[0].ID()); tr.State != state.StateKilled || len(subA[tr.ID]) != 1 || subA[tr.ID][0].State != "CANCELED" {
+		t.Errorf("killed %s: %s, on A %+v; want killed and cancelled on A", tr.ID, tr.State, subA[tr.ID])
+	}
+	if n := simB.Requests()["cancel_files"] + simB.Requests()["cancel"]; n != 0 {
+		t.Errorf("%d cancel requests to B, want none", n)
+	}
+	for _, r := range first[1:] {
 		tr := w.get(r.ID())
 		if tr.State != state.StateDone || tr.Attempts != 0 || len(subA[r.ID()]) != 1 || len(subB[r.ID()]) != 0 {
 			t.Errorf("%s: %s %q after %d attempts; submitted %d times to A, %d to B; want done, once, on A",

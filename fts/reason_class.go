@@ -152,9 +152,7 @@ func (r Reason) errnoClass() ErrorClass {
 			return ClassDestinationPermission
 		}
 	case eexist:
-		if r.Scope != ScopeSource {
-			return ClassDestinationExists
-		}
+		return r.resolve(classExisting)
 	case enospc, edquot, efbig:
 		return ClassNoSpace
 	case etimedout, etime:
@@ -218,7 +216,7 @@ func (r Reason) httpClass() ErrorClass {
 			return ClassSourceMissing
 		}
 	case s == 409:
-		return ClassDestinationExists
+		return r.resolve(classExisting)
 	case s == 408:
 		return ClassTimeout
 	case s == 507:
@@ -231,13 +229,16 @@ func (r Reason) httpClass() ErrorClass {
 	return ""
 }
 
-// Two stand-ins of the code tables, resolved by the reason's scope:
+// Stand-ins of the code tables, resolved by the reason's scope:
 // classMissing is source_missing on the SOURCE side and says nothing on
 // the other (a missing parent directory at the destination is not a
-// missing source); classRefused is the refusal of the failing side.
+// missing source); classExisting is destination_exists except on the
+// SOURCE side, where an existing file says nothing; classRefused is the
+// refusal of the failing side.
 const (
-	classMissing ErrorClass = "(missing)"
-	classRefused ErrorClass = "(refused)"
+	classMissing  ErrorClass = "(missing)"
+	classExisting ErrorClass = "(existing)"
+	classRefused  ErrorClass = "(refused)"
 )
 
 // resolve turns a table's class into the reason's class.
@@ -248,6 +249,11 @@ func (r Reason) resolve(c ErrorClass) ErrorClass {
 			return ClassSourceMissing
 		}
 		return ""
+	case classExisting:
+		if r.Scope == ScopeSource {
+			return ""
+		}
+		return ClassDestinationExists
 	case classRefused:
 		return r.permission()
 	}
@@ -266,19 +272,20 @@ var xrootdClasses = map[int]ErrorClass{
 	3011: classMissing,                     // kXR_NotFound
 	3010: classRefused,                     // kXR_NotAuthorized
 	3009: ClassNoSpace, 3021: ClassNoSpace, // kXR_NoSpace, kXR_overQuota
-	3018: ClassDestinationExists,                   // kXR_ItExists
+	3018: classExisting,                            // kXR_ItExists
 	3019: ClassChecksumMismatch,                    // kXR_ChkSumErr
 	3012: ClassStorageUnavailable,                  // kXR_ServerError
 	3014: ClassStorageUnavailable,                  // kXR_noserver
 	3024: ClassStorageUnavailable,                  // kXR_Overloaded
 	3013: ClassUnsupported, 3016: ClassUnsupported, // kXR_Unsupported, kXR_isDirectory
+	3017: ClassCanceled, // kXR_Cancelled
 }
 
 // srmClasses reads the SRM v2.2 status codes.
 var srmClasses = map[string]ErrorClass{
 	"SRM_INVALID_PATH": classMissing, "SRM_AUTHORIZATION_FAILURE": classRefused,
 	"SRM_NO_FREE_SPACE": ClassNoSpace, "SRM_EXCEED_ALLOCATION": ClassNoSpace, "SRM_NO_USER_SPACE": ClassNoSpace,
-	"SRM_DUPLICATION_ERROR": ClassDestinationExists, "SRM_REQUEST_TIMED_OUT": ClassTimeout,
+	"SRM_DUPLICATION_ERROR": classExisting, "SRM_REQUEST_TIMED_OUT": ClassTimeout,
 	"SRM_ABORTED": ClassCanceled, "SRM_NOT_SUPPORTED": ClassUnsupported,
 	"SRM_INTERNAL_ERROR": ClassStorageUnavailable, "SRM_FILE_UNAVAILABLE": ClassStorageUnavailable,
 	"SRM_FILE_BUSY": ClassStorageUnavailable, "SRM_TOO_MANY_REQUESTS": ClassStorageUnavailable,
@@ -293,7 +300,7 @@ var ftpClasses = map[int]ErrorClass{
 // categoryClasses reads the category of the older reason format.
 var categoryClasses = map[string]ErrorClass{
 	"INVALID_PATH": classMissing, "PERMISSION": classRefused,
-	"FILE_EXIST": ClassDestinationExists, "FILE_EXISTS": ClassDestinationExists,
+	"FILE_EXIST": classExisting, "FILE_EXISTS": classExisting,
 	"NO_SPACE_LEFT": ClassNoSpace, "SECURITY_ERROR": ClassCredentials, "CHECKSUM_MISMATCH": ClassChecksumMismatch,
 	"TRANSFER_TIMEOUT": ClassTimeout, "REQUEST_TIMEOUT": ClassTimeout, "OPERATION_TIMEOUT": ClassTimeout,
 	"CONNECTION": ClassStorageUnavailable, "CONNECTION_ERROR": ClassStorageUnavailable,
@@ -330,7 +337,7 @@ var textOrder = []struct {
 	{timeoutTexts, ClassTimeout},
 	{canceledTexts, ClassCanceled},
 	{credentialTexts, ClassCredentials},
-	{existsTexts, ClassDestinationExists},
+	{existsTexts, classExisting},
 	{noSpaceTexts, ClassNoSpace},
 	{permissionTexts, classRefused},
 	{missingTexts, classMissing},
