@@ -2,14 +2,17 @@ package couch_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // producerDoc is one document of the producer corpus: a transfer document
@@ -22,6 +25,9 @@ type producerDoc struct {
 	// cannot express (the ID hash, a day that does not exist, ...): only
 	// aso's own validation refuses it.
 	bySchemaToo bool
+	// atClaim marks a bad document the server lets in (its ID is not the
+	// hash of its request): the agent moves it to failed when it claims it.
+	atClaim bool
 }
 
 const (
@@ -64,6 +70,10 @@ func producerCorpus() []producerDoc {
 			panic(err)
 		}
 		out = append(out, producerDoc{name: name, doc: b, good: good, bySchemaToo: bySchema})
+	}
+	atClaim := func(name string, change func(m map[string]any) map[string]any) {
+		add(name, false, false, change)
+		out[len(out)-1].atClaim = true
 	}
 	keep := func(m map[string]any) map[string]any { return m }
 	set := func(f string, v any) func(m map[string]any) map[string]any {
@@ -140,8 +150,10 @@ func producerCorpus() []producerDoc {
 	bad("LFN with a control character", setReq("source_lfn", "/store/x\x01.root"))
 	bad("LFN with a C1 control character", setReq("source_lfn", "/store/x\u0085.root"))
 	badGoOnly("LFN of 4097 bytes", setReq("source_lfn", "/"+strings.Repeat("é", 2048)))
-	badGoOnly("ID not the hash", set("_id", strings.Repeat("0", 64)))
-	badGoOnly("ID of another request", set("source_lfn", "/store/other.root"))
+	atClaim("ID not the hash", set("_id", strings.Repeat("0", 64)))
+	atClaim("ID of another request", set("source_lfn", "/store/other.root"))
+	bad("ID not hexadecimal", set("_id", "crab-task-17"))
+	bad("ID in upper case", func(m map[string]any) map[string]any { m["_id"] = strings.ToUpper(m["_id"].(string)); return m })
 	bad("negative size", set("size", -1))
 	bad("size a string", set("size", "big"))
 	bad("fractional size", set("size", 1.5))
@@ -210,9 +222,12 @@ func httpPut(t testing.TB, dbURL, id string, doc []byte) (int, string) {
 // TestValidate_AgreesWithGo runs the producer corpus through aso's Go
 // validation and through the server's validate_doc_update (a plain PUT,
 // as a producer writes): both accept the good documents and refuse the
-// bad ones.
+// bad ones, but for an ID that is not the hash of the request, which the
+// server lets in and the agent moves to failed at once when it claims,
+// its reason naming _id.
 func TestValidate_AgreesWithGo(t *testing.T) {
 	u := newDB(t)
+	var atClaim []string
 	for _, c := range producerCorpus() {
 		goErr := goAccepts(c.doc)
 		if (goErr == nil) != c.good {
@@ -224,10 +239,31 @@ func TestValidate_AgreesWithGo(t *testing.T) {
 		_ = json.Unmarshal(c.doc, &id)
 		code, body := httpPut(t, u, id.ID, c.doc)
 		switch {
-		case c.good && code != http.StatusCreated:
-			t.Errorf("%s: the server refused a good document: HTTP %d %s", c.name, code, body)
-		case !c.good && code != http.StatusForbidden:
+		case (c.good || c.atClaim) && code != http.StatusCreated:
+			t.Errorf("%s: the server refused the document: HTTP %d %s", c.name, code, body)
+		case !c.good && !c.atClaim && code != http.StatusForbidden:
 			t.Errorf("%s: the server answered HTTP %d, want 403 (Go: %v)", c.name, code, goErr)
+		case c.atClaim:
+			atClaim = append(atClaim, id.ID)
+		}
+	}
+
+	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+	got, err := s.NewTransfers(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, u)
+	for _, id := range atClaim {
+		raw := getRaw(t, db, id)
+		reason, _ := raw["reason"].(string)
+		if raw["state"] != "failed" || !strings.HasPrefix(reason, couch.InvalidReasonPrefix+"_id ") {
+			t.Errorf("%s: after a claim: state %v, reason %q; want failed, the reason naming _id", id, raw["state"], reason)
+		}
+	}
+	for _, tr := range got {
+		if slices.Contains(atClaim, tr.ID) {
+			t.Errorf("claimed %s, whose ID is not its hash", tr.ID)
 		}
 	}
 }
