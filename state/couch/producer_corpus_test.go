@@ -267,3 +267,56 @@ func TestValidate_AgreesWithGo(t *testing.T) {
 		}
 	}
 }
+
+// TestValidate_Updates: an update of a stored transfer is checked for what
+// it changes, though the function skips what an update carries over: each
+// bad change is refused, a good one accepted.
+func TestValidate_Updates(t *testing.T) {
+	ctx := context.Background()
+	u := newDB(t)
+	s := open(t, u, newClock(), "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 1))
+	got, err := s.NewTransfers(ctx, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("NewTransfers = %d, %v", len(got), err)
+	}
+	db := rawDB(t, u)
+	id := got[0].ID
+	entry := func(at string) []any {
+		h, _ := getRaw(t, db, id)["history"].([]any)
+		return append(h, map[string]any{"at": at, "from": "acquired", "to": "acquired", "by": "host:1:a"})
+	}
+	tests := []struct {
+		name   string
+		change func(m map[string]any)
+		ok     bool
+	}{
+		{"lease renewed", func(m map[string]any) { m["lease_expires"] = "2026-03-01T12:30:00.000000Z" }, true},
+		{"history entry added", func(m map[string]any) { m["history"] = entry("2026-03-01T12:01:00Z") }, true},
+		{"lease not a time", func(m map[string]any) { m["lease_expires"] = "soon" }, false},
+		{"history entry with a bad time", func(m map[string]any) { m["history"] = entry("now") }, false},
+		{"negative attempts", func(m map[string]any) { m["attempts"] = -1 }, false},
+		{"user changed", func(m map[string]any) { m["user"] = "bob" }, false},
+		{"source_lfn changed", func(m map[string]any) { m["source_lfn"] = "/store/other.root" }, false},
+		{"bad checksum", func(m map[string]any) { m["checksums"] = map[string]any{"adler32": "XYZ"} }, false},
+		{"fractional priority", func(m map[string]any) { m["priority"] = 1.5 }, false},
+		{"bad dependency", func(m map[string]any) { m["depends_on"] = []any{"x"} }, false},
+		{"progress time", func(m map[string]any) { m["progress"] = map[string]any{"updated": "later"} }, false},
+		{"acquired without owner", func(m map[string]any) { delete(m, "owner") }, false},
+		{"created removed", func(m map[string]any) { delete(m, "created") }, false},
+		{"done", func(m map[string]any) { m["state"] = "done" }, true},
+		{"done revived without aso retry", func(m map[string]any) { m["state"] = "new" }, false},
+	}
+	for _, tc := range tests {
+		m := getRaw(t, db, id)
+		tc.change(m)
+		b, _ := json.Marshal(m)
+		code, body := httpPut(t, u, id, b)
+		switch {
+		case tc.ok && code != http.StatusCreated:
+			t.Errorf("%s: HTTP %d %s, want 201", tc.name, code, body)
+		case !tc.ok && code != http.StatusForbidden:
+			t.Errorf("%s: HTTP %d %s, want 403", tc.name, code, body)
+		}
+	}
+}
