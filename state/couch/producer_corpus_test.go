@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // producerDoc is one document of the producer corpus: a transfer document
@@ -318,5 +319,33 @@ func TestValidate_Updates(t *testing.T) {
 		case !tc.ok && code != http.StatusForbidden:
 			t.Errorf("%s: HTTP %d %s, want 403", tc.name, code, body)
 		}
+	}
+}
+
+// TestClaim_QuarantineKeepsEmptyFields: a document written before the
+// validation was installed, with empty optional fields aso does not write
+// back ("group": "", "role": null) and a wrong size, is moved to failed by
+// the claim all the same, its fields kept.
+func TestClaim_QuarantineKeepsEmptyFields(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	m := producerBase("quarantine/empty.root")
+	m["group"], m["role"], m["size"] = "", nil, "big"
+	b, _ := json.Marshal(m)
+	id := m["_id"].(string)
+	if code, body := httpPut(t, u, id, b); code != http.StatusCreated {
+		t.Fatalf("PUT: HTTP %d %s", code, body)
+	}
+	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+	if got, err := s.NewTransfers(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("NewTransfers = %d, %v; want none claimed", len(got), err)
+	}
+	raw := getRaw(t, rawDB(t, u), id)
+	reason, _ := raw["reason"].(string)
+	if raw["state"] != "failed" || !strings.Contains(reason, "Transfer.size") || raw["size"] != "big" || raw["taskname"] != m["taskname"] {
+		t.Fatalf("stored after the claim: %v", raw)
 	}
 }

@@ -73,9 +73,13 @@ function (newDoc, oldDoc, userCtx, secObj) {
   function isObject(v) {
     return typeof v === 'object' && v !== null && !Array.isArray(v);
   }
+  // absent, null and "" are one value to aso, which writes none of them
+  function none(v) {
+    return v === undefined || v === null || v === '';
+  }
   function same(f) {
     var a = newDoc[f], b = oldDoc[f];
-    return a === b || typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b);
+    return a === b || none(a) && none(b) || typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b);
   }
 
   if (id.indexOf('lock:') === 0) {
