@@ -2,14 +2,18 @@ package couch_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // producerDoc is one document of the producer corpus: a transfer document
@@ -22,6 +26,9 @@ type producerDoc struct {
 	// cannot express (the ID hash, a day that does not exist, ...): only
 	// aso's own validation refuses it.
 	bySchemaToo bool
+	// atClaim marks a bad document the server lets in (its ID is not the
+	// hash of its request): the agent moves it to failed when it claims it.
+	atClaim bool
 }
 
 const (
@@ -64,6 +71,10 @@ func producerCorpus() []producerDoc {
 			panic(err)
 		}
 		out = append(out, producerDoc{name: name, doc: b, good: good, bySchemaToo: bySchema})
+	}
+	atClaim := func(name string, change func(m map[string]any) map[string]any) {
+		add(name, false, false, change)
+		out[len(out)-1].atClaim = true
 	}
 	keep := func(m map[string]any) map[string]any { return m }
 	set := func(f string, v any) func(m map[string]any) map[string]any {
@@ -140,8 +151,10 @@ func producerCorpus() []producerDoc {
 	bad("LFN with a control character", setReq("source_lfn", "/store/x\x01.root"))
 	bad("LFN with a C1 control character", setReq("source_lfn", "/store/x\u0085.root"))
 	badGoOnly("LFN of 4097 bytes", setReq("source_lfn", "/"+strings.Repeat("é", 2048)))
-	badGoOnly("ID not the hash", set("_id", strings.Repeat("0", 64)))
-	badGoOnly("ID of another request", set("source_lfn", "/store/other.root"))
+	atClaim("ID not the hash", set("_id", strings.Repeat("0", 64)))
+	atClaim("ID of another request", set("source_lfn", "/store/other.root"))
+	bad("ID not hexadecimal", set("_id", "crab-task-17"))
+	bad("ID in upper case", func(m map[string]any) map[string]any { m["_id"] = strings.ToUpper(m["_id"].(string)); return m })
 	bad("negative size", set("size", -1))
 	bad("size a string", set("size", "big"))
 	bad("fractional size", set("size", 1.5))
@@ -210,9 +223,12 @@ func httpPut(t testing.TB, dbURL, id string, doc []byte) (int, string) {
 // TestValidate_AgreesWithGo runs the producer corpus through aso's Go
 // validation and through the server's validate_doc_update (a plain PUT,
 // as a producer writes): both accept the good documents and refuse the
-// bad ones.
+// bad ones, but for an ID that is not the hash of the request, which the
+// server lets in and the agent moves to failed at once when it claims,
+// its reason naming _id.
 func TestValidate_AgreesWithGo(t *testing.T) {
 	u := newDB(t)
+	var atClaim []string
 	for _, c := range producerCorpus() {
 		goErr := goAccepts(c.doc)
 		if (goErr == nil) != c.good {
@@ -224,10 +240,112 @@ func TestValidate_AgreesWithGo(t *testing.T) {
 		_ = json.Unmarshal(c.doc, &id)
 		code, body := httpPut(t, u, id.ID, c.doc)
 		switch {
-		case c.good && code != http.StatusCreated:
-			t.Errorf("%s: the server refused a good document: HTTP %d %s", c.name, code, body)
-		case !c.good && code != http.StatusForbidden:
+		case (c.good || c.atClaim) && code != http.StatusCreated:
+			t.Errorf("%s: the server refused the document: HTTP %d %s", c.name, code, body)
+		case !c.good && !c.atClaim && code != http.StatusForbidden:
 			t.Errorf("%s: the server answered HTTP %d, want 403 (Go: %v)", c.name, code, goErr)
+		case c.atClaim:
+			atClaim = append(atClaim, id.ID)
 		}
+	}
+
+	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+	got, err := s.NewTransfers(context.Background(), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, u)
+	for _, id := range atClaim {
+		raw := getRaw(t, db, id)
+		reason, _ := raw["reason"].(string)
+		if raw["state"] != "failed" || !strings.HasPrefix(reason, couch.InvalidReasonPrefix+"_id ") {
+			t.Errorf("%s: after a claim: state %v, reason %q; want failed, the reason naming _id", id, raw["state"], reason)
+		}
+	}
+	for _, tr := range got {
+		if slices.Contains(atClaim, tr.ID) {
+			t.Errorf("claimed %s, whose ID is not its hash", tr.ID)
+		}
+	}
+}
+
+// TestValidate_Updates: an update of a stored transfer is checked for what
+// it changes, though the function skips what an update carries over: each
+// bad change is refused, a good one accepted.
+func TestValidate_Updates(t *testing.T) {
+	ctx := context.Background()
+	u := newDB(t)
+	s := open(t, u, newClock(), "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 1))
+	got, err := s.NewTransfers(ctx, 1)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("NewTransfers = %d, %v", len(got), err)
+	}
+	db := rawDB(t, u)
+	id := got[0].ID
+	entry := func(at string) []any {
+		h, _ := getRaw(t, db, id)["history"].([]any)
+		return append(h, map[string]any{"at": at, "from": "acquired", "to": "acquired", "by": "host:1:a"})
+	}
+	tests := []struct {
+		name   string
+		change func(m map[string]any)
+		ok     bool
+	}{
+		{"lease renewed", func(m map[string]any) { m["lease_expires"] = "2026-03-01T12:30:00.000000Z" }, true},
+		{"history entry added", func(m map[string]any) { m["history"] = entry("2026-03-01T12:01:00Z") }, true},
+		{"lease not a time", func(m map[string]any) { m["lease_expires"] = "soon" }, false},
+		{"history entry with a bad time", func(m map[string]any) { m["history"] = entry("now") }, false},
+		{"negative attempts", func(m map[string]any) { m["attempts"] = -1 }, false},
+		{"user changed", func(m map[string]any) { m["user"] = "bob" }, false},
+		{"source_lfn changed", func(m map[string]any) { m["source_lfn"] = "/store/other.root" }, false},
+		{"bad checksum", func(m map[string]any) { m["checksums"] = map[string]any{"adler32": "XYZ"} }, false},
+		{"fractional priority", func(m map[string]any) { m["priority"] = 1.5 }, false},
+		{"bad dependency", func(m map[string]any) { m["depends_on"] = []any{"x"} }, false},
+		{"progress time", func(m map[string]any) { m["progress"] = map[string]any{"updated": "later"} }, false},
+		{"acquired without owner", func(m map[string]any) { delete(m, "owner") }, false},
+		{"created removed", func(m map[string]any) { delete(m, "created") }, false},
+		{"done", func(m map[string]any) { m["state"] = "done" }, true},
+		{"done revived without aso retry", func(m map[string]any) { m["state"] = "new" }, false},
+	}
+	for _, tc := range tests {
+		m := getRaw(t, db, id)
+		tc.change(m)
+		b, _ := json.Marshal(m)
+		code, body := httpPut(t, u, id, b)
+		switch {
+		case tc.ok && code != http.StatusCreated:
+			t.Errorf("%s: HTTP %d %s, want 201", tc.name, code, body)
+		case !tc.ok && code != http.StatusForbidden:
+			t.Errorf("%s: HTTP %d %s, want 403", tc.name, code, body)
+		}
+	}
+}
+
+// TestClaim_QuarantineKeepsEmptyFields: a document written before the
+// validation was installed, with empty optional fields aso does not write
+// back ("group": "", "role": null) and a wrong size, is moved to failed by
+// the claim all the same, its fields kept.
+func TestClaim_QuarantineKeepsEmptyFields(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	m := producerBase("quarantine/empty.root")
+	m["group"], m["role"], m["size"] = "", nil, "big"
+	b, _ := json.Marshal(m)
+	id := m["_id"].(string)
+	if code, body := httpPut(t, u, id, b); code != http.StatusCreated {
+		t.Fatalf("PUT: HTTP %d %s", code, body)
+	}
+	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+	if got, err := s.NewTransfers(ctx, 10); err != nil || len(got) != 0 {
+		t.Fatalf("NewTransfers = %d, %v; want none claimed", len(got), err)
+	}
+	raw := getRaw(t, rawDB(t, u), id)
+	reason, _ := raw["reason"].(string)
+	if raw["state"] != "failed" || !strings.Contains(reason, "Transfer.size") || raw["size"] != "big" || raw["taskname"] != m["taskname"] {
+		t.Fatalf("stored after the claim: %v", raw)
 	}
 }

@@ -1,14 +1,15 @@
 function (newDoc, oldDoc, userCtx, secObj) {
   // aso: reject malformed transfer and lock documents and illegal state
-  // transitions. Accepts exactly the transfers state.Transfer.Validate
-  // accepts (TestValidate_AgreesWithGo runs one corpus through both) and
-  // enforces state.CanTransition.
+  // transitions. Accepts the transfers state.Transfer.Validate accepts, and
+  // only those but for the ID hash, which the agent checks at claim time
+  // (TestValidate_AgreesWithGo runs one corpus through both); enforces
+  // state.CanTransition.
   //
   // Cost: a new transfer (aso's enqueue or another producer's write) gets
-  // every check, its ID hash included. An update of a stored transfer whose
-  // request fields are unchanged skips what depends on them alone (names,
-  // LFNs, ID hash, dependencies): aso's own writes, several per transfer,
-  // check only the fields they change.
+  // every check. An update of a stored transfer whose request fields are
+  // unchanged skips what depends on them alone (names, LFNs, dependencies)
+  // and the times and history entries it carries over unchanged: aso's own
+  // writes, several per transfer, check only what they change.
   if (newDoc._deleted) {
     return;
   }
@@ -64,14 +65,21 @@ function (newDoc, oldDoc, userCtx, secObj) {
     }
     return true;
   }
+  // a time carried over unchanged from the stored revision was checked
+  // when it was written
   function time(f) {
-    if (!isTime(newDoc[f])) fail(f + ' must be an RFC 3339 timestamp');
+    if (!(wasTransfer && newDoc[f] === oldDoc[f]) && !isTime(newDoc[f])) fail(f + ' must be an RFC 3339 timestamp');
   }
   function isObject(v) {
     return typeof v === 'object' && v !== null && !Array.isArray(v);
   }
+  // absent, null and "" are one value to aso, which writes none of them
+  function none(v) {
+    return v === undefined || v === null || v === '';
+  }
   function same(f) {
-    return JSON.stringify(newDoc[f]) === JSON.stringify(oldDoc[f]);
+    var a = newDoc[f], b = oldDoc[f];
+    return a === b || none(a) && none(b) || typeof a === 'object' && JSON.stringify(a) === JSON.stringify(b);
   }
 
   if (id.indexOf('lock:') === 0) {
@@ -91,7 +99,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
   var request = ['user', 'group', 'role', 'source', 'destination', 'source_lfn', 'destination_lfn'];
   var from = wasTransfer ? oldDoc.state : undefined;
   var to = newDoc.state;
-  var unchanged = wasTransfer && request.every(same);
+  var unchanged = wasTransfer;
+  for (var ri = 0; unchanged && ri < request.length; ri++) {
+    unchanged = same(request[ri]);
+  }
 
   // The agent moves a queued document it cannot read to failed, keeping
   // every field as it is, with a reason that starts "invalid document: ".
@@ -120,7 +131,12 @@ function (newDoc, oldDoc, userCtx, secObj) {
       if (!/^[0-9a-fA-F]{8}$/.test(v)) fail('checksums.adler32 must be 8 hexadecimal digits');
     });
   }
-  ['owner', 'submit_sid', 'fts_job', 'source_pfn', 'dest_pfn', 'reason'].forEach(function (f) { str(f, false); });
+  str('owner', false);
+  str('submit_sid', false);
+  str('fts_job', false);
+  str('source_pfn', false);
+  str('dest_pfn', false);
+  str('reason', false);
   integer('attempts', 0);
   integer('fts_file_id');
   time('created');
@@ -132,8 +148,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
   if (!opt(newDoc.kill_requested, 'boolean')) fail('kill_requested must be a boolean');
   if (has('history')) {
     if (!Array.isArray(newDoc.history)) fail('history must be a list');
-    // entries carried over unchanged from the stored revision were checked
-    // when they were written: only the new tail is checked
+    // entries carried over from the stored revision were checked when they
+    // were written: only those after the stored last entry are checked (only
+    // aso rewrites history; an entry changed in place would make the agent's
+    // own validation refuse the document, which Summary then lists)
     var h = newDoc.history, oh = wasTransfer && Array.isArray(oldDoc.history) ? oldDoc.history : [];
     var k = 0;
     if (oh.length > 0 && h.length > 0) {
@@ -169,9 +187,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
   if (!wasTransfer) {
     return;
   }
-  ['user', 'source', 'destination', 'source_lfn', 'destination_lfn'].forEach(function (f) {
-    if (newDoc[f] !== oldDoc[f]) fail(f + ' must not change');
-  });
+  for (var fi = 0; !unchanged && fi < request.length; fi++) {
+    var rf = request[fi];
+    if (rf !== 'group' && rf !== 'role' && newDoc[rf] !== oldDoc[rf]) fail(rf + ' must not change');
+  }
   var terminal = function (s) { return s === 'done' || s === 'failed' || s === 'killed'; };
   var ok;
   var h0 = newDoc.history || [];
@@ -197,15 +216,18 @@ function (newDoc, oldDoc, userCtx, secObj) {
   }
   if (!ok) fail('illegal transition ' + from + ' -> ' + to);
 
-  // The request fields, as state.Request.Validate checks them, and the ID:
-  // the hex SHA-256 of user, source, source_lfn, destination and
-  // destination_lfn, each followed by a zero byte (state.TransferID).
+  // The request fields, as state.Request.Validate checks them, and the
+  // form of the ID. That the ID is the hex SHA-256 of user, source,
+  // source_lfn, destination and destination_lfn (state.TransferID) is
+  // checked by the agent when it claims the transfer (a document whose ID
+  // is not moves to failed, its reason naming _id): computed here, the hash
+  // made a new document's validation several times dearer on CouchDB's
+  // JavaScript engine.
   function checkRequest() {
+    if (!/^[0-9a-f]{64}$/.test(id)) fail('_id must be the transfer ID: 64 lowercase hexadecimal digits (state.TransferID)');
     ['user', 'source', 'destination'].forEach(function (f) { str(f, true); name(f); });
     ['group', 'role'].forEach(function (f) { str(f, false); name(f); });
     ['source_lfn', 'destination_lfn'].forEach(function (f) { str(f, true); lfn(f); });
-    var want = sha256hex(utf8([newDoc.user, newDoc.source, newDoc.source_lfn, newDoc.destination, newDoc.destination_lfn].join('\u0000') + '\u0000'));
-    if (id !== want) fail('_id does not match the hash of user, source, source_lfn, destination, destination_lfn (want ' + want + ')');
   }
   function name(f) {
     var v = newDoc[f];
@@ -216,7 +238,7 @@ function (newDoc, oldDoc, userCtx, secObj) {
   function lfn(f) {
     var v = newDoc[f];
     if (v.charAt(0) !== '/') fail(f + ' must be an absolute path starting with /');
-    if (v.length > 1365 && utf8(v).length > 4096) fail(f + ' is longer than 4096 bytes');
+    if (v.length > 1365 && utf8len(v) > 4096) fail(f + ' is longer than 4096 bytes');
     if (/[\u0000-\u001f\u007f-\u009f]/.test(v)) fail(f + ' contains a control character');
     if (/(^|\/)\.\.?(\/|$)/.test(v)) fail(f + ' must not contain . or .. path elements');
     if (v.indexOf('//') >= 0) fail(f + ' must not contain empty path elements (//)');
@@ -232,64 +254,23 @@ function (newDoc, oldDoc, userCtx, secObj) {
       if (x === id) fail('depends_on: a transfer cannot depend on itself');
     });
   }
-  // the UTF-8 bytes of s (a lone surrogate as U+FFFD, as Go decodes it)
-  function utf8(s) {
-    var b = [];
+  // the length of s in UTF-8 bytes (a lone surrogate as U+FFFD, 3 bytes,
+  // as Go decodes it)
+  function utf8len(s) {
+    var n = 0;
     for (var i = 0; i < s.length; i++) {
       var c = s.charCodeAt(i);
-      if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (s.charCodeAt(++i) - 0xdc00);
-      } else if (c >= 0xd800 && c <= 0xdfff) {
-        c = 0xfffd;
-      }
       if (c < 0x80) {
-        b.push(c);
+        n += 1;
       } else if (c < 0x800) {
-        b.push(0xc0 | c >> 6, 0x80 | c & 63);
-      } else if (c < 0x10000) {
-        b.push(0xe0 | c >> 12, 0x80 | c >> 6 & 63, 0x80 | c & 63);
+        n += 2;
+      } else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+        n += 4;
+        i++;
       } else {
-        b.push(0xf0 | c >> 18, 0x80 | c >> 12 & 63, 0x80 | c >> 6 & 63, 0x80 | c & 63);
+        n += 3;
       }
     }
-    return b;
-  }
-  function sha256hex(b) {
-    var K = [0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2];
-    var H = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-    var n = b.length, bits = n * 8;
-    b.push(0x80);
-    while (b.length % 64 !== 56) b.push(0);
-    var hi = Math.floor(bits / 4294967296), lo = bits >>> 0;
-    b.push(hi >>> 24, hi >>> 16 & 255, hi >>> 8 & 255, hi & 255, lo >>> 24, lo >>> 16 & 255, lo >>> 8 & 255, lo & 255);
-    var w = [];
-    for (var i = 0; i < b.length; i += 64) {
-      var t;
-      for (t = 0; t < 16; t++) w[t] = b[i + 4 * t] << 24 | b[i + 4 * t + 1] << 16 | b[i + 4 * t + 2] << 8 | b[i + 4 * t + 3];
-      for (t = 16; t < 64; t++) {
-        var x = w[t - 15], y = w[t - 2];
-        var s0 = (x >>> 7 | x << 25) ^ (x >>> 18 | x << 14) ^ x >>> 3;
-        var s1 = (y >>> 17 | y << 15) ^ (y >>> 19 | y << 13) ^ y >>> 10;
-        w[t] = w[t - 16] + s0 + w[t - 7] + s1 | 0;
-      }
-      var a = H[0], c1 = H[1], c2 = H[2], d = H[3], e = H[4], f = H[5], g = H[6], hh = H[7];
-      for (t = 0; t < 64; t++) {
-        var S1 = (e >>> 6 | e << 26) ^ (e >>> 11 | e << 21) ^ (e >>> 25 | e << 7);
-        var t1 = hh + S1 + (e & f ^ ~e & g) + K[t] + w[t] | 0;
-        var S0 = (a >>> 2 | a << 30) ^ (a >>> 13 | a << 19) ^ (a >>> 22 | a << 10);
-        var t2 = S0 + (a & c1 ^ a & c2 ^ c1 & c2) | 0;
-        hh = g; g = f; f = e; e = d + t1 | 0; d = c2; c2 = c1; c1 = a; a = t1 + t2 | 0;
-      }
-      H[0] = H[0] + a | 0; H[1] = H[1] + c1 | 0; H[2] = H[2] + c2 | 0; H[3] = H[3] + d | 0;
-      H[4] = H[4] + e | 0; H[5] = H[5] + f | 0; H[6] = H[6] + g | 0; H[7] = H[7] + hh | 0;
-    }
-    return H.map(function (v) { return ('0000000' + (v >>> 0).toString(16)).slice(-8); }).join('');
+    return n;
   }
 }
