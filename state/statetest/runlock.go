@@ -7,10 +7,11 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// lockOf returns the stored lock of user.
-func (e *env) lockOf(s state.Store, user string) state.LockDoc {
+// lockOf returns the stored lock of user, read by a fresh handle (so that
+// a file store decodes it from the file).
+func (e *env) lockOf(_ state.Store, user string) state.LockDoc {
 	e.t.Helper()
-	ls, err := ability[state.LockAdmin](e, s).Locks(ctx, user)
+	ls, err := ability[state.LockAdmin](e, e.store(user, "reader")).Locks(ctx, user)
 	if err != nil || len(ls) != 1 || ls[0].User != user {
 		e.t.Fatalf("Locks(%s): %+v, %v", user, ls, err)
 	}
