@@ -98,7 +98,7 @@ func TestREADME_CronLines(t *testing.T) {
 // unitKeys are the keys the README's units may use, by section (systemd.unit,
 // systemd.service, systemd.exec, systemd.kill, systemd.timer).
 var unitKeys = map[string][]string{
-	"Unit":    {"Description", "Documentation", "After", "Wants", "Requires"},
+	"Unit": {"Description", "Documentation", "After", "Wants", "Requires"},
 	"Service": {"Type", "User", "Group", "Environment", "EnvironmentFile", "ExecStart", "SuccessExitStatus", "TimeoutStopSec", "KillSignal", "KillMode", "Nice",
 		"Restart", "RestartSec", "RestartPreventExitStatus"},
 	"Timer":   {"OnCalendar", "Persistent", "RandomizedDelaySec", "Unit"},
