@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -23,6 +24,7 @@ type SelectOptions struct {
 	Link     string
 	LFN      string
 	FTSJob   string
+	Class    string
 	Since    string
 	AllUsers bool
 }
@@ -33,13 +35,14 @@ func (o *SelectOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Link, "link", "", "only transfers on this link, SRC->DST (site names)")
 	f.StringVar(&o.LFN, "lfn", "", "only transfers whose source or destination LFN starts with this, or matches it as a glob (* ? [...], * does not cross /)")
 	f.StringVar(&o.FTSJob, "fts-job", "", "only transfers last submitted in this FTS job")
+	f.StringVar(&o.Class, "error-class", "", "only transfers whose last failure has this error class (source_missing, no_space, ...: see the README's Error classes)")
 	f.StringVar(&o.Since, "since", "", "only transfers updated since: a duration back from now (2h, 30m) or an RFC 3339 time")
 	f.BoolVar(&o.AllUsers, "all-users", false, "transfers of every user, not only --user's (the login name by default)")
 }
 
 // any reports whether a filter flag (beyond the user) was given.
 func (o *SelectOptions) any() bool {
-	return len(o.States) > 0 || o.Link != "" || o.LFN != "" || o.FTSJob != "" || o.Since != ""
+	return len(o.States) > 0 || o.Link != "" || o.LFN != "" || o.FTSJob != "" || o.Class != "" || o.Since != ""
 }
 
 // filter checks the flags and returns the state.Filter they select, for
@@ -74,6 +77,12 @@ func (o *SelectOptions) filter(g *Globals, now time.Time) (state.Filter, error) 
 		f.LFN = o.LFN
 	}
 	f.FTSJob = o.FTSJob
+	if o.Class != "" {
+		if !fts.ErrorClass(o.Class).Valid() {
+			return f, usagef("--error-class %q: want one of %s", o.Class, errorClassList())
+		}
+		f.ErrorClass = o.Class
+	}
 	if o.Since != "" {
 		if f.Since, err = parseSince(o.Since, now); err != nil {
 			return f, err
@@ -221,3 +230,12 @@ func newJSONLines(w io.Writer) jsonLines {
 }
 
 func (j jsonLines) write(v any) error { return j.enc.Encode(v) }
+
+// errorClassList names every error class, for usage errors.
+func errorClassList() string {
+	names := make([]string, len(fts.ErrorClasses))
+	for i, c := range fts.ErrorClasses {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
+}

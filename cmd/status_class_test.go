@@ -60,4 +60,19 @@ func TestStatus_ErrorClasses(t *testing.T) {
 
 	out = aso(t, flag, "status", failed[0].ID).wantCode(t, 0).stdout
 	wantMatch(t, out, `(?m)^Error class:\s+source_missing$`, `(?m)^FTS endpoint:\s+https://fts-a.example.org:8446$`)
+
+	// aso list selects by class: "unknown" is the failure without one
+	lines := func(r result) []string { return strings.Split(strings.TrimSpace(r.stdout), "\n") }
+	r = aso(t, flag, "--user", "alice", "list", "--error-class", "source_missing", "--json").wantCode(t, 0)
+	if n := len(lines(r)); n != 2 || !strings.Contains(r.stdout, failed[0].ID) || !strings.Contains(r.stdout, failed[1].ID) {
+		t.Errorf("list --error-class source_missing: %d lines, want the first two failures:\n%s", n, r.stdout)
+	}
+	r = aso(t, flag, "--user", "alice", "list", "--error-class", "unknown", "--json").wantCode(t, 0)
+	if n := len(lines(r)); n != 1 || !strings.Contains(r.stdout, failed[2].ID) {
+		t.Errorf("list --error-class unknown: %d lines, want the third failure:\n%s", n, r.stdout)
+	}
+	r = aso(t, flag, "--user", "alice", "list", "--error-class", "file_missing").wantCode(t, 2)
+	if !strings.Contains(r.stderr, "source_missing") {
+		t.Errorf("a class that does not exist: stderr %q, want the list of classes", r.stderr)
+	}
 }

@@ -149,6 +149,10 @@ type Filter struct {
 	FTSJob string
 	// Since selects the transfers whose last_update is at or after it.
 	Since time.Time
+	// ErrorClass selects the transfers whose last failure has this error
+	// class; "unknown" also selects failed transfers that have none (see
+	// FailureClass).
+	ErrorClass string
 	// After pages: only the transfers that come after this key in the order
 	// of List. Give the key of the last transfer of the previous page.
 	After *ListKey
@@ -477,6 +481,7 @@ func (f Filter) Matches(t *Transfer) bool {
 		strings.HasPrefix(t.ID, f.IDPrefix) &&
 		(f.LFN == "" || MatchLFN(f.LFN, t.SourceLFN) || MatchLFN(f.LFN, t.DestinationLFN)) &&
 		(f.FTSJob == "" || t.FTSJob == f.FTSJob) &&
+		(f.ErrorClass == "" || t.ErrorClass == f.ErrorClass || (t.State == StateFailed && FailureClass(t.ErrorClass) == f.ErrorClass)) &&
 		(f.Since.IsZero() || !t.LastUpdate.Before(f.Since)) &&
 		(f.After == nil || f.After.Before(t))
 }

@@ -200,6 +200,9 @@ func (s *Store) listFind(ctx context.Context, f state.Filter) ([]state.Transfer,
 	if f.FTSJob != "" {
 		sel["fts_job"] = f.FTSJob
 	}
+	if f.ErrorClass != "" && f.ErrorClass != "unknown" { // unknown: also those without, checked below
+		sel["error_class"] = f.ErrorClass
+	}
 	if !f.Since.IsZero() {
 		sel["last_update"] = map[string]any{"$gte": state.At(f.Since)}
 	}

@@ -71,7 +71,7 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	err := s.view(ctx, "list", func(x *tx, _ time.Time) error {
 		d := x.d
 		cheap := f
-		cheap.LFN, cheap.FTSJob = "", "" // not in the index: checked below
+		cheap.LFN, cheap.FTSJob, cheap.ErrorClass = "", "", "" // not in the index: checked below
 		withID := len(f.IDs) > 0 || f.IDPrefix != "" || f.After != nil
 		var found []int32
 		for _, i := range candidates(d, f.User, f.States, f.IDs) {
@@ -96,7 +96,7 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 // to f.Limit. Without a filter on the documents it reads only those it
 // returns; otherwise it reads listPage slots at a time.
 func (x *tx) readMatching(slots []int32, f state.Filter) ([]state.Transfer, error) {
-	if f.LFN == "" && f.FTSJob == "" {
+	if f.LFN == "" && f.FTSJob == "" && f.ErrorClass == "" {
 		if f.Limit > 0 && len(slots) > f.Limit {
 			slots = slots[:f.Limit]
 		}

@@ -138,6 +138,17 @@ var adminCases = []testCase{
 		if want := map[string]int{"source_missing": 1, "unknown": 1}; !reflect.DeepEqual(sum.ByErrorClass, want) {
 			e.t.Fatalf("by error class %v, want %v", sum.ByErrorClass, want)
 		}
+		// List by class: "unknown" selects the failed transfer without
+		// one; the retried one keeps its class while it waits
+		for class, want := range map[string][]string{"source_missing": {ts[0].ID}, "unknown": {ts[1].ID}, "timeout": {ts[2].ID}, "no_space": {}} {
+			got, err := s.List(ctx, state.Filter{ErrorClass: class})
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ids(got), want) {
+				e.t.Fatalf("List error class %s: %v, want %v", class, ids(got), want)
+			}
+		}
 		res, err := s.Retry(ctx, []string{ts[0].ID})
 		e.ok("Retry", res, err, 1)
 		if tr := e.get(s, ts[0].ID); tr.ErrorClass != "" || tr.Reason != "" {
