@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,8 +112,8 @@ func NewRunMetrics(user string) *RunMetrics {
 		}, []string{"state"}),
 		oldest: g("aso_oldest_waiting_seconds", "Age of the user's oldest waiting (new) transfer, 0 if none, as last counted."),
 		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "aso_failed_transfers", Help: "The user's failed transfers by class of reason (scope and errno, see FailureClass), as last counted.",
-		}, []string{"class"}),
+			Name: "aso_failed_transfers", Help: "The user's failed transfers by error class (README, Error classes), as last counted.",
+		}, []string{"error_class"}),
 		queueUpdated: g("aso_queue_updated_time_seconds", "When the queue gauges were last counted, in seconds since the epoch."),
 	}
 	r.exit.Set(-1)
@@ -156,22 +155,6 @@ func (r *RunMetrics) Queue(sum state.Summary, failed map[string]int, now time.Ti
 }
 
 func seconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-// reasonScope matches the structured head of an FTS or gfal reason:
-// "SCOPE [errno]", as in "SOURCE [2] No such file or directory".
-var reasonScope = regexp.MustCompile(`^\s*([A-Z][A-Z_]*)\s*\[(\d+)\]`)
-
-// FailureClass is the class of a failure reason for metrics: the scope and
-// errno FTS puts at its head ("SOURCE [2]"), else "other". It is built
-// from the structure of the reason, not its text, so that it has few
-// values.
-func FailureClass(reason string) string {
-	m := reasonScope.FindStringSubmatch(reason)
-	if m == nil {
-		return "other"
-	}
-	return m[1] + " [" + m[2] + "]"
-}
 
 func (m *Metrics) count(event string, n int) {
 	if n > 0 {

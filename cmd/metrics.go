@@ -78,19 +78,7 @@ func (m *metricsFile) count(ctx context.Context) {
 		m.g.Log.WithError(err).Warn("metrics: cannot count the queue")
 		return
 	}
-	failed := map[string]int{}
-	f := state.Filter{User: m.user, States: []state.State{state.StateFailed}}
-	err = eachPage(ctx, m.store, f, 0, func(ts []state.Transfer) error {
-		for i := range ts {
-			failed[agent.FailureClass(ts[i].Reason)]++
-		}
-		return nil
-	})
-	if err != nil {
-		m.g.Log.WithError(err).Warn("metrics: cannot count the failed transfers")
-		return
-	}
-	m.run.Queue(sum, failed, now)
+	m.run.Queue(sum, sum.ByErrorClass, now)
 	m.counted = now
 }
 

@@ -141,7 +141,7 @@ func TestRun_FailureReasons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantMatch(t, string(prom), `aso_failed_transfers\{class="SOURCE \[2\]",user="bob"\} 2\n`)
+	wantMatch(t, string(prom), `aso_failed_transfers\{error_class="source_missing",user="bob"\} 2\n`)
 	wantMatch(t, r.stderr, `"done":4,.*"failed":2,.*"msg":"run summary"`,
 		`\{"acquired":0,"done":4,"failed":2,"killed":0,"level":"info","msg":"queue after the run","new":0,"submitted":0,`)
 	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
