@@ -2,8 +2,12 @@ package cmd_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-kivik/kivik/v4"
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/internal/proctest"
@@ -73,5 +77,61 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	}
 	if sum.Conflicted != 0 {
 		t.Errorf("%d documents left conflicted", sum.Conflicted)
+	}
+}
+
+// TestStatus_CountsConflictedDocuments makes a transfer with two leaf
+// revisions (claims of two agents stored by two replicas) and shows the
+// count in aso status, text and JSON.
+func TestStatus_CountsConflictedDocuments(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := state.Request{User: "alice", Source: "T2_A", Destination: "T2_B", SourceLFN: "/store/a", DestinationLFN: "/store/a", Size: 1}
+	if _, err := s.Enqueue(ctx, []state.Request{req}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := s.Get(ctx, req.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kivik.New("couch", u[:strings.LastIndex(u, "/")+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db := c.DB(u[strings.LastIndex(u, "/")+1:])
+	_, parent, _ := strings.Cut(base.Rev, "-")
+	for i, owner := range []string{"host:1:a", "host:2:b"} {
+		tr := base
+		if err := state.Claim(&tr, state.Agent{User: "alice", Owner: owner}, time.Now(), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(tr)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		hash := strings.Repeat(string(rune('a'+i)), 32)
+		m["_rev"], m["_revisions"] = "2-"+hash, map[string]any{"start": 2, "ids": []string{hash, parent}}
+		if _, err := db.BulkDocs(ctx, []any{m}, kivik.Param("new_edits", false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runAso(t, "status", "--state", u, "--all-users")
+	if code != 0 || !strings.Contains(out, "Conflicted documents (resolved by the user's next agent run): 1\n") {
+		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, _ = runAso(t, "status", "--state", u, "--all-users", "--json")
+	var js struct {
+		Conflicted int `json:"conflicted"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Conflicted != 1 {
+		t.Fatalf("status --json: exit %d, conflicted %d (%v): %s", code, js.Conflicted, err, out)
 	}
 }
