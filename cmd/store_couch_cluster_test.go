@@ -135,3 +135,34 @@ func TestStatus_CountsConflictedDocuments(t *testing.T) {
 		t.Fatalf("status --json: exit %d, conflicted %d (%v): %s", code, js.Conflicted, err, out)
 	}
 }
+
+// TestRun_LaggingViews runs one agent whose views answer as they were up to
+// four seconds earlier, as a view built on another shard copy may: the
+// active view shows none of the jobs the agent submits. The agent must not
+// take that for a drained queue: it reads its own transfers by ID before
+// exiting, and exits 0 only with every transfer terminal.
+func TestRun_LaggingViews(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(53), Seed: 53})
+	cl := couchtest.NewCluster(t, w.StateURL, time.Second)
+	cl.ViewLag.Store(int64(4 * time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := couch.Open(ctx, couch.Options{URL: cl.URL(0)}, state.Config{Agent: state.Agent{User: "alice", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// the view as it is before anything is submitted: no active job
+	if jobs, err := s.ActiveJobs(ctx, "alice"); err != nil || len(jobs) != 0 {
+		t.Fatalf("active jobs before the run: %v, %v", jobs, err)
+	}
+	w.Add("alice", proctest.Good, 12)
+	p := w.StartAgent("alice", "--state", cl.URL(0))
+	if code := p.Wait(2 * time.Minute); code != cmd.ExitOK {
+		t.Fatalf("%s exited %d\n%s", p.Name, code, p.Tail(40))
+	}
+	rep := w.Check(proctest.CheckOptions{})
+	t.Logf("%s after %s", rep, p.Runtime().Round(time.Millisecond))
+	rep.Require(t)
+}
