@@ -32,8 +32,8 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	for r := 0; r < rounds; r++ {
 		w.AddMix("alice", 15)
 		ps := []*proctest.Proc{
-			w.StartAgent("alice", "--state", cl.URL(0)),
-			w.StartAgent("alice", "--state", cl.URL(1)),
+			w.StartAgent("alice", "--state", cl.URL(0), "--lock-ttl", "10s"),
+			w.StartAgent("alice", "--state", cl.URL(1), "--lock-ttl", "10s"),
 		}
 		worked := 0
 		for _, p := range ps {
@@ -56,7 +56,7 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	if cl.Branched.Load() == 0 {
 		t.Fatal("no write was made on a stale revision: the race was not exercised")
 	}
-	w.RunToEnd("alice", 2*time.Minute, "--state", cl.URL(0))
+	w.RunToEnd("alice", 2*time.Minute, "--state", cl.URL(0), "--lock-ttl", "10s")
 	rep := w.Check(proctest.CheckOptions{})
 	t.Logf("%d rounds, %d writes on stale revisions: %s", rounds, cl.Branched.Load(), rep)
 	if rep.Duplicated != 0 {
@@ -158,7 +158,7 @@ func TestRun_LaggingViews(t *testing.T) {
 		t.Fatalf("active jobs before the run: %v, %v", jobs, err)
 	}
 	w.Add("alice", proctest.Good, 12)
-	p := w.StartAgent("alice", "--state", cl.URL(0))
+	p := w.StartAgent("alice", "--state", cl.URL(0), "--lock-ttl", "10s") // a busy machine: no lost lock
 	if code := p.Wait(2 * time.Minute); code != cmd.ExitOK {
 		t.Fatalf("%s exited %d\n%s", p.Name, code, p.Tail(40))
 	}
