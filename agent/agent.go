@@ -31,6 +31,7 @@ type Agent struct {
 	store   Store
 	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
 	pager   state.ActivePager    // the store's, if it has the ability; else nil
+	confirm state.Confirmer      // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -105,6 +106,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		a.recoverer = r // fenced by takeBack
 	}
 	a.recorder, _ = store.(state.RunRecorder)
+	a.confirm, _ = store.(state.Confirmer)
 	return a, nil
 }
 
@@ -248,10 +250,10 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		a.log.WithError(err).Warn("cannot list waiting transfers; exiting anyway")
 		return false
 	}
-	if c, ok := a.store.(state.Confirmer); ok {
+	if a.confirm != nil {
 		// the lists may lag behind this agent's own writes (a CouchDB
 		// cluster's views): its own transfers are read by ID
-		own, err := c.Unsettled(ctx)
+		own, err := a.confirm.Unsettled(ctx)
 		if err != nil {
 			a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them")
 		}

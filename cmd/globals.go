@@ -49,7 +49,7 @@ type Globals struct {
 // AddFlags registers the global flags on the root command.
 func (g *Globals) AddFlags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
-	f.StringVar(&g.StateURL, "state", "", "state store: file:PATH, couchdb://HOST:PORT/DB or http(s)://HOST:PORT/DB (default file:$XDG_STATE_HOME/aso/state.aso)")
+	f.StringVar(&g.StateURL, "state", "", "state store: file:PATH, couchdb://HOST:PORT/DB or http(s)://HOST:PORT/DB, or comma-separated URLs of the nodes of one CouchDB cluster (default file:$XDG_STATE_HOME/aso/state.aso)")
 	f.StringVar(&g.User, "user", "", "the user whose transfers to work on (default: the login name)")
 	f.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&g.LogFormat, "log-format", "", "log format: text or json (default: text on a terminal, json otherwise)")

@@ -113,6 +113,8 @@ type StatusJSON struct {
 	Stale         []state.Transfer   `json:"stale"`
 	StuckAcquired []state.Transfer   `json:"stuck_acquired"`
 	Invalid       []state.InvalidDoc `json:"invalid"`
+	// Conflicted counts documents with conflicting revisions (CouchDB).
+	Conflicted int `json:"conflicted"`
 	// FailureReasons counts failed and retrying transfers by reason.
 	FailureReasons []ReasonCount `json:"failure_reasons"`
 	// Locks are the run locks of the user (every user's with --all-users).
@@ -124,7 +126,7 @@ func newStatusJSON(user string, s state.Summary) StatusJSON {
 		User: user, Total: s.Total, ByState: allStates(s.ByState),
 		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
 		Stale: nonNil(s.Stale), StuckAcquired: nonNil(s.StuckAcquired), Invalid: nonNil(s.Invalid),
-		FailureReasons: []ReasonCount{}, ByErrorClass: map[string]int{},
+		Conflicted: s.Conflicted, FailureReasons: []ReasonCount{}, ByErrorClass: map[string]int{},
 	}
 	for _, c := range fts.ErrorClasses {
 		out.ByErrorClass[string(c)] = 0
@@ -201,6 +203,9 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 	transferList(w, "Stuck acquired transfers (lease expired)", s.StuckAcquired, func(t *state.Transfer) string {
 		return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, t.Link(), t.Owner, t.LeaseExpires)
 	}, "ID\tLINK\tOWNER\tLEASE EXPIRED")
+	if s.Conflicted > 0 {
+		fmt.Fprintf(w, "\nConflicted documents (resolved by the user's next agent run): %d\n", s.Conflicted)
+	}
 	if len(s.Invalid) > 0 {
 		fmt.Fprintf(w, "\nInvalid documents (skipped by the agent): %d\n", len(s.Invalid))
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -2,8 +2,12 @@ package cmd_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-kivik/kivik/v4"
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/internal/proctest"
@@ -28,8 +32,8 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	for r := 0; r < rounds; r++ {
 		w.AddMix("alice", 15)
 		ps := []*proctest.Proc{
-			w.StartAgent("alice", "--state", cl.URL(0)),
-			w.StartAgent("alice", "--state", cl.URL(1)),
+			w.StartAgent("alice", "--state", cl.URL(0), "--lock-ttl", "10s"),
+			w.StartAgent("alice", "--state", cl.URL(1), "--lock-ttl", "10s"),
 		}
 		worked := 0
 		for _, p := range ps {
@@ -52,7 +56,7 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	if cl.Branched.Load() == 0 {
 		t.Fatal("no write was made on a stale revision: the race was not exercised")
 	}
-	w.RunToEnd("alice", 2*time.Minute, "--state", cl.URL(0))
+	w.RunToEnd("alice", 2*time.Minute, "--state", cl.URL(0), "--lock-ttl", "10s")
 	rep := w.Check(proctest.CheckOptions{})
 	t.Logf("%d rounds, %d writes on stale revisions: %s", rounds, cl.Branched.Load(), rep)
 	if rep.Duplicated != 0 {
@@ -74,4 +78,91 @@ func TestRun_TwoCoordinators(t *testing.T) {
 	if sum.Conflicted != 0 {
 		t.Errorf("%d documents left conflicted", sum.Conflicted)
 	}
+}
+
+// TestStatus_CountsConflictedDocuments makes a transfer with two leaf
+// revisions (claims of two agents stored by two replicas) and shows the
+// count in aso status, text and JSON.
+func TestStatus_CountsConflictedDocuments(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req := state.Request{User: "alice", Source: "T2_A", Destination: "T2_B", SourceLFN: "/store/a", DestinationLFN: "/store/a", Size: 1}
+	if _, err := s.Enqueue(ctx, []state.Request{req}); err != nil {
+		t.Fatal(err)
+	}
+	base, err := s.Get(ctx, req.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kivik.New("couch", u[:strings.LastIndex(u, "/")+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	db := c.DB(u[strings.LastIndex(u, "/")+1:])
+	_, parent, _ := strings.Cut(base.Rev, "-")
+	for i, owner := range []string{"host:1:a", "host:2:b"} {
+		tr := base
+		if err := state.Claim(&tr, state.Agent{User: "alice", Owner: owner}, time.Now(), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(tr)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		hash := strings.Repeat(string(rune('a'+i)), 32)
+		m["_rev"], m["_revisions"] = "2-"+hash, map[string]any{"start": 2, "ids": []string{hash, parent}}
+		if _, err := db.BulkDocs(ctx, []any{m}, kivik.Param("new_edits", false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := runAso(t, "status", "--state", u, "--all-users")
+	if code != 0 || !strings.Contains(out, "Conflicted documents (resolved by the user's next agent run): 1\n") {
+		t.Fatalf("status: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, out, _ = runAso(t, "status", "--state", u, "--all-users", "--json")
+	var js struct {
+		Conflicted int `json:"conflicted"`
+	}
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Conflicted != 1 {
+		t.Fatalf("status --json: exit %d, conflicted %d (%v): %s", code, js.Conflicted, err, out)
+	}
+}
+
+// TestRun_LaggingViews runs one agent whose views answer as they were up to
+// four seconds earlier, as a view built on another shard copy may: the
+// active view shows none of the jobs the agent submits. The agent must not
+// take that for a drained queue: it reads its own transfers by ID before
+// exiting, and exits 0 only with every transfer terminal.
+func TestRun_LaggingViews(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(53), Seed: 53})
+	cl := couchtest.NewCluster(t, w.StateURL, time.Second)
+	cl.ViewLag.Store(int64(4 * time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := couch.Open(ctx, couch.Options{URL: cl.URL(0)}, state.Config{Agent: state.Agent{User: "alice", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// the view as it is before anything is submitted: no active job
+	if jobs, err := s.ActiveJobs(ctx, "alice"); err != nil || len(jobs) != 0 {
+		t.Fatalf("active jobs before the run: %v, %v", jobs, err)
+	}
+	w.Add("alice", proctest.Good, 12)
+	p := w.StartAgent("alice", "--state", cl.URL(0), "--lock-ttl", "10s") // a busy machine: no lost lock
+	if code := p.Wait(2 * time.Minute); code != cmd.ExitOK {
+		t.Fatalf("%s exited %d\n%s", p.Name, code, p.Tail(40))
+	}
+	rep := w.Check(proctest.CheckOptions{})
+	t.Logf("%s after %s", rep, p.Runtime().Round(time.Millisecond))
+	rep.Require(t)
 }

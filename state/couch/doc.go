@@ -56,10 +56,21 @@
 // newest revision before it checks the one sent, and answers refused
 // documents out of order (results are matched by ID).
 //
+// A CouchDB cluster (see conflicts.go, lock.go, nodes.go): a _bulk_docs
+// answered 202 Accepted stored some documents on fewer replicas than the
+// write quorum. The run lock is held only on a 201 (a 202 deletes the
+// revision written and counts as locked); other writes answered 202 count
+// once a re-read shows the revision written as the document's only leaf.
+// Reads by ID ask for conflicts, and an agent's store resolves the
+// conflicted transfers of its user by fixed rules, deleting the losing
+// leaves. Several node URLs may be given; requests fail over between them.
+// The store remembers the transfers it claimed and reads them by ID for
+// the agent's drain check (state.Confirmer), since views lag.
+//
 // The package uses only what both Apache CouchDB 3.x and the PouchDB-based
 // test server support: JavaScript views with the built-in _stats reduce,
 // plain Mango indexes, _find with limit and skip (no bookmarks),
-// _bulk_docs, _all_docs with keys, validate_doc_update. It must
+// _bulk_docs, _all_docs with keys, _bulk_get, validate_doc_update. It must
 // not log, read the environment or hold credentials anywhere but the HTTP
 // client; every URL it puts in an error goes through Redact.
 package couch

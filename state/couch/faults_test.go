@@ -45,6 +45,8 @@ func newFaultProxy(t *testing.T, target string, tls bool) *faultProxy {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case p.hang.Load():
+			// the server notices the client leaving only once the body is read
+			_, _ = io.Copy(io.Discard, r.Body)
 			<-r.Context().Done()
 			return
 		case p.fail503.Add(-1) >= 0:

@@ -19,7 +19,7 @@ import (
 // starts with its scheme (a comma followed by couchdb://, http:// or
 // https:// separates two URLs; any other comma belongs to the URL, e.g. to
 // a password), names the same database, and carries the same credentials
-// or none (the first one's, or Options.Username/Password, are used).
+// or none (those given, else Options.Username/Password, are used).
 
 // nodeSep finds the commas that separate node URLs.
 var nodeSep = regexp.MustCompile(`,\s*(?:couchdb|https?)://`)
@@ -37,25 +37,29 @@ func splitNodes(raw string) []string {
 	}
 }
 
-// parseNodes parses a list of node URLs of one database.
+// parseNodes parses a list of node URLs of one database. The first
+// target carries the credentials of the list (of whichever URL gives them).
 func parseNodes(raw string) ([]target, error) {
 	parts := splitNodes(raw)
 	ts := make([]target, len(parts))
+	var user, pass string
 	for i, p := range parts {
 		t, err := parseURL(p)
 		if err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			if t.db != ts[0].db {
-				return nil, fmt.Errorf("couch: database URL %s: node %d names database %q, node 1 %q; every node URL must name the same database", Redact(raw), i+1, t.db, ts[0].db)
+		if i > 0 && t.db != ts[0].db {
+			return nil, fmt.Errorf("couch: database URL %s: node %d names database %q, node 1 %q; every node URL must name the same database", Redact(raw), i+1, t.db, ts[0].db)
+		}
+		if t.user != "" {
+			if user != "" && (t.user != user || t.pass != pass) {
+				return nil, fmt.Errorf("couch: database URL %s: node %d carries other credentials than an earlier one; give them once (in one URL or ASO_COUCHDB_*)", Redact(raw), i+1)
 			}
-			if t.user != "" && (t.user != ts[0].user || t.pass != ts[0].pass) {
-				return nil, fmt.Errorf("couch: database URL %s: node %d carries other credentials than node 1; give them once (in the first URL or ASO_COUCHDB_*)", Redact(raw), i+1)
-			}
+			user, pass = t.user, t.pass
 		}
 		ts[i] = t
 	}
+	ts[0].user, ts[0].pass = user, pass
 	return ts, nil
 }
 

@@ -31,9 +31,11 @@ import (
 //     does when the write reached fewer replicas than the quorum.
 //   - Accept202: every _bulk_docs is answered 202 instead of 201 (applied
 //     normally).
-//   - ViewLag: a view query is answered from the answer to the same query
-//     through the same front if that is younger than ViewLag, as a view
-//     built on another shard copy lags behind the writes.
+//   - ViewLag: a view query without include_docs is answered from the
+//     answer to the same query through the same front if that is younger
+//     than ViewLag, as a view built on another shard copy lags behind the
+//     writes (the documents of include_docs are read from a quorum when
+//     the query runs, so those queries are answered current).
 //
 // Writes made directly to the test server are seen by both fronts at once.
 type Cluster struct {
@@ -411,6 +413,9 @@ func (c *Cluster) branch(r *http.Request, doc map[string]any) (string, error) {
 // view serves a view query through front, lagging by ViewLag.
 func (c *Cluster) view(front int, w http.ResponseWriter, r *http.Request, body []byte) {
 	lag := time.Duration(c.ViewLag.Load())
+	if r.URL.Query().Get("include_docs") == "true" || bytes.Contains(body, []byte(`"include_docs":true`)) {
+		lag = 0
+	}
 	key := r.Method + " " + r.URL.String() + " " + string(body)
 	c.mu.Lock()
 	old, ok := c.views[front][key]
