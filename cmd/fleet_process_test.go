@@ -258,3 +258,46 @@ func errorLines(p *proctest.Proc) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestFleetProcess_MostSevereExit: the token file template names a file
+// per user, and one user's is missing. That user's agent exits 78
+// (credentials: needs a person) without touching anything; the others
+// drain; the fleet exits 78, the most severe code of its agents.
+func TestFleetProcess_MostSevereExit(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	w := proctest.New(t, proctest.Options{Sim: fastSim(41), Seed: 41})
+	token, err := os.ReadFile(w.TokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := filepath.Join(w.Dir, "tokens")
+	if err := os.MkdirAll(tokens, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"ann", "ben", "cat"} {
+		w.Add(u, proctest.Good, 5)
+		if u != "cat" {
+			if err := os.WriteFile(filepath.Join(tokens, u), token, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := w.Start("fleet", fleetArgs(w, "--max-agents", "3", "--token-file", filepath.Join(tokens, "{user}"))...)
+	if code := p.Wait(time.Minute); code != cmd.ExitConfig {
+		t.Fatalf("fleet exit %d, want %d\n%s", code, cmd.ExitConfig, p.Tail(40))
+	}
+	codes := map[string]float64{}
+	for _, l := range p.LogLines() {
+		if c, ok := l["exit_code"].(float64); ok && l["fleet"] != nil && l["user"] != nil {
+			codes[fmt.Sprint(l["user"])] = c
+		}
+	}
+	if codes["ann"] != 0 || codes["ben"] != 0 || codes["cat"] != cmd.ExitConfig {
+		t.Errorf("agents' exit codes %v, want ann and ben 0, cat %d", codes, cmd.ExitConfig)
+	}
+	r := w.Check(proctest.CheckOptions{Unfinished: true})
+	if r.Done != 10 || r.Unfinished != 5 {
+		t.Errorf("%s: want ann's and ben's 10 done, cat's 5 untouched", r)
+	}
+	r.Require(t)
+}
