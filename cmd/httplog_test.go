@@ -69,7 +69,10 @@ func TestLog_FTSRetriesAtWarn(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := aso(t, st, "--user", "bob", "--log-format", "json", "run", "--sites", sites, "--fts", "http://127.0.0.1:1",
-		"--token-file", tok, "--phase-timeout", "2s", "--progress", "never").wantCode(t, 1)
+		"--token-file", tok, "--phase-timeout", "2s", "--progress", "never")
+	if r.code == 0 {
+		t.Fatalf("aso run with an unreachable FTS exited 0:\n%s", r.stderr)
+	}
 	lines := logLines(t, r.stderr, "FTS request failed; retrying")
 	if len(lines) == 0 {
 		t.Fatalf("no retry warning:\n%s", r.stderr)
