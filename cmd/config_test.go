@@ -48,14 +48,12 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 }
 
 func TestConfig_UnknownKeys(t *testing.T) {
-	flag, path := stateFile(t)
-	createStore(t, flag)
-	cfg := writeConfig(t, "user: alice\ncool-off: 5m\nstate: file:"+path+"\n")
-	// cool-off is a setting of run, not of status: one file serves all commands.
-	aso(t, "--config", cfg, "status").wantCode(t, 0)
+	cfg := writeConfig(t, "user: alice\ncool-off: 5m\nstate: file:"+filepath.Join(t.TempDir(), "s.aso")+"\n")
+	// cool-off is a setting of run, not of enqueue: one file serves all commands.
+	aso(t, "--config", cfg, "enqueue").wantCode(t, 0)
 
 	cfg = writeConfig(t, "user: alice\ncooloff: 5m\nrun:\n  interval: 1s\n")
-	r := aso(t, "--config", cfg, "status").wantCode(t, 2)
+	r := aso(t, "--config", cfg, "enqueue").wantCode(t, 2)
 	for _, want := range []string{cfg, "cooloff", "run.interval"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q lacks %q", r.stderr, want)
@@ -95,16 +93,19 @@ func TestConfig_SearchPath(t *testing.T) {
 			}
 		})
 	}
-	// ASO_CONFIG set but empty: no file, so the default file store is used.
+	// ASO_CONFIG set but empty: no file, so the default file store is used
+	// (enqueue creates it).
 	state := t.TempDir()
-	empty := filepath.Join(t.TempDir(), "empty.jsonl")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
+	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue").wantCode(t, 0)
+	if _, err := os.Stat(filepath.Join(state, "aso", "state.aso")); err != nil {
+		t.Fatalf("the default store was not used: %v", err)
 	}
-	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue", "-f", empty).wantCode(t, 0)
-	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "status").wantCode(t, 0)
 	// ASO_STATE set but empty: the default store, not the file's value.
-	invocation{env: map[string]string{"HOME": home, "ASO_STATE": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "status").wantCode(t, 0)
+	state = t.TempDir()
+	invocation{env: map[string]string{"HOME": home, "ASO_STATE": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue").wantCode(t, 0)
+	if _, err := os.Stat(filepath.Join(state, "aso", "state.aso")); err != nil {
+		t.Fatalf("the default store was not used: %v", err)
+	}
 }
 
 func TestConfig_Command(t *testing.T) {

@@ -41,10 +41,19 @@ func (g *Globals) setupLogging() error {
 
 // httpLog returns the transport wrapper of the HTTP clients of service: it
 // logs every request at debug (method, host, path without query, status,
-// duration) and, with warnFailures, a failed one (no reply, 5xx, 429) at
+// duration), a request still waiting for its reply at warn every
+// stallReport, and, with warnFailures, a failed one (no reply, 5xx, 429) at
 // warn, for a client that has no retry log of its own.
 func (g *Globals) httpLog(service string, warnFailures bool) func(http.RoundTripper) http.RoundTripper {
 	log := g.Log
+	stall := func(r httplog.Record) {
+		if log != nil {
+			log.WithFields(logrus.Fields{
+				"service": r.Service, "method": r.Method, "host": r.Host, "path": r.Path,
+				"waited": r.Duration.Round(time.Second).String(),
+			}).Warn("still waiting for " + service)
+		}
+	}
 	return httplog.Wrap(service, func(r httplog.Record) {
 		if log == nil {
 			return
@@ -64,8 +73,12 @@ func (g *Globals) httpLog(service string, warnFailures bool) func(http.RoundTrip
 			e = e.WithError(r.Err)
 		}
 		e.Log(lvl, msg)
-	})
+	}, stall, stallReport)
 }
+
+// stallReport is how often a request that still waits for its reply is
+// logged at warn.
+const stallReport = 10 * time.Second
 
 // ftsRetryLog logs each retry of an FTS request at warn: what is awaited,
 // why, for how long so far, and when the next try is.

@@ -61,7 +61,7 @@ func run(args []string, out io.Writer) error {
 	if len(args) == 2 {
 		var err error
 		if n, err = strconv.Atoi(args[1]); err != nil || n < 0 {
-			return fmt.Errorf("N %q: want a whole number of transfers, 0 or more", args[1])
+			return fmt.Errorf("number of transfers %q: want a whole number, 0 or more", args[1])
 		}
 	}
 	dir, err := filepath.Abs(args[0])

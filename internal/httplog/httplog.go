@@ -7,6 +7,7 @@ package httplog
 
 import (
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -34,6 +35,11 @@ type Transport struct {
 	Service string
 	Log     func(Record)
 	Now     func() time.Time // nil: time.Now
+	// Stall, if set, is called every StallEvery while a request still
+	// waits for its reply, with the time waited so far in Duration: a
+	// server that hangs is reported while it hangs, not only at the end.
+	Stall      func(Record)
+	StallEvery time.Duration
 }
 
 // RoundTrip performs req with Base and reports it.
@@ -46,8 +52,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		now = time.Now
 	}
 	start := now()
+	rec := Record{Service: t.Service, Method: req.Method, Host: req.URL.Host, Path: req.URL.EscapedPath()}
+	if t.Stall != nil && t.StallEvery > 0 {
+		stop := t.watch(rec, start, now)
+		defer stop()
+	}
 	resp, err := base.RoundTrip(req)
-	rec := Record{Service: t.Service, Method: req.Method, Host: req.URL.Host, Path: req.URL.EscapedPath(), Duration: now().Sub(start), Err: err}
+	rec.Duration, rec.Err = now().Sub(start), err
 	if resp != nil {
 		rec.Status = resp.StatusCode
 	}
@@ -55,6 +66,35 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.Log(rec)
 	}
 	return resp, err
+}
+
+// watch calls Stall every StallEvery until the returned function is called.
+// No goroutine waits in between: each report arms the timer of the next.
+func (t *Transport) watch(rec Record, start time.Time, now func() time.Time) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	var timer *time.Timer
+	var report func()
+	report = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		r := rec
+		r.Duration = now().Sub(start)
+		t.Stall(r)
+		timer = time.AfterFunc(t.StallEvery, report)
+	}
+	mu.Lock()
+	timer = time.AfterFunc(t.StallEvery, report)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		timer.Stop()
+	}
 }
 
 // CloseIdleConnections passes the call on to Base, so that a client that
@@ -67,9 +107,10 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // Wrap returns a function that wraps a transport in a Transport reporting
-// to log under the name service.
-func Wrap(service string, log func(Record)) func(http.RoundTripper) http.RoundTripper {
+// to log under the name service, and to stall, if not nil, every
+// stallEvery while a request waits.
+func Wrap(service string, log func(Record), stall func(Record), stallEvery time.Duration) func(http.RoundTripper) http.RoundTripper {
 	return func(base http.RoundTripper) http.RoundTripper {
-		return &Transport{Base: base, Service: service, Log: log}
+		return &Transport{Base: base, Service: service, Log: log, Stall: stall, StallEvery: stallEvery}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/internal/httplog"
 )
@@ -23,7 +25,7 @@ func TestTransport_ReportsWithoutSecrets(t *testing.T) {
 	}))
 	defer srv.Close()
 	var got []httplog.Record
-	hc := &http.Client{Transport: httplog.Wrap("fts", func(r httplog.Record) { got = append(got, r) })(http.DefaultTransport)}
+	hc := &http.Client{Transport: httplog.Wrap("fts", func(r httplog.Record) { got = append(got, r) }, nil, 0)(http.DefaultTransport)}
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, u := range []string{
 		"http://admin:s3cret@" + host + "/jobs/a%2Fb?access_token=s3cret",
@@ -61,5 +63,44 @@ func TestTransport_ReportsWithoutSecrets(t *testing.T) {
 	}
 	if got[3].Err == nil {
 		t.Errorf("no error recorded for the closed server")
+	}
+}
+
+// TestTransport_ReportsStalls: a request that waits is reported every
+// StallEvery while it waits, with the time waited so far, and no more once
+// it has its reply.
+func TestTransport_ReportsStalls(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	var mu sync.Mutex
+	var stalls []httplog.Record
+	stall := func(r httplog.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		stalls = append(stalls, r)
+		if len(stalls) == 3 {
+			close(release)
+		}
+	}
+	hc := &http.Client{Transport: httplog.Wrap("couchdb", nil, stall, 20*time.Millisecond)(http.DefaultTransport)}
+	resp, err := hc.Get(srv.URL + "/db/_find?secret=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	time.Sleep(100 * time.Millisecond) // no report may come after the reply
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stalls) != 3 {
+		t.Fatalf("%d stall reports, want 3 (the third released the reply): %+v", len(stalls), stalls)
+	}
+	for i, r := range stalls {
+		if r.Service != "couchdb" || r.Path != "/db/_find" || r.Status != 0 {
+			t.Errorf("stall %d = %+v", i, r)
+		}
+		if i > 0 && r.Duration <= stalls[i-1].Duration {
+			t.Errorf("stall %d waited %v, not more than %v", i, r.Duration, stalls[i-1].Duration)
+		}
 	}
 }
