@@ -60,6 +60,9 @@ type Options struct {
 	RequireDelegation bool
 	// TLS serves HTTPS; nil serves plain HTTP (bearer tokens only).
 	TLS *TLSOptions
+	// RefuseUnmanagedTokens refuses submissions with params.unmanaged_tokens
+	// (400), as a server without AllowNonManagedTokens does.
+	RefuseUnmanagedTokens bool
 	// Tokens are the accepted bearer tokens, and enable OAuth2; empty with
 	// OAuth2 accepts any non-empty token.
 	Tokens []string
