@@ -260,8 +260,9 @@ type sendResult struct {
 // no further job is sent; those are the tail of the result, with sent false.
 func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 	subs := make([]fts.Submission, len(jobs))
+	errs := make([]error, len(jobs))
 	for k, j := range jobs {
-		subs[k] = a.submission(j)
+		subs[k], errs[k] = a.tokenSubmission(work, j)
 	}
 	out := make([]sendResult, len(jobs))
 	var wg sync.WaitGroup
@@ -271,6 +272,12 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 		slots <- struct{}{}
 		if work.Err() != nil || a.failed() != nil || refused.Load() {
 			<-slots
+			break
+		}
+		if errs[k] != nil {
+			<-slots
+			out[k] = sendResult{sent: true, err: errs[k]}
+			refused.Store(true)
 			break
 		}
 		wg.Add(1)
@@ -340,7 +347,11 @@ func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, 
 // whether FTS accepted the job, which the caller then commits.
 func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	jobID, err := a.fts.Submit(ctx, a.submission(j))
+	sub, err := a.tokenSubmission(ctx, j)
+	jobID := ""
+	if err == nil {
+		jobID, err = a.fts.Submit(ctx, sub)
+	}
 	cancel()
 	return a.sent(work, j, jobID, err, ps)
 }
@@ -360,6 +371,12 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case errors.Is(err, errStorageToken):
+		log.WithError(err).Error("no storage token; stopping")
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseJob(ctx, j, "not submitted: "+err.Error(), ps)
+		cancel()
+		a.fail(err)
 	case credentialError(err):
 		// not the transfers' fault: release them without penalty and stop
 		log.WithError(err).Error("FTS refused our credentials; stopping")
@@ -387,7 +404,7 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 // transfer can succeed until an operator acts, so none is penalised.
 func credentialError(err error) bool {
 	switch {
-	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, errStorageToken):
 		return true
 	case errors.Is(err, fts.ErrForbidden):
 		return !strings.Contains(strings.ToLower(err.Error()), "banned")
@@ -395,7 +412,18 @@ func credentialError(err error) bool {
 	return false
 }
 
-func (a *Agent) submission(j *pendingJob) fts.Submission {
+// tokenSubmission is the submission of j with its storage tokens.
+func (a *Agent) tokenSubmission(ctx context.Context, j *pendingJob) (fts.Submission, error) {
+	toks, err := a.fileTokens(ctx, j)
+	if err != nil {
+		return fts.Submission{}, err
+	}
+	s := a.submission(j, toks)
+	s.Params.UnmanagedTokens = a.cfg.UnmanagedTokens && len(toks) > 0
+	return s, nil
+}
+
+func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submission {
 	s := fts.Submission{Params: fts.SubmitParams{
 		VerifyChecksum: a.cfg.VerifyChecksum,
 		Overwrite:      a.cfg.Overwrite,
@@ -423,6 +451,8 @@ func (a *Agent) submission(j *pendingJob) fts.Submission {
 		if ck := t.Checksum(); ck != "" {
 			sf.Checksum = "ADLER32:" + ck
 		}
+		tk, has := toks[t.ID]
+		a.markFile(&sf, t.Activity, tk, has)
 		s.Files = append(s.Files, sf)
 	}
 	return s

@@ -28,6 +28,7 @@ type RunOptions struct {
 	MetricsFile string
 	GfalRm      string
 	Progress    string
+	Beyond      BeyondOptions
 
 	// DependencyWait bounds the wait for an unknown dependency.
 	DependencyWait time.Duration
@@ -63,6 +64,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
+	o.Beyond.AddFlags(cmd)
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -88,7 +90,11 @@ are released, the run lock is released, and aso exits 0. A second signal exits a
 	return cmd
 }
 
-func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
+func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
+	rep := newRunReport()
+	if o.Beyond.Report != "" {
+		defer func() { rep.finish(ctx, g, o.Beyond.Report, err) }()
+	}
 	user, err := g.UserName()
 	if err != nil {
 		return err
@@ -112,6 +118,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 		return err
 	}
 	defer store.Close()
+	rep.User, rep.Agent = user, owner
+	if o.Beyond.Report != "" {
+		defer rep.readQueue(ctx, g, store) // before the store closes
+	}
 
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
@@ -121,14 +131,18 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 
 	cfg := o.Agent
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
+	if err := o.Beyond.apply(&cfg); err != nil {
+		return err
+	}
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
-	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
+	ag, err := agent.New(cfg, store, countingFTS{client, rep}, sites, del, g.Log)
 	if err != nil {
 		return err
 	}
 	view := newProgressView(g, o.Progress)
 	ag.OnPass = func(ps agent.PassStats) {
 		view.pass(ps)
+		rep.pass(ps)
 		if o.MetricsFile != "" {
 			if err := ag.Metrics().WriteFile(o.MetricsFile); err != nil {
 				g.Log.WithError(err).Warn("writing the metrics file failed")
@@ -136,7 +150,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) error {
 		}
 	}
 	ag.Report = func(p agent.Plan) { printPlan(g, p) }
+	rep.phase("setup")
 	err = ag.Run(ctx)
+	rep.phase("run")
 	view.finish()
 	if err != nil {
 		return err
