@@ -61,6 +61,13 @@ type Config struct {
 	MaxTimeInQueue string // e.g. "12h"
 	Activity       string
 
+	// MaxActivePerLink caps the transfers of one link this agent holds
+	// (claimed or submitted), and spreads claims over links (priority
+	// first, then links in turn by oldest waiting): a slow link with a
+	// huge backlog does not hold back the others. 0: no cap, claims in
+	// queue order.
+	MaxActivePerLink int
+
 	// ScitagActivity is the network activity (1..63) marked in the scitag
 	// of every file whose transfer names none; 0 marks no scitag then.
 	ScitagActivity int

@@ -76,7 +76,7 @@ func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	a.claimedAt = a.cfg.Now()
-	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
+	claimed, err := a.claim(ctx)
 	cancel()
 	if err != nil {
 		ps.Errors++
@@ -553,6 +553,7 @@ func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (commi
 // caller holds a.claims.mu.
 func (a *Agent) committed(j *pendingJob, n int, res []state.Result, ps *PassStats) {
 	ok, lost := a.claims.update(n, res, nil)
+	a.noteCommitted(ok)
 	a.claims.drop(ok...)
 	delete(a.pending, j.sid)
 	ps.Submitted += len(ok)

@@ -46,7 +46,7 @@ func TestRun_Report(t *testing.T) {
 	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
 	path := filepath.Join(t.TempDir(), "report.json")
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--max-files-per-job", "5",
-		"--progress", "never", "--report", path, "--scitag-activity", "9").wantCode(t, 0)
+		"--progress", "never", "--report", path, "--scitag-activity", "9", "--max-active-per-link", "4").wantCode(t, 0)
 	r := readReport(t, path)
 	if r.User != "bob" || r.ExitCode != 0 || r.Error != "" {
 		t.Errorf("report user %q exit %d error %q", r.User, r.ExitCode, r.Error)
@@ -77,6 +77,7 @@ func TestRun_ReportOnEarlyFailure(t *testing.T) {
 		{[]string{"--scitag-activity", "64"}, 2, "--scitag-activity 64: want 0..63"},
 		{[]string{"--scitag-activity", "-1"}, 2, "--scitag-activity -1"},
 		{[]string{"--storage-token-file", "a", "--storage-token-command", "b"}, 2, "give one"},
+		{[]string{"--max-active-per-link", "-3"}, 2, "--max-active-per-link -3"},
 	} {
 		path := filepath.Join(t.TempDir(), "report.json")
 		args := append([]string{"run", newState(t), "--user", "bob", "--sites", sites, "--report", path}, c.args...)

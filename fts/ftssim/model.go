@@ -190,6 +190,11 @@ func (f *file) nextEvent(o Options) time.Time {
 	case stateReady:
 		return f.readyAt.Add(o.StartDelay)
 	default:
+		if o.TransferTimeOf != nil {
+			if d := o.TransferTimeOf(f.sourceSURL, f.destSURL); d > 0 {
+				return f.activeAt.Add(d)
+			}
+		}
 		return f.activeAt.Add(o.TransferTime)
 	}
 }

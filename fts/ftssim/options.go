@@ -35,6 +35,9 @@ type Options struct {
 	// simulated time. All zero: a file finishes at the first query after its
 	// submission.
 	QueueDelay, StartDelay, TransferTime time.Duration
+	// TransferTimeOf, when set and positive for a file's source and
+	// destination URLs, is its TransferTime: a slow link, say.
+	TransferTimeOf func(source, destination string) time.Duration
 	// FailureRate is the probability that an attempt fails.
 	FailureRate float64
 	// FailureReasons are the FTS reasons failures draw from, one at random
