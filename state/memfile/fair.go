@@ -55,19 +55,9 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 				return fmt.Errorf("memfile: new transfers: %w", err)
 			}
 			for k := range ts {
-				c := &ts[k]
-				claimed := false
-				switch {
-				case state.SettleUnrunnable(c, deps, now, s.agent.Owner):
-					x.put(c)
-				case func() bool { v, _ := state.CheckDeps(c, deps, now); return v != state.DepsReady }():
-				case state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil:
-				default:
-					x.put(c)
-					out = append(out, *c)
-					claimed = true
-				}
-				if !claimed {
+				if s.tryClaim(x, &ts[k], deps, now) {
+					out = append(out, ts[k])
+				} else {
 					budget.Return(links[k])
 				}
 			}
@@ -78,4 +68,21 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 		return nil, err
 	}
 	return out, nil
+}
+
+// tryClaim claims the candidate c in x, or settles it when it can never
+// run; it reports whether c was claimed.
+func (s *Store) tryClaim(x *tx, c *state.Transfer, deps state.Deps, now time.Time) bool {
+	if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
+		x.put(c)
+		return false
+	}
+	if v, _ := state.CheckDeps(c, deps, now); v != state.DepsReady {
+		return false
+	}
+	if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
+		return false
+	}
+	x.put(c)
+	return true
 }
