@@ -137,3 +137,50 @@ func TestAgent_StorageTokenMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestAgent_StorageTokenRefresh: a later run, when the cached tokens have
+// less than the minimum lifetime left, sends fresh ones (the command is run
+// again), and files submitted before keep the tokens they had.
+func TestAgent_StorageTokenRefresh(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	cmd, first := tokenWorld(t, w, epoch.Add(3*time.Hour))
+	src := &tokens.Source{Command: cmd, Now: w.clk.Now, MinLifetime: time.Hour}
+	cfg := w.config("agent-1")
+	cfg.StorageTokens = src
+	for i := 0; i < 4; i++ {
+		r, _ := w.request("early", i, true)
+		w.enqueue([]state.Request{r})
+	}
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	ids := map[string]bool{}
+	for _, f := range w.sim.Files() {
+		ids[f.SourceToken.ID] = true
+	}
+	// 2h later the tokens have 1h left minus the run's time: below the minimum
+	w.clk.Advance(2 * time.Hour)
+	_, second := tokenWorld(t, w, epoch.Add(12*time.Hour))
+	for i := 0; i < 4; i++ {
+		r, _ := w.request("late", i, true)
+		w.enqueue([]state.Request{r})
+	}
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	if src.Fetches != 4 {
+		t.Errorf("%d tokens fetched, want 2 then 2 fresh ones", src.Fetches)
+	}
+	late := 0
+	for _, f := range w.sim.Files() {
+		if strings.Contains(f.Source, "/late_") {
+			late++
+			if ids[f.SourceToken.ID] || f.SourceToken.Expires != epoch.Add(12*time.Hour).Unix() {
+				t.Errorf("a late file carried the old token (exp %d)", f.SourceToken.Expires)
+			}
+		} else if !ids[f.SourceToken.ID] {
+			t.Errorf("an early file's token changed")
+		}
+	}
+	if late != 4 || first[scopeRead] == second[scopeRead] {
+		t.Fatalf("%d late files; tokens differ: %v", late, first[scopeRead] != second[scopeRead])
+	}
+}
+
+const scopeRead = "storage.read:/store/temp/user/" + testUser
