@@ -41,6 +41,9 @@ type Agent struct {
 	// recoverer and recorder are the store's, if it has the ability; else nil.
 	recoverer state.Recoverer
 	recorder  state.RunRecorder
+	// linkClaimer is the store's, if it has the ability; else nil.
+	linkClaimer state.LinkClaimer
+	links       linkCounts
 
 	claims *claims
 	// pending are jobs whose submission outcome is not known yet (an
@@ -101,6 +104,9 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	}
 	if ap, ok := store.(state.ActivePager); ok {
 		a.pager = instrumentedPager{ap, m} // reads: not fenced
+	}
+	if lc, ok := store.(state.LinkClaimer); ok {
+		a.linkClaimer = fencedLinks{lc, a}
 	}
 	if r, ok := store.(state.Recoverer); ok {
 		a.recoverer = r // fenced by takeBack

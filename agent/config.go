@@ -65,6 +65,24 @@ type Config struct {
 	// endpoint are followed there (Agent.OpenFTS). "": none recorded.
 	FTSEndpoint string
 
+	// MaxActivePerLink caps the transfers of one link this agent holds
+	// (claimed or submitted), and spreads claims over links (priority
+	// first, then links in turn by oldest waiting): a slow link with a
+	// huge backlog does not hold back the others. 0: no cap, claims in
+	// queue order.
+	MaxActivePerLink int
+
+	// ScitagActivity is the network activity (1..63) marked in the scitag
+	// of every file whose transfer names none; 0 marks no scitag then.
+	ScitagActivity int
+	// StorageTokens gives the storage tokens of files to or from sites
+	// that take them (the sites' TokenScope); nil: no tokens are sent,
+	// and a transfer needing one is not submitted (the run fails).
+	StorageTokens StorageTokens
+	// UnmanagedTokens asks FTS (3.14+) not to refresh the tokens: aso
+	// sends tokens valid for the job's lifetime.
+	UnmanagedTokens bool
+
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Sleep waits between passes; nil means a timer. Tests replace it.

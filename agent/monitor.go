@@ -44,6 +44,7 @@ func (o *outcome) terminal() state.Terminal {
 // skipped this pass (an error of the pass); the others go on. The time
 // spent is added to ps.Monitor and ps.Record.
 func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
+	a.links.reset()
 	if a.pager == nil {
 		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
 			return a.store.ActiveTransfers(ctx, a.cfg.User)
@@ -110,6 +111,7 @@ func (a *Agent) monitorGroup(work context.Context, ps *PassStats, list func(cont
 		return
 	}
 	outs := a.check(work, jobs, ps)
+	a.links.observe(jobs, outs)
 	mid := a.cfg.Now()
 	ps.Monitor += mid.Sub(start)
 	a.recordPhase(work, outs, ps)

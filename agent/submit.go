@@ -77,7 +77,7 @@ func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	a.claimedAt = a.cfg.Now()
-	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
+	claimed, err := a.claim(ctx)
 	cancel()
 	if err != nil {
 		ps.Errors++
@@ -261,8 +261,9 @@ type sendResult struct {
 // no further job is sent; those are the tail of the result, with sent false.
 func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 	subs := make([]fts.Submission, len(jobs))
+	errs := make([]error, len(jobs))
 	for k, j := range jobs {
-		subs[k] = a.submission(j)
+		subs[k], errs[k] = a.tokenSubmission(work, j)
 	}
 	out := make([]sendResult, len(jobs))
 	var wg sync.WaitGroup
@@ -272,6 +273,12 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 		slots <- struct{}{}
 		if work.Err() != nil || a.failed() != nil || refused.Load() {
 			<-slots
+			break
+		}
+		if errs[k] != nil {
+			<-slots
+			out[k] = sendResult{sent: true, err: errs[k]}
+			refused.Store(true)
 			break
 		}
 		wg.Add(1)
@@ -349,7 +356,11 @@ func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
 		a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid).WithError(err).Warn("cannot resubmit to the job's endpoint; retried next pass")
 		return false
 	}
-	jobID, err := f.Submit(ctx, a.submission(j))
+	sub, err := a.tokenSubmission(ctx, j)
+	jobID := ""
+	if err == nil {
+		jobID, err = f.Submit(ctx, sub)
+	}
 	return a.sent(work, j, jobID, err, ps)
 }
 
@@ -368,6 +379,12 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case errors.Is(err, errStorageToken):
+		log.WithError(err).Error("no storage token; stopping")
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseJob(ctx, j, "not submitted: "+err.Error(), ps)
+		cancel()
+		a.fail(err)
 	case credentialError(err):
 		// not the transfers' fault: release them without penalty and stop
 		log.WithError(err).Error("FTS refused our credentials; stopping")
@@ -395,7 +412,7 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 // transfer can succeed until an operator acts, so none is penalised.
 func credentialError(err error) bool {
 	switch {
-	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation):
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, errStorageToken):
 		return true
 	case errors.Is(err, fts.ErrForbidden):
 		return !strings.Contains(strings.ToLower(err.Error()), "banned")
@@ -403,7 +420,18 @@ func credentialError(err error) bool {
 	return false
 }
 
-func (a *Agent) submission(j *pendingJob) fts.Submission {
+// tokenSubmission is the submission of j with its storage tokens.
+func (a *Agent) tokenSubmission(ctx context.Context, j *pendingJob) (fts.Submission, error) {
+	toks, err := a.fileTokens(ctx, j)
+	if err != nil {
+		return fts.Submission{}, err
+	}
+	s := a.submission(j, toks)
+	s.Params.UnmanagedTokens = a.cfg.UnmanagedTokens && len(toks) > 0
+	return s, nil
+}
+
+func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submission {
 	s := fts.Submission{Params: fts.SubmitParams{
 		VerifyChecksum: a.cfg.VerifyChecksum,
 		Overwrite:      a.cfg.Overwrite,
@@ -431,6 +459,8 @@ func (a *Agent) submission(j *pendingJob) fts.Submission {
 		if ck := t.Checksum(); ck != "" {
 			sf.Checksum = "ADLER32:" + ck
 		}
+		tk, has := toks[t.ID]
+		a.markFile(&sf, t.Activity, tk, has)
 		s.Files = append(s.Files, sf)
 	}
 	return s
@@ -531,6 +561,7 @@ func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (commi
 // caller holds a.claims.mu.
 func (a *Agent) committed(j *pendingJob, n int, res []state.Result, ps *PassStats) {
 	ok, lost := a.claims.update(n, res, nil)
+	a.noteCommitted(ok)
 	a.claims.drop(ok...)
 	delete(a.pending, j.sid)
 	ps.Submitted += len(ok)

@@ -28,6 +28,7 @@ type RunOptions struct {
 	GfalRm      string
 	Progress    string
 	Fleet       FleetOptions
+	Beyond      BeyondOptions
 
 	// DependencyWait bounds the wait for an unknown dependency.
 	DependencyWait time.Duration
@@ -64,6 +65,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
 	o.Fleet.AddFlags(cmd)
+	o.Beyond.AddFlags(cmd)
 }
 
 func newRunCommand(g *Globals) *cobra.Command {
@@ -97,6 +99,10 @@ state store: the run locks share the users out. It exits with the most severe co
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.Fleet.AllUsers {
 		return runFleet(ctx, o, g)
+	}
+	rep := newRunReport()
+	if o.Beyond.Report != "" {
+		defer func() { rep.finish(ctx, g, o.Beyond.Report, err) }()
 	}
 	user, err := g.UserName()
 	if err != nil {
@@ -132,6 +138,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 		metrics.store = store
 		defer func() { metrics.end(ctx, err) }() // before the store closes
 	}
+	rep.User, rep.Agent = user, owner
+	if o.Beyond.Report != "" {
+		defer rep.readQueue(ctx, g, store) // before the store closes
+	}
 
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
@@ -143,8 +153,11 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = ExitCode
+	if err := o.Beyond.apply(&cfg); err != nil {
+		return err
+	}
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}
-	ag, err := agent.New(cfg, store, client, sites, del, g.Log)
+	ag, err := agent.New(cfg, store, countingFTS{client, rep}, sites, del, g.Log)
 	if err != nil {
 		return err
 	}
@@ -155,10 +168,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	ag.OnPass = func(ps agent.PassStats) {
 		view.pass(ps)
+		rep.pass(ps)
 		metrics.pass(ctx)
 	}
 	ag.Report = func(p agent.Plan) { printPlan(g, p) }
+	rep.phase("setup")
 	err = ag.Run(ctx)
+	rep.phase("run")
 	view.finish()
 	if err != nil {
 		return err

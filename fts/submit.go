@@ -28,6 +28,15 @@ type SubmitFile struct {
 	Filesize     int64    `json:"filesize,omitempty"`
 	Metadata     any      `json:"metadata,omitempty"`
 	Activity     string   `json:"activity,omitempty"`
+	// Scitag marks the file's network flows: experiment << 6 | activity
+	// (FTS takes 65..65535); 0 sends none.
+	Scitag int `json:"scitag,omitempty"`
+	// SourceTokens and DestinationTokens are the storage tokens of the
+	// file, one per source and per destination URL (FTS refuses a file
+	// with one list and not the other, or a list of another length). They
+	// are secrets: never log a Submission.
+	SourceTokens      []string `json:"source_tokens,omitempty"`
+	DestinationTokens []string `json:"destination_tokens,omitempty"`
 }
 
 // SubmitParams are the job parameters of a submission. Zero values are left
@@ -43,6 +52,9 @@ type SubmitParams struct {
 	JobMetadata    any    `json:"job_metadata,omitempty"`
 	IDGenerator    string `json:"id_generator,omitempty"` // "deterministic" with SID
 	SID            string `json:"sid,omitempty"`
+	// UnmanagedTokens tells FTS (3.14+) not to exchange or refresh the
+	// files' storage tokens: the client gives tokens that last the job.
+	UnmanagedTokens bool `json:"unmanaged_tokens,omitempty"`
 }
 
 // JobIDFromSID returns the id FTS gives a job submitted with
@@ -126,6 +138,10 @@ func checkSubmission(s Submission) error {
 			if !strings.Contains(u, "://") {
 				return fmt.Errorf("file %d: %q is not a URL", i, u)
 			}
+		}
+		if (len(f.SourceTokens) > 0 || len(f.DestinationTokens) > 0) &&
+			(len(f.SourceTokens) != len(f.Sources) || len(f.DestinationTokens) != len(f.Destinations)) {
+			return fmt.Errorf("file %d: want one source token per source and one destination token per destination", i)
 		}
 		if f.Checksum != "" && !strings.Contains(f.Checksum, ":") {
 			return fmt.Errorf("file %d: checksum %q: want ALGORITHM:value", i, f.Checksum)

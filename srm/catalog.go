@@ -44,6 +44,8 @@ type catalog struct {
 	protocol  string // the preferred protocol
 	byProto   map[string][]*rule
 	protocols []string // in order of first appearance, for messages
+	tokens    bool     // the storage takes storage tokens
+	tokenBase string   // their scopes' base path
 }
 
 // compileFull compiles expr so that it must match the whole input, as the

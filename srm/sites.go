@@ -30,6 +30,12 @@ type siteSpec struct {
 	StorageJSON string     `json:"storage-json,omitempty"`
 	// Volume selects the entry of a storage.json that lists several.
 	Volume string `json:"volume,omitempty"`
+	// Tokens: the site's storage takes WLCG storage tokens, which each
+	// file of a submission carries (see TokenScope).
+	Tokens bool `json:"tokens,omitempty"`
+	// TokenBase is the storage's token base path: scopes name paths
+	// relative to it. Default "/".
+	TokenBase string `json:"token-base,omitempty"`
 }
 
 // ruleSpec is an inline rule; an empty protocol means the site's protocol.
@@ -141,7 +147,11 @@ func buildSite(name string, spec siteSpec, baseDir string) (*catalog, error) {
 			return nil, bad("%v", err)
 		}
 	}
-	return newCatalog(name, spec.Protocol, srcs)
+	c, err := newCatalog(name, spec.Protocol, srcs)
+	if err != nil {
+		return nil, err
+	}
+	return c, setTokens(c, spec)
 }
 
 func catalogPath(baseDir, p string) string {

@@ -25,6 +25,9 @@ type Request struct {
 	Checksums      map[string]string `json:"checksums,omitempty"`
 	Priority       int               `json:"priority,omitempty"`
 	DependsOn      []string          `json:"depends_on,omitempty"`
+	// Activity is the transfer's network activity for its scitag,
+	// 0..MaxActivity (0: the run's activity).
+	Activity int `json:"activity,omitempty"`
 }
 
 // Limits of request fields.
@@ -34,6 +37,7 @@ const (
 	MaxDependsOn = 1000
 	MaxPriority  = math.MaxInt32
 	MinPriority  = math.MinInt32
+	MaxActivity  = 63 // the activity field of a scitag has 6 bits
 )
 
 // ID returns the transfer ID of r (see TransferID).
@@ -86,6 +90,9 @@ func (r *Request) Validate() error {
 	}
 	if r.Priority < MinPriority || r.Priority > MaxPriority {
 		return &ValidationError{Field: "priority", Value: itoa(int64(r.Priority)), Reason: "out of the 32-bit range"}
+	}
+	if r.Activity < 0 || r.Activity > MaxActivity {
+		return &ValidationError{Field: "activity", Value: itoa(int64(r.Activity)), Reason: "must be 0..63 (the scitag activity; 0: the run's)"}
 	}
 	if len(r.DependsOn) > MaxDependsOn {
 		return &ValidationError{Field: "depends_on", Value: itoa(int64(len(r.DependsOn))) + " IDs", Reason: "too many dependencies"}
@@ -169,8 +176,8 @@ func NewTransfer(r Request, now time.Time, by string) Transfer {
 		Source: r.Source, Destination: r.Destination,
 		SourceLFN: r.SourceLFN, DestinationLFN: r.DestinationLFN,
 		Size: r.Size, Checksums: ck, Priority: r.Priority,
-		DependsOn: append([]string(nil), r.DependsOn...),
-		State:     StateNew, Created: at, LastUpdate: at,
+		DependsOn: append([]string(nil), r.DependsOn...), Activity: r.Activity,
+		State: StateNew, Created: at, LastUpdate: at,
 	}
 	t.History = []Transition{{At: at, To: StateNew, By: by, Reason: "enqueued"}}
 	return t
@@ -222,6 +229,7 @@ func (t *Transfer) Request() Request {
 		Source: t.Source, Destination: t.Destination,
 		SourceLFN: t.SourceLFN, DestinationLFN: t.DestinationLFN,
 		Size: t.Size, Checksums: t.Checksums, Priority: t.Priority, DependsOn: t.DependsOn,
+		Activity: t.Activity,
 	}
 }
 

@@ -65,6 +65,8 @@ func TestRequestValidate_Invalid(t *testing.T) {
 		{"adler32 not hex", func(r *state.Request) { r.Checksums = map[string]string{"adler32": "0a1b2c3g"} }, "checksums.adler32", "0a1b2c3g", "8 hex"},
 		{"adler32 too long", func(r *state.Request) { r.Checksums = map[string]string{"adler32": "0a1b2c3d4"} }, "checksums.adler32", "0a1b2c3d4", "8 hex"},
 		{"unknown algorithm", func(r *state.Request) { r.Checksums = map[string]string{"md5": "00"} }, "checksums", "md5", "unknown"},
+		{"activity too high", func(r *state.Request) { r.Activity = 64 }, "activity", "64", "0..63"},
+		{"activity negative", func(r *state.Request) { r.Activity = -1 }, "activity", "-1", "0..63"},
 		{"adler32 given twice", func(r *state.Request) {
 			r.Checksums = map[string]string{"adler32": "0a1b2c3d", "ADLER32": "ffffffff"}
 		}, "checksums", "adler32", "twice"},

@@ -114,6 +114,10 @@ type Transfer struct {
 	// ErrorClass classifies Reason when it is an FTS failure (one of
 	// fts.ErrorClasses); "" otherwise.
 	ErrorClass string `json:"error_class,omitempty"`
+	// Activity is the network activity of the transfer (1..MaxActivity),
+	// marked with the experiment in the scitag of its FTS file; 0 means
+	// the run's activity (aso run --scitag-activity).
+	Activity int `json:"activity,omitempty"`
 	// Extra holds the top-level fields of a stored document that aso does
 	// not know, by name, as raw JSON: what another producer wrote next to
 	// the request (a task name, a job ID, a publish flag). aso never reads

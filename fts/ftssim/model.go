@@ -32,6 +32,7 @@ const cancelGrace = time.Second
 
 type job struct {
 	id, sid          string
+	unmanagedTokens  bool // params.unmanaged_tokens
 	state, jobType   string
 	reason           *string
 	userDN, credID   string
@@ -92,8 +93,10 @@ type file struct {
 	activity          string
 	selectionStrategy string
 	hashedID          int
-	scitag            any    // the submitted scitag, or nil
-	initialState      string // file_state_initial: the state it entered in
+	scitag            any       // the submitted scitag, or nil
+	srcToken          *TokenUse // the source's storage token, or nil
+	dstToken          *TokenUse // the destination's storage token, or nil
+	initialState      string    // file_state_initial: the state it entered in
 
 	stagingStart, stagingFinished *time.Time
 
@@ -187,6 +190,11 @@ func (f *file) nextEvent(o Options) time.Time {
 	case stateReady:
 		return f.readyAt.Add(o.StartDelay)
 	default:
+		if o.TransferTimeOf != nil {
+			if d := o.TransferTimeOf(f.sourceSURL, f.destSURL); d > 0 {
+				return f.activeAt.Add(d)
+			}
+		}
 		return f.activeAt.Add(o.TransferTime)
 	}
 }
@@ -413,6 +421,14 @@ type SimFile struct {
 	Finished *time.Time      `json:"finished,omitempty"`
 	Retries  int             `json:"retries"`
 	Metadata json.RawMessage `json:"metadata"`
+	// Scitag is the file's scitag as submitted (nil: none).
+	Scitag *int64 `json:"scitag"`
+	// SourceToken and DestinationToken are the storage tokens the file
+	// carried (their id and claims); UnmanagedTokens is the job's
+	// unmanaged_tokens.
+	SourceToken      *TokenUse `json:"source_token,omitempty"`
+	DestinationToken *TokenUse `json:"destination_token,omitempty"`
+	UnmanagedTokens  bool      `json:"unmanaged_tokens,omitempty"`
 }
 
 func (f *file) sim() SimFile {
@@ -421,7 +437,8 @@ func (f *file) sim() SimFile {
 		JobID: f.job.id, SID: f.job.sid, FileID: f.id,
 		Source: f.sourceSURL, Destination: f.destSURL,
 		State: f.state, Reason: f.reason, Submitted: f.job.submitTime,
-		Retries: f.retry, Metadata: md,
+		Retries: f.retry, Metadata: md, Scitag: scitagValue(f.scitag),
+		SourceToken: f.srcToken, DestinationToken: f.dstToken, UnmanagedTokens: f.job.unmanagedTokens,
 	}
 	if isTerminal(f.state) && f.finishTime != nil {
 		at := *f.finishTime

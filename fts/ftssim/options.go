@@ -35,6 +35,9 @@ type Options struct {
 	// simulated time. All zero: a file finishes at the first query after its
 	// submission.
 	QueueDelay, StartDelay, TransferTime time.Duration
+	// TransferTimeOf, when set and positive for a file's source and
+	// destination URLs, is its TransferTime: a slow link, say.
+	TransferTimeOf func(source, destination string) time.Duration
 	// FailureRate is the probability that an attempt fails.
 	FailureRate float64
 	// FailureReasons are the FTS reasons failures draw from, one at random
@@ -60,6 +63,9 @@ type Options struct {
 	RequireDelegation bool
 	// TLS serves HTTPS; nil serves plain HTTP (bearer tokens only).
 	TLS *TLSOptions
+	// RefuseUnmanagedTokens refuses submissions with params.unmanaged_tokens
+	// (400), as a server without AllowNonManagedTokens does.
+	RefuseUnmanagedTokens bool
 	// Tokens are the accepted bearer tokens, and enable OAuth2; empty with
 	// OAuth2 accepts any non-empty token.
 	Tokens []string

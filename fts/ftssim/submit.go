@@ -143,6 +143,9 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 	if serr := s.jobParams(j, params, now); serr != nil {
 		return nil, serr
 	}
+	if serr := s.unmanagedTokens(j, params); serr != nil {
+		return nil, serr
+	}
 	list, ok := files.([]any)
 	if !ok {
 		return nil, typeError("'files' must be a list, not '%s'", pyType(files))
@@ -329,12 +332,20 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 	if strategy == "" {
 		strategy = "auto"
 	}
-	for _, src := range srcs {
+	srcToks, dstToks, serr := fileTokens(fd, srcs, dsts)
+	if serr != nil {
+		return serr
+	}
+	tag, serr := scitag(fd["scitag"])
+	if serr != nil {
+		return serr
+	}
+	for si, src := range srcs {
 		su, serr := validateURL(src, s.opts)
 		if serr != nil {
 			return serr
 		}
-		for _, dst := range dsts {
+		for di, dst := range dsts {
 			du, serr := validateURL(dst, s.opts)
 			if serr != nil {
 				return serr
@@ -346,8 +357,9 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 				userFilesize: size, checksum: checksum, activity: activity,
 				selectionStrategy: strategy, queuedAt: j.submitTime,
 			}
-			if tag, ok := fd["scitag"].(json.Number); ok {
-				f.scitag = tag
+			f.scitag = tag
+			if srcToks != nil {
+				f.srcToken, f.dstToken = srcToks[si], dstToks[di]
 			}
 			if md, ok := fd["metadata"]; ok && md != nil {
 				f.metadata = metadataValue(md)

@@ -42,6 +42,8 @@ var wrongFields = []wrongField{
 	{"checksums", "adler32:0a1b2c3d", "Transfer.checksums"},
 	{"checksums", map[string]any{"adler32": 12}, "Transfer.checksums"},
 	{"priority", "high", "Transfer.priority"},
+	{"activity", "fast", "Transfer.activity"},
+	{"activity", 64, `activity "64": must be 0..63`},
 	{"depends_on", 3, "Transfer.depends_on"},
 	{"depends_on", []any{1}, "Transfer.depends_on"},
 	{"state", 5, "Transfer.state"},

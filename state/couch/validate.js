@@ -119,6 +119,7 @@ function (newDoc, oldDoc, userCtx, secObj) {
   }
   integer('size', 0);
   integer('priority', -2147483648, 2147483647);
+  integer('activity', 0, 63);
   if (has('checksums')) {
     if (!isObject(newDoc.checksums)) fail('checksums must be an object');
     var seen = {};

@@ -110,19 +110,9 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 			}
 			deps := txDeps(x, s.policy.DependencyWait)
 			for k := range ts {
-				c := &ts[k]
-				if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
-					x.put(c)
-					continue
+				if s.tryClaim(x, &ts[k], deps, now) {
+					out = append(out, ts[k])
 				}
-				if v, _ := state.CheckDeps(c, deps, now); v != state.DepsReady {
-					continue
-				}
-				if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {
-					continue
-				}
-				x.put(c)
-				out = append(out, *c)
 			}
 		}
 		return nil

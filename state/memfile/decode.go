@@ -117,6 +117,8 @@ func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
 			return d.istr(&t.FTSEndpoint)
 		case fErrorClass:
 			return d.istr(&t.ErrorClass)
+		case fActivity:
+			return d.int(&t.Activity)
 		case fHistory:
 			// each entry opens a brace: allocate them all at once
 			t.History = make([]state.Transition, 0, bytes.Count(d.b[d.i:], openBrace))
@@ -210,6 +212,7 @@ const (
 	fHistory
 	fFTSEndpoint
 	fErrorClass
+	fActivity
 )
 
 // transferKeys are the keys of a transfer, quoted and followed by their
@@ -217,7 +220,7 @@ const (
 var transferKeys = quotedKeys("_id", "_rev", "type", "user", "group", "role", "source", "destination", "source_lfn",
 	"destination_lfn", "size", "checksums", "priority", "depends_on", "state", "owner", "lease_expires", "submit_sid",
 	"fts_job", "fts_file_id", "source_pfn", "dest_pfn", "attempts", "retry_after", "reason", "kill_requested",
-	"progress", "created", "last_update", "history", "fts_endpoint", "error_class")
+	"progress", "created", "last_update", "history", "fts_endpoint", "error_class", "activity")
 
 func quotedKeys(keys ...string) []quotedKey {
 	q := make([]quotedKey, len(keys))

@@ -23,7 +23,7 @@ var fastCodec = state.TimeLayout == "2006-01-02T15:04:05.000000Z" &&
 		"state", "owner,omitempty", "lease_expires,omitzero", "submit_sid,omitempty", "fts_job,omitempty", "fts_file_id,omitempty",
 		"source_pfn,omitempty", "dest_pfn,omitempty", "attempts", "retry_after,omitzero", "reason,omitempty", "kill_requested,omitempty",
 		"progress,omitempty", "created", "last_update", "history,omitempty",
-		"fts_endpoint,omitempty", "error_class,omitempty", "-") &&
+		"fts_endpoint,omitempty", "error_class,omitempty", "activity,omitempty", "-") &&
 	sameLayout(reflect.TypeFor[state.Progress](), "fts_state", "bytes,omitempty", "throughput,omitempty", "retries,omitempty",
 		"reason,omitempty", "file_id,omitempty", "updated") &&
 	sameLayout(reflect.TypeFor[state.Transition](), "at", "from", "to", "by", "reason,omitempty")
@@ -150,6 +150,9 @@ func appendTransfer(b []byte, t *state.Transfer) ([]byte, error) {
 		if f.v != "" {
 			b = appendKey(b, f.key, f.v)
 		}
+	}
+	if t.Activity != 0 {
+		b = strconv.AppendInt(append(b, `,"activity":`...), int64(t.Activity), 10)
 	}
 	return append(b, '}'), nil
 }

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// Link fairness (Config.MaxActivePerLink). The store claims in fair order
+// and passes over links at their cap (state.LinkClaimer), in the one round
+// trip of a claim; the agent tells it how many transfers of each link it
+// already holds: the submitted ones counted by the last monitor phase (plus
+// those committed since) and the claimed ones it holds. A store without
+// the ability claims in queue order, and the agent releases (without
+// penalty) what exceeds a link's cap: released transfers go to the back of
+// the queue, so the head of a big backlog rotates instead of being claimed
+// again and again.
+
+// linkCounts counts the agent's submitted transfers per link.
+type linkCounts struct {
+	mu        sync.Mutex
+	submitted map[string]int
+}
+
+// reset starts a monitor phase's count.
+func (l *linkCounts) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.submitted = map[string]int{}
+}
+
+// observe counts a monitored group: its listed transfers, less those that
+// ended.
+func (l *linkCounts) observe(jobs []state.Job, outs []outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.submitted == nil {
+		l.submitted = map[string]int{}
+	}
+	for _, j := range jobs {
+		for i := range j.Transfers {
+			l.submitted[j.Transfers[i].Link()]++
+		}
+	}
+	for _, o := range outs {
+		l.submitted[o.t.Link()]--
+	}
+}
+
+// committed counts transfers just committed to an FTS job. The caller holds
+// a.claims.mu and the transfers are still held.
+func (a *Agent) noteCommitted(ids []string) {
+	a.links.mu.Lock()
+	defer a.links.mu.Unlock()
+	if a.links.submitted == nil {
+		a.links.submitted = map[string]int{}
+	}
+	a.claims.each(ids, func(t *state.Transfer) { a.links.submitted[t.Link()]++ })
+}
+
+// activeByLink is what the agent holds per link: submitted and claimed.
+func (a *Agent) activeByLink() map[string]int {
+	m := map[string]int{}
+	a.links.mu.Lock()
+	for l, n := range a.links.submitted {
+		m[l] += n
+	}
+	a.links.mu.Unlock()
+	a.claims.mu.Lock()
+	for _, t := range a.claims.held {
+		m[t.Link()]++
+	}
+	a.claims.mu.Unlock()
+	return m
+}
+
+// claim claims one batch, fairly across links when a cap is set.
+func (a *Agent) claim(ctx context.Context) ([]state.Transfer, error) {
+	if a.cfg.MaxActivePerLink <= 0 {
+		return a.store.NewTransfers(ctx, a.cfg.BatchSize)
+	}
+	o := state.ClaimOptions{MaxPerLink: a.cfg.MaxActivePerLink, Active: a.activeByLink()}
+	if a.linkClaimer != nil {
+		return a.linkClaimer.NewTransfersByLink(ctx, a.cfg.BatchSize, o)
+	}
+	claimed, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
+	if err != nil || len(claimed) == 0 {
+		return claimed, err
+	}
+	budget := state.NewLinkBudget(o)
+	keep := claimed[:0:0]
+	var excess []state.Abort
+	for _, t := range claimed {
+		if budget.Take(t.Link()) {
+			keep = append(keep, t)
+		} else {
+			excess = append(excess, state.Abort{Transfer: t, NoPenalty: true,
+				Reason: "link " + t.Link() + " is at --max-active-per-link; released for later"})
+		}
+	}
+	if len(excess) > 0 {
+		if _, err := a.store.AbortTransfers(ctx, excess); err != nil {
+			// they stay claimed by nobody in memory; their leases expire
+			a.log.WithField(FieldPhase, "submit").WithError(err).Warn("releasing transfers over the link cap failed; their leases will expire")
+		}
+	}
+	return keep, nil
+}
+
+// fencedLinks fences and times the link-fair claim of a store that has it.
+type fencedLinks struct {
+	state.LinkClaimer
+	a *Agent
+}
+
+func (s fencedLinks) NewTransfersByLink(ctx context.Context, limit int, o state.ClaimOptions) ([]state.Transfer, error) {
+	if err := (fencedStore{a: s.a}).fence(); err != nil {
+		return nil, err
+	}
+	ctx = state.WithFence(ctx, (fencedStore{a: s.a}).fence)
+	start := time.Now()
+	ts, err := s.LinkClaimer.NewTransfersByLink(ctx, limit, o)
+	s.a.metrics.observe("state", "new_transfers", start, err)
+	return ts, err
+}

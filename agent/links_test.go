@@ -1,0 +1,143 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/srm"
+	"github.com/asyncstageout/aso/state"
+)
+
+const fastSite = "T2_XX_Fast"
+
+// linkWorld is a world with a third site, fastSite, and a simulator on
+// which the link from srcSite takes an hour per file while fastSite's files
+// finish at once. It enqueues a backlog of slow transfers, then fast ones.
+func linkWorld(t *testing.T, slowN, fastN int) (*world, []state.Request, []state.Request) {
+	t.Helper()
+	var w *world
+	w = newWorld(t, ftstest.Options{TransferTimeOf: func(src, _ string) time.Duration {
+		if strings.Contains(src, "/"+srcSite+"/") {
+			return time.Hour
+		}
+		return 0
+	}})
+	fastDir := filepath.Join(w.dir, fastSite)
+	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
+		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
+		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n",
+		srcSite, w.src, dstSite, w.dst, fastSite, fastDir)
+	p := filepath.Join(w.dir, "link-sites.yaml")
+	must(t, os.WriteFile(p, []byte(sites), 0o644))
+	var err error
+	w.sites, err = srm.LoadSites(p)
+	must(t, err)
+	slow := make([]state.Request, slowN)
+	for i := range slow {
+		slow[i], _ = w.request("slow", i, true)
+	}
+	w.enqueue(slow)
+	w.clk.Advance(time.Minute)
+	fast := make([]state.Request, fastN)
+	for i := range fast {
+		r, data := w.request("fast", i, false)
+		r.Source = fastSite
+		w.writeFile(filepath.Join(fastDir, r.SourceLFN), data)
+		fast[i] = r
+	}
+	w.enqueue(fast)
+	return w, slow, fast
+}
+
+// TestAgent_LinkFairness: two links, one slow with a large backlog queued
+// first. With --max-active-per-link the fast link's transfers are claimed
+// in the first pass and done, and the slow link never has more than its
+// cap in FTS; without it (the control) the first pass claims only the
+// slow backlog.
+func TestAgent_LinkFairness(t *testing.T) {
+	const slowN, fastN, cap = 150, 10, 30
+	for _, fair := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			w, _, fast := linkWorld(t, slowN, fastN)
+			cfg := w.config("agent-1")
+			cfg.MaxFilesPerJob = 1 // 100 jobs of one file per pass: the backlog outlasts a pass
+			cfg.BatchSize = 20
+			if fair {
+				cfg.MaxActivePerLink = cap
+			}
+			cfg.Once = true
+			must(t, w.agent(cfg, nil).Run(context.Background()))
+			doneFast := 0
+			for _, r := range fast {
+				if w.get(r.ID()).State == state.StateDone {
+					doneFast++
+				}
+			}
+			slowInFTS := 0
+			for _, f := range w.sim.Files() {
+				if strings.Contains(f.Source, "/"+srcSite+"/") {
+					slowInFTS++
+				}
+			}
+			if fair {
+				if doneFast != fastN {
+					t.Errorf("after the first pass %d of %d fast transfers are done, want all", doneFast, fastN)
+				}
+				if slowInFTS > cap {
+					t.Errorf("%d slow transfers sent to FTS, more than the cap %d", slowInFTS, cap)
+				}
+				return
+			}
+			if doneFast != 0 || slowInFTS < 100 {
+				t.Errorf("control: %d fast done and %d slow sent in the first pass, want 0 and the 100 a pass claims", doneFast, slowInFTS)
+			}
+		})
+	}
+}
+
+// TestAgent_LinkFairnessDrains: the run drains both links, and the slow
+// link never has more than its cap of unfinished files in FTS.
+// A store without state.LinkClaimer (here hidden) gets the same cap from
+// the agent, which releases what exceeds it.
+func TestAgent_LinkFairnessDrains(t *testing.T) {
+	for _, hide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("store-claims=%v", !hide), func(t *testing.T) { linkFairnessDrains(t, hide) })
+	}
+}
+
+func linkFairnessDrains(t *testing.T, hide bool) {
+	const slowN, fastN, cap = 90, 10, 30
+	w, slow, fast := linkWorld(t, slowN, fastN)
+	if hide {
+		w.wrap = func(s agent.Store) agent.Store { return plainStore{s} }
+	}
+	cfg := w.config("agent-1")
+	cfg.MaxActivePerLink = cap
+	a := w.agent(cfg, nil)
+	peak := 0
+	a.OnPass = func(agent.PassStats) {
+		n := 0
+		for _, f := range w.sim.Files() {
+			if strings.Contains(f.Source, "/"+srcSite+"/") && f.State != "FINISHED" && f.State != "FAILED" && f.State != "CANCELED" {
+				n++
+			}
+		}
+		peak = max(peak, n)
+	}
+	must(t, a.Run(context.Background()))
+	for _, r := range append(slow, fast...) {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Fatalf("%s: %s %q, want done", r.ID(), got.State, got.Reason)
+		}
+	}
+	if peak != cap {
+		t.Errorf("at most %d slow files unfinished in FTS at once, want the cap %d", peak, cap)
+	}
+}

@@ -1,0 +1,85 @@
+package state
+
+import (
+	"context"
+	"sort"
+)
+
+// ClaimOptions parameterise a link-fair claim (LinkClaimer).
+type ClaimOptions struct {
+	// MaxPerLink caps a link's transfers held by the caller: Active[link]
+	// plus those claimed by the call never exceed it. 0: no cap.
+	MaxPerLink int
+	// Active counts the caller's transfers per link ("SRC->DST") that are
+	// already acquired or submitted.
+	Active map[string]int
+}
+
+// LinkClaimer is the optional ability of a store to claim fairly across
+// links, in the one round trip of a claim: within one user's queue a slow
+// link with a huge backlog does not hold back the others.
+type LinkClaimer interface {
+	// NewTransfersByLink claims like NewTransfers, but in SpreadOrder and
+	// passing over the transfers of links at o.MaxPerLink.
+	NewTransfersByLink(ctx context.Context, limit int, o ClaimOptions) ([]Transfer, error)
+}
+
+// SpreadOrder returns the positions of cands, given in claim order
+// (priority descending, then oldest first), in fair order: priority still
+// first; within one priority the links take turns, one transfer each, the
+// link whose oldest waiting transfer is oldest going first; each link's
+// own order is kept.
+func SpreadOrder(cands []Transfer) []int {
+	out := make([]int, 0, len(cands))
+	for lo := 0; lo < len(cands); {
+		hi := lo
+		for hi < len(cands) && cands[hi].Priority == cands[lo].Priority {
+			hi++
+		}
+		// the links of this priority, in order of their first (oldest) transfer
+		var links []string
+		byLink := map[string][]int{}
+		for i := lo; i < hi; i++ {
+			l := cands[i].Link()
+			if _, seen := byLink[l]; !seen {
+				links = append(links, l)
+			}
+			byLink[l] = append(byLink[l], i)
+		}
+		sort.SliceStable(links, func(a, b int) bool {
+			return cands[byLink[links[a]][0]].LastUpdate.Before(cands[byLink[links[b]][0]].LastUpdate.Time)
+		})
+		for turn := 0; len(out) < hi; turn++ {
+			for _, l := range links {
+				if q := byLink[l]; turn < len(q) {
+					out = append(out, q[turn])
+				}
+			}
+		}
+		lo = hi
+	}
+	return out
+}
+
+// LinkBudget counts a claim's transfers per link against ClaimOptions.
+type LinkBudget struct {
+	o    ClaimOptions
+	used map[string]int
+}
+
+// NewLinkBudget starts counting from o.Active.
+func NewLinkBudget(o ClaimOptions) *LinkBudget {
+	return &LinkBudget{o: o, used: map[string]int{}}
+}
+
+// Take reserves one transfer of link; false when the link is at its cap.
+func (b *LinkBudget) Take(link string) bool {
+	if b.o.MaxPerLink > 0 && b.o.Active[link]+b.used[link] >= b.o.MaxPerLink {
+		return false
+	}
+	b.used[link]++
+	return true
+}
+
+// Return gives back a reservation that was not claimed after all.
+func (b *LinkBudget) Return(link string) { b.used[link]-- }

@@ -1,0 +1,51 @@
+package statetest
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var linkCases = []testCase{
+	{"LinkClaimer/SpreadAndCap", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		lc, ok := s.(state.LinkClaimer)
+		if !ok {
+			e.t.Skip("the backend claims in queue order only (no state.LinkClaimer)")
+		}
+		// a slow link's backlog first, then two transfers of a fast link
+		var slow, fast []string
+		for i := 0; i < 6; i++ {
+			slow = append(slow, e.enqueue(s, Req(Alice, i))[0])
+			e.clock.Advance(time.Second)
+		}
+		for i := 0; i < 2; i++ {
+			r := Req(Alice, 100+i)
+			r.Source = "T2_XX_Fast"
+			fast = append(fast, e.enqueue(s, r)[0])
+			e.clock.Advance(time.Second)
+		}
+		slowLink := Src + "->" + Dst
+		// 2 of the slow link are held already: the cap of 3 leaves room for one
+		got, err := lc.NewTransfersByLink(ctx, 10, state.ClaimOptions{MaxPerLink: 3, Active: map[string]int{slowLink: 2}})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if want := []string{slow[0], fast[0], fast[1]}; !reflect.DeepEqual(ids(got), want) {
+			e.t.Fatalf("claimed %v, want the slow link's oldest and both fast ones %v", ids(got), want)
+		}
+		for _, tr := range got {
+			e.wantState(s, tr.ID, state.StateAcquired)
+		}
+		e.wantState(s, slow[1], state.StateNew)
+		// without a cap the links take turns: the rest of the slow link
+		got, err = lc.NewTransfersByLink(ctx, 2, state.ClaimOptions{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if want := slow[1:3]; !reflect.DeepEqual(ids(got), want) {
+			e.t.Fatalf("claimed %v, want %v", ids(got), want)
+		}
+	}},
+}
