@@ -42,7 +42,7 @@ const userTemplate = "{user}"
 // AddFlags registers the flags of --all-users on cmd.
 func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.BoolVar(&o.AllUsers, "all-users", false, "run one agent process (aso run --user U) for every user with due work, oldest waiting first; {user} in --proxy, --token-file and --metrics-file is replaced by the user")
+	f.BoolVar(&o.AllUsers, "all-users", false, "run one agent process (aso run --user U) for every user with due work, oldest waiting first; {user} in --proxy, --token-file, --metrics-file, --storage-token-file and --report is replaced by the user")
 	f.IntVar(&o.MaxAgents, "max-agents", DefaultMaxAgents, "with --all-users: agent processes at once")
 	f.DurationVar(&o.DiscoverInterval, "discover-interval", DefaultDiscoverInterval, "with --all-users: look for users with due work this often while agents run (and at once whenever one ends)")
 	f.BoolVar(&o.Agent, "fleet-agent", false, "set by --all-users on its agents: no queue summary at the end")
@@ -380,6 +380,7 @@ func (f *fleet) agentArgs(u string) ([]string, error) {
 	}
 	for _, t := range []struct{ flag, value string }{
 		{"--proxy", f.o.FTS.Proxy}, {"--token-file", f.o.FTS.TokenFile}, {"--metrics-file", f.o.MetricsFile},
+		{"--storage-token-file", f.o.Beyond.TokenFile}, {"--report", f.o.Beyond.Report},
 	} {
 		if !strings.Contains(t.value, userTemplate) {
 			continue

@@ -68,3 +68,29 @@ func TestLogRelay(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentArgs_Templates: every per-user file flag of the fleet reaches
+// each agent with {user} replaced, after the shared arguments so it wins.
+func TestAgentArgs_Templates(t *testing.T) {
+	o := &RunOptions{MetricsFile: "/m/aso_{user}.prom"}
+	o.FTS.Proxy, o.FTS.TokenFile = "/p/{user}.pem", "/fixed/token"
+	o.Beyond.TokenFile, o.Beyond.Report = "/s/{user}.jwt", "/r/{user}.json"
+	f := &fleet{o: o, base: []string{"run", "--interval", "1s"}}
+	args, err := f.agentArgs("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(args, " ")
+	for _, want := range []string{"--proxy /p/alice.pem", "--metrics-file /m/aso_alice.prom",
+		"--storage-token-file /s/alice.jwt", "--report /r/alice.json", "--user alice"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("agent args %q lack %q", got, want)
+		}
+	}
+	if strings.Contains(got, "/fixed/token") {
+		t.Errorf("agent args %q repeat a flag without {user}: it reaches the agent through the shared arguments", got)
+	}
+	if _, err := f.agentArgs("../root"); err == nil {
+		t.Errorf("a user name that leaves the directory was put in a file name")
+	}
+}
