@@ -27,7 +27,7 @@ lint: ## go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-demo: build ## the main job offline: enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
+demo: build test-setup ## the main job offline (installs gfal-rm first, as test does): enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
 	$(GO) run ./internal/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
