@@ -90,6 +90,14 @@ state store: the run locks share the users out. It exits with the most severe co
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
+		// the root's, and a run refused by it still leaves its report
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			err := g.Load(cmd)
+			if err != nil && o.Beyond.Report != "" {
+				newRunReport().finish(cmd.Context(), g, o.Beyond.Report, err)
+			}
+			return err
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd.Context(), o, g) },
 	}
 	o.AddFlags(cmd)

@@ -114,6 +114,10 @@ func (r *runReport) readQueue(ctx context.Context, g *Globals, store state.Store
 // finish writes the report.
 func (r *runReport) finish(_ context.Context, g *Globals, path string, err error) {
 	if werr := r.write(path, err); werr != nil {
+		if g.Log == nil { // the configuration could not be loaded
+			fmt.Fprintf(g.Stderr, "aso: writing the run report failed: %v\n", werr)
+			return
+		}
 		g.Log.WithError(werr).Warn("writing the run report failed")
 	}
 }

@@ -75,9 +75,9 @@ func TestRun_ReportOnEarlyFailure(t *testing.T) {
 		want string
 	}{
 		{[]string{"--scitag-activity", "64"}, 2, "--scitag-activity 64: want 0..63"},
-		{[]string{"--scitag-activity", "-1"}, 2, "--scitag-activity -1"},
+		{[]string{"--scitag-activity", "-1"}, 2, `--scitag-activity "-1": must be positive`},
 		{[]string{"--storage-token-file", "a", "--storage-token-command", "b"}, 2, "give one"},
-		{[]string{"--max-active-per-link", "-3"}, 2, "--max-active-per-link -3"},
+		{[]string{"--max-active-per-link", "-3"}, 2, `--max-active-per-link "-3": must be positive`},
 	} {
 		path := filepath.Join(t.TempDir(), "report.json")
 		args := append([]string{"run", newState(t), "--user", "bob", "--sites", sites, "--report", path}, c.args...)

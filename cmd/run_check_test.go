@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 // TestRun_ChecksTheMachineFirst: a missing gfal-rm stops aso run at once,
@@ -14,7 +16,7 @@ func TestRun_ChecksTheMachineFirst(t *testing.T) {
 	sites, requests, _ := localSites(t, 3)
 	st := newState(t)
 	aso(t, st, "--user", "bob", "enqueue", "-f", requests).wantCode(t, 0)
-	r := aso(t, st, "--user", "bob", "run", "--sites", sites, "--once", "--gfal-rm", filepath.Join(t.TempDir(), "gfal-rm")).wantCode(t, 1)
+	r := aso(t, st, "--user", "bob", "run", "--sites", sites, "--once", "--gfal-rm", filepath.Join(t.TempDir(), "gfal-rm")).wantCode(t, cmd.ExitConfig)
 	for _, want := range []string{"apt-get install gfal2-util-scripts", "dnf install gfal2-util-scripts"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
@@ -32,7 +34,7 @@ func TestRun_ChecksTheMachineFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	empty := t.TempDir()
-	r = aso(t, st, "--user", "bob", "run", "--sites", tls, "--once", "--cert-dir", empty).wantCode(t, 1)
+	r = aso(t, st, "--user", "bob", "run", "--sites", tls, "--once", "--cert-dir", empty).wantCode(t, cmd.ExitConfig)
 	if !strings.Contains(r.stderr, "CA directory "+empty+" holds no certificate") {
 		t.Errorf("stderr lacks the empty CA directory:\n%s", r.stderr)
 	}
