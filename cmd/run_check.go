@@ -45,9 +45,10 @@ func installHint(pkgs ...string) string {
 // scheme the sites file produces, a CA directory with certificates when a
 // server is reached over TLS, and readable credentials. The error lists
 // every problem with what to do. A dry run is not checked. With the local
-// simulator (which copies file:// URLs only) a missing plugin is a warning,
-// and so is a missing default CA directory (one given by --cert-dir or
-// X509_CERT_DIR must be usable): FTS then refuses to start if it needs it.
+// simulator (which copies file:// URLs only) a missing plugin of another
+// scheme is a warning. A missing default CA directory is a warning too (the
+// FTS client refuses to start if it needs one); one given by --cert-dir or
+// X509_CERT_DIR must be usable.
 func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
 	if o.Agent.DryRun {
 		return nil
