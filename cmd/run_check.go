@@ -44,27 +44,48 @@ func installHint(pkgs ...string) string {
 // run` needs from the machine: gfal-rm, the gfal2 plugin of every URL
 // scheme the sites file produces, a CA directory with certificates when a
 // server is reached over TLS, and readable credentials. The error lists
-// every problem with what to do.
+// every problem with what to do. A dry run is not checked. With the local
+// simulator (which copies file:// URLs only) a missing plugin of another
+// scheme is a warning. A missing default CA directory is a warning too (the
+// FTS client refuses to start if it needs one); one given by --cert-dir or
+// X509_CERT_DIR must be usable.
 func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
+	if o.Agent.DryRun {
+		return nil
+	}
+	local := o.FTS.Endpoint == "local"
 	var errs []error
+	warn := func(err error) {
+		if g.Log != nil {
+			g.Log.Warn(err.Error())
+		}
+	}
 	if _, err := exec.LookPath(o.GfalRm); err != nil {
 		errs = append(errs, fmt.Errorf("gfal-rm %q: %v; it deletes the destination copy of failed transfers: %s", o.GfalRm, errors.Unwrap(err), installHint("gfal2-util-scripts")))
 	}
-	schemes := sites.Schemes()
-	for _, s := range schemes {
+	for _, s := range sites.Schemes() {
+		var err error
 		name, ok := gfalPlugins[s]
-		if !ok {
-			errs = append(errs, fmt.Errorf("sites file %s: no gfal2 plugin is known for %s:// URLs", o.Sites, s))
-			continue
+		switch {
+		case !ok:
+			err = fmt.Errorf("sites file %s: no gfal2 plugin is known for %s:// URLs", o.Sites, s)
+		case !pluginInstalled(name):
+			err = fmt.Errorf("gfal2 cannot delete %s:// URLs (the sites file %s produces them): libgfal_plugin_%s.so is in none of %s: %s",
+				s, o.Sites, name, strings.Join(gfalPluginDirs, ", "), installHint("gfal2-plugin-"+name))
 		}
-		if !pluginInstalled(name) {
-			errs = append(errs, fmt.Errorf("gfal2 cannot delete %s:// URLs (the sites file %s produces them): libgfal_plugin_%s.so is in none of %s: %s",
-				s, o.Sites, name, strings.Join(gfalPluginDirs, ", "), installHint("gfal2-plugin-"+name)))
+		switch {
+		case err == nil:
+		case local && s != "file":
+			warn(err)
+		default:
+			errs = append(errs, err)
 		}
 	}
-	needCA := o.FTS.Endpoint != "local" && !o.FTS.Insecure && !strings.HasPrefix(strings.ToLower(o.FTS.Endpoint), "http://")
+	needCA := !local && !o.FTS.Insecure && !strings.HasPrefix(strings.ToLower(o.FTS.Endpoint), "http://")
 	if dir := o.FTS.certDir(g); needCA || sitesNeedCA(sites) {
-		if err := checkCertDir(dir); err != nil {
+		if err := checkCertDir(dir); err != nil && firstNonEmpty(o.FTS.CertDir, g.Getenv("X509_CERT_DIR")) == "" {
+			warn(err)
+		} else if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -73,7 +94,7 @@ func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
 		proxy = o.FTS.Proxy // a token is used; a proxy only if given
 	}
 	for _, c := range []struct{ what, path string }{{"proxy", proxy}, {"token file", o.FTS.tokenFile(g)}} {
-		if c.path == "" || o.FTS.Endpoint == "local" {
+		if c.path == "" || local {
 			continue
 		}
 		if err := checkReadable(c.path); err != nil {

@@ -23,22 +23,32 @@ func TestCheckRunEnvironment_Plugins(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ca, "5f2a1b3c.0"), []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte("t0ken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g := &Globals{Getenv: func(string) string { return "" }}
+	davs := "A:\n  protocol: davs\n  rules:\n    - path-match: /(.*)\n      result: davs://h/$1\n"
 	for _, tc := range []struct {
 		name, sites string
 		want, not   []string
+		local       bool
 	}{
-		{"file only", "A:\n  protocol: file\n  rules:\n    - path-match: /(.*)\n      result: file:///d/$1\n", nil, []string{"plugin"}},
+		{"local simulator: a warning only", davs, nil, nil, true},
+		{"file only", "A:\n  protocol: file\n  rules:\n    - path-match: /(.*)\n      result: file:///d/$1\n", nil, []string{"plugin"}, false},
 		{"davs and root", "A:\n  protocol: davs\n  rules:\n    - path-match: /(.*)\n      result: davs://h/$1\nB:\n  protocol: root\n  rules:\n    - path-match: /(.*)\n      result: root://h//$1\n",
-			[]string{"davs://", "apt-get install gfal2-plugin-http", "dnf install gfal2-plugin-http", "root://", "gfal2-plugin-xrootd"}, []string{"gfal2-plugin-file"}},
-		{"unknown scheme", "A:\n  protocol: x\n  rules:\n    - path-match: /(.*)\n      result: weird://h/$1\n", []string{"no gfal2 plugin is known for weird://"}, nil},
+			[]string{"davs://", "apt-get install gfal2-plugin-http", "dnf install gfal2-plugin-http", "root://", "gfal2-plugin-xrootd"}, []string{"gfal2-plugin-file"}, false},
+		{"unknown scheme", "A:\n  protocol: x\n  rules:\n    - path-match: /(.*)\n      result: weird://h/$1\n", []string{"no gfal2 plugin is known for weird://"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sites, err := srm.ParseSites([]byte(tc.sites), "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := &RunOptions{GfalRm: "gfal-rm", Sites: "sites.yaml", FTS: FTSOptions{Endpoint: "local", CertDir: ca}}
+			o := &RunOptions{GfalRm: "gfal-rm", Sites: "sites.yaml", FTS: FTSOptions{Endpoint: "https://fts.example:8446", TokenFile: tok, CertDir: ca}}
+			if tc.local {
+				o.FTS = FTSOptions{Endpoint: "local"}
+			}
 			err = checkRunEnvironment(o, g, sites)
 			msg := ""
 			if err != nil {
