@@ -109,6 +109,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.DependencyWait <= 0 {
 		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
 	}
+	if err := o.Beyond.apply(&o.Agent); err != nil {
+		return err
+	}
 	defer exitOnSecondSignal(ctx, g)()
 
 	owner := agentID()
@@ -131,9 +134,6 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 
 	cfg := o.Agent
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
-	if err := o.Beyond.apply(&cfg); err != nil {
-		return err
-	}
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g)}
 	ag, err := agent.New(cfg, store, countingFTS{client, rep}, sites, del, g.Log)
 	if err != nil {
