@@ -155,7 +155,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	rep.phase("run")
 	view.finish()
 	if err != nil {
-		return err
+		return tokenError(err)
 	}
 	printQueue(ctx, g, store, user)
 	return nil
