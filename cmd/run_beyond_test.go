@@ -165,3 +165,27 @@ func TestRun_StorageTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestEnqueue_Activity: a request's activity is stored and shown with its
+// scitag; one outside 0..63 is rejected, naming the field.
+func TestEnqueue_Activity(t *testing.T) {
+	st := newState(t)
+	in := `{"user":"bob","source":"T2_XX_A","destination":"T1_XX_B","source_lfn":"/store/temp/user/bob/a","destination_lfn":"/store/user/bob/a","size":1,"activity":5}
+{"user":"bob","source":"T2_XX_A","destination":"T1_XX_B","source_lfn":"/store/temp/user/bob/b","destination_lfn":"/store/user/bob/b","size":1,"activity":64}
+`
+	r := invocation{stdin: strings.NewReader(in)}.run(t, "enqueue", st, "-v", "-f", "-")
+	r.wantCode(t, 2)
+	if !strings.Contains(r.stdout+r.stderr, "activity") {
+		t.Fatalf("the rejection does not name the field:\n%s%s", r.stdout, r.stderr)
+	}
+	var stored struct {
+		ID       string `json:"_id"`
+		Activity int    `json:"activity"`
+	}
+	out := aso(t, "list", st, "--user", "bob", "--json").wantCode(t, 0).stdout
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[0]), &stored); err != nil || len(lines) != 1 || stored.Activity != 5 {
+		t.Fatalf("stored: %v %+v\n%s", err, stored, out)
+	}
+	wantMatch(t, aso(t, "status", st, stored.ID).wantCode(t, 0).stdout, `(?m)^Activity:\s+5 \(scitag 197\)$`)
+}
