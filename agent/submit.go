@@ -379,7 +379,7 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
-	case errors.Is(err, errStorageToken):
+	case errors.Is(err, ErrStorageToken):
 		log.WithError(err).Error("no storage token; stopping")
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 		a.releaseJob(ctx, j, "not submitted: "+err.Error(), ps)
@@ -412,7 +412,7 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 // transfer can succeed until an operator acts, so none is penalised.
 func credentialError(err error) bool {
 	switch {
-	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, errStorageToken):
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, ErrStorageToken):
 		return true
 	case errors.Is(err, fts.ErrForbidden):
 		return !strings.Contains(strings.ToLower(err.Error()), "banned")

@@ -25,10 +25,11 @@ type TokenScoper interface {
 	TokenScope(site, pfn string, write bool) (scope string, ok bool, err error)
 }
 
-// errStorageToken marks a submission that could not get its storage
+// ErrStorageToken marks a submission that could not get its storage
 // tokens: not the transfers' fault, so they are released without penalty
-// and the run stops with the reason (credentialError).
-var errStorageToken = errors.New("storage token")
+// and Run stops with an error wrapping it (a person must act: configure a
+// token source, renew the token, start the token agent).
+var ErrStorageToken = errors.New("storage token")
 
 // fileTokens returns the storage tokens of j's files, transfer ID ->
 // {source, destination}; nil when no file needs one. The tokens are
@@ -57,7 +58,7 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 		}
 		if err != nil {
 			a.claims.mu.Unlock()
-			return nil, fmt.Errorf("%w: %v", errStorageToken, err)
+			return nil, fmt.Errorf("%w: %v", ErrStorageToken, err)
 		}
 	}
 	a.claims.mu.Unlock()
@@ -66,7 +67,7 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 	}
 	if a.cfg.StorageTokens == nil {
 		return nil, fmt.Errorf("%w: a site of link %s->%s takes storage tokens, and no token file or command is configured (--storage-token-file, --storage-token-command)",
-			errStorageToken, a.siteOf(j, true), a.siteOf(j, false))
+			ErrStorageToken, a.siteOf(j, true), a.siteOf(j, false))
 	}
 	out := make(map[string][2]string, len(needs))
 	for _, n := range needs {
@@ -79,7 +80,7 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 			}
 			tok, err := a.cfg.StorageTokens.Token(ctx, scope)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %v", errStorageToken, err)
+				return nil, fmt.Errorf("%w: %v", ErrStorageToken, err)
 			}
 			pair[k] = tok
 		}

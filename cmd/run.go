@@ -128,6 +128,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.DependencyWait <= 0 {
 		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
 	}
+	if err := o.Beyond.apply(&o.Agent); err != nil {
+		return err
+	}
 	if !o.Agent.DryRun { // a dry run deletes nothing and submits nothing
 		if err := checkRunEnvironment(o, g, sites); err != nil {
 			return permanentError{fmt.Errorf("this machine lacks what run needs:\n%w", err)}
@@ -161,9 +164,6 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = ExitCode
-	if err := o.Beyond.apply(&cfg); err != nil {
-		return err
-	}
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}
 	ag, err := agent.New(cfg, store, countingFTS{client, rep}, sites, del, g.Log)
 	if err != nil {
@@ -185,7 +185,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	rep.phase("run")
 	view.finish()
 	if err != nil {
-		return err
+		return tokenError(err)
 	}
 	if !o.Fleet.Agent {
 		printQueue(ctx, g, store, user)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,6 +68,15 @@ func (o *BeyondOptions) apply(cfg *agent.Config) error {
 		cfg.StorageTokens = src
 	}
 	return nil
+}
+
+// tokenError marks a run stopped for want of storage tokens as a
+// configuration error (ExitConfig): a person must act.
+func tokenError(err error) error {
+	if errors.Is(err, agent.ErrStorageToken) {
+		return permanentError{err}
+	}
+	return err
 }
 
 // RunReport is the JSON document --report writes once per run.

@@ -1,11 +1,16 @@
 package cmd_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 type runReport struct {
@@ -91,4 +96,96 @@ func TestRun_ReportOnEarlyFailure(t *testing.T) {
 			t.Errorf("%v: report exit %d error %q, want %d and %q", c.args, r.ExitCode, r.Error, c.code, c.want)
 		}
 	}
+}
+
+// tokenSites turns the sites of localSites into sites that take storage
+// tokens, with each site's directory as token base.
+func tokenSites(t *testing.T, sites string) string {
+	t.Helper()
+	b, err := os.ReadFile(sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		out = append(out, line)
+		if strings.HasPrefix(line, "  protocol: file") {
+			out = append(out, "  tokens: true")
+		}
+	}
+	p := filepath.Join(t.TempDir(), "token-sites.yaml")
+	if err := os.WriteFile(p, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func unsignedJWT(claims string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	return enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(claims)) + ".c2ln"
+}
+
+// TestRun_StorageTokens: aso run with sites that take tokens runs the
+// token command (no shell, the scope as an argument) and transfers; without
+// a token source, or with a failing command, it stops with the reason,
+// the transfers stay new, and no token is printed.
+func TestRun_StorageTokens(t *testing.T) {
+	sites, requests, dst := localSites(t, 6)
+	sites = tokenSites(t, sites)
+	tok := unsignedJWT(fmt.Sprintf(`{"iss":"https://iam.example.org/","sub":"bob","exp":%d,"scope":"storage.read:/ storage.modify:/"}`, time.Now().Add(48*time.Hour).Unix()))
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good-token")
+	bad := filepath.Join(dir, "bad-token")
+	os.WriteFile(good, []byte("#!/bin/sh\necho \"$2\" >> "+dir+"/scopes\necho '"+tok+"'\n"), 0o700)
+	os.WriteFile(bad, []byte("#!/bin/sh\necho 'refused, your token was "+tok+"' >&2\nexit 4\n"), 0o700)
+
+	st := newState(t)
+	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never", "--interval", "20ms")
+	if r.code != cmd.ExitConfig || !strings.Contains(r.stderr, "no token file or command is configured") {
+		t.Fatalf("run without a token source: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r = aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never", "--interval", "20ms",
+		"--storage-token-command", bad+" --scope {scope}")
+	if r.code != cmd.ExitConfig || !strings.Contains(r.stderr, "exit status 4") || strings.Contains(r.stderr, tok) {
+		t.Fatalf("run with a failing token command: exit %d, stderr shows the token: %v\n%s", r.code, strings.Contains(r.stderr, tok), r.stderr)
+	}
+	wantMatch(t, aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0).stdout, `"new":\s*6`)
+
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never", "--interval", "20ms",
+		"--storage-token-command", good+" --scope {scope}", "--unmanaged-tokens").wantCode(t, 0)
+	wantMatch(t, aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0).stdout, `"done":\s*6`)
+	if entries, err := os.ReadDir(dst); err != nil || len(entries) != 6 {
+		t.Errorf("%d destination files (%v), want 6", len(entries), err)
+	}
+	scopes, _ := os.ReadFile(filepath.Join(dir, "scopes"))
+	for _, want := range []string{"storage.read:", "storage.modify:"} {
+		if !strings.Contains(string(scopes), want) {
+			t.Errorf("the token command was asked for %q, want a %s scope", scopes, want)
+		}
+	}
+}
+
+// TestEnqueue_Activity: a request's activity is stored and shown with its
+// scitag; one outside 0..63 is rejected, naming the field.
+func TestEnqueue_Activity(t *testing.T) {
+	st := newState(t)
+	in := `{"user":"bob","source":"T2_XX_A","destination":"T1_XX_B","source_lfn":"/store/temp/user/bob/a","destination_lfn":"/store/user/bob/a","size":1,"activity":5}
+{"user":"bob","source":"T2_XX_A","destination":"T1_XX_B","source_lfn":"/store/temp/user/bob/b","destination_lfn":"/store/user/bob/b","size":1,"activity":64}
+`
+	r := invocation{stdin: strings.NewReader(in)}.run(t, "enqueue", st, "-v", "-f", "-")
+	r.wantCode(t, 2)
+	if !strings.Contains(r.stdout+r.stderr, "activity") {
+		t.Fatalf("the rejection does not name the field:\n%s%s", r.stdout, r.stderr)
+	}
+	var stored struct {
+		ID       string `json:"_id"`
+		Activity int    `json:"activity"`
+	}
+	out := aso(t, "list", st, "--user", "bob", "--json").wantCode(t, 0).stdout
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[0]), &stored); err != nil || len(lines) != 1 || stored.Activity != 5 {
+		t.Fatalf("stored: %v %+v\n%s", err, stored, out)
+	}
+	wantMatch(t, aso(t, "status", st, stored.ID).wantCode(t, 0).stdout, `(?m)^Activity:\s+5 \(scitag 197\)$`)
 }

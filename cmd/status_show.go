@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -59,6 +60,9 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	field("Size", "%d bytes", t.Size)
 	field("Checksums", "%s", checksums(t.Checksums))
 	field("Priority", "%d", t.Priority)
+	if t.Activity != 0 {
+		field("Activity", "%d (scitag %d)", t.Activity, agent.Scitag(t.Activity))
+	}
 	if len(t.DependsOn) > 0 {
 		field("Depends on", "%s", strings.Join(t.DependsOn, ", "))
 	}

@@ -1,9 +1,6 @@
 package state
 
-import (
-	"context"
-	"sort"
-)
+import "context"
 
 // ClaimOptions parameterise a link-fair claim (LinkClaimer).
 type ClaimOptions struct {
@@ -24,31 +21,27 @@ type LinkClaimer interface {
 	NewTransfersByLink(ctx context.Context, limit int, o ClaimOptions) ([]Transfer, error)
 }
 
-// SpreadOrder returns the positions of cands, given in claim order
-// (priority descending, then oldest first), in fair order: priority still
-// first; within one priority the links take turns, one transfer each, the
-// link whose oldest waiting transfer is oldest going first; each link's
-// own order is kept.
-func SpreadOrder(cands []Transfer) []int {
-	out := make([]int, 0, len(cands))
-	for lo := 0; lo < len(cands); {
+// SpreadOrder returns the positions 0..n-1 of candidates given in claim
+// order (priority descending, then oldest first) in fair order: priority
+// still first; within one priority the links take turns, one transfer
+// each, the link whose oldest waiting transfer is oldest (the first to
+// appear) going first; each link's own order is kept.
+func SpreadOrder[L comparable](n int, priority func(i int) int, link func(i int) L) []int {
+	out := make([]int, 0, n)
+	for lo := 0; lo < n; {
 		hi := lo
-		for hi < len(cands) && cands[hi].Priority == cands[lo].Priority {
+		for hi < n && priority(hi) == priority(lo) {
 			hi++
 		}
-		// the links of this priority, in order of their first (oldest) transfer
-		var links []string
-		byLink := map[string][]int{}
+		var links []L // in order of first appearance: oldest waiting first
+		byLink := map[L][]int{}
 		for i := lo; i < hi; i++ {
-			l := cands[i].Link()
+			l := link(i)
 			if _, seen := byLink[l]; !seen {
 				links = append(links, l)
 			}
 			byLink[l] = append(byLink[l], i)
 		}
-		sort.SliceStable(links, func(a, b int) bool {
-			return cands[byLink[links[a]][0]].LastUpdate.Before(cands[byLink[links[b]][0]].LastUpdate.Time)
-		})
 		for turn := 0; len(out) < hi; turn++ {
 			for _, l := range links {
 				if q := byLink[l]; turn < len(q) {

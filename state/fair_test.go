@@ -21,7 +21,8 @@ func TestSpreadOrder(t *testing.T) {
 		tr("f1", 0, "F>H", 5), tr("g1", 0, "G>H", 6), tr("f2", 0, "F>H", 7),
 	}
 	var got []string
-	for _, i := range state.SpreadOrder(cands) {
+	order := state.SpreadOrder(len(cands), func(i int) int { return cands[i].Priority }, func(i int) string { return cands[i].Link() })
+	for _, i := range order {
 		got = append(got, cands[i].ID)
 	}
 	want := "hi-slow s1 f1 g1 s2 f2 s3 s4"

@@ -13,8 +13,10 @@ var _ state.LinkClaimer = (*Store)(nil)
 // NewTransfersByLink claims up to limit eligible transfers of the agent's
 // user in state.SpreadOrder, passing over links at o.MaxPerLink (see
 // state.LinkClaimer). The queue's index holds each transfer's link,
-// priority and age, so the whole queue is ordered without reading a
-// document; only the transfers tried are read.
+// priority and age, so the queue is ordered without reading a document;
+// only the transfers tried are read. It keeps at most limit candidates of
+// a link (no more could be claimed), and stops walking the queue once the
+// priorities above the current one offer twice limit candidates.
 func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.ClaimOptions) ([]state.Transfer, error) {
 	var out []state.Transfer
 	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
@@ -23,15 +25,8 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 		if ui == nil || limit <= 0 {
 			return nil
 		}
-		var slots []int32
-		var stubs []state.Transfer
-		ui.queue.Ascend(func(i int32) bool {
-			if st := x.d.stub(&x.d.metas[i], false); state.Claimable(&st, s.agent.User, now) {
-				slots, stubs = append(slots, i), append(stubs, st)
-			}
-			return true
-		})
-		order := state.SpreadOrder(stubs)
+		cands := fairCandidates(x, ui, s.agent.User, now, limit, o)
+		order := state.SpreadOrder(len(cands), func(i int) int { return cands[i].prio }, func(i int) linkKey { return cands[i].link })
 		budget := state.NewLinkBudget(o)
 		deps := txDeps(x, s.policy.DependencyWait)
 		for len(order) > 0 && len(out) < limit {
@@ -40,10 +35,11 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 			var links []string
 			rest := order[:0:0]
 			for _, k := range order {
-				if len(pick) < limit-len(out) && budget.Take(stubs[k].Link()) {
-					pick, links = append(pick, slots[k]), append(links, stubs[k].Link())
-				} else if len(pick) >= limit-len(out) {
+				c := cands[k]
+				if len(pick) >= limit-len(out) {
 					rest = append(rest, k)
+				} else if name := x.d.linkName(c.link); budget.Take(name) {
+					pick, links = append(pick, c.slot), append(links, name)
 				}
 			}
 			order = rest
@@ -68,6 +64,56 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 		return nil, err
 	}
 	return out, nil
+}
+
+// linkKey is a link as the string-table ids of its sites.
+type linkKey struct{ src, dst uint32 }
+
+func (d *db) linkName(l linkKey) string { return d.strs.strs[l.src] + "->" + d.strs.strs[l.dst] }
+
+// fairCandidate is a claimable transfer of the queue, by slot.
+type fairCandidate struct {
+	slot int32
+	prio int
+	link linkKey
+}
+
+// fairCandidates walks the user's queue in claim order and returns the
+// claimable transfers that a fair claim of limit could take: at most limit
+// per link, less what the link's cap leaves; the walk stops at a new
+// priority once the higher ones hold limit candidates.
+func fairCandidates(x *tx, ui *userIndex, user string, now time.Time, limit int, o state.ClaimOptions) []fairCandidate {
+	var out []fairCandidate
+	left := map[linkKey]int{} // how many more candidates a link may have
+	prio := 0
+	ui.queue.Ascend(func(i int32) bool {
+		m := &x.d.metas[i]
+		st := x.d.stub(m, false)
+		if !state.Claimable(&st, user, now) {
+			return true
+		}
+		if p := int(m.priority); len(out) == 0 || p != prio {
+			if len(out) >= 2*limit {
+				return false // the higher priorities fill the claim, even if some cannot be claimed
+			}
+			prio = p
+		}
+		l := linkKey{m.src, m.dst}
+		n, seen := left[l]
+		if !seen {
+			n = limit
+			if o.MaxPerLink > 0 {
+				n = min(n, o.MaxPerLink-o.Active[x.d.linkName(l)])
+			}
+		}
+		if n > 0 {
+			out = append(out, fairCandidate{slot: i, prio: prio, link: l})
+			n--
+		}
+		left[l] = n
+		return true
+	})
+	return out
 }
 
 // tryClaim claims the candidate c in x, or settles it when it can never

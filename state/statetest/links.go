@@ -23,6 +23,7 @@ var linkCases = []testCase{
 		for i := 0; i < 2; i++ {
 			r := Req(Alice, 100+i)
 			r.Source = "T2_XX_Fast"
+			r.Priority = i // the last one queued is claimed first: priority first
 			fast = append(fast, e.enqueue(s, r)[0])
 			e.clock.Advance(time.Second)
 		}
@@ -32,8 +33,8 @@ var linkCases = []testCase{
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if want := []string{slow[0], fast[0], fast[1]}; !reflect.DeepEqual(ids(got), want) {
-			e.t.Fatalf("claimed %v, want the slow link's oldest and both fast ones %v", ids(got), want)
+		if want := []string{fast[1], slow[0], fast[0]}; !reflect.DeepEqual(ids(got), want) {
+			e.t.Fatalf("claimed %v, want the high-priority fast one, then the slow link's oldest and the other fast one %v", ids(got), want)
 		}
 		for _, tr := range got {
 			e.wantState(s, tr.ID, state.StateAcquired)
