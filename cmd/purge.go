@@ -19,6 +19,7 @@ type PurgeOptions struct {
 	OlderThan time.Duration
 	Archive   string
 	AllUsers  bool
+	JSON      bool
 }
 
 // AddFlags registers the flags of `aso purge`.
@@ -27,6 +28,7 @@ func (o *PurgeOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.OlderThan, "older-than", 0, "remove terminal transfers last updated longer ago than this (required, e.g. 720h)")
 	f.StringVar(&o.Archive, "archive", "", "append the removed transfers to this JSON-lines file first (synced before anything is removed)")
 	f.BoolVar(&o.AllUsers, "all-users", false, "purge the transfers of every user, not only --user's")
+	f.BoolVar(&o.JSON, "json", false, `print {"user", "purged", "before", "archive"} as one JSON line`)
 }
 
 func newPurgeCommand(g *Globals) *cobra.Command {
@@ -73,13 +75,19 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 			return fmt.Errorf("purge: the state store %T cannot purge", st)
 		}
 		n, err := p.Purge(ctx, po)
-		who := "user " + user
-		if user == "" {
-			who = "every user"
-		}
-		fmt.Fprintf(g.Stdout, "purged %d terminal transfers of %s last updated before %s\n", n, who, po.Before.UTC().Format(time.RFC3339))
-		if o.Archive != "" && n > 0 {
-			fmt.Fprintf(g.Stdout, "archived to %s\n", o.Archive)
+		if o.JSON {
+			if werr := newJSONLines(g.Stdout).write(purgeJSON{User: user, Purged: n, Before: po.Before.UTC(), Archive: o.Archive}); werr != nil {
+				return werr
+			}
+		} else {
+			who := "user " + user
+			if user == "" {
+				who = "every user"
+			}
+			fmt.Fprintf(g.Stdout, "purged %d terminal transfers of %s last updated before %s\n", n, who, po.Before.UTC().Format(time.RFC3339))
+			if o.Archive != "" && n > 0 {
+				fmt.Fprintf(g.Stdout, "archived to %s\n", o.Archive)
+			}
 		}
 		g.Log.WithFields(logrus.Fields{FieldUser: user, "purged": n, "archive": o.Archive}).Info("purge finished")
 		if err != nil {
@@ -87,6 +95,14 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 		}
 		return nil
 	})
+}
+
+// purgeJSON is what aso purge --json prints: user is "" for every user.
+type purgeJSON struct {
+	User    string    `json:"user"`
+	Purged  int       `json:"purged"`
+	Before  time.Time `json:"before"`
+	Archive string    `json:"archive,omitempty"`
 }
 
 // archive appends transfers to a JSON-lines file (state.Archiver).

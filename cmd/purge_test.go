@@ -62,4 +62,5 @@ func TestPurge(t *testing.T) {
 		t.Errorf("after purge: %+v, want the 2 new transfers only", sum)
 	}
 	aso(t, "purge", st, "--all-users", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 0 terminal transfers of every user")
+	aso(t, "purge", st, "--all-users", "--older-than", "1ns", "--json").wantCode(t, 0).wantStdout(t, `{"user":"","purged":0,"before":"`)
 }

@@ -18,11 +18,13 @@ import (
 type UnlockOptions struct {
 	User  string
 	Force bool
+	JSON  bool
 }
 
 // AddFlags registers the flags of `aso unlock`.
 func (o *UnlockOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.Force, "force", false, "release the lock even while it is live (its agent, if running, stops at its next renewal)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, `print {"user", "released", "holder", "reason"} as one JSON line`)
 }
 
 func newUnlockCommand(g *Globals) *cobra.Command {
@@ -56,6 +58,9 @@ func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
 			return fmt.Errorf("unlock %s: %w", o.User, err)
 		}
 		if len(ls) == 0 || ls[0].Expire.IsZero() {
+			if o.JSON {
+				return newJSONLines(g.Stdout).write(unlockJSON{User: o.User, Reason: "not held"})
+			}
 			fmt.Fprintf(g.Stdout, "run lock of %s is not held: nothing to release\n", o.User)
 			return nil
 		}
@@ -75,10 +80,21 @@ func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
 			}
 			return fmt.Errorf("unlock %s: %w", o.User, err)
 		}
-		fmt.Fprintf(g.Stdout, "released the run lock of %s held by %s (%s)\n", o.User, l.Holder, why)
 		g.Log.WithFields(logrus.Fields{FieldUser: o.User, "holder": l.Holder, "reason": why}).Warn("run lock released by unlock")
+		if o.JSON {
+			return newJSONLines(g.Stdout).write(unlockJSON{User: o.User, Released: true, Holder: l.Holder, Reason: why})
+		}
+		fmt.Fprintf(g.Stdout, "released the run lock of %s held by %s (%s)\n", o.User, l.Holder, why)
 		return nil
 	})
+}
+
+// unlockJSON is what aso unlock --json prints.
+type unlockJSON struct {
+	User     string `json:"user"`
+	Released bool   `json:"released"`
+	Holder   string `json:"holder,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // holderDead tells whether the holder of the held lock l is known dead at

@@ -76,6 +76,7 @@ func TestStatusLocksAndUnlock(t *testing.T) {
 	}
 	aso(t, "status", st, "--user", "bob").wantCode(t, 0).wantStdout(t, "Run locks: 1")
 	aso(t, "unlock", st, "bob").wantCode(t, 0).wantStdout(t, "run lock of bob is not held")
+	aso(t, "unlock", st, "bob", "--json").wantCode(t, 0).wantStdout(t, `{"user":"bob","released":false,"reason":"not held"}`)
 
 	// a holder on this host whose process is gone
 	gone := exec.Command("true")
@@ -104,7 +105,7 @@ func TestStatusLocksAndUnlock(t *testing.T) {
 		if l := locksOf(t, st).Locks[0]; !l.Held || l.Holder != holder {
 			t.Fatalf("a refused unlock released the lock: %+v", l)
 		}
-		aso(t, "unlock", st, "bob", "--force").wantCode(t, 0).wantStdout(t, "released the run lock of bob")
+		aso(t, "unlock", st, "bob", "--force", "--json").wantCode(t, 0).wantStdout(t, `{"user":"bob","released":true,"holder":"`, `"reason":"forced: `)
 		if l := locksOf(t, st).Locks[0]; l.Held || l.LastRun.Holder != holder {
 			t.Fatalf("after a forced unlock: %+v", l)
 		}
