@@ -22,13 +22,28 @@ import (
 type linkCounts struct {
 	mu        sync.Mutex
 	submitted map[string]int
+	next      map[string]int // the count of the monitor phase under way
 }
 
-// reset starts a monitor phase's count.
-func (l *linkCounts) reset() {
+// begin starts a monitor phase's count; the function it returns ends it.
+// When the phase had errors (a group not listed, say) the new count may
+// miss transfers, so each link keeps the larger of the old and new counts:
+// a link is never thought emptier than it is.
+func (l *linkCounts) begin(ps *PassStats) func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.submitted = map[string]int{}
+	l.next = map[string]int{}
+	errs := ps.Errors
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if ps.Errors > errs {
+			for k, n := range l.submitted {
+				l.next[k] = max(l.next[k], n)
+			}
+		}
+		l.submitted, l.next = l.next, nil
+	}
 }
 
 // observe counts a monitored group: its listed transfers, less those that
@@ -36,16 +51,16 @@ func (l *linkCounts) reset() {
 func (l *linkCounts) observe(jobs []state.Job, outs []outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.submitted == nil {
-		l.submitted = map[string]int{}
+	if l.next == nil {
+		l.next = map[string]int{}
 	}
 	for _, j := range jobs {
 		for i := range j.Transfers {
-			l.submitted[j.Transfers[i].Link()]++
+			l.next[j.Transfers[i].Link()]++
 		}
 	}
 	for _, o := range outs {
-		l.submitted[o.t.Link()]--
+		l.next[o.t.Link()]--
 	}
 }
 

@@ -44,7 +44,7 @@ func (o *outcome) terminal() state.Terminal {
 // skipped this pass (an error of the pass); the others go on. The time
 // spent is added to ps.Monitor and ps.Record.
 func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
-	a.links.reset()
+	defer a.links.begin(ps)()
 	if a.pager == nil {
 		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
 			return a.store.ActiveTransfers(ctx, a.cfg.User)
