@@ -41,6 +41,16 @@ func (e usageError) Unwrap() error { return e.err }
 // usagef returns an error that exits with ExitUsage.
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// loadGlobals reads the configuration of cmd into g and sets up logging,
+// signals included: what every command does before it runs.
+func loadGlobals(g *Globals, cmd *cobra.Command) error {
+	if err := g.Load(cmd); err != nil {
+		return err
+	}
+	signalLog.Store(g.Log)
+	return nil
+}
+
 // NewRootCommand builds the aso command tree.
 func NewRootCommand(g *Globals) *cobra.Command {
 	root := &cobra.Command{
@@ -49,13 +59,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 		Long:          "aso claims a user's transfer requests, submits them to FTS3 in bulk, monitors them,\ncleans up failed transfers and records every outcome.\n\n" + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.Load(cmd); err != nil {
-				return err
-			}
-			signalLog.Store(g.Log)
-			return nil
-		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return loadGlobals(g, cmd) },
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	g.AddFlags(root)

@@ -92,7 +92,7 @@ state store: the run locks share the users out. It exits with the most severe co
 		Args: cobra.NoArgs,
 		// the root's, and a run refused by it still leaves its report
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			err := g.Load(cmd)
+			err := loadGlobals(g, cmd)
 			if err != nil && o.Beyond.Report != "" {
 				newRunReport().finish(cmd.Context(), g, o.Beyond.Report, err)
 			}

@@ -163,9 +163,11 @@ func (w *World) StartAgent(user string, extra ...string) *Proc {
 	return w.Start(name, w.AgentArgs(user, extra...)...)
 }
 
-// RunToEnd runs agents for user until one exits 0, restarting while the
-// previous holder's lock has not expired (exit 3), at most within d. It
-// fails the test on any other exit code and returns the last process.
+// RunToEnd runs agents for user until one exits 0, restarting, as cron
+// would, while the previous holder's lock has not expired (exit 3) or after
+// a temporary failure (exit 75: a lock or lease lost on a loaded machine),
+// at most within d. It fails the test on any other exit code and returns
+// the last process.
 func (w *World) RunToEnd(user string, d time.Duration, extra ...string) *Proc {
 	w.t.Helper()
 	deadline := time.Now().Add(d)
@@ -175,7 +177,7 @@ func (w *World) RunToEnd(user string, d time.Duration, extra ...string) *Proc {
 		switch {
 		case code == 0:
 			return p
-		case code == cmd.ExitLocked && time.Now().Before(deadline):
+		case (code == cmd.ExitLocked || code == cmd.ExitTempFail) && time.Now().Before(deadline):
 			time.Sleep(100 * time.Millisecond)
 		default:
 			w.t.Fatalf("proctest: %s exited %d\n%s", p.Name, code, p.Tail(60))
