@@ -23,9 +23,11 @@ test: test-setup ## run the whole test suite with the race detector (installs wh
 test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js (apt-get, as root) and the test server's npm packages; else print the command to run
 	@./scripts/test-setup
 
-lint: ## go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the size rules: no non-test file over 500 lines, no function over 80
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) tool staticcheck ./...
+	$(GO) test -count=1 ./internal/habits
 
 demo: build test-setup ## the main job offline (installs gfal-rm first, as test does): enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \

@@ -97,22 +97,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		deleteSkips:    map[string]int{},
 		others:         map[string]FTS{},
 	}
-	a.store = fencedStore{instrumentedStore{store, m}, a}
-	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, m}, a}, fencedDeleter{d, a}
-	if ms, ok := store.(state.MultiSubmitter); ok {
-		a.multi = fencedMulti{instrumentedMulti{ms, m}, a}
-	}
-	if ap, ok := store.(state.ActivePager); ok {
-		a.pager = instrumentedPager{ap, m} // reads: not fenced
-	}
-	if lc, ok := store.(state.LinkClaimer); ok {
-		a.linkClaimer = fencedLinks{lc, a}
-	}
-	if r, ok := store.(state.Recoverer); ok {
-		a.recoverer = r // fenced by takeBack
-	}
-	a.recorder, _ = store.(state.RunRecorder)
-	a.confirm, _ = store.(state.Confirmer)
+	a.wrap(store, f, d)
 	return a, nil
 }
 

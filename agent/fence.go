@@ -8,100 +8,54 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// fencedStore refuses every write to the state store once the agent may no
-// longer own the user's queue (see keeper.mayWrite). Reads pass through.
-// The fence is checked before the call and handed to the backend in the
-// context (state.WithFence), which checks it again once it holds what
-// serialises its writes: an agent paused while it waited there writes
-// nothing after losing its lock.
-type fencedStore struct {
-	Store
-	a *Agent
+// wrap decorates the agent's dependencies: the state store with the
+// metrics' timing and then the write fence (one state.Wrap each), FTS and
+// the deleter with theirs, and finds the store's optional abilities,
+// decorated alike, through state.As.
+func (a *Agent) wrap(store Store, f FTS, d Deleter) {
+	a.store = state.Wrap(state.Wrap(store, a.metrics.storeHooks()), a.fenceHooks())
+	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, a.metrics}, a}, fencedDeleter{d, a}
+	a.multi, _ = state.As[state.MultiSubmitter](a.store)
+	a.pager, _ = state.As[state.ActivePager](a.store)
+	a.linkClaimer, _ = state.As[state.LinkClaimer](a.store)
+	a.recoverer, _ = state.As[state.Recoverer](a.store)
+	a.recorder, _ = state.As[state.RunRecorder](a.store)
+	a.confirm, _ = state.As[state.Confirmer](a.store)
 }
 
-func (s fencedStore) fence() error {
-	if s.a.keeper == nil { // not running: a dry run writes nothing anyway
+// fence is the write fence: nil while the agent may write to the state
+// store and act on FTS (see keeper.mayWrite).
+func (a *Agent) fence() error {
+	if a.keeper == nil { // not running: a dry run writes nothing anyway
 		return nil
 	}
-	return s.a.keeper.mayWrite()
+	return a.keeper.mayWrite()
 }
 
-func (s fencedStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.NewTransfers(ctx, n)
+// fencedOps are the state-store calls that write on the agent's behalf.
+// The lock calls are not among them: they are how ownership is kept and
+// given up. Reads pass through.
+var fencedOps = map[string]bool{
+	"NewTransfers": true, "NewTransfersByLink": true, "PrepareSubmit": true, "PrepareSubmits": true,
+	"RenewLeases": true, "SetTransferID": true, "SetTransferIDs": true, "AbortTransfers": true,
+	"SetTransientState": true, "SetTerminalState": true, "TakeBack": true,
 }
 
-func (s fencedStore) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.PrepareSubmit(ctx, ts, sid)
-}
-
-func (s fencedStore) RenewLeases(ctx context.Context, ts []state.Transfer) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.RenewLeases(ctx, ts)
-}
-
-func (s fencedStore) SetTransferID(ctx context.Context, cs []state.Commit, job string) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.SetTransferID(ctx, cs, job)
-}
-
-func (s fencedStore) AbortTransfers(ctx context.Context, ab []state.Abort) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.AbortTransfers(ctx, ab)
-}
-
-func (s fencedStore) SetTransientState(ctx context.Context, it []state.Transient) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.SetTransientState(ctx, it)
-}
-
-func (s fencedStore) SetTerminalState(ctx context.Context, o []state.Terminal) ([]state.Result, error) {
-	if err := s.fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, s.fence)
-	return s.Store.SetTerminalState(ctx, o)
-}
-
-// fencedMulti fences the multi-job writes of a store that has them.
-type fencedMulti struct {
-	state.MultiSubmitter
-	a *Agent
-}
-
-func (s fencedMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
-	if err := (fencedStore{a: s.a}).fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, (fencedStore{a: s.a}).fence)
-	return s.MultiSubmitter.PrepareSubmits(ctx, jobs)
-}
-
-func (s fencedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
-	if err := (fencedStore{a: s.a}).fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, (fencedStore{a: s.a}).fence)
-	return s.MultiSubmitter.SetTransferIDs(ctx, jobs)
+// fenceHooks refuse every write to the state store once the agent may no
+// longer own the user's queue. The fence is checked before the call and
+// handed to the backend in the context (state.WithFence), which checks it
+// again once it holds what serialises its writes: an agent paused while it
+// waited there writes nothing after losing its lock.
+func (a *Agent) fenceHooks() state.Hooks {
+	return state.Hooks{Before: func(ctx context.Context, op string) (context.Context, error) {
+		if !fencedOps[op] {
+			return ctx, nil
+		}
+		if err := a.fence(); err != nil {
+			return nil, err
+		}
+		return state.WithFence(ctx, a.fence), nil
+	}}
 }
 
 // fencedFTS checks the write fence right before every action on FTS (a
@@ -113,14 +67,14 @@ type fencedFTS struct {
 }
 
 func (f fencedFTS) Submit(ctx context.Context, sub fts.Submission) (string, error) {
-	if err := (fencedStore{a: f.a}).fence(); err != nil {
+	if err := f.a.fence(); err != nil {
 		return "", err
 	}
 	return f.FTS.Submit(ctx, sub)
 }
 
 func (f fencedFTS) CancelFiles(ctx context.Context, job string, fileIDs []int64) ([]string, error) {
-	if err := (fencedStore{a: f.a}).fence(); err != nil {
+	if err := f.a.fence(); err != nil {
 		return nil, err
 	}
 	return f.FTS.CancelFiles(ctx, job, fileIDs)
@@ -134,7 +88,7 @@ type fencedDeleter struct {
 }
 
 func (d fencedDeleter) Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error) {
-	if err := (fencedStore{a: d.a}).fence(); err != nil {
+	if err := d.a.fence(); err != nil {
 		return nil, err
 	}
 	return d.Deleter.Delete(ctx, urls)

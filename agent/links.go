@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -122,21 +121,4 @@ func (a *Agent) claim(ctx context.Context) ([]state.Transfer, error) {
 		}
 	}
 	return keep, nil
-}
-
-// fencedLinks fences and times the link-fair claim of a store that has it.
-type fencedLinks struct {
-	state.LinkClaimer
-	a *Agent
-}
-
-func (s fencedLinks) NewTransfersByLink(ctx context.Context, limit int, o state.ClaimOptions) ([]state.Transfer, error) {
-	if err := (fencedStore{a: s.a}).fence(); err != nil {
-		return nil, err
-	}
-	ctx = state.WithFence(ctx, (fencedStore{a: s.a}).fence)
-	start := time.Now()
-	ts, err := s.LinkClaimer.NewTransfersByLink(ctx, limit, o)
-	s.a.metrics.observe("state", "new_transfers", start, err)
-	return ts, err
 }

@@ -22,8 +22,7 @@ const fastSite = "T2_XX_Fast"
 // finish at once. It enqueues a backlog of slow transfers, then fast ones.
 func linkWorld(t *testing.T, slowN, fastN int) (*world, []state.Request, []state.Request) {
 	t.Helper()
-	var w *world
-	w = newWorld(t, ftstest.Options{TransferTimeOf: func(src, _ string) time.Duration {
+	w := newWorld(t, ftstest.Options{TransferTimeOf: func(src, _ string) time.Duration {
 		if strings.Contains(src, "/"+srcSite+"/") {
 			return time.Hour
 		}

@@ -179,7 +179,11 @@ func (m *Metrics) observePass(ps PassStats) {
 }
 
 func (m *Metrics) observe(service, op string, start time.Time, err error) {
-	m.requests.WithLabelValues(service, op).Observe(time.Since(start).Seconds())
+	m.took(service, op, time.Since(start), err)
+}
+
+func (m *Metrics) took(service, op string, d time.Duration, err error) {
+	m.requests.WithLabelValues(service, op).Observe(d.Seconds())
 	if err != nil {
 		m.errors.WithLabelValues(service, op).Inc()
 	}
@@ -206,75 +210,26 @@ func (f instrumentedFTS) CancelFiles(ctx context.Context, job string, fids []int
 	return f.FTS.CancelFiles(ctx, job, fids)
 }
 
-// instrumentedStore times every state-store call.
-type instrumentedStore struct {
-	Store
-	m *Metrics
+// storeOps name the state-store calls (state.Hooks) in the op label of
+// the request metrics; the multi-job and link-fair forms of a call count
+// as the call.
+var storeOps = map[string]string{
+	"NewTransfers": "new_transfers", "NewTransfersByLink": "new_transfers",
+	"PrepareSubmit": "prepare_submit", "PrepareSubmits": "prepare_submit",
+	"SetTransferID": "set_transfer_id", "SetTransferIDs": "set_transfer_id",
+	"RenewLeases": "renew_leases", "AbortTransfers": "abort_transfers",
+	"SetTransientState": "set_transient_state", "SetTerminalState": "set_terminal_state",
+	"ActiveTransfers": "active_transfers", "ActiveJobs": "active_jobs", "ActiveTransfersOf": "active_transfers_of",
+	"List": "list", "Unsettled": "unsettled", "TakeBack": "take_back",
+	"AcquireLock": "acquire_lock", "RenewLock": "renew_lock",
+	"ReleaseLock": "release_lock", "ReleaseLockRecord": "release_lock",
 }
 
-func timed[T any](m *Metrics, op string, f func() (T, error)) (T, error) {
-	t := time.Now()
-	v, err := f()
-	m.observe("state", op, t, err)
-	return v, err
-}
-
-func (s instrumentedStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
-	return timed(s.m, "new_transfers", func() ([]state.Transfer, error) { return s.Store.NewTransfers(ctx, n) })
-}
-
-func (s instrumentedStore) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
-	return timed(s.m, "prepare_submit", func() ([]state.Result, error) { return s.Store.PrepareSubmit(ctx, ts, sid) })
-}
-
-func (s instrumentedStore) RenewLeases(ctx context.Context, ts []state.Transfer) ([]state.Result, error) {
-	return timed(s.m, "renew_leases", func() ([]state.Result, error) { return s.Store.RenewLeases(ctx, ts) })
-}
-
-func (s instrumentedStore) SetTransferID(ctx context.Context, cs []state.Commit, job string) ([]state.Result, error) {
-	return timed(s.m, "set_transfer_id", func() ([]state.Result, error) { return s.Store.SetTransferID(ctx, cs, job) })
-}
-
-func (s instrumentedStore) AbortTransfers(ctx context.Context, ab []state.Abort) ([]state.Result, error) {
-	return timed(s.m, "abort_transfers", func() ([]state.Result, error) { return s.Store.AbortTransfers(ctx, ab) })
-}
-
-func (s instrumentedStore) SetTransientState(ctx context.Context, it []state.Transient) ([]state.Result, error) {
-	return timed(s.m, "set_transient_state", func() ([]state.Result, error) { return s.Store.SetTransientState(ctx, it) })
-}
-
-func (s instrumentedStore) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
-	return timed(s.m, "active_transfers", func() ([]state.Job, error) { return s.Store.ActiveTransfers(ctx, user) })
-}
-
-func (s instrumentedStore) SetTerminalState(ctx context.Context, o []state.Terminal) ([]state.Result, error) {
-	return timed(s.m, "set_terminal_state", func() ([]state.Result, error) { return s.Store.SetTerminalState(ctx, o) })
-}
-
-// instrumentedMulti times the multi-job calls of a store that has them.
-type instrumentedMulti struct {
-	state.MultiSubmitter
-	m *Metrics
-}
-
-func (s instrumentedMulti) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
-	return timed(s.m, "prepare_submit", func() ([][]state.Result, error) { return s.MultiSubmitter.PrepareSubmits(ctx, jobs) })
-}
-
-func (s instrumentedMulti) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
-	return timed(s.m, "set_transfer_id", func() ([][]state.Result, error) { return s.MultiSubmitter.SetTransferIDs(ctx, jobs) })
-}
-
-// instrumentedPager times the paged listing of a store that has it.
-type instrumentedPager struct {
-	state.ActivePager
-	m *Metrics
-}
-
-func (s instrumentedPager) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	return timed(s.m, "active_jobs", func() ([]state.JobRef, error) { return s.ActivePager.ActiveJobs(ctx, user) })
-}
-
-func (s instrumentedPager) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
-	return timed(s.m, "active_transfers_of", func() ([]state.Job, error) { return s.ActivePager.ActiveTransfersOf(ctx, user, jobs) })
+// storeHooks time every state-store call.
+func (m *Metrics) storeHooks() state.Hooks {
+	return state.Hooks{After: func(_ context.Context, op string, c state.Call) {
+		if label, ok := storeOps[op]; ok {
+			m.took("state", label, c.Took, c.Err)
+		}
+	}}
 }

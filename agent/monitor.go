@@ -147,9 +147,7 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []o
 	for _, j := range jobs {
 		n += len(j.Transfers)
 	}
-	outs := make([]outcome, 0, n) // room for all: with fast transfers most end here
-	var transients []state.Transient
-	var kills []kill
+	c := checked{outs: make([]outcome, 0, n)} // room for all: with fast transfers most end here
 	for _, j := range jobs {
 		st := byJob[j.ID]
 		if st == nil || st.Err != nil {
@@ -162,48 +160,61 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []o
 			log.WithField(FieldJob, j.ID).WithError(serr).Warn("no status for job this pass")
 			continue
 		}
-		if st.Lost {
-			for i := range j.Transfers {
-				// the destination is left alone (see outcome.deleteDest)
-				outs = append(outs, outcome{t: &j.Transfers[i], job: j.ID, outcome: state.OutcomeLost,
-					reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)})
+		a.checkJob(j, st, now, ps, &c)
+	}
+	a.setTransient(work, c.transients, ps)
+	return a.cancelKilled(work, c.kills, c.outs, ps)
+}
+
+// checked is what check found: the terminal outcomes, the progress to
+// record and the transfers to cancel.
+type checked struct {
+	outs       []outcome
+	transients []state.Transient
+	kills      []kill
+}
+
+// checkJob adds to c what the status st of job j says of its transfers.
+func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *PassStats, c *checked) {
+	if st.Lost {
+		for i := range j.Transfers {
+			// the destination is left alone (see outcome.deleteDest)
+			c.outs = append(c.outs, outcome{t: &j.Transfers[i], job: j.ID, outcome: state.OutcomeLost,
+				reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)})
+		}
+		return
+	}
+	files := make(map[string]int, len(st.Files))
+	for i := range st.Files {
+		files[st.Files[i].TransferID()] = i
+	}
+	for i := range j.Transfers {
+		t := &j.Transfers[i]
+		k, ok := files[t.ID]
+		if !ok {
+			if fts.TerminalJobState(st.State) {
+				c.outs = append(c.outs, outcome{t: t, job: j.ID, outcome: state.OutcomeLost,
+					reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)})
+			} else {
+				ps.Active++
 			}
 			continue
 		}
-		files := make(map[string]int, len(st.Files))
-		for i := range st.Files {
-			files[st.Files[i].TransferID()] = i
+		f := &st.Files[k]
+		if o, done := fileOutcome(t, j.ID, f); done {
+			c.outs = append(c.outs, o)
+			continue
 		}
-		for i := range j.Transfers {
-			t := &j.Transfers[i]
-			k, ok := files[t.ID]
-			if !ok {
-				if fts.TerminalJobState(st.State) {
-					outs = append(outs, outcome{t: t, job: j.ID, outcome: state.OutcomeLost,
-						reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)})
-				} else {
-					ps.Active++
-				}
-				continue
-			}
-			f := &st.Files[k]
-			if o, done := fileOutcome(t, j.ID, f); done {
-				outs = append(outs, o)
-				continue
-			}
-			ps.Active++
-			if t.KillRequested {
-				kills = append(kills, kill{t: t, job: j.ID, fileID: f.FileID, running: f.State == "ACTIVE"})
-			}
-			if a.progressDue(t, f, now) {
-				transients = append(transients, state.Transient{Transfer: *t, Progress: state.Progress{
-					FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason, FileID: f.FileID,
-				}})
-			}
+		ps.Active++
+		if t.KillRequested {
+			c.kills = append(c.kills, kill{t: t, job: j.ID, fileID: f.FileID, running: f.State == "ACTIVE"})
+		}
+		if a.progressDue(t, f, now) {
+			c.transients = append(c.transients, state.Transient{Transfer: *t, Progress: state.Progress{
+				FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason, FileID: f.FileID,
+			}})
 		}
 	}
-	a.setTransient(work, transients, ps)
-	return a.cancelKilled(work, kills, outs, ps)
 }
 
 // fileOutcome maps a terminal FTS file state to the outcome to record.

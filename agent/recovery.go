@@ -17,11 +17,10 @@ func (a *Agent) takeBack(work context.Context, lock state.Lock) {
 	if a.recoverer == nil {
 		return
 	}
-	f := fencedStore{a: a}
-	if err := f.fence(); err != nil {
+	if a.fence() != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(state.WithFence(work, f.fence), a.cfg.PhaseTimeout)
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout) // fenced by the store's decorator
 	defer cancel()
 	back, err := a.recoverer.TakeBack(ctx, lock)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestCounter_Memfile(t *testing.T) {
 	if err != nil || len(ts) != 4 {
 		t.Fatalf("NewTransfers: %d, %v", len(ts), err)
 	}
-	m, ok := s.(state.MultiSubmitter)
+	m, ok := state.As[state.MultiSubmitter](s)
 	if !ok {
 		t.Fatal("the counted memfile store lost state.MultiSubmitter")
 	}
@@ -68,14 +68,14 @@ func TestCounter_HTTP(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	err := c.do(context.Background(), "SetTerminalState", func() int { return 7 }, func(ctx context.Context) error {
-		get(ctx)
-		get(ctx)
-		return nil
-	})
+	h := c.hooks()
+	ctx, err := h.Before(context.Background(), "SetTerminalState")
 	if err != nil {
 		t.Fatal(err)
 	}
+	get(ctx)
+	get(ctx)
+	h.After(ctx, "SetTerminalState", state.Call{Items: 7})
 	get(context.Background())
 	got := c.snapshot()
 	if s := got["SetTerminalState"]; s.Calls != 1 || s.Items != 7 || s.RoundTrips != 2 {
@@ -131,10 +131,10 @@ func TestCounter_Paged(t *testing.T) {
 	}
 	c := newCounter(mf)
 	s := counted(pagedMemfile{mf}, c)
-	if _, ok := s.(state.MultiSubmitter); !ok {
+	if _, ok := state.As[state.MultiSubmitter](s); !ok {
 		t.Error("the counted paged store lost state.MultiSubmitter")
 	}
-	p, ok := s.(state.ActivePager)
+	p, ok := state.As[state.ActivePager](s)
 	if !ok {
 		t.Fatal("the counted paged store lost state.ActivePager")
 	}
@@ -153,7 +153,7 @@ func TestCounter_Paged(t *testing.T) {
 	if o := got["ActiveTransfersOf"]; o.Calls != 1 || o.Items != 2 || phaseOf["ActiveTransfersOf"] != "monitor" {
 		t.Errorf("ActiveTransfersOf counted %+v in phase %q, want 1 call, 2 items, monitor", o, phaseOf["ActiveTransfersOf"])
 	}
-	if _, ok := counted(mf, c).(state.ActivePager); ok != isPager(mf) {
+	if _, ok := state.As[state.ActivePager](counted(mf, c)); ok != isPager(mf) {
 		t.Errorf("counted memfile store: ActivePager %v, the store itself %v", ok, isPager(mf))
 	}
 }

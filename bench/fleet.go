@@ -197,24 +197,9 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	}
 	defer sim.Close()
 	start := time.Now()
-	var logs []string
-	for round := 1; ; round++ {
-		r.Rounds = round
-		ls, err := runParents(ctx, o, dir, agentsState, sites, sim.URL, tokens, r.Parents, round)
-		logs = append(logs, ls...)
-		if err != nil {
-			return r, err
-		}
-		left, err := notDone(ctx, st)
-		if err != nil {
-			return r, err
-		}
-		if left == 0 {
-			break
-		}
-		if round == 3 {
-			return r, fmt.Errorf("%d of %d transfers not done after %d rounds of fleets", left, n, round)
-		}
+	logs, err := drainFleets(ctx, o, &r, fleetPlaces{dir: dir, agentsState: agentsState, state: st, sites: sites, sim: sim.URL, tokens: tokens})
+	if err != nil {
+		return r, err
 	}
 	r.DrainSeconds = time.Since(start).Seconds()
 	r.TransfersPerSecond = float64(n) / r.DrainSeconds
@@ -229,8 +214,50 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	}
 	r.MaxSlotIdle, r.Agents, r.Locked = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked
 
-	batch := agent.DefaultBatchSize
-	if b == "couch" {
+	if err := fleetReference(ctx, o, cs, dir, &r); err != nil {
+		return r, fmt.Errorf("reference: %w", err)
+	}
+	r.RefShare = r.ReferenceSeconds / r.DrainSeconds
+	return r, nil
+}
+
+// fleetPlaces are where a fleet run's inputs are: its directory, the
+// state store (as the agents reach it, and directly), the sites file, the
+// simulator's URL and the users' token files.
+type fleetPlaces struct {
+	dir, agentsState, state, sites, sim, tokens string
+}
+
+// drainFleets runs rounds of fleets until every transfer is done, three
+// rounds at most, and returns their logs.
+func drainFleets(ctx context.Context, o fleetOptions, r *FleetRun, p fleetPlaces) ([]string, error) {
+	var logs []string
+	for round := 1; ; round++ {
+		r.Rounds = round
+		ls, err := runParents(ctx, o, p.dir, p.agentsState, p.sites, p.sim, p.tokens, r.Parents, round)
+		logs = append(logs, ls...)
+		if err != nil {
+			return logs, err
+		}
+		left, err := notDone(ctx, p.state)
+		if err != nil {
+			return logs, err
+		}
+		if left == 0 {
+			return logs, nil
+		}
+		if round == 3 {
+			return logs, fmt.Errorf("%d of %d transfers not done after %d rounds of fleets", left, r.Transfers, round)
+		}
+	}
+}
+
+// fleetReference measures the reference of r: the same number of writes,
+// in the batches of the agent, straight to the backend.
+func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir string, r *FleetRun) error {
+	n, batch := r.Transfers, agent.DefaultBatchSize
+	var err error
+	if r.Backend == "couch" {
 		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batch)
 		r.ReferenceSeconds, err = cs.reference(ctx, o.aso, n, batch)
 	} else {
@@ -238,11 +265,7 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		r.Reference = fmt.Sprintf("%d documents in %d journal records, as many fsyncs", 4*n, recs)
 		r.ReferenceSeconds, err = journalReference(filepath.Join(dir, "reference.aso"), n, recs, recs)
 	}
-	if err != nil {
-		return r, fmt.Errorf("reference: %w", err)
-	}
-	r.RefShare = r.ReferenceSeconds / r.DrainSeconds
-	return r, nil
+	return err
 }
 
 // writeFleetRequests writes perUser requests for each of users users.

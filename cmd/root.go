@@ -54,11 +54,11 @@ func loadGlobals(g *Globals, cmd *cobra.Command) error {
 // NewRootCommand builds the aso command tree.
 func NewRootCommand(g *Globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "aso",
-		Short:         "Asynchronous stage-out agent: moves users' files between grid sites through FTS3",
-		Long:          "aso claims a user's transfer requests, submits them to FTS3 in bulk, monitors them,\ncleans up failed transfers and records every outcome.\n\n" + exitCodesHelp,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Use:               "aso",
+		Short:             "Asynchronous stage-out agent: moves users' files between grid sites through FTS3",
+		Long:              "aso claims a user's transfer requests, submits them to FTS3 in bulk, monitors them,\ncleans up failed transfers and records every outcome.\n\n" + exitCodesHelp,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return loadGlobals(g, cmd) },
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

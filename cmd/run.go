@@ -118,23 +118,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	metrics := newMetricsFile(o.MetricsFile, g, user)
 	defer func() { metrics.end(ctx, err) }()
-	if o.Sites == "" {
-		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
-	}
-	sites, err := srm.LoadSites(o.Sites)
+	sites, err := loadRunSites(o, g)
 	if err != nil {
-		return permanentError{fmt.Errorf("sites file: %w", err)}
-	}
-	if o.DependencyWait <= 0 {
-		return usagef("--dependency-wait %s: must be positive", o.DependencyWait)
-	}
-	if err := o.Beyond.apply(&o.Agent); err != nil {
 		return err
-	}
-	if !o.Agent.DryRun { // a dry run deletes nothing and submits nothing
-		if err := checkRunEnvironment(o, g, sites); err != nil {
-			return permanentError{fmt.Errorf("this machine lacks what run needs:\n%w", err)}
-		}
 	}
 	defer exitOnSecondSignal(ctx, g)()
 
@@ -191,6 +177,31 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 		printQueue(ctx, g, store, user)
 	}
 	return nil
+}
+
+// loadRunSites checks the options of a run that need no store, and the
+// machine (unless it is a dry run: that deletes nothing and submits
+// nothing), and returns the sites file's catalogue.
+func loadRunSites(o *RunOptions, g *Globals) (*srm.Sites, error) {
+	if o.Sites == "" {
+		return nil, usagef("no sites file: give --sites FILE (or ASO_SITES)")
+	}
+	sites, err := srm.LoadSites(o.Sites)
+	if err != nil {
+		return nil, permanentError{fmt.Errorf("sites file: %w", err)}
+	}
+	if o.DependencyWait <= 0 {
+		return nil, usagef("--dependency-wait %s: must be positive", o.DependencyWait)
+	}
+	if err := o.Beyond.apply(&o.Agent); err != nil {
+		return nil, err
+	}
+	if !o.Agent.DryRun { // a dry run deletes nothing and submits nothing
+		if err := checkRunEnvironment(o, g, sites); err != nil {
+			return nil, permanentError{fmt.Errorf("this machine lacks what run needs:\n%w", err)}
+		}
+	}
+	return sites, nil
 }
 
 // printQueue logs the user's queue by state after the run: it includes

@@ -31,7 +31,7 @@ func (o PurgeOptions) Purgeable(t *Transfer) bool {
 	return t.State.Terminal() && (o.User == "" || t.User == o.User) && t.LastUpdate.Before(o.Before)
 }
 
-// Purger is an optional ability of a Store, found by type assertion:
+// Purger is an optional ability of a Store, found with As:
 // removing terminal transfers in bulk, so that they do not pile up.
 type Purger interface {
 	// Purge removes the transfers o selects, archiving them first when

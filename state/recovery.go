@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Recoverer is an optional ability of a Store, found by type assertion:
+// Recoverer is an optional ability of a Store, found with As:
 // taking back at once the claims of an agent that died, instead of waiting
 // for their leases to expire.
 type Recoverer interface {

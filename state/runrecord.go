@@ -19,7 +19,7 @@ type RunRecord struct {
 	Error string `json:"error,omitempty"`
 }
 
-// RunRecorder is an optional ability of a Locker, found by type assertion.
+// RunRecorder is an optional ability of a Locker, found with As.
 type RunRecorder interface {
 	// ReleaseLockRecord is ReleaseLock that also records run as the last
 	// run of the user, in the same write. Like ReleaseLock, it leaves a
@@ -27,7 +27,7 @@ type RunRecorder interface {
 	ReleaseLockRecord(ctx context.Context, l Lock, run RunRecord) error
 }
 
-// LockAdmin is an optional ability of a Store, found by type assertion: what
+// LockAdmin is an optional ability of a Store, found with As: what
 // `aso status` and `aso unlock` need of the run locks.
 type LockAdmin interface {
 	// Locks returns the stored run locks of user, or of every user when

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// UserLister is an optional ability of a Store, found by type assertion:
+// UserLister is an optional ability of a Store, found with As:
 // finding, in one query, the users that have work due, so that one command
 // can run an agent for each of them (`aso run --all-users`) without asking
 // the store once per user.

@@ -22,124 +22,168 @@ import (
 func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
-	d := decoder{b: b, in: in, arena: sc.arena[:0], fix: sc.fix[:0]}
-	defer func() { sc.arena, sc.fix = d.arena[:0], d.fix[:0] }()
+	td := transferDecoder{decoder: decoder{b: b, in: in, arena: sc.arena[:0], fix: sc.fix[:0]}, t: t, nc: -1, nd: -1}
+	defer func() { sc.arena, sc.fix = td.arena[:0], td.fix[:0] }()
 	*t = state.Transfer{}
-	nd := -1
-	var cks [maxChecksums]struct{ name, value string }
-	nc := -1
-	var seen uint64
-	ok := d.fields(transferKeys, func(f int) bool {
-		if !firstTime(&seen, f) {
+	if !td.fields(transferKeys, td.field) || td.i != len(td.b) {
+		return false
+	}
+	td.place()
+	return true
+}
+
+// transferDecoder decodes one transfer into t: the checksums and
+// depends_on lists (nc and nd entries, -1 while absent) and the strings of
+// the arena are placed once the whole document has decoded.
+type transferDecoder struct {
+	decoder
+	t      *state.Transfer
+	cks    [maxChecksums]struct{ name, value string }
+	nc, nd int
+	seen   uint64 // the keys seen, to refuse a repeated one
+}
+
+// field decodes the value of key f.
+func (td *transferDecoder) field(f int) bool {
+	if !firstTime(&td.seen, f) {
+		return false
+	}
+	if f < fState {
+		return td.requestField(f)
+	}
+	return td.queueField(f)
+}
+
+// requestField decodes a field of the request, _id to depends_on.
+func (td *transferDecoder) requestField(f int) bool {
+	d, t := &td.decoder, td.t
+	switch f {
+	case fID:
+		return d.str(&t.ID)
+	case fRev:
+		return d.str(&t.Rev)
+	case fType:
+		return d.istr(&t.Type)
+	case fUser:
+		return d.istr(&t.User)
+	case fGroup:
+		return d.istr(&t.Group)
+	case fRole:
+		return d.istr(&t.Role)
+	case fSource:
+		return d.istr(&t.Source)
+	case fDestination:
+		return d.istr(&t.Destination)
+	case fSourceLFN:
+		return d.str(&t.SourceLFN)
+	case fDestinationLFN:
+		return d.str(&t.DestinationLFN)
+	case fSize:
+		return d.int64(&t.Size)
+	case fChecksums:
+		td.nc = 0
+		return d.object(td.checksum)
+	case fPriority:
+		return d.int(&t.Priority)
+	case fDependsOn:
+		td.nd = 0
+		return d.array(td.dependency)
+	}
+	return false
+}
+
+// checksum decodes the checksum of algorithm k.
+func (td *transferDecoder) checksum(k []byte) bool {
+	if td.nc == len(td.cks) || !plain(k) {
+		return false
+	}
+	for _, c := range td.cks[:td.nc] {
+		if c.name == string(k) {
 			return false
 		}
-		switch f {
-		case fID:
-			return d.str(&t.ID)
-		case fRev:
-			return d.str(&t.Rev)
-		case fType:
-			return d.istr(&t.Type)
-		case fUser:
-			return d.istr(&t.User)
-		case fGroup:
-			return d.istr(&t.Group)
-		case fRole:
-			return d.istr(&t.Role)
-		case fSource:
-			return d.istr(&t.Source)
-		case fDestination:
-			return d.istr(&t.Destination)
-		case fSourceLFN:
-			return d.str(&t.SourceLFN)
-		case fDestinationLFN:
-			return d.str(&t.DestinationLFN)
-		case fSize:
-			return d.int64(&t.Size)
-		case fChecksums:
-			nc = 0
-			return d.object(func(k []byte) bool {
-				if nc == len(cks) || !plain(k) {
-					return false
-				}
-				for _, c := range cks[:nc] {
-					if c.name == string(k) {
-						return false
-					}
-				}
-				d.in.get(k, &cks[nc].name)
-				nc++
-				return d.strIn(nil, inChecksums, nc-1)
-			})
-		case fPriority:
-			return d.int(&t.Priority)
-		case fDependsOn:
-			nd = 0
-			return d.array(func() bool {
-				if nd == maxDecoded {
-					return false
-				}
-				nd++
-				return d.strIn(nil, inDeps, nd-1)
-			})
-		case fState:
-			return d.state(&t.State)
-		case fOwner:
-			return d.istr(&t.Owner)
-		case fLeaseExpires:
-			return d.time(&t.LeaseExpires)
-		case fSubmitSID:
-			return d.istr(&t.SubmitSID)
-		case fFTSJob:
-			return d.istr(&t.FTSJob)
-		case fFTSFileID:
-			return d.int64(&t.FTSFileID)
-		case fSourcePFN:
-			return d.str(&t.SourcePFN)
-		case fDestPFN:
-			return d.str(&t.DestPFN)
-		case fAttempts:
-			return d.int(&t.Attempts)
-		case fRetryAfter:
-			return d.time(&t.RetryAfter)
-		case fReason:
-			return d.str(&t.Reason)
-		case fKillRequested:
-			return d.bool(&t.KillRequested)
-		case fProgress:
-			t.Progress = &state.Progress{}
-			return d.progress(t.Progress)
-		case fCreated:
-			return d.time(&t.Created)
-		case fLastUpdate:
-			return d.time(&t.LastUpdate)
-		case fFTSEndpoint:
-			return d.istr(&t.FTSEndpoint)
-		case fErrorClass:
-			return d.istr(&t.ErrorClass)
-		case fActivity:
-			return d.int(&t.Activity)
-		case fHistory:
-			// each entry opens a brace: allocate them all at once
-			t.History = make([]state.Transition, 0, bytes.Count(d.b[d.i:], openBrace))
-			return d.array(func() bool {
-				if len(t.History) == maxDecoded {
-					return false
-				}
-				t.History = append(t.History, state.Transition{})
-				return d.entry(&t.History[len(t.History)-1], len(t.History)-1)
-			})
-		}
-		return false
-	})
-	if !ok || d.i != len(d.b) {
+	}
+	td.in.get(k, &td.cks[td.nc].name)
+	td.nc++
+	return td.strIn(nil, inChecksums, td.nc-1)
+}
+
+// dependency decodes an element of depends_on.
+func (td *transferDecoder) dependency() bool {
+	if td.nd == maxDecoded {
 		return false
 	}
-	if nd >= 0 {
-		t.DependsOn = make([]string, nd)
+	td.nd++
+	return td.strIn(nil, inDeps, td.nd-1)
+}
+
+// queueField decodes a field of the transfer's life in the queue, state
+// to activity.
+func (td *transferDecoder) queueField(f int) bool {
+	d, t := &td.decoder, td.t
+	switch f {
+	case fState:
+		return d.state(&t.State)
+	case fOwner:
+		return d.istr(&t.Owner)
+	case fLeaseExpires:
+		return d.time(&t.LeaseExpires)
+	case fSubmitSID:
+		return d.istr(&t.SubmitSID)
+	case fFTSJob:
+		return d.istr(&t.FTSJob)
+	case fFTSFileID:
+		return d.int64(&t.FTSFileID)
+	case fSourcePFN:
+		return d.str(&t.SourcePFN)
+	case fDestPFN:
+		return d.str(&t.DestPFN)
+	case fAttempts:
+		return d.int(&t.Attempts)
+	case fRetryAfter:
+		return d.time(&t.RetryAfter)
+	case fReason:
+		return d.str(&t.Reason)
+	case fKillRequested:
+		return d.bool(&t.KillRequested)
+	case fProgress:
+		t.Progress = &state.Progress{}
+		return d.progress(t.Progress)
+	case fCreated:
+		return d.time(&t.Created)
+	case fLastUpdate:
+		return d.time(&t.LastUpdate)
+	case fFTSEndpoint:
+		return d.istr(&t.FTSEndpoint)
+	case fErrorClass:
+		return d.istr(&t.ErrorClass)
+	case fActivity:
+		return d.int(&t.Activity)
+	case fHistory:
+		// each entry opens a brace: allocate them all at once
+		t.History = make([]state.Transition, 0, bytes.Count(d.b[d.i:], openBrace))
+		return d.array(td.transition)
 	}
-	all := string(d.arena)
-	for _, f := range d.fix {
+	return false
+}
+
+// transition decodes an entry of the history.
+func (td *transferDecoder) transition() bool {
+	t := td.t
+	if len(t.History) == maxDecoded {
+		return false
+	}
+	t.History = append(t.History, state.Transition{})
+	return td.entry(&t.History[len(t.History)-1], len(t.History)-1)
+}
+
+// place puts the strings of the arena and the lists in the transfer.
+func (td *transferDecoder) place() {
+	t := td.t
+	if td.nd >= 0 {
+		t.DependsOn = make([]string, td.nd)
+	}
+	all := string(td.arena)
+	for _, f := range td.fix {
 		v := all[f.lo:f.hi]
 		switch {
 		case f.dst != nil:
@@ -149,16 +193,15 @@ func decodeTransfer(b []byte, t *state.Transfer, in *interner) bool {
 		case f.list == inDeps:
 			t.DependsOn[f.idx] = v
 		default:
-			cks[f.idx].value = v
+			td.cks[f.idx].value = v
 		}
 	}
-	if nc >= 0 {
-		t.Checksums = make(map[string]string, nc)
-		for _, c := range cks[:nc] {
+	if td.nc >= 0 {
+		t.Checksums = make(map[string]string, td.nc)
+		for _, c := range td.cks[:td.nc] {
 			t.Checksums[c.name] = c.value
 		}
 	}
-	return true
 }
 
 // scratch is the arena and fixups of a decoder, reused.
