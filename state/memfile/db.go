@@ -74,6 +74,9 @@ type meta struct {
 	lastUpdate, retryAfter, leaseExpires, created int64
 	user, src, dst, job                           uint32
 	state                                         uint8 // 1 + index in state.States; 0: a free slot
+	// deps: a new transfer with dependencies to check before a claim
+	// (DueUsers reads only those back from the file)
+	deps bool
 }
 
 // nanos maps a time to an int64 with the same order: nanoseconds since the
@@ -237,6 +240,7 @@ func (d *db) put(t *state.Transfer, sp span) {
 		id: k, at: sp, priority: int64(t.Priority),
 		lastUpdate: nanos(t.LastUpdate), retryAfter: nanos(t.RetryAfter), leaseExpires: nanos(t.LeaseExpires), created: nanos(t.Created),
 		user: d.strs.id(t.User), src: d.strs.id(t.Source), dst: d.strs.id(t.Destination), state: stateCode(t.State),
+		deps: len(t.DependsOn) > 0 && !t.KillRequested,
 	}
 	if t.State == state.StateSubmitted {
 		m.job = d.strs.id(t.FTSJob)
