@@ -75,6 +75,9 @@ type meta struct {
 	user, src, dst, job                           uint32
 	class                                         uint32 // error class of a failed transfer (state.FailureClass)
 	state                                         uint8  // 1 + index in state.States; 0: a free slot
+	// deps: a new transfer with dependencies to check before a claim
+	// (DueUsers reads only those back from the file)
+	deps bool
 }
 
 // nanos maps a time to an int64 with the same order: nanoseconds since the
@@ -238,6 +241,7 @@ func (d *db) put(t *state.Transfer, sp span) {
 		id: k, at: sp, priority: int64(t.Priority),
 		lastUpdate: nanos(t.LastUpdate), retryAfter: nanos(t.RetryAfter), leaseExpires: nanos(t.LeaseExpires), created: nanos(t.Created),
 		user: d.strs.id(t.User), src: d.strs.id(t.Source), dst: d.strs.id(t.Destination), state: stateCode(t.State),
+		deps: len(t.DependsOn) > 0 && !t.KillRequested,
 	}
 	switch t.State {
 	case state.StateSubmitted:

@@ -42,7 +42,10 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 	return out, nil
 }
 
-// dueUser returns what user has due at now, and whether anything is.
+// dueUser returns what user has due at now, and whether anything is. It
+// walks the user's queue in memory; only due transfers with dependencies
+// are read back from the file, at most depsProbe of them, and only when
+// the user has no due transfer without.
 func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Duration) (state.UserDue, bool, error) {
 	u := state.UserDue{User: user, Queued: ui.queue.Len()}
 	since := int64(math.MaxInt64)
@@ -52,21 +55,29 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Dur
 			since = min(since, x.d.metas[i].lastUpdate)
 		}
 	}
-	var due []int32
-	queueSince := int64(math.MaxInt64)
+	at := now.UnixNano()
+	var withDeps []int32
+	queueSince, ready := int64(math.MaxInt64), false
 	ui.queue.Ascend(func(i int32) bool {
 		m := &x.d.metas[i]
-		if st := x.d.stub(m, false); state.Claimable(&st, user, now) {
-			due = append(due, i)
-			queueSince = min(queueSince, waitingSince(m))
+		if !claimableAt(m, at) {
+			return true
+		}
+		queueSince = min(queueSince, waitingSince(m))
+		if !m.deps {
+			ready = true
+		} else if !ready && len(withDeps) <= depsProbe {
+			withDeps = append(withDeps, i)
 		}
 		return true
 	})
-	ready, err := x.anyReady(due, now, depWait)
-	if err != nil {
-		return u, false, err
+	if !ready && len(withDeps) > 0 {
+		var err error
+		if ready, err = x.anyReady(withDeps, now, depWait); err != nil {
+			return u, false, err
+		}
 	}
-	if ready || (len(due) > depsProbe && u.Active == 0) {
+	if ready || (len(withDeps) > depsProbe && u.Active == 0) {
 		since = min(since, queueSince)
 		u.DepsOnly = !ready
 	}
@@ -78,6 +89,19 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Dur
 		u.LockedUntil = l.Expire.Time
 	}
 	return u, true, nil
+}
+
+// claimableAt is state.Claimable on the index entry of a queued transfer
+// (the user aside), at time at in nanoseconds: new with retry_after
+// passed, or acquired with an expired lease.
+func claimableAt(m *meta, at int64) bool {
+	switch m.State() {
+	case state.StateNew:
+		return m.retryAfter <= at
+	case state.StateAcquired:
+		return m.leaseExpires <= at
+	}
+	return false
 }
 
 // waitingSince is when a queued transfer became due: the lease expiry of

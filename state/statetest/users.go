@@ -92,6 +92,28 @@ var usersCases = []testCase{
 		e.enqueue(s, Req(Alice, 2))
 		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 2}})
 	}},
+	{"DueUsers/DependencyDone", func(e *env) {
+		s := e.store(Bob, "agent-b")
+		l := e.lister(s)
+		dep := e.enqueue(s, Req(Bob, 1))[0]
+		d := Req(Bob, 2)
+		d.DependsOn = []string{dep}
+		e.enqueue(s, d)
+		done := e.submit(s, 1, "job-1")
+		if done[0].ID != dep {
+			e.t.Fatalf("claimed %s, want the dependency %s", done[0].ID, dep)
+		}
+		e.terminal(s, state.Terminal{Transfer: done[0], Outcome: state.OutcomeDone, FTSJob: "job-1"})
+		got, err := l.DueUsers(ctx, e.clock.Now())
+		if err != nil {
+			e.t.Fatalf("DueUsers: %v", err)
+		}
+		// the dependant can run now: bob is due (DepsOnly where the
+		// backend could not check)
+		if len(got) != 1 || got[0].User != Bob || got[0].Queued != 1 || !got[0].Since.Equal(Start) {
+			e.t.Fatalf("DueUsers with the dependency done: %+v, want bob with 1 queued since %s", got, Start)
+		}
+	}},
 }
 
 func (e *env) lister(s state.Store) state.UserLister {
