@@ -95,7 +95,9 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	}
 	a.store = fencedStore{instrumentedStore{store, m}, a}
 	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, m}, a}, fencedDeleter{d, a}
-	var multi state.MultiSubmitter
+	// a store without the multi-job ability gets state's adapter over
+	// the fenced store: one write per job, each fenced and timed
+	multi := state.MultiOf(a.store)
 	if ms, ok := store.(state.MultiSubmitter); ok {
 		multi = fencedMulti{instrumentedMulti{ms, m}, a}
 	}

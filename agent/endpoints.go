@@ -98,9 +98,9 @@ func (a *Agent) pendingByEndpoint() ([]string, map[string][]*pendingJob) {
 }
 
 // newEndpoint is the endpoint recorded for the jobs this agent submits: its
-// own, when the store records endpoints.
+// own, when the store records endpoints (state.RecordsEndpoint).
 func (a *Agent) newEndpoint() string {
-	if a.book.multi == nil {
+	if !state.RecordsEndpoint(a.book.multi) {
 		return ""
 	}
 	return a.cfg.FTSEndpoint

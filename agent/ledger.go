@@ -17,7 +17,7 @@ import (
 // caller ever holds its lock.
 type ledger struct {
 	store Store
-	multi state.MultiSubmitter // the store's, if it has the ability; else nil
+	multi state.MultiSubmitter // the store's, or state.MultiOf's adapter
 
 	mu   sync.Mutex
 	held map[string]*state.Transfer
@@ -165,17 +165,7 @@ func (l *ledger) prepare(ctx context.Context, jobs []*pendingJob) (ready []*pend
 		held[k] = l.getLocked(j.ids)
 		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid, Endpoint: j.endpoint}
 	}
-	var res [][]state.Result
-	if l.multi != nil {
-		res, err = l.multi.PrepareSubmits(ctx, preps)
-	} else {
-		res = make([][]state.Result, len(jobs))
-		for k, p := range preps {
-			if res[k], err = l.store.PrepareSubmit(ctx, p.Transfers, p.SID); err != nil {
-				break
-			}
-		}
-	}
+	res, err := l.multi.PrepareSubmits(ctx, preps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,18 +223,7 @@ func (l *ledger) commit(ctx context.Context, jobs []*pendingJob) ([]jobCommit, e
 	if len(cjobs) == 0 {
 		return nil, nil
 	}
-	var res [][]state.Result
-	var err error
-	if l.multi != nil && len(cjobs) > 1 {
-		res, err = l.multi.SetTransferIDs(ctx, cjobs)
-	} else {
-		res = make([][]state.Result, len(cjobs))
-		for k, c := range cjobs {
-			if res[k], err = l.store.SetTransferID(ctx, c.Commits, c.JobID); err != nil {
-				break
-			}
-		}
-	}
+	res, err := l.multi.SetTransferIDs(ctx, cjobs)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 			}
 			log.WithField(FieldJob, p.jobID).WithField("files", len(files)).Info("adopting job found by sid")
 			p.found = files
-			a.commit(work, p, ps)
+			a.adopt(work, p, ps)
 		}
 	}
 }
@@ -99,9 +99,7 @@ func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 		}
 	}
 	p.jobID, p.found = "", nil
-	if a.send(work, p, ps) {
-		a.commit(work, p, ps)
-	}
+	a.sendJobs(work, []*pendingJob{p}, ps)
 }
 
 // releaseJob forgets the pending job j, which FTS never accepted, and

@@ -167,30 +167,21 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	return jobs, aborts
 }
 
-// submitJobs writes the sids of jobs ahead, submits each job, and commits
-// those FTS accepted. When the store can, the sids of all the jobs are
-// written in one durable write and their commits in another; otherwise each
-// job has its own. The rest is released at shutdown if stop comes first.
+// submitJobs writes the sids of jobs ahead (one durable write for all of
+// them; state.MultiOf makes it one per job for a store without the
+// ability), submits the jobs, and commits those FTS accepted. If stop comes
+// first, the jobs are released at shutdown.
 func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *PassStats) {
-	if a.book.multi == nil || len(jobs) < 2 {
-		for _, j := range jobs {
-			if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
-				return // the rest is released at shutdown
-			}
-			a.submitJob(work, j, ps)
-		}
-		return
-	}
-	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+	if len(jobs) == 0 || stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 		return
 	}
 	log := a.log.WithField(FieldPhase, "submit")
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
 	for _, j := range jobs {
 		j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
 	}
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	ready, lost, err := a.book.prepare(ctx, jobs)
+	cancel()
 	a.logLost(log, lost)
 	if err != nil {
 		ps.Errors++
@@ -200,15 +191,26 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 	if len(ready) > 0 {
 		log.WithField("jobs", len(ready)).Info("submit_sid written; sending to FTS")
 	}
+	a.sendJobs(work, ready, ps)
+}
+
+// sendJobs submits jobs whose sids are written, each to its endpoint, and
+// commits those FTS accepted.
+func (a *Agent) sendJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
 	var accepted []*pendingJob
-	for k, r := range a.sendAll(work, ready) {
-		if !r.sent {
+	for k, r := range a.sendAll(work, jobs) {
+		switch {
+		case !r.sent:
 			// not sent: at shutdown the jobs are looked up by sid and, never
 			// seen by FTS, sent again or released; or the next agent does it
-			break
-		}
-		if a.sent(work, ready[k], r.jobID, r.err, ps) {
-			accepted = append(accepted, ready[k])
+			a.commitJobs(work, accepted, ps)
+			return
+		case r.unreachable != nil:
+			// the sid went to an endpoint out of reach: it stays pending
+			ps.Errors++
+			a.log.WithField(FieldPhase, "submit").WithField("sid", jobs[k].sid).WithError(r.unreachable).Warn("cannot resubmit to the job's endpoint; retried next pass")
+		case a.sent(work, jobs[k], r.jobID, r.err, ps):
+			accepted = append(accepted, jobs[k])
 		}
 	}
 	a.commitJobs(work, accepted, ps)
@@ -221,12 +223,14 @@ const submitWorkers = 4
 
 // sendResult is the answer of FTS to one submission.
 type sendResult struct {
-	sent  bool // false: not sent (the run is stopping)
-	jobID string
-	err   error
+	sent        bool  // false: not sent (the run is stopping)
+	unreachable error // the job's endpoint cannot be reached: not sent
+	jobID       string
+	err         error
 }
 
-// sendAll submits jobs to FTS, submitWorkers at a time, and returns FTS's
+// sendAll submits jobs to FTS, each to its endpoint (ftsAt),
+// submitWorkers at a time, and returns FTS's
 // answers in the order of jobs. Only the requests run concurrently: the
 // submissions are built before and the answers handled after, in order,
 // by the caller. Once the run is stopping, or FTS refused our credentials,
@@ -258,7 +262,12 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 			defer func() { <-slots; wg.Done() }()
 			ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 			defer cancel()
-			id, err := a.fts.Submit(ctx, subs[k])
+			f, err := a.ftsAt(ctx, jobs[k].endpoint)
+			if err != nil {
+				out[k] = sendResult{sent: true, unreachable: err}
+				return
+			}
+			id, err := f.Submit(ctx, subs[k])
 			if credentialError(err) {
 				refused.Store(true)
 			}
@@ -269,49 +278,9 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 	return out
 }
 
-// submitJob writes the sid ahead, submits, and commits or aborts.
-func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
-	log := a.log.WithField(FieldPhase, "submit")
-	j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	ready, lost, err := a.book.prepare(ctx, []*pendingJob{j})
-	a.logLost(log, lost)
-	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
-		return
-	}
-	ok := len(ready) > 0
-	if ok {
-		log.WithField("jobs", 1).Info("submit_sid written; sending to FTS")
-	}
-	if ok && a.send(work, j, ps) {
-		a.commit(work, j, ps)
-	}
-}
-
-// send submits j to FTS with its sid and settles what it can. It reports
-// whether FTS accepted the job, which the caller then commits.
-func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	f, err := a.ftsAt(ctx, j.endpoint)
-	if err != nil {
-		// the sid went to an endpoint out of reach: it stays pending
-		ps.Errors++
-		a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid).WithError(err).Warn("cannot resubmit to the job's endpoint; retried next pass")
-		return false
-	}
-	sub, err := a.tokenSubmission(ctx, j)
-	jobID := ""
-	if err == nil {
-		jobID, err = f.Submit(ctx, sub)
-	}
-	return a.sent(work, j, jobID, err, ps)
-}
-
-// sent handles FTS's answer to the submission of j, as send describes.
+// sent handles FTS's answer to the submission of j and settles what it
+// can. It reports whether FTS accepted the job, which the caller then
+// commits.
 func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err error, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	var dup *fts.DuplicateError
@@ -410,10 +379,10 @@ func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submiss
 	return s
 }
 
-// commit records the job of j on its transfers; for a job adopted from an
-// FTS status reply (j.found), the transfers FTS does not have are released
-// first.
-func (a *Agent) commit(work context.Context, j *pendingJob, ps *PassStats) {
+// adopt commits j, a job found in FTS by its sid (j.found), after
+// releasing its transfers that FTS does not have: they were never
+// submitted.
+func (a *Agent) adopt(work context.Context, j *pendingJob, ps *PassStats) {
 	if strays := a.book.strays(j); len(strays) > 0 {
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 		res, err := a.book.release(ctx, strays, "not part of FTS job "+j.jobID)
@@ -423,22 +392,15 @@ func (a *Agent) commit(work context.Context, j *pendingJob, ps *PassStats) {
 			ps.Errors++
 		}
 	}
-	a.commitBatch(work, []*pendingJob{j}, ps)
+	a.commitJobs(work, []*pendingJob{j}, ps)
 }
 
-// commitJobs commits jobs FTS accepted, in one write.
+// commitJobs records the FTS jobs of jobs on their transfers, in one
+// write, and counts what was committed.
 func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
-	if a.book.multi == nil || len(jobs) < 2 {
-		for _, j := range jobs {
-			a.commit(work, j, ps)
-		}
+	if len(jobs) == 0 {
 		return
 	}
-	a.commitBatch(work, jobs, ps)
-}
-
-// commitBatch commits jobs and counts what was committed.
-func (a *Agent) commitBatch(work context.Context, jobs []*pendingJob, ps *PassStats) {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
 	done, err := a.book.commit(ctx, jobs)
