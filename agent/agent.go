@@ -76,6 +76,12 @@ type Agent struct {
 
 // New builds an agent. log may be nil (logs are discarded).
 func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.Logger) (*Agent, error) {
+	if c, ok := store.(state.Configured); ok {
+		var err error
+		if cfg, err = cfg.fromStore(c.Config()); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

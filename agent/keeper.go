@@ -150,19 +150,21 @@ func (k *keeper) renewLock(ctx context.Context) error {
 	return err
 }
 
-// renewLeases renews every held transfer and returns the new earliest expiry.
+// renewLeases renews every held transfer and returns the new earliest
+// expiry, as the store wrote it (nothing held: a full lease TTL from now).
 func (k *keeper) renewLeases(ctx context.Context) (time.Time, error) {
 	a := k.a
-	now := a.cfg.Now()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
-	until := now.Add(a.cfg.Policy.LeaseTTL)
-	_, lost, err := a.book.renew(ctx, func(t *state.Transfer) { t.LeaseExpires = state.At(until) })
+	until, lost, err := a.book.renew(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if len(lost) > 0 {
 		return time.Time{}, fmt.Errorf("lease of %d transfers lost (first %s: %v): %w", len(lost), lost[0].ID, lost[0].Err, state.ErrLeaseLost)
+	}
+	if until.IsZero() {
+		until = a.cfg.Now().Add(a.cfg.Policy.LeaseTTL)
 	}
 	return until, nil
 }

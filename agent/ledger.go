@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -332,14 +333,14 @@ func (l *ledger) abort(ctx context.Context, aborts []state.Abort) ([]state.Abort
 	return list, res, nil
 }
 
-// renew extends the leases of every held transfer, setting each one's new
-// expiry with set. It returns how many were renewed and those found no
-// longer ours (let go).
-func (l *ledger) renew(ctx context.Context, set func(*state.Transfer)) (int, []state.Result, error) {
+// renew extends the leases of every held transfer. It returns the earliest
+// of the new expiries, as the store wrote them (zero when nothing is
+// held), and the items found no longer ours (let go).
+func (l *ledger) renew(ctx context.Context) (time.Time, []state.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.held) == 0 {
-		return 0, nil, nil
+		return time.Time{}, nil, nil
 	}
 	ts := make([]state.Transfer, 0, len(l.held))
 	for _, t := range l.held {
@@ -347,16 +348,22 @@ func (l *ledger) renew(ctx context.Context, set func(*state.Transfer)) (int, []s
 	}
 	res, err := l.store.RenewLeases(ctx, ts)
 	if err != nil {
-		return 0, nil, err
+		return time.Time{}, nil, err
 	}
-	_, lost := l.update(len(ts), res, set)
-	return len(ts), lost, nil
+	ok, lost := l.update(len(ts), res, nil)
+	var until time.Time
+	for _, id := range ok {
+		if exp := l.held[id].LeaseExpires.Time; until.IsZero() || exp.Before(until) {
+			until = exp
+		}
+	}
+	return until, lost, nil
 }
 
 // update applies the results of a write of n items: successful items get
-// their new revision (and the change made by mutate, if any); items that
-// failed with ErrLeaseLost are let go. It returns the IDs of the
-// successful ones. l.mu is held.
+// their new revision and lease, as the store wrote them (and the change
+// made by mutate, if any); items that failed with ErrLeaseLost are let go.
+// It returns the IDs of the successful ones. l.mu is held.
 func (l *ledger) update(n int, res []state.Result, mutate func(*state.Transfer)) (ok []string, lost []state.Result) {
 	ok = make([]string, 0, len(res))
 	for i, r := range res {
@@ -366,7 +373,7 @@ func (l *ledger) update(n int, res []state.Result, mutate func(*state.Transfer))
 		t, held := l.held[r.ID]
 		switch {
 		case r.Err == nil && held:
-			t.Rev = r.Rev
+			t.Rev, t.LeaseExpires = r.Rev, r.LeaseExpires
 			if mutate != nil {
 				mutate(t)
 			}
