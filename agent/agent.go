@@ -29,9 +29,8 @@ var ErrStopped = errors.New("agent stopped")
 type Agent struct {
 	cfg     Config
 	store   Store
-	multi   state.MultiSubmitter // the store's, if it has the ability; else nil
-	pager   state.ActivePager    // the store's, if it has the ability; else nil
-	confirm state.Confirmer      // the store's, if it has the ability; else nil
+	pager   state.ActivePager // the store's, if it has the ability; else nil
+	confirm state.Confirmer   // the store's, if it has the ability; else nil
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
@@ -45,10 +44,9 @@ type Agent struct {
 	linkClaimer state.LinkClaimer
 	links       linkCounts
 
-	claims *claims
-	// pending are jobs whose submission outcome is not known yet (an
-	// ambiguous FTS error) or whose commit failed: sid -> transfer IDs.
-	pending map[string]*pendingJob
+	// book holds the claimed transfers and the pending jobs, and makes
+	// every write that carries their revisions.
+	book *ledger
 	// deleteFailures counts failed deletion attempts per transfer.
 	deleteFailures map[string]int
 	// deleteSkips counts deletions gfal-rm never attempted, per transfer.
@@ -78,6 +76,12 @@ type Agent struct {
 
 // New builds an agent. log may be nil (logs are discarded).
 func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.Logger) (*Agent, error) {
+	if c, ok := state.As[state.Configured](store); ok {
+		var err error
+		if cfg, err = cfg.fromStore(c.Config()); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -91,8 +95,6 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		cfg: cfg, sites: sites,
 		log:            log.WithField(FieldUser, cfg.User),
 		metrics:        m,
-		claims:         newClaims(),
-		pending:        map[string]*pendingJob{},
 		deleteFailures: map[string]int{},
 		deleteSkips:    map[string]int{},
 		others:         map[string]FTS{},
@@ -278,21 +280,10 @@ func (a *Agent) shutdown(work context.Context, runErr error) {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
 	a.retryPending(ctx)
-	a.claims.mu.Lock()
-	var release []state.Abort
-	for _, t := range a.claims.all() {
-		if t.SubmitSID == "" {
-			release = append(release, state.Abort{Transfer: t, Reason: "agent stopped before submission", NoPenalty: true})
-		}
-	}
-	if len(release) > 0 {
-		res, err := a.store.AbortTransfers(ctx, release)
+	if ids := a.book.unsubmitted(); len(ids) > 0 {
+		res, err := a.book.release(ctx, ids, "agent stopped before submission")
 		a.logResults("shutdown", "release", res, err)
-		for _, r := range res {
-			a.claims.drop(r.ID)
-		}
 	}
-	a.claims.mu.Unlock()
 	if err := a.releaseLock(ctx, a.keeper.current(), runErr); err != nil {
 		a.log.WithError(err).Warn("releasing the run lock failed; it expires by itself")
 	} else {

@@ -91,29 +91,16 @@ func (a *Agent) statusAt(ctx context.Context, jobs []state.Job) ([]fts.JobStatus
 // submitted to, endpoints in a stable order.
 func (a *Agent) pendingByEndpoint() ([]string, map[string][]*pendingJob) {
 	m := map[string][]*pendingJob{}
-	for _, p := range a.pending {
+	for _, p := range a.book.pendingJobs() {
 		m[p.endpoint] = append(m[p.endpoint], p)
 	}
 	return sortedKeys(m), m
 }
 
-// prepareOne writes the sid of one job ahead of its submission, with the
-// endpoint it goes to when the store can record it (state.MultiSubmitter).
-func (a *Agent) prepareOne(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
-	if a.multi == nil {
-		return a.store.PrepareSubmit(ctx, ts, sid)
-	}
-	res, err := a.multi.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts, SID: sid, Endpoint: a.cfg.FTSEndpoint}})
-	if err != nil {
-		return nil, err
-	}
-	return res[0], nil
-}
-
 // newEndpoint is the endpoint recorded for the jobs this agent submits: its
-// own, when the store records endpoints.
+// own, when the store records endpoints (state.RecordsEndpoint).
 func (a *Agent) newEndpoint() string {
-	if a.multi == nil {
+	if !state.RecordsEndpoint(a.book.multi) {
 		return ""
 	}
 	return a.cfg.FTSEndpoint

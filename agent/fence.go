@@ -15,7 +15,13 @@ import (
 func (a *Agent) wrap(store Store, f FTS, d Deleter) {
 	a.store = state.Wrap(state.Wrap(store, a.metrics.storeHooks()), a.fenceHooks())
 	a.fts, a.deleter = fencedFTS{instrumentedFTS{f, a.metrics}, a}, fencedDeleter{d, a}
-	a.multi, _ = state.As[state.MultiSubmitter](a.store)
+	// a store without the multi-job ability gets state's adapter over the
+	// decorated store: one write per job, each fenced and timed
+	multi, ok := state.As[state.MultiSubmitter](a.store)
+	if !ok {
+		multi = state.MultiOf(a.store)
+	}
+	a.book = newLedger(a.store, multi)
 	a.pager, _ = state.As[state.ActivePager](a.store)
 	a.linkClaimer, _ = state.As[state.LinkClaimer](a.store)
 	a.recoverer, _ = state.As[state.Recoverer](a.store)

@@ -63,15 +63,16 @@ func (l *linkCounts) observe(jobs []state.Job, outs []outcome) {
 	}
 }
 
-// committed counts transfers just committed to an FTS job. The caller holds
-// a.claims.mu and the transfers are still held.
-func (a *Agent) noteCommitted(ids []string) {
+// noteCommitted counts transfers just committed to an FTS job, by link.
+func (a *Agent) noteCommitted(links []string) {
 	a.links.mu.Lock()
 	defer a.links.mu.Unlock()
 	if a.links.submitted == nil {
 		a.links.submitted = map[string]int{}
 	}
-	a.claims.each(ids, func(t *state.Transfer) { a.links.submitted[t.Link()]++ })
+	for _, l := range links {
+		a.links.submitted[l]++
+	}
 }
 
 // activeByLink is what the agent holds per link: submitted and claimed.
@@ -82,11 +83,7 @@ func (a *Agent) activeByLink() map[string]int {
 		m[l] += n
 	}
 	a.links.mu.Unlock()
-	a.claims.mu.Lock()
-	for _, t := range a.claims.held {
-		m[t.Link()]++
-	}
-	a.claims.mu.Unlock()
+	a.book.countLinks(m)
 	return m
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/state"
 )
 
 // resolvePending settles submissions whose outcome is unknown: it looks
@@ -14,7 +13,7 @@ import (
 // same sid to the same endpoint, which would refuse it with 409 had the
 // first submission reached it.
 func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
-	if len(a.pending) == 0 || work.Err() != nil {
+	if a.book.npending() == 0 || work.Err() != nil {
 		return
 	}
 	endpoints, byEndpoint := a.pendingByEndpoint()
@@ -76,7 +75,8 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 				files[f.TransferID()] = f
 			}
 			log.WithField(FieldJob, p.jobID).WithField("files", len(files)).Info("adopting job found by sid")
-			a.commit(work, p, files, ps)
+			p.found = files
+			a.adopt(work, p, ps)
 		}
 	}
 }
@@ -85,10 +85,7 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 	if len(p.files) == 0 {
 		// recovered from the store after a crash: resolve the PFNs again
-		a.claims.mu.Lock()
-		ts := a.claims.get(p.ids)
-		a.claims.mu.Unlock()
-		jobs, aborts := a.plan(ts)
+		jobs, aborts := a.plan(a.book.get(p.ids))
 		a.abort(work, aborts, ps)
 		p.files = p.files[:0]
 		p.ids = p.ids[:0]
@@ -97,40 +94,22 @@ func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
 			p.ids = append(p.ids, j.ids...)
 		}
 		if len(p.ids) == 0 {
-			delete(a.pending, p.sid)
+			a.book.forget(p.sid)
 			return
 		}
 	}
-	p.jobID = ""
-	if a.send(work, p, ps) {
-		a.commit(work, p, nil, ps)
-	}
+	p.jobID, p.found = "", nil
+	a.sendJobs(work, []*pendingJob{p}, ps)
 }
 
 // releaseJob forgets the pending job j, which FTS never accepted, and
 // returns its transfers to new without penalty.
 func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps *PassStats) {
-	delete(a.pending, j.sid)
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
-	a.releaseLocked(ctx, a.claims.get(j.ids), reason, ps)
-}
-
-// releaseLocked returns held transfers to new without penalty (their sid is
-// cleared). The caller holds a.claims.mu.
-func (a *Agent) releaseLocked(ctx context.Context, ts []state.Transfer, reason string, ps *PassStats) {
-	aborts := make([]state.Abort, len(ts))
-	for i, t := range ts {
-		aborts[i] = state.Abort{Transfer: t, Reason: reason, NoPenalty: true}
-	}
-	res, err := a.store.AbortTransfers(ctx, aborts)
+	a.book.forget(j.sid)
+	res, err := a.book.release(ctx, j.ids, reason)
 	a.logResults("submit", "release", res, err)
 	if err != nil {
 		ps.Errors++
-		return
-	}
-	for _, r := range res {
-		a.claims.drop(r.ID)
 	}
 }
 

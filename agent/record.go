@@ -77,7 +77,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		case r.Err == nil:
 			delete(a.deleteFailures, r.ID)
 			delete(a.deleteSkips, r.ID)
-			a.countOutcome(t, ps)
+			a.countOutcome(t, r.State, ps)
 			if info {
 				// one line per transfer: built only when it is written
 				log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithField("outcome", t.Outcome).
@@ -92,7 +92,9 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 	}
 }
 
-func (a *Agent) countOutcome(t *state.Terminal, ps *PassStats) {
+// countOutcome counts the outcome t, recorded with the resulting state
+// written: the store's rules decide whether a failure is retried.
+func (a *Agent) countOutcome(t *state.Terminal, written state.State, ps *PassStats) {
 	label := string(t.Outcome)
 	switch t.Outcome {
 	case state.OutcomeDone:
@@ -102,7 +104,7 @@ func (a *Agent) countOutcome(t *state.Terminal, ps *PassStats) {
 	case state.OutcomeLost:
 		ps.Lost++
 	case state.OutcomeFailed:
-		if t.Retryable && t.Transfer.Attempts+1 < a.cfg.Policy.MaxAttempts {
+		if written == state.StateNew {
 			ps.Retried++
 			label = "retried"
 		} else {

@@ -32,6 +32,9 @@ type pendingJob struct {
 	ids      []string
 	files    []planned // empty for jobs recovered from the store; resolved again when needed
 	prio     int
+	// found are the files of the job FTS has, by transfer ID, once it is
+	// adopted from a status reply; nil for a job FTS just accepted.
+	found map[string]fts.FileStatus
 }
 
 // jobKey groups transfers into FTS jobs: one link, one FTS priority.
@@ -65,7 +68,7 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 		}
 	}
 	a.submitHeld(stop, work, ps, !ps.more)
-	ps.Pending = len(a.pending)
+	ps.Pending = a.book.npending()
 }
 
 // claimRound claims one batch and submits the full jobs among what is held.
@@ -85,9 +88,7 @@ func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 	}
 	ps.Claimed += len(claimed)
 	a.metrics.count("claimed", len(claimed))
-	a.claims.mu.Lock()
-	a.claims.add(claimed)
-	a.claims.mu.Unlock()
+	a.book.hold(claimed)
 	full := err == nil && len(claimed) == a.cfg.BatchSize
 	if full {
 		a.submitHeld(stop, work, ps, false)
@@ -99,27 +100,10 @@ func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
 // of them when all is set, otherwise only those that fill whole jobs.
 func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) {
 	log := a.log.WithField(FieldPhase, "submit")
-	a.claims.mu.Lock()
-	fresh := make([]state.Transfer, 0, len(a.claims.held))
-	inPending := a.pendingIDs()
-	for _, t := range a.claims.held {
-		switch {
-		case inPending[t.ID]:
-		case t.SubmitSID != "":
-			// claimed again after a crash between submission and commit
-			p := a.pending[t.SubmitSID]
-			if p == nil {
-				p = &pendingJob{sid: t.SubmitSID, endpoint: t.FTSEndpoint, prio: ftsPriority(t.Priority)}
-				a.pending[t.SubmitSID] = p
-			}
-			p.ids = append(p.ids, t.ID)
-			inPending[t.ID] = true
-			log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
-		default:
-			fresh = append(fresh, *t)
-		}
+	fresh, found := a.book.toSubmit()
+	for _, t := range found {
+		log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info("found a submission without commit; looking it up in FTS")
 	}
-	a.claims.mu.Unlock()
 
 	a.resolvePending(work, ps)
 
@@ -183,60 +167,50 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 	return jobs, aborts
 }
 
-// submitJobs writes the sids of jobs ahead, submits each job, and commits
-// those FTS accepted. When the store can, the sids of all the jobs are
-// written in one durable write and their commits in another; otherwise each
-// job has its own. The rest is released at shutdown if stop comes first.
+// submitJobs writes the sids of jobs ahead (one durable write for all of
+// them; state.MultiOf makes it one per job for a store without the
+// ability), submits the jobs, and commits those FTS accepted. If stop comes
+// first, the jobs are released at shutdown.
 func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *PassStats) {
-	if a.multi == nil || len(jobs) < 2 {
-		for _, j := range jobs {
-			if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
-				return // the rest is released at shutdown
-			}
-			a.submitJob(work, j, ps)
-		}
-		return
-	}
-	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
+	if len(jobs) == 0 || stop.Err() != nil || work.Err() != nil || a.failed() != nil {
 		return
 	}
 	log := a.log.WithField(FieldPhase, "submit")
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	a.claims.mu.Lock()
-	held := make([][]state.Transfer, len(jobs))
-	preps := make([]state.PrepareJob, len(jobs))
-	for k, j := range jobs {
+	for _, j := range jobs {
 		j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
-		held[k] = a.claims.get(j.ids)
-		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid, Endpoint: j.endpoint}
 	}
-	res, err := a.multi.PrepareSubmits(ctx, preps)
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	ready, lost, err := a.book.prepare(ctx, jobs)
+	cancel()
+	a.logLost(log, lost)
 	if err != nil {
-		a.claims.mu.Unlock()
 		ps.Errors++
 		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
 		return
 	}
-	var ready []*pendingJob
-	for k, j := range jobs {
-		if k < len(res) && a.prepared(log, j, held[k], res[k]) {
-			ready = append(ready, j)
-		}
-	}
-	a.claims.mu.Unlock()
 	if len(ready) > 0 {
 		log.WithField("jobs", len(ready)).Info("submit_sid written; sending to FTS")
 	}
+	a.sendJobs(work, ready, ps)
+}
+
+// sendJobs submits jobs whose sids are written, each to its endpoint, and
+// commits those FTS accepted.
+func (a *Agent) sendJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
 	var accepted []*pendingJob
-	for k, r := range a.sendAll(work, ready) {
-		if !r.sent {
+	for k, r := range a.sendAll(work, jobs) {
+		switch {
+		case !r.sent:
 			// not sent: at shutdown the jobs are looked up by sid and, never
 			// seen by FTS, sent again or released; or the next agent does it
-			break
-		}
-		if a.sent(work, ready[k], r.jobID, r.err, ps) {
-			accepted = append(accepted, ready[k])
+			a.commitJobs(work, accepted, ps)
+			return
+		case r.unreachable != nil:
+			// the sid went to an endpoint out of reach: it stays pending
+			ps.Errors++
+			a.log.WithField(FieldPhase, "submit").WithField("sid", jobs[k].sid).WithError(r.unreachable).Warn("cannot resubmit to the job's endpoint; retried next pass")
+		case a.sent(work, jobs[k], r.jobID, r.err, ps):
+			accepted = append(accepted, jobs[k])
 		}
 	}
 	a.commitJobs(work, accepted, ps)
@@ -249,12 +223,14 @@ const submitWorkers = 4
 
 // sendResult is the answer of FTS to one submission.
 type sendResult struct {
-	sent  bool // false: not sent (the run is stopping)
-	jobID string
-	err   error
+	sent        bool  // false: not sent (the run is stopping)
+	unreachable error // the job's endpoint cannot be reached: not sent
+	jobID       string
+	err         error
 }
 
-// sendAll submits jobs to FTS, submitWorkers at a time, and returns FTS's
+// sendAll submits jobs to FTS, each to its endpoint (ftsAt),
+// submitWorkers at a time, and returns FTS's
 // answers in the order of jobs. Only the requests run concurrently: the
 // submissions are built before and the answers handled after, in order,
 // by the caller. Once the run is stopping, or FTS refused our credentials,
@@ -286,7 +262,12 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 			defer func() { <-slots; wg.Done() }()
 			ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 			defer cancel()
-			id, err := a.fts.Submit(ctx, subs[k])
+			f, err := a.ftsAt(ctx, jobs[k].endpoint)
+			if err != nil {
+				out[k] = sendResult{sent: true, unreachable: err}
+				return
+			}
+			id, err := f.Submit(ctx, subs[k])
 			if credentialError(err) {
 				refused.Store(true)
 			}
@@ -297,74 +278,9 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 	return out
 }
 
-// submitJob writes the sid ahead, submits, and commits or aborts.
-func (a *Agent) submitJob(work context.Context, j *pendingJob, ps *PassStats) {
-	log := a.log.WithField(FieldPhase, "submit")
-	j.sid, j.endpoint = uuid.NewString(), a.newEndpoint()
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	a.claims.mu.Lock()
-	ts := a.claims.get(j.ids)
-	res, err := a.prepareOne(ctx, ts, j.sid)
-	if err != nil {
-		a.claims.mu.Unlock()
-		ps.Errors++
-		log.WithError(err).Error("writing submit_sid failed; the transfers stay claimed and are retried")
-		return
-	}
-	ok := a.prepared(log, j, ts, res)
-	a.claims.mu.Unlock()
-	if ok {
-		log.WithField("jobs", 1).Info("submit_sid written; sending to FTS")
-	}
-	if ok && a.send(work, j, ps) {
-		a.commit(work, j, nil, ps)
-	}
-}
-
-// prepared applies the results of writing j's sid on ts: j keeps the
-// transfers that were written and becomes pending. It reports whether any
-// was. The caller holds a.claims.mu.
-func (a *Agent) prepared(log *logrus.Entry, j *pendingJob, ts []state.Transfer, res []state.Result) bool {
-	ok, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint })
-	a.logLost(log, lost)
-	if len(ok) == 0 {
-		return false
-	}
-	keep := make(map[string]bool, len(ok))
-	for _, id := range ok {
-		keep[id] = true
-	}
-	j.files = filterPlanned(j.files, keep)
-	j.ids = j.ids[:0]
-	for _, f := range j.files {
-		j.ids = append(j.ids, f.id)
-	}
-	a.pending[j.sid] = j
-	return true
-}
-
-// send submits j to FTS with its sid and settles what it can. It reports
-// whether FTS accepted the job, which the caller then commits.
-func (a *Agent) send(work context.Context, j *pendingJob, ps *PassStats) bool {
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	f, err := a.ftsAt(ctx, j.endpoint)
-	if err != nil {
-		// the sid went to an endpoint out of reach: it stays pending
-		ps.Errors++
-		a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid).WithError(err).Warn("cannot resubmit to the job's endpoint; retried next pass")
-		return false
-	}
-	sub, err := a.tokenSubmission(ctx, j)
-	jobID := ""
-	if err == nil {
-		jobID, err = f.Submit(ctx, sub)
-	}
-	return a.sent(work, j, jobID, err, ps)
-}
-
-// sent handles FTS's answer to the submission of j, as send describes.
+// sent handles FTS's answer to the submission of j and settles what it
+// can. It reports whether FTS accepted the job, which the caller then
+// commits.
 func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err error, ps *PassStats) bool {
 	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
 	var dup *fts.DuplicateError
@@ -394,10 +310,8 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
-		delete(a.pending, j.sid)
-		a.claims.mu.Lock()
-		ts := a.claims.get(j.ids)
-		a.claims.mu.Unlock()
+		a.book.forget(j.sid)
+		ts := a.book.get(j.ids)
 		aborts := make([]state.Abort, len(ts))
 		for i, t := range ts {
 			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error()}
@@ -443,12 +357,11 @@ func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submiss
 		IDGenerator:    "deterministic",
 		SID:            j.sid,
 	}}
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
+	held := a.book.byID(j.ids)
 	s.Files = make([]fts.SubmitFile, 0, len(j.files))
 	for _, f := range j.files {
-		t := a.claims.held[f.id]
-		if t == nil {
+		t, ok := held[f.id]
+		if !ok {
 			continue
 		}
 		sf := fts.SubmitFile{
@@ -466,121 +379,46 @@ func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submiss
 	return s
 }
 
-// commit records the job of j on its transfers. files, when known from an
-// FTS status reply, gives their PFNs and file IDs.
-func (a *Agent) commit(work context.Context, j *pendingJob, files map[string]fts.FileStatus, ps *PassStats) {
-	log := a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID)
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
-	commits, strays := a.commitsOf(j, files)
-	if len(strays) > 0 {
-		a.releaseLocked(ctx, strays, "not part of FTS job "+j.jobID, ps)
+// adopt commits j, a job found in FTS by its sid (j.found), after
+// releasing its transfers that FTS does not have: they were never
+// submitted.
+func (a *Agent) adopt(work context.Context, j *pendingJob, ps *PassStats) {
+	if strays := a.book.strays(j); len(strays) > 0 {
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		res, err := a.book.release(ctx, strays, "not part of FTS job "+j.jobID)
+		cancel()
+		a.logResults("submit", "release", res, err)
+		if err != nil {
+			ps.Errors++
+		}
 	}
-	if len(commits) == 0 {
-		delete(a.pending, j.sid)
-		return
-	}
-	res, err := a.store.SetTransferID(ctx, commits, j.jobID)
-	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("commit failed; retried next pass (the job is known by its sid)")
-		return
-	}
-	a.committed(j, len(commits), res, ps)
+	a.commitJobs(work, []*pendingJob{j}, ps)
 }
 
-// commitJobs commits jobs FTS accepted, in one write.
+// commitJobs records the FTS jobs of jobs on their transfers, in one
+// write, and counts what was committed.
 func (a *Agent) commitJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
-	if a.multi == nil || len(jobs) < 2 {
-		for _, j := range jobs {
-			a.commit(work, j, nil, ps)
-		}
+	if len(jobs) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
-	var list []*pendingJob
-	var cjobs []state.CommitJob
-	for _, j := range jobs {
-		commits, _ := a.commitsOf(j, nil)
-		if len(commits) == 0 {
-			delete(a.pending, j.sid)
-			continue
-		}
-		list = append(list, j)
-		cjobs = append(cjobs, state.CommitJob{Commits: commits, JobID: j.jobID})
-	}
-	if len(cjobs) == 0 {
-		return
-	}
-	res, err := a.multi.SetTransferIDs(ctx, cjobs)
+	done, err := a.book.commit(ctx, jobs)
 	if err != nil {
 		ps.Errors++
-		a.log.WithField(FieldPhase, "submit").WithError(err).Errorf("commit of %d jobs failed; retried next pass (the jobs are known by their sids)", len(cjobs))
+		a.log.WithField(FieldPhase, "submit").WithError(err).Errorf("commit of %d jobs failed; retried next pass (the jobs are known by their sids)", len(jobs))
 		return
 	}
-	for k, j := range list {
-		if k < len(res) {
-			a.committed(j, len(cjobs[k].Commits), res[k], ps)
-		}
+	for _, c := range done {
+		a.noteCommitted(c.links)
+		ps.Submitted += len(c.links)
+		ps.Jobs++
+		a.metrics.count("submitted", len(c.links))
+		// A transfer found no longer ours was claimed by another agent after its
+		// sid was written: that agent adopts this same job by its sid, so the
+		// job is not cancelled here.
+		a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, c.job.jobID), c.lost)
 	}
-}
-
-// commitsOf returns the commits of j's held transfers; with files (an FTS
-// status reply), the transfers FTS does not have are strays, not
-// committed. The caller holds a.claims.mu.
-func (a *Agent) commitsOf(j *pendingJob, files map[string]fts.FileStatus) (commits []state.Commit, strays []state.Transfer) {
-	pfn := make(map[string]*planned, len(j.files))
-	for i := range j.files {
-		pfn[j.files[i].id] = &j.files[i]
-	}
-	commits = make([]state.Commit, 0, len(j.ids))
-	a.claims.each(j.ids, func(t *state.Transfer) {
-		c := state.Commit{Transfer: *t}
-		if p := pfn[t.ID]; p != nil {
-			c.SourcePFN, c.DestPFN = p.src, p.dst
-		}
-		if files != nil {
-			f, ok := files[t.ID]
-			if !ok {
-				strays = append(strays, *t) // not in the job FTS has: never submitted
-				return
-			}
-			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
-		}
-		commits = append(commits, c)
-	})
-	return commits, strays
-}
-
-// committed applies the results of committing n of j's transfers. The
-// caller holds a.claims.mu.
-func (a *Agent) committed(j *pendingJob, n int, res []state.Result, ps *PassStats) {
-	ok, lost := a.claims.update(n, res, nil)
-	a.noteCommitted(ok)
-	a.claims.drop(ok...)
-	delete(a.pending, j.sid)
-	ps.Submitted += len(ok)
-	ps.Jobs++
-	a.metrics.count("submitted", len(ok))
-	// A transfer found no longer ours was claimed by another agent after its
-	// sid was written: that agent adopts this same job by its sid, so the
-	// job is not cancelled here.
-	a.logLost(a.log.WithField(FieldPhase, "submit").WithField(FieldJob, j.jobID), lost)
-}
-
-func (a *Agent) pendingIDs() map[string]bool {
-	m := map[string]bool{}
-	for _, p := range a.pending {
-		for _, id := range p.ids {
-			m[id] = true
-		}
-	}
-	return m
 }
 
 func filterPlanned(fs []planned, keep map[string]bool) []planned {
@@ -599,26 +437,7 @@ func (a *Agent) abort(work context.Context, aborts []state.Abort, ps *PassStats)
 	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
-	// use the current revisions
-	ids := make([]string, len(aborts))
-	for i, ab := range aborts {
-		ids[i] = ab.Transfer.ID
-	}
-	cur := a.claims.get(ids)
-	byID := map[string]state.Transfer{}
-	for _, t := range cur {
-		byID[t.ID] = t
-	}
-	list := aborts[:0:0]
-	for _, ab := range aborts {
-		if t, ok := byID[ab.Transfer.ID]; ok {
-			ab.Transfer = t
-			list = append(list, ab)
-		}
-	}
-	res, err := a.store.AbortTransfers(ctx, list)
+	list, res, err := a.book.abort(ctx, aborts)
 	if err != nil {
 		ps.Errors++
 		a.log.WithField(FieldPhase, "submit").WithError(err).Error("abort failed; the claims expire by themselves")
@@ -632,7 +451,6 @@ func (a *Agent) abort(work context.Context, aborts []state.Abort, ps *PassStats)
 			l.WithField("reason", list[i].Reason).Info("transfer aborted")
 			ps.Aborted++
 		}
-		a.claims.drop(r.ID)
 	}
 	a.metrics.count("aborted", ps.Aborted)
 }

@@ -33,7 +33,7 @@ var ErrStorageToken = errors.New("storage token")
 
 // fileTokens returns the storage tokens of j's files, transfer ID ->
 // {source, destination}; nil when no file needs one. The tokens are
-// fetched outside the claims lock (a command may take seconds).
+// fetched outside the ledger's lock (a command may take seconds).
 func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]string, error) {
 	scoper, ok := a.sites.(TokenScoper)
 	if !ok {
@@ -41,10 +41,10 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 	}
 	type need struct{ id, src, dst string }
 	var needs []need
-	a.claims.mu.Lock()
+	held := a.book.byID(j.ids)
 	for _, f := range j.files {
-		t := a.claims.held[f.id]
-		if t == nil {
+		t, ok := held[f.id]
+		if !ok {
 			continue
 		}
 		src, sok, err := scoper.TokenScope(t.Source, f.src, false)
@@ -57,11 +57,9 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 			}
 		}
 		if err != nil {
-			a.claims.mu.Unlock()
 			return nil, fmt.Errorf("%w: %v", ErrStorageToken, err)
 		}
 	}
-	a.claims.mu.Unlock()
 	if len(needs) == 0 {
 		return nil, nil
 	}
@@ -91,10 +89,9 @@ func (a *Agent) fileTokens(ctx context.Context, j *pendingJob) (map[string][2]st
 
 // siteOf names the source (or destination) site of j's first file.
 func (a *Agent) siteOf(j *pendingJob, source bool) string {
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
+	held := a.book.byID(j.ids)
 	for _, f := range j.files {
-		if t := a.claims.held[f.id]; t != nil {
+		if t, ok := held[f.id]; ok {
 			if source {
 				return t.Source
 			}

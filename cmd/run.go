@@ -146,8 +146,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	defer closeFTS()
 
-	cfg := o.Agent
-	cfg.User, cfg.Owner, cfg.Policy = user, owner, policy
+	cfg := o.Agent // user, owner, policy and clock: the store's (state.Configured)
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = ExitCode
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}

@@ -105,6 +105,8 @@ func (d *decorated) forward(target any) bool {
 		return find(d, p, func(a LockAdmin) LockAdmin { return lockAdminHooked{d, a} })
 	case *Purger:
 		return find(d, p, func(a Purger) Purger { return purgerHooked{d, a} })
+	case *Configured: // no I/O: nothing to hook
+		return find(d, p, func(a Configured) Configured { return a })
 	}
 	return false
 }
@@ -148,7 +150,7 @@ func jobTransfers(js []Job) int {
 	return n
 }
 
-func perJob(rs [][]Result) int {
+func resultItems(rs [][]Result) int {
 	n := 0
 	for _, r := range rs {
 		n += len(r)

@@ -14,13 +14,13 @@ type multiHooked struct {
 }
 
 func (m multiHooked) PrepareSubmits(ctx context.Context, jobs []PrepareJob) ([][]Result, error) {
-	return call(m.d, ctx, "PrepareSubmits", perJob, func(ctx context.Context) ([][]Result, error) {
+	return call(m.d, ctx, "PrepareSubmits", resultItems, func(ctx context.Context) ([][]Result, error) {
 		return m.a.PrepareSubmits(ctx, jobs)
 	})
 }
 
 func (m multiHooked) SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error) {
-	return call(m.d, ctx, "SetTransferIDs", perJob, func(ctx context.Context) ([][]Result, error) {
+	return call(m.d, ctx, "SetTransferIDs", resultItems, func(ctx context.Context) ([][]Result, error) {
 		return m.a.SetTransferIDs(ctx, jobs)
 	})
 }

@@ -59,6 +59,7 @@ var optional = []struct {
 	{"Confirmer", has[state.Confirmer]}, {"Recoverer", has[state.Recoverer]},
 	{"RunRecorder", has[state.RunRecorder]}, {"LinkClaimer", has[state.LinkClaimer]},
 	{"UserLister", has[state.UserLister]}, {"LockAdmin", has[state.LockAdmin]}, {"Purger", has[state.Purger]},
+	{"Configured", has[state.Configured]},
 }
 
 // abilities reports which optional abilities As finds on s.

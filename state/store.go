@@ -55,10 +55,23 @@ type Agent struct {
 // Result is the outcome of one item of a bulk call, in the order of the input.
 // Err is nil on success; otherwise it wraps one of the sentinel errors
 // (ErrLeaseLost, ErrNotFound, ErrInvalid, ...). Rev is the new revision.
+// On success, State and LeaseExpires are the transfer's state and lease as
+// written (or as stored, when the item needed no write): a caller learns
+// what the store's rules decided (a failure retried goes back to new, a
+// final one becomes failed; a lease renewed until when) instead of
+// deciding it again.
 type Result struct {
-	ID  string
-	Rev string
-	Err error
+	ID           string
+	Rev          string
+	Err          error
+	State        State
+	LeaseExpires Time
+}
+
+// Wrote returns the result of a successful write of item id: its new
+// revision, state and lease as t shows them.
+func Wrote(id, rev string, t *Transfer) Result {
+	return Result{ID: id, Rev: rev, State: t.State, LeaseExpires: t.LeaseExpires}
 }
 
 // Commit is one item of SetTransferID: a claimed transfer, the PFNs it was
@@ -359,6 +372,15 @@ type Config struct {
 	Policy Policy
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Configured is an optional ability of a TransferState, found by type
+// assertion: it reports the configuration it applies, with the defaults
+// filled in (Policy.WithDefaults, Now set). An agent takes its user, owner,
+// lease TTL and clock from it, so the store's rules and the agent's
+// bookkeeping never work from two copies that could disagree.
+type Configured interface {
+	Config() Config
 }
 
 // Clock returns c.Now, or time.Now when unset.

@@ -44,6 +44,9 @@ type pending struct {
 	idx  int
 	base state.Transfer  // the version the rule is applied to (its Rev is sent)
 	body json.RawMessage // the last body written
+	// wrote is the version last written (or, when the rule needed no
+	// write, the version read): its state and lease go into the result.
+	wrote *state.Transfer
 	// forbidden is the server's refusal of the last write (other than a
 	// conflict). A server may run validate_doc_update against the newest
 	// revision before it checks the revision sent (the PouchDB server
@@ -152,8 +155,9 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		case err != nil:
 			res[p.idx].Err = err
 		case !write:
-			res[p.idx].Rev = p.base.Rev
+			res[p.idx] = state.Wrote(p.base.ID, p.base.Rev, t)
 		default:
+			p.wrote = t
 			t.Rev = p.base.Rev
 			body, err := encode(t)
 			if err != nil {
@@ -181,7 +185,7 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			// the document's only leaf
 			conflicted = append(conflicted, p)
 		case r.Error == nil:
-			res[p.idx].Rev = r.Rev
+			res[p.idx] = state.Wrote(res[p.idx].ID, r.Rev, p.wrote)
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			conflicted = append(conflicted, p)
 		default:
@@ -232,7 +236,7 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*p
 		_ = json.Unmarshal(raw, &e)
 		switch {
 		case p.body != nil && sameContent(raw, p.body):
-			res[i].Rev = e.Rev
+			res[i] = state.Wrote(res[i].ID, e.Rev, p.wrote)
 			continue
 		case p.forbidden != nil && e.Rev == p.base.Rev:
 			res[i].Err = p.forbiddenErr()

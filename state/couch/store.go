@@ -255,3 +255,8 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Config is the configuration the store applies (state.Configured).
+func (s *Store) Config() state.Config {
+	return state.Config{Agent: s.cfg.Agent, Policy: s.policy, Now: s.now}
+}

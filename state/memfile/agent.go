@@ -44,10 +44,10 @@ func (s *Store) each(ctx context.Context, call string, durable bool, ids []strin
 			case err != nil:
 				res[i].Err = fmt.Errorf("memfile: %s: %w", call, err)
 			case !write:
-				res[i].Rev = rev
+				res[i] = state.Wrote(id, rev, c)
 			default:
 				x.put(c)
-				res[i].Rev = c.Rev
+				res[i] = state.Wrote(id, c.Rev, c)
 			}
 		}
 		return nil

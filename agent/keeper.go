@@ -11,87 +11,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// claims is the set of transfers this agent holds (acquired, not yet
-// committed). It is the one place their current revision is kept: the submit
-// phase and the lease renewer both read and update it, serialised by mu
-// around their state-store writes, so neither writes with a stale revision.
-type claims struct {
-	mu   sync.Mutex
-	held map[string]*state.Transfer
-}
-
-func newClaims() *claims { return &claims{held: map[string]*state.Transfer{}} }
-
-// add holds the transfers of ts, in place: the caller gives ts up (it
-// lives on while any of its transfers is held).
-func (c *claims) add(ts []state.Transfer) {
-	for i := range ts {
-		c.held[ts[i].ID] = &ts[i]
-	}
-}
-
-// get returns copies of the held transfers among ids, in order, skipping
-// those no longer held.
-func (c *claims) get(ids []string) []state.Transfer {
-	out := make([]state.Transfer, 0, len(ids))
-	for _, id := range ids {
-		if t, ok := c.held[id]; ok {
-			out = append(out, *t)
-		}
-	}
-	return out
-}
-
-// each calls f with each held transfer among ids, in order, skipping those
-// no longer held. f must not keep the pointer past the caller's hold of mu.
-func (c *claims) each(ids []string, f func(*state.Transfer)) {
-	for _, id := range ids {
-		if t, ok := c.held[id]; ok {
-			f(t)
-		}
-	}
-}
-
-func (c *claims) all() []state.Transfer {
-	out := make([]state.Transfer, 0, len(c.held))
-	for _, t := range c.held {
-		out = append(out, *t)
-	}
-	return out
-}
-
-// update applies the results of a write of n items: successful items get
-// their new revision (and the change made by mutate, if any); items that
-// failed with ErrLeaseLost are dropped. It returns the IDs of the
-// successful ones.
-func (c *claims) update(n int, res []state.Result, mutate func(*state.Transfer)) (ok []string, lost []state.Result) {
-	ok = make([]string, 0, len(res))
-	for i, r := range res {
-		if i >= n {
-			break
-		}
-		t, held := c.held[r.ID]
-		switch {
-		case r.Err == nil && held:
-			t.Rev = r.Rev
-			if mutate != nil {
-				mutate(t)
-			}
-			ok = append(ok, r.ID)
-		case errors.Is(r.Err, state.ErrLeaseLost):
-			delete(c.held, r.ID)
-			lost = append(lost, r)
-		}
-	}
-	return ok, lost
-}
-
-func (c *claims) drop(ids ...string) {
-	for _, id := range ids {
-		delete(c.held, id)
-	}
-}
-
 // keeper renews the run lock and the leases every third of their TTL, by
 // the agent's clock: the loop calls tick before every pass and a background
 // goroutine calls it every second (more often for short TTLs), so long
@@ -231,27 +150,23 @@ func (k *keeper) renewLock(ctx context.Context) error {
 	return err
 }
 
-// renewLeases renews every held transfer and returns the new earliest expiry.
+// renewLeases renews every held transfer and returns the new earliest
+// expiry, as the store wrote it (nothing held: a full lease TTL from now).
 func (k *keeper) renewLeases(ctx context.Context) (time.Time, error) {
 	a := k.a
-	a.claims.mu.Lock()
-	defer a.claims.mu.Unlock()
-	ts := a.claims.all()
-	now := a.cfg.Now()
-	if len(ts) == 0 {
-		return now.Add(a.cfg.Policy.LeaseTTL), nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
-	res, err := a.store.RenewLeases(ctx, ts)
+	until, lost, err := a.book.renew(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
-	_, lost := a.claims.update(len(ts), res, func(t *state.Transfer) { t.LeaseExpires = state.At(now.Add(a.cfg.Policy.LeaseTTL)) })
 	if len(lost) > 0 {
 		return time.Time{}, fmt.Errorf("lease of %d transfers lost (first %s: %v): %w", len(lost), lost[0].ID, lost[0].Err, state.ErrLeaseLost)
 	}
-	return now.Add(a.cfg.Policy.LeaseTTL), nil
+	if until.IsZero() {
+		until = a.cfg.Now().Add(a.cfg.Policy.LeaseTTL)
+	}
+	return until, nil
 }
 
 func errOr(err, def error) error {

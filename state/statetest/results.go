@@ -1,0 +1,95 @@
+package statetest
+
+import (
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// resultCases check that a write's results say what the store wrote: the
+// state its rules decided and the lease, as a read then shows them.
+var resultCases = []testCase{
+	{"Configured/ReportsItsConfig", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		c, ok := s.(state.Configured)
+		if !ok {
+			e.t.Skip("the backend does not report its configuration (no state.Configured)")
+		}
+		got := c.Config()
+		if got.Agent != (state.Agent{User: Alice, Owner: "agent-a"}) || got.Policy != Policy.WithDefaults() {
+			e.t.Fatalf("Config: agent %+v policy %+v; want alice/agent-a and %+v", got.Agent, got.Policy, Policy.WithDefaults())
+		}
+		e.clock.Advance(time.Hour)
+		if got.Now == nil || !got.Now().Equal(e.clock.Now()) {
+			e.t.Fatal("Config: the clock is not the one the store was opened with")
+		}
+	}},
+	{"Results/StateAndLease", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Alice, 4), Req(Alice, 5))
+		ts := e.claim(s, 5)
+		if len(ts) != 5 {
+			e.t.Fatalf("claimed %d, want 5", len(ts))
+		}
+		e.clock.Advance(time.Minute)
+		res, err := s.PrepareSubmit(ctx, ts[:1], "sid-1")
+		e.ok("PrepareSubmit", res, err, 1)
+		e.wrote(s, "PrepareSubmit", res, state.StateAcquired, e.clock.Now().Add(Policy.LeaseTTL))
+
+		e.clock.Advance(time.Minute)
+		res, err = s.RenewLeases(ctx, e.current(s, ts))
+		e.ok("RenewLeases", res, err, 5)
+		e.wrote(s, "RenewLeases", res, state.StateAcquired, e.clock.Now().Add(Policy.LeaseTTL))
+
+		cur := e.current(s, ts)
+		res, err = s.SetTransferID(ctx, commitsOf(cur[:2]), "job-1")
+		e.ok("SetTransferID", res, err, 2)
+		e.wrote(s, "SetTransferID", res, state.StateSubmitted, time.Time{})
+
+		// an abort with attempts left goes back to new; a fatal one fails
+		res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: cur[2], Reason: "no PFN"}})
+		e.ok("AbortTransfers", res, err, 1)
+		e.wrote(s, "AbortTransfers (retried)", res, state.StateNew, time.Time{})
+		res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: cur[3], Reason: "no PFN", Fatal: true}})
+		e.ok("AbortTransfers", res, err, 1)
+		e.wrote(s, "AbortTransfers (fatal)", res, state.StateFailed, time.Time{})
+
+		// a retryable failure goes back to new; a final one fails; an
+		// outcome already recorded is not written again and says so
+		sub := e.current(s, ts[:2])
+		res = e.terminal(s, state.Terminal{Transfer: sub[0], Outcome: state.OutcomeFailed, Retryable: true, Reason: "TRANSFER [110] timeout", FTSJob: "job-1"})
+		e.ok("SetTerminalState", res, nil, 1)
+		e.wrote(s, "SetTerminalState (retried)", res, state.StateNew, time.Time{})
+		res = e.terminal(s, state.Terminal{Transfer: sub[1], Outcome: state.OutcomeFailed, Reason: "SOURCE [2] No such file", FTSJob: "job-1"})
+		e.ok("SetTerminalState", res, nil, 1)
+		e.wrote(s, "SetTerminalState (failed)", res, state.StateFailed, time.Time{})
+		res = e.terminal(s, state.Terminal{Transfer: sub[1], Outcome: state.OutcomeFailed, Reason: "SOURCE [2] No such file", FTSJob: "job-1"})
+		e.ok("SetTerminalState again", res, nil, 1)
+		e.wrote(s, "SetTerminalState again", res, state.StateFailed, time.Time{})
+	}},
+}
+
+// current reads ts again (their revisions move with every write).
+func (e *env) current(s state.Store, ts []state.Transfer) []state.Transfer {
+	e.t.Helper()
+	out := make([]state.Transfer, len(ts))
+	for i := range ts {
+		out[i] = e.get(s, ts[i].ID)
+	}
+	return out
+}
+
+// wrote fails unless every result reports want and lease (zero: none), and
+// the stored transfer agrees with its result.
+func (e *env) wrote(s state.Store, call string, res []state.Result, want state.State, lease time.Time) {
+	e.t.Helper()
+	for _, r := range res {
+		tr := e.get(s, r.ID)
+		if r.State != want || !r.LeaseExpires.Equal(lease) {
+			e.t.Fatalf("%s %s: result says %q, lease %v; want %q, lease %v", call, r.ID, r.State, r.LeaseExpires.Time, want, lease)
+		}
+		if tr.State != r.State || !tr.LeaseExpires.Equal(r.LeaseExpires.Time) || tr.Rev != r.Rev {
+			e.t.Fatalf("%s %s: result says %q, lease %v, rev %s; stored %q, lease %v, rev %s", call, r.ID, r.State, r.LeaseExpires.Time, r.Rev, tr.State, tr.LeaseExpires.Time, tr.Rev)
+		}
+	}
+}
