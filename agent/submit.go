@@ -312,9 +312,16 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		log.WithError(err).Error("FTS refused the submission")
 		a.book.forget(j.sid)
 		ts := a.book.get(j.ids)
+		// a job FTS refuses as malformed (400: a URL or protocol it does
+		// not take) would be refused again: it fails at once
+		bad := errors.Is(err, fts.ErrBadRequest)
+		class := ""
+		if bad {
+			class = string(fts.ClassUnsupported)
+		}
 		aborts := make([]state.Abort, len(ts))
 		for i, t := range ts {
-			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error()}
+			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error(), Fatal: bad, ErrorClass: class}
 		}
 		a.abort(work, aborts, ps)
 	}

@@ -142,6 +142,7 @@ func ApplyAbort(t *Transfer, a Agent, ab Abort, p Policy, now time.Time) error {
 			t.Transition(StateNew, now, a.Owner, reason)
 			t.RetryAfter = At(now.Add(p.CoolOff))
 		}
+		t.ErrorClass = ab.ErrorClass
 	}
 	clearLease(t)
 	t.SubmitSID = ""

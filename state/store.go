@@ -92,6 +92,9 @@ type Abort struct {
 	NoPenalty bool
 	// Fatal fails the transfer at once, whatever its attempts.
 	Fatal bool
+	// ErrorClass is the class of the failure when the caller knows one (a
+	// submission FTS refused as malformed); it is stored beside Reason.
+	ErrorClass string
 }
 
 // Transient is one item of SetTransientState.
