@@ -249,6 +249,13 @@ func TestApplyAbort(t *testing.T) {
 	if err := state.ApplyAbort(&f, agent, state.Abort{Reason: "permission denied", Fatal: true}, pol, t0); err != nil || f.State != state.StateFailed || f.Attempts != 1 || f.Reason != "permission denied" {
 		t.Fatalf("fatal abort: %v %+v", err, f)
 	}
+	c := claimed(t)
+	if err := state.ApplyAbort(&c, agent, state.Abort{Reason: "FTS refused the submission", Fatal: true, ErrorClass: "unsupported"}, pol, t0); err != nil || c.State != state.StateFailed || c.ErrorClass != "unsupported" {
+		t.Fatalf("fatal abort with a class: %v %+v", err, c)
+	}
+	if tr.ErrorClass != "" || f.ErrorClass != "" {
+		t.Fatalf("aborts without a class stored %q and %q", tr.ErrorClass, f.ErrorClass)
+	}
 	n := claimed(t)
 	n.SubmitSID = "sid"
 	if err := state.ApplyAbort(&n, agent, state.Abort{Reason: "shutdown", NoPenalty: true}, pol, t0); err != nil || n.State != state.StateNew || n.Attempts != 0 || !n.RetryAfter.IsZero() || n.SubmitSID != "" {
