@@ -235,6 +235,10 @@ func (a *Agent) loop(stop, work context.Context) error {
 // transfers' progress, which keeps passes busy anyway. With a
 // state.Confirmer, transfers this agent claimed that are still submitted
 // count too.
+// viewLagGrace bounds how long the agent waits for a lagging view to show a
+// transfer of its own that is due (see waitingSoon).
+const viewLagGrace = 2 * time.Minute
+
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -250,8 +254,15 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		if err != nil {
 			a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them")
 		}
+		now := a.cfg.Now()
 		for i := range own {
-			if own[i].State == state.StateSubmitted {
+			t := &own[i]
+			if t.State == state.StateSubmitted {
+				return true
+			}
+			// one of ours back in the queue and due, but not claimed: the
+			// claim's view had not seen it yet; wait for the view, a while
+			if t.State == state.StateNew && !t.RetryAfter.After(now) && now.Sub(t.RetryAfter.Time) < viewLagGrace {
 				return true
 			}
 		}
