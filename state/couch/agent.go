@@ -278,7 +278,7 @@ func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]sta
 		ts[i] = aborts[i].Transfer
 	}
 	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.ApplyAbort(t, a, aborts[i], p, now) })
-	return s.wrap("abort transfers")(s.mutate(ctx, items, reapply))
+	return s.wrap("abort transfers")(s.settled(s.mutate(ctx, items, reapply)))
 }
 
 // SetTransientState records progress (one _bulk_docs; a conflict is
@@ -306,7 +306,7 @@ func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal)
 			return state.ApplyTerminal(t, a, o, p, now)
 		}}
 	}
-	return s.wrap("set terminal state")(s.mutate(ctx, items, reapply))
+	return s.wrap("set terminal state")(s.settled(s.mutate(ctx, items, reapply)))
 }
 
 // wrap adds the call's name to a whole-call error.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -338,5 +340,57 @@ func TestStore_Unsettled(t *testing.T) {
 		if len(un) != 2 || states[got[1].ID] != state.StateSubmitted || states[got[2].ID] != state.StateAcquired {
 			t.Fatalf("call %d: unsettled %v, want %s submitted and %s acquired", i+1, states, got[1].ID, got[2].ID)
 		}
+	}
+}
+
+// countReads counts the requests that read documents by ID.
+type countReads struct {
+	rt http.RoundTripper
+	n  *atomic.Int32
+}
+
+func (c countReads) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/_all_docs") || strings.HasSuffix(r.URL.Path, "/_bulk_get") {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(r)
+}
+
+// TestStore_UnsettledForgetsWhatItWroteTerminal: transfers whose terminal
+// state the store wrote itself (a confirmed write) are not read again by
+// Unsettled, so the drain check of a run costs nothing for them.
+func TestStore_UnsettledForgetsWhatItWroteTerminal(t *testing.T) {
+	ctx, c := context.Background(), newClock()
+	var reads atomic.Int32
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countReads{rt, &reads} },
+	})
+	enqueue(t, s, requests("alice", 3))
+	got, err := s.NewTransfers(ctx, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claims: %d, %v", len(got), err)
+	}
+	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "file:///d0"}, {Transfer: got[1], DestPFN: "file:///d1"}}, "job-1")
+	mustOK(t, res, err)
+	var terms []state.Terminal
+	for _, tr := range got[:2] {
+		cur, err := s.Get(ctx, tr.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms = append(terms, state.Terminal{Transfer: cur, Outcome: state.OutcomeDone, FTSJob: "job-1"})
+	}
+	res, err = s.SetTerminalState(ctx, terms)
+	mustOK(t, res, err)
+	res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: got[2], Reason: "no such site", Fatal: true}})
+	mustOK(t, res, err)
+
+	before := reads.Load()
+	un, err := s.Unsettled(ctx)
+	if err != nil || len(un) != 0 {
+		t.Fatalf("unsettled after every transfer ended: %d, %v", len(un), err)
+	}
+	if n := reads.Load() - before; n != 0 {
+		t.Errorf("Unsettled read documents %d times; the store wrote every one terminal itself", n)
 	}
 }

@@ -32,6 +32,23 @@ func (s *Store) remember(ts []state.Transfer) {
 	}
 }
 
+// settled forgets the transfers that a write's results show terminal: a
+// successful result is a write the cluster confirmed (mutate reads back
+// one answered 202), so Unsettled need not read them again.
+func (s *Store) settled(res []state.Result, err error) ([]state.Result, error) {
+	if err != nil {
+		return res, err
+	}
+	s.mine.mu.Lock()
+	defer s.mine.mu.Unlock()
+	for _, r := range res {
+		if r.Err == nil && r.State.Terminal() {
+			delete(s.mine.ids, r.ID)
+		}
+	}
+	return res, nil
+}
+
 // Unsettled returns the transfers this store claimed that are not terminal,
 // read by ID (see state.Confirmer): one request per maxReadKeys transfers.
 // Those found terminal or missing are forgotten.
