@@ -26,8 +26,9 @@ func closedURL(t *testing.T, db string) string {
 
 // TestStore_FailsOver gives the store three node URLs: one refuses
 // connections, one hangs past the request timeout, one answers. Every call
-// goes through, and the first two are not asked again while the third
-// answers.
+// goes through; when the answering node fails with 503, another that
+// answers again is used; with every node down, a call fails in bounded
+// time without showing the password.
 func TestStore_FailsOver(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()

@@ -9,7 +9,8 @@
 // started with a server admin (user AdminUser, a random password), and the
 // URLs Server and DB return carry those credentials, so tests that pass
 // them on authenticate without knowing them. A request without them gets
-// 401, as from a real server.
+// 401, as from a real server. NewCluster puts a proxy in front of a
+// database that answers as two coordinators of a CouchDB cluster would.
 //
 // Use it from TestMain so the server is stopped at the end:
 //
