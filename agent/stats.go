@@ -28,6 +28,27 @@ type PassStats struct {
 	more bool // the last claim came back full: more is waiting
 }
 
+// Add folds the next pass q into p, a run's running total: the counts and
+// durations add up; Pass, Active, Pending and Unrecorded, which say where
+// the run stands, are q's.
+func (p *PassStats) Add(q PassStats) {
+	p.Pass, p.Active, p.Pending, p.Unrecorded = q.Pass, q.Active, q.Pending, q.Unrecorded
+	p.Claimed += q.Claimed
+	p.Submitted += q.Submitted
+	p.Jobs += q.Jobs
+	p.Aborted += q.Aborted
+	p.Done += q.Done
+	p.Failed += q.Failed
+	p.Retried += q.Retried
+	p.Killed += q.Killed
+	p.Lost += q.Lost
+	p.Deleted += q.Deleted
+	p.Errors += q.Errors
+	p.Submit += q.Submit
+	p.Monitor += q.Monitor
+	p.Record += q.Record
+}
+
 // drained: the pass found nothing to do: nothing claimed or submitted,
 // nothing active, nothing pending, and no outcome recorded (an outcome may
 // unblock dependents, which the next pass claims).

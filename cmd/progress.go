@@ -31,19 +31,8 @@ func newProgressView(g *Globals, mode string) *progressView {
 }
 
 func (v *progressView) pass(ps agent.PassStats) {
+	v.total.Add(ps)
 	t := &v.total
-	t.Pass = ps.Pass
-	t.Claimed += ps.Claimed
-	t.Submitted += ps.Submitted
-	t.Jobs += ps.Jobs
-	t.Aborted += ps.Aborted
-	t.Done += ps.Done
-	t.Failed += ps.Failed
-	t.Retried += ps.Retried
-	t.Killed += ps.Killed
-	t.Lost += ps.Lost
-	t.Deleted += ps.Deleted
-	t.Active = ps.Active
 	if v.live {
 		fmt.Fprintf(v.g.Stderr, "\r\033[Kpass %d: submitted %d (%d jobs), active %d, done %d, failed %d, retried %d, killed %d",
 			t.Pass, t.Submitted, t.Jobs, t.Active, t.Done, t.Failed, t.Retried, t.Killed)

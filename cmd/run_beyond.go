@@ -111,6 +111,7 @@ type runReport struct {
 	RunReport
 	mu         sync.Mutex
 	phaseStart time.Time
+	total      agent.PassStats // the passes so far
 }
 
 // readQueue reads the queue into the report.
@@ -152,16 +153,13 @@ func (r *runReport) phase(name string) {
 func (r *runReport) pass(ps agent.PassStats) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.Passes++
-	r.FTSJobsCreated += ps.Jobs
-	r.Deletions += ps.Deleted
-	r.Claimed += ps.Claimed
-	r.Done += ps.Done
-	r.Failed += ps.Failed
-	r.Retried += ps.Retried
-	r.PhaseSeconds["submit"] += ps.Submit.Seconds()
-	r.PhaseSeconds["monitor"] += ps.Monitor.Seconds()
-	r.PhaseSeconds["record"] += ps.Record.Seconds()
+	r.total.Add(ps)
+	t := &r.total
+	r.Passes, r.FTSJobsCreated, r.Deletions = t.Pass, t.Jobs, t.Deleted
+	r.Claimed, r.Done, r.Failed, r.Retried = t.Claimed, t.Done, t.Failed, t.Retried
+	r.PhaseSeconds["submit"] = t.Submit.Seconds()
+	r.PhaseSeconds["monitor"] = t.Monitor.Seconds()
+	r.PhaseSeconds["record"] = t.Record.Seconds()
 }
 
 // queue reads the counts and the next retry time from the store.
