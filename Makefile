@@ -62,6 +62,7 @@ FUZZ_TARGETS := \
 	./state/memfile:FuzzOpen \
 	./state/memfile:FuzzDecodeTransfer \
 	./state/couch:FuzzDecode \
+	./state/couch:FuzzExtraFields \
 	./fts:FuzzParseStatus \
 	./fts:FuzzParseError \
 	./fts:FuzzUnquote \

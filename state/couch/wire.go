@@ -58,10 +58,9 @@ func decode(raw json.RawMessage) (state.Transfer, error) {
 	return t, nil
 }
 
-// extraFields returns the top-level fields of raw that aso does not know
-// (nil if none). Fields starting with "_" are CouchDB's own (_conflicts,
-// _attachments, ...) and are never written back as data.
-func extraFields(raw json.RawMessage) map[string]json.RawMessage {
+// extraFieldsSlow is extraFields by a full decode into a map: for a
+// document whose keys the scan cannot take as written.
+func extraFieldsSlow(raw json.RawMessage) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(raw, &m) != nil {
 		return nil
