@@ -117,6 +117,32 @@ func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []strin
 // activeOf reads the submitted transfers of user under keys ([user,
 // "active", job]) into byJob.
 func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map[string][]state.Transfer) error {
+	add := func(t state.Transfer) {
+		if t.State != state.StateSubmitted || t.User != user {
+			return
+		}
+		if _, asked := byJob[t.FTSJob]; asked {
+			byJob[t.FTSJob] = append(byJob[t.FTSJob], t)
+		}
+	}
+	if s.written.size() >= minWrittenRead {
+		// most of them were probably written by this store: their IDs, then
+		// only the documents that changed since
+		ids, err := s.activeIDs(ctx, keys)
+		if err != nil {
+			return err
+		}
+		ts, err := s.readUnchanged(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if t, ok := ts[id]; ok {
+				add(t)
+			}
+		}
+		return nil
+	}
 	rows, err := s.query(ctx, map[string]any{"keys": keys, "reduce": false, "include_docs": true})
 	if err != nil {
 		return err
@@ -125,12 +151,8 @@ func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map
 		if r.Doc == nil {
 			continue
 		}
-		t, err := decode(r.Doc)
-		if err != nil || t.State != state.StateSubmitted || t.User != user {
-			continue
-		}
-		if _, asked := byJob[t.FTSJob]; asked {
-			byJob[t.FTSJob] = append(byJob[t.FTSJob], t)
+		if t, err := decode(r.Doc); err == nil {
+			add(t)
 		}
 	}
 	return nil

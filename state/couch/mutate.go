@@ -180,12 +180,14 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		p.forbidden = nil
 		switch {
 		case r.Error == nil && accepted[k]:
+			s.written.forget(p.wrote.ID)
 			// 202: stored, but not yet on a quorum of replicas; it counts
 			// once a re-read (with conflicts, from a quorum) shows it as
 			// the document's only leaf
 			conflicted = append(conflicted, p)
 		case r.Error == nil:
 			res[p.idx] = state.Wrote(res[p.idx].ID, r.Rev, p.wrote)
+			s.written.note(p.wrote, r.Rev)
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			conflicted = append(conflicted, p)
 		default:

@@ -58,6 +58,8 @@ type Store struct {
 	readQuorum int
 	// mine: the transfers claimed, for Unsettled
 	mine claimed
+	// written: the submitted transfers written, for the monitor's reads
+	written written
 }
 
 var (

@@ -1,0 +1,172 @@
+package couch
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// maxWritten bounds the submitted transfers a store remembers (about a
+// kilobyte each): the monitor reads the oldest jobs first, and those are
+// the first the store remembered.
+const maxWritten = 25000
+
+// minWrittenRead is the fewest remembered transfers of a monitor read for
+// which checking revisions pays: below it one read with the documents costs
+// less than the two requests of the check.
+const minWrittenRead = 500
+
+// written remembers the submitted transfers a store wrote itself, at the
+// revision the server gave them. A later read of those transfers need not
+// carry their documents: the server's current revision of each says
+// whether the document is still the one written (a revision names exactly
+// one body), and only those that changed since (a kill request, another
+// writer) are read again.
+type written struct {
+	mu sync.Mutex
+	m  map[string]state.Transfer
+}
+
+// note records the outcome of a confirmed write of t at rev: a submitted
+// transfer is remembered (if there is room), any other is forgotten.
+func (w *written) note(t *state.Transfer, rev string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t.State != state.StateSubmitted {
+		delete(w.m, t.ID)
+		return
+	}
+	if w.m == nil {
+		w.m = make(map[string]state.Transfer)
+	}
+	if _, ok := w.m[t.ID]; !ok && len(w.m) >= maxWritten {
+		return
+	}
+	c := *cloneTransfer(t)
+	c.Rev = rev
+	w.m[t.ID] = c
+}
+
+// forget drops id (its write was not confirmed, or it changed).
+func (w *written) forget(id string) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
+
+// size is the number of transfers remembered.
+func (w *written) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.m)
+}
+
+// lookup returns the remembered transfers among ids.
+func (w *written) lookup(ids []string) map[string]state.Transfer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.m) == 0 {
+		return nil
+	}
+	out := make(map[string]state.Transfer)
+	for _, id := range ids {
+		if t, ok := w.m[id]; ok {
+			out[id] = t
+		}
+	}
+	return out
+}
+
+// readUnchanged returns the transfers of ids as stored: those remembered
+// at the server's current revision from memory, the others read (with
+// their conflicts resolved, as readKeys does). The revisions are one
+// _all_docs request without documents per maxReadKeys IDs.
+func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]state.Transfer, error) {
+	out := make(map[string]state.Transfer, len(ids))
+	mem := s.written.lookup(ids)
+	if len(mem) >= minWrittenRead {
+		known := make([]string, 0, len(mem))
+		for _, id := range ids {
+			if _, ok := mem[id]; ok {
+				known = append(known, id)
+			}
+		}
+		revs, err := s.revisions(ctx, known)
+		if err != nil {
+			return nil, err
+		}
+		for id, t := range mem {
+			if revs[id] == t.Rev {
+				out[id] = t
+			} else {
+				s.written.forget(id)
+			}
+		}
+	}
+	var read []string
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			read = append(read, id)
+		}
+	}
+	docs, err := s.readKeys(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	for id, raw := range docs {
+		if t, err := decode(raw); err == nil {
+			out[id] = t
+		}
+	}
+	return out, nil
+}
+
+// revisions returns the current (winning) revision of each of ids that
+// exists and is not deleted.
+func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for lo := 0; lo < len(ids); lo += maxReadKeys {
+		keys := ids[lo:min(lo+maxReadKeys, len(ids))]
+		err := retry(ctx, func() error {
+			rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": keys}))
+			defer rs.Close()
+			for rs.Next() {
+				id, _ := rs.ID()
+				var v struct {
+					Rev     string `json:"rev"`
+					Deleted bool   `json:"deleted"`
+				}
+				if rs.ScanValue(&v) != nil || id == "" || v.Deleted {
+					continue // missing or deleted
+				}
+				out[id] = v.Rev
+			}
+			return rs.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// activeIDs returns the IDs of the rows of the view under keys ([user,
+// "active", job]), without documents.
+func (s *Store) activeIDs(ctx context.Context, keys []any) ([]string, error) {
+	rows, err := s.query(ctx, map[string]any{"keys": keys, "reduce": false})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(rows))
+	seen := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		if r.ID != "" && !seen[r.ID] {
+			seen[r.ID] = true
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids, nil
+}
