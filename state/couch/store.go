@@ -226,22 +226,28 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{client: c, url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
-	var ok bool
+	// one request: the database's information (404: it does not exist),
+	// with the cluster's read quorum when it is a cluster
+	s.db = c.DB(t.db)
+	var st *kivik.DBStats
+	missing := false
 	err = retry(ctx, func() error {
 		var err error
-		ok, err = c.DBExists(ctx, t.db)
+		st, err = s.db.Stats(ctx)
+		if missing = kivik.HTTPStatus(err) == http.StatusNotFound; missing {
+			return nil
+		}
 		return err
 	})
 	if err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("couch: open %s: %w", s.url, err)
 	}
-	if !ok {
+	if missing {
 		_ = c.Close()
 		return nil, fmt.Errorf("couch: open %s: the database does not exist; create it with `aso init --state URL`", s.url)
 	}
-	s.db = c.DB(t.db)
-	if st, err := s.db.Stats(ctx); err == nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
+	if st != nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
 		s.readQuorum = st.Cluster.ReadQuorum
 	}
 	return s, nil
