@@ -8,8 +8,8 @@
 // rows are CouchDB's: {id, key, value: {rev}, doc} for a document,
 // {id, key, value: {rev, deleted: true}, doc: null} for a deleted one,
 // {key, error: "not_found"} for a missing one, in the order of the keys.
-// Anything else (no keys, skip, limit, descending, attachments,
-// update_seq) goes to PouchDB's own allDocs, as do the deleted documents,
+// Anything else (no keys, keys that are not strings, skip, limit,
+// descending, attachments, update_seq) goes to PouchDB's own allDocs, as do the deleted documents,
 // whose revision only PouchDB's allDocs gives.
 
 module.exports = function install(PouchDB) {
@@ -18,7 +18,7 @@ module.exports = function install(PouchDB) {
     // PouchDB's own methods count their arguments: pass them on as given
     const opts = typeof args[0] === 'object' && args[0] !== null ? args[0] : null;
     const callback = typeof args[args.length - 1] === 'function' ? args[args.length - 1] : null;
-    if (!opts || !Array.isArray(opts.keys) || opts.skip || opts.limit !== undefined || opts.descending ||
+    if (!opts || !Array.isArray(opts.keys) || !opts.keys.every((k) => typeof k === 'string') || opts.skip || opts.limit !== undefined || opts.descending ||
         opts.attachments || opts.update_seq || opts.conflicts && !opts.include_docs) {
       return original.apply(this, args);
     }
