@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -51,21 +52,33 @@ func childMain(args []string) int {
 	interval := fs.Duration("interval", 10*time.Millisecond, "agent interval")
 	level := fs.String("log-level", "warn", "log level")
 	prof := fs.String("profile", "", "CPU and heap profile prefix")
+	trace := fs.String("trace", "", "file for a line per HTTP request of the agent (CouchDB)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := child(os.Getenv(envState), *ftsURL, *token, *sites, *user, *batch, *interval, *level, *prof); err != nil {
+	if err := child(os.Getenv(envState), *ftsURL, *token, *sites, *user, *batch, *interval, *level, *prof, *trace); err != nil {
 		fmt.Fprintln(os.Stderr, "bench agent:", err)
 		return 1
 	}
 	return 0
 }
 
-func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.Duration, level, prof string) error {
+func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.Duration, level, prof, trace string) error {
 	ctx := context.Background()
 	owner := fmt.Sprintf("bench:%d", os.Getpid())
 	cfg := state.Config{Agent: state.Agent{User: user, Owner: owner}}
-	store, cnt, mf, err := openStore(ctx, st, cfg)
+	var tl *traceLog
+	if trace != "" {
+		f, err := os.Create(trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		bw := bufio.NewWriter(f)
+		defer bw.Flush()
+		tl = newTraceLog(bw)
+	}
+	store, cnt, mf, err := openStore(ctx, st, cfg, tl)
 	if err != nil {
 		return err
 	}
@@ -138,7 +151,7 @@ func peakRSS() (int64, error) {
 }
 
 // openStore opens the store at st with its calls counted.
-func openStore(ctx context.Context, st string, cfg state.Config) (state.Store, *counter, *memfile.Store, error) {
+func openStore(ctx context.Context, st string, cfg state.Config, trace *traceLog) (state.Store, *counter, *memfile.Store, error) {
 	if path, ok := strings.CutPrefix(st, "file:"); ok {
 		mf, err := memfile.Open(path, cfg)
 		if err != nil {
@@ -147,6 +160,7 @@ func openStore(ctx context.Context, st string, cfg state.Config) (state.Store, *
 		return mf, newCounter(mf), mf, nil
 	}
 	cnt := newCounter(nil)
+	cnt.trace = trace
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 8
 	s, err := couch.Open(ctx, couch.Options{URL: st, Transport: cnt.wrap(tr)}, cfg)

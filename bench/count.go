@@ -3,8 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/state"
@@ -55,6 +59,7 @@ type counter struct {
 	calls map[string]*CallCount
 	mf    *memfile.Store // nil for CouchDB
 	mfMu  sync.Mutex     // serialises memfile calls so the Stats deltas are exact
+	trace *traceLog      // nil: no trace (-trace)
 }
 
 type callKey struct{}
@@ -138,10 +143,50 @@ func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
 		c.mu.Lock()
 		c.get(name).RoundTrips++
 		c.mu.Unlock()
-		return rt.RoundTrip(r)
+		if c.trace == nil {
+			return rt.RoundTrip(r)
+		}
+		start := time.Now()
+		resp, err := rt.RoundTrip(r)
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		c.trace.add(start, name, r, status)
+		return resp, err
 	})
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// traceLog writes one line per HTTP request of the agent (-trace): when it
+// started (seconds since the trace began), the store call, the method, the
+// path without the database and query, whether documents were asked for,
+// the reply's status and the seconds until its headers (the server's time;
+// the body is read after).
+type traceLog struct {
+	mu    sync.Mutex
+	w     io.Writer
+	begin time.Time
+}
+
+func newTraceLog(w io.Writer) *traceLog {
+	fmt.Fprintln(w, "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds")
+	return &traceLog{w: w, begin: time.Now()}
+}
+
+func (t *traceLog) add(start time.Time, call string, r *http.Request, status int) {
+	took := time.Since(start)
+	path := r.URL.Path
+	if _, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok {
+		path = "/" + rest // without the database's name
+	} else {
+		path = "/"
+	}
+	docs := strings.Contains(r.URL.RawQuery, "include_docs=true")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%.3f\t%s\t%s\t%s\t%t\t%d\t%.4f\n", start.Sub(t.begin).Seconds(), call, r.Method, path, docs, status, took.Seconds())
+}

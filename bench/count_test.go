@@ -6,7 +6,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -159,3 +161,31 @@ func TestCounter_Paged(t *testing.T) {
 }
 
 func isPager(s any) bool { _, ok := s.(state.ActivePager); return ok }
+
+// TestTraceLog: a request's line names the call, the method, the path
+// without the database and the query (no user information, no view keys),
+// whether documents were asked for, and the status.
+func TestTraceLog(t *testing.T) {
+	var b strings.Builder
+	tl := newTraceLog(&b)
+	r, err := http.NewRequest(http.MethodPost, "http://admin:secret@127.0.0.1:5984/aso/_all_docs?conflicts=true&include_docs=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl.add(time.Now(), "NewTransfers", r, 200)
+	r, _ = http.NewRequest(http.MethodGet, "http://127.0.0.1:5984/aso", nil)
+	tl.add(time.Now(), "open", r, 404)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || lines[0] != "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds" {
+		t.Fatalf("trace:\n%s", b.String())
+	}
+	for i, want := range [][]string{{"NewTransfers", "POST", "/_all_docs", "true", "200"}, {"open", "GET", "/", "false", "404"}} {
+		f := strings.Split(lines[i+1], "\t")
+		if len(f) != 7 || strings.Join(f[1:6], " ") != strings.Join(want, " ") {
+			t.Errorf("line %d = %q, want fields %v", i+1, lines[i+1], want)
+		}
+	}
+	if strings.Contains(b.String(), "secret") || strings.Contains(b.String(), "conflicts") {
+		t.Errorf("the trace carries the URL's user information or query:\n%s", b.String())
+	}
+}

@@ -42,6 +42,7 @@ type options struct {
 	interval   time.Duration
 	logLevel   string
 	profileDir string
+	traceDir   string
 	keep       bool
 	timeout    time.Duration
 	pouchMax   int
@@ -78,6 +79,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.interval, "interval", 10*time.Millisecond, "agent --interval between passes")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "agent log level (info logs a line per transfer)")
 	fs.StringVar(&o.profileDir, "profile", "", "write CPU and heap profiles of each agent run into this directory")
+	fs.StringVar(&o.traceDir, "trace", "", "write a line per HTTP request of each CouchDB agent run into this directory (BACKEND-N.trace.tsv)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up a single agent run after this long")
 	fs.IntVar(&o.pouchMax, "pouch-max", 100000, "largest queue run on the PouchDB test server (single-threaded and in memory: 100,000 drain in 3 to 4 minutes and take about 2.5 GB); real CouchDB runs every size")

@@ -144,6 +144,12 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 	if o.profileDir != "" {
 		args = append(args, "-profile", filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", b, n)))
 	}
+	if o.traceDir != "" && b == "couch" {
+		if err := os.MkdirAll(o.traceDir, 0o755); err != nil {
+			return cr, ru, nil, err
+		}
+		args = append(args, "-trace", filepath.Join(o.traceDir, fmt.Sprintf("%s-%d.trace.tsv", b, n)))
+	}
 	cctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, self, args...)
