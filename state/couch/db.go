@@ -198,6 +198,12 @@ func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.Raw
 // conflicted documents into *conflicted.
 func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]json.RawMessage, conflicted *map[string]json.RawMessage) error {
 	err := retry(ctx, func() error {
+		for _, id := range ids {
+			// what a failed attempt read does not count: a document deleted
+			// since must not stay behind
+			delete(out, id)
+			delete(*conflicted, id)
+		}
 		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true, "conflicts": true}))
 		defer rs.Close()
 		for rs.Next() {

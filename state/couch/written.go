@@ -131,6 +131,9 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 	for lo := 0; lo < len(ids); lo += maxReadKeys {
 		keys := ids[lo:min(lo+maxReadKeys, len(ids))]
 		err := retry(ctx, func() error {
+			for _, id := range keys {
+				delete(out, id) // what a failed attempt read does not count
+			}
 			rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": keys}))
 			defer rs.Close()
 			for rs.Next() {

@@ -9,8 +9,8 @@
 // {id, key, value: {rev, deleted: true}, doc: null} for a deleted one,
 // {key, error: "not_found"} for a missing one, in the order of the keys.
 // Anything else (no keys, keys that are not strings, skip, limit,
-// descending, attachments, update_seq) goes to PouchDB's own allDocs, as do the deleted documents,
-// whose revision only PouchDB's allDocs gives.
+// descending, attachments, update_seq) goes to PouchDB's own allDocs, as
+// do the deleted documents, whose revision only PouchDB's allDocs gives.
 
 module.exports = function install(PouchDB) {
   const original = PouchDB.prototype.allDocs;
