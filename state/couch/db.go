@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -142,13 +141,13 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 // PouchDB server answers refused documents first.
 func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, bool, error) {
 	var res []kivik.BulkResult
-	var status atomic.Int32
+	var status int
 	err := retry(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
 			return backoff.Permanent(err)
 		}
 		var err error
-		res, err = s.db.BulkDocs(withStatus(ctx, &status), docs)
+		res, status, err = s.direct.bulkDocs(ctx, docs)
 		return err
 	})
 	if err != nil {
@@ -169,7 +168,7 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]k
 		}
 		out[q[0]], at[r.ID] = r, q[1:]
 	}
-	return out, status.Load() == http.StatusAccepted, nil
+	return out, status == http.StatusAccepted, nil
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with
@@ -204,24 +203,25 @@ func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]j
 			delete(out, id)
 			delete(*conflicted, id)
 		}
-		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true, "conflicts": true}))
-		defer rs.Close()
-		for rs.Next() {
-			id, _ := rs.ID()
-			var raw json.RawMessage
-			if err := rs.ScanDoc(&raw); err != nil || id == "" || len(raw) == 0 || string(raw) == "null" {
+		rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids, "include_docs": true, "conflicts": true})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			raw := r.Doc
+			if r.ID == "" || len(raw) == 0 || string(raw) == "null" {
 				continue // missing or deleted
 			}
 			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
 				if *conflicted == nil {
 					*conflicted = map[string]json.RawMessage{}
 				}
-				(*conflicted)[id] = raw
+				(*conflicted)[r.ID] = raw
 				continue
 			}
-			out[id] = raw
+			out[r.ID] = raw
 		}
-		return rs.Err()
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)

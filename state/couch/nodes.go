@@ -155,28 +155,3 @@ func (b *cancelBody) Close() error {
 	b.cancel()
 	return err
 }
-
-// statusKey is the context key under which a request's caller asks for
-// the HTTP status of the answer (a *atomic.Int32).
-type statusKey struct{}
-
-// withStatus returns ctx in which requests record their final HTTP status
-// into st.
-func withStatus(ctx context.Context, st *atomic.Int32) context.Context {
-	return context.WithValue(ctx, statusKey{}, st)
-}
-
-// statusRecorder records the HTTP status of answers for callers that
-// asked for it (withStatus): kivik reports a _bulk_docs answered 202
-// Accepted (stored on fewer replicas than the write quorum) like one
-// answered 201 Created.
-type statusRecorder struct{ next http.RoundTripper }
-
-// RoundTrip implements http.RoundTripper.
-func (s statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.next.RoundTrip(req)
-	if st, ok := req.Context().Value(statusKey{}).(*atomic.Int32); ok && err == nil {
-		st.Store(int32(resp.StatusCode))
-	}
-	return resp, err
-}

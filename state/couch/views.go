@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-
-	"github.com/go-kivik/kivik/v4"
 )
 
 // ViewsID is the design document of the views the agent's queries read.
@@ -20,6 +18,7 @@ const ViewsID = "_design/" + viewsDDoc
 const (
 	viewsDDoc = "aso-views"
 	viewWork  = "work"
+	viewPath  = "_design/" + viewsDDoc + "/_view/" + viewWork
 	keyQueue  = "queue"
 	keyActive = "active"
 )
@@ -41,10 +40,10 @@ func viewsDoc() map[string]any {
 // viewRow is one row of a view query: Value without include_docs, Doc
 // with it (nil for a deleted document).
 type viewRow struct {
-	ID    string
-	Key   json.RawMessage
-	Value json.RawMessage
-	Doc   json.RawMessage
+	ID    string          `json:"id"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
+	Doc   json.RawMessage `json:"doc"`
 }
 
 // query reads the rows of the view. With "keys" in params it is a POST,
@@ -53,29 +52,19 @@ func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, er
 	docs := params["include_docs"] == true
 	var rows []viewRow
 	err := retry(ctx, func() error {
-		rows = rows[:0]
-		rs := s.db.Query(ctx, viewsDDoc, viewWork, kivik.Params(params))
-		defer rs.Close()
-		for rs.Next() {
-			var r viewRow
-			r.ID, _ = rs.ID()
-			if err := rs.ScanKey(&r.Key); err != nil {
-				return err
-			}
-			var err error
-			if docs {
-				if err = rs.ScanDoc(&r.Doc); err != nil || string(r.Doc) == "null" {
-					r.Doc, err = nil, nil
-				}
-			} else {
-				err = rs.ScanValue(&r.Value)
-			}
-			if err != nil {
-				return err
-			}
-			rows = append(rows, r)
+		var err error
+		rows, err = s.direct.rows(ctx, viewPath, params)
+		if err != nil {
+			return err
 		}
-		return rs.Err()
+		if docs {
+			for i := range rows {
+				if string(rows[i].Doc) == "null" {
+					rows[i].Doc = nil
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, s.url, err)

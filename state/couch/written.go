@@ -2,9 +2,8 @@ package couch
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
-
-	"github.com/go-kivik/kivik/v4"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -134,20 +133,21 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 			for _, id := range keys {
 				delete(out, id) // what a failed attempt read does not count
 			}
-			rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": keys}))
-			defer rs.Close()
-			for rs.Next() {
-				id, _ := rs.ID()
+			rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": keys})
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
 				var v struct {
 					Rev     string `json:"rev"`
 					Deleted bool   `json:"deleted"`
 				}
-				if rs.ScanValue(&v) != nil || id == "" || v.Deleted {
+				if r.ID == "" || json.Unmarshal(r.Value, &v) != nil || v.Deleted {
 					continue // missing or deleted
 				}
-				out[id] = v.Rev
+				out[r.ID] = v.Rev
 			}
-			return rs.Err()
+			return nil
 		})
 		if err != nil {
 			return nil, err
