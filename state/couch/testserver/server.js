@@ -11,7 +11,8 @@
 //   - views are sorted in-memory indexes (mapreduce.js), checked against
 //     PouchDB's own pouchdb-mapreduce (ASO_TEST_COUCH_VIEWS=pouchdb),
 //   - _all_docs with keys reads one document per key (alldocs.js) instead
-//     of opening a read stream per key,
+//     of opening a read stream per key, and only the revision tree when
+//     the documents are not asked for,
 //   - old revisions are compacted after every write (auto_compaction), as
 //     CouchDB's compaction daemon would do later, so that the memory and
 //     the garbage collector's work do not grow with every revision.
@@ -43,7 +44,7 @@ const PouchDB = require('pouchdb-core')
   .plugin(require('pouchdb-replication'))
   .plugin(views)
   .plugin(require('pouchdb-adapter-memory'));
-// _all_docs with keys: one get per key (alldocs.js)
+// _all_docs with keys: one get, or one revision tree, per key (alldocs.js)
 require('./alldocs')(PouchDB);
 
 const host = process.env.HOST || '127.0.0.1';
