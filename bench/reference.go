@@ -5,33 +5,59 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"os/user"
 	"time"
 
+	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// referenceTransfers returns the n transfers of the benchmark, as enqueued.
+// referenceTransfers returns the n transfers of the benchmark, as enqueued
+// (by login@host:cli, as aso enqueue names its writer).
 func referenceTransfers(n int, now time.Time) []state.Transfer {
 	ts := make([]state.Transfer, n)
+	by := cliWriter()
 	for i, r := range requests(n) {
-		ts[i] = state.NewTransfer(r, now, "reference")
+		ts[i] = state.NewTransfer(r, now, by)
 	}
 	return ts
 }
 
+// cliWriter is the writer aso's commands name in history entries.
+func cliWriter() string {
+	login := os.Getenv("USER")
+	if login == "" {
+		login = os.Getenv("LOGNAME")
+	}
+	if login == "" {
+		if u, err := user.Current(); err == nil {
+			login = u.Username
+		}
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return fmt.Sprintf("%s@%s:cli", login, host)
+}
+
 // lifeSteps are the four revisions of a transfer that finishes at the first
 // status query, made by the state rules the backends apply: claim,
-// submit_sid, commit, terminal.
+// submit_sid, commit, terminal. The values the agent would write have the
+// agent's shapes (its owner name, a UUID for the submission ID and for the
+// FTS job, the PFNs of the bench's sites file), so that the reference
+// writes documents of the agent's size.
 func lifeSteps(now time.Time) []func(t *state.Transfer) error {
-	ag := state.Agent{User: benchUser, Owner: "reference"}
+	ag := state.Agent{User: benchUser, Owner: fmt.Sprintf("bench:%d", os.Getpid())}
 	pol := state.Policy{}.WithDefaults()
 	return []func(t *state.Transfer) error{
 		func(t *state.Transfer) error { return state.Claim(t, ag, now, pol.LeaseTTL) },
-		func(t *state.Transfer) error { return state.Prepare(t, ag, "sid-"+t.ID[:8], now, pol.LeaseTTL) },
+		func(t *state.Transfer) error { return state.Prepare(t, ag, uuid.NewString(), now, pol.LeaseTTL) },
 		func(t *state.Transfer) error {
-			return state.CommitTo(t, ag, state.Commit{Transfer: *t, SourcePFN: "davs://s/" + t.ID, DestPFN: "davs://d/" + t.ID}, "job-"+t.ID[:8], now)
+			c := state.Commit{Transfer: *t, SourcePFN: srcPrefix + t.SourceLFN, DestPFN: dstPrefix + t.DestinationLFN}
+			return state.CommitTo(t, ag, c, uuid.NewString(), now)
 		},
 		func(t *state.Transfer) error {
 			_, err := state.ApplyTerminal(t, ag, state.Terminal{Transfer: *t, Outcome: state.OutcomeDone, FTSJob: t.FTSJob}, pol, now)

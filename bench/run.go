@@ -216,19 +216,25 @@ func (r *Run) fill(cr childResult, ru syscall.Rusage, sim map[string]int) {
 	r.StatusPerTransfer = float64(sim["status"]) / n
 }
 
+// The storage of the two sites, before the LFN.
+const (
+	srcPrefix = "davs://source.example.org:2880"
+	dstPrefix = "davs://home.example.org:2880"
+)
+
 // writeInputs writes a sites file of two sites and n requests between them.
 func writeInputs(sitesFile, reqFile string, n int) error {
 	sites := fmt.Sprintf(`%s:
   protocol: davs
   rules:
     - path-match: /store/(.*)
-      result: davs://source.example.org:2880/store/$1
+      result: %s/store/$1
 %s:
   protocol: davs
   rules:
     - path-match: /store/(.*)
-      result: davs://home.example.org:2880/store/$1
-`, srcSite, dstSite)
+      result: %s/store/$1
+`, srcSite, srcPrefix, dstSite, dstPrefix)
 	if err := os.WriteFile(sitesFile, []byte(sites), 0o644); err != nil {
 		return err
 	}
