@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -128,7 +129,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
 	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy})
 	if err != nil {
-		return err
+		return stoppedEarly(ctx, g, err)
 	}
 	defer store.Close()
 	if metrics != nil {
@@ -142,7 +143,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
-		return permanent(err)
+		return stoppedEarly(ctx, g, permanent(err))
 	}
 	defer closeFTS()
 
@@ -175,6 +176,18 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if !o.Fleet.Agent {
 		printQueue(ctx, g, store, user)
 	}
+	return nil
+}
+
+// stoppedEarly is the result of a run whose setup failed with err: nothing
+// when a stop signal cancelled the setup (err is the cancellation; the run
+// had claimed nothing), err otherwise. A delegation cut short by SIGTERM is
+// not a credential to fix (exit 78), nor a stopped run a failure (exit 1).
+func stoppedEarly(ctx context.Context, g *Globals, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	g.Log.WithError(err).Warn("stopped by a signal before the agent started")
 	return nil
 }
 
