@@ -54,7 +54,10 @@ func endpointOf(ts []state.Transfer) string {
 // statusAt asks each job's endpoint for its status, one bulk request per
 // endpoint, and returns the statuses in the order of jobs. A job whose
 // endpoint cannot be reached gets Err, so it is only skipped this pass.
-func (a *Agent) statusAt(ctx context.Context, jobs []state.Job) ([]fts.JobStatus, error) {
+// The agent's own endpoint is not asked again when early holds its answer
+// (see early): early's answers are taken for the jobs that are the
+// endpoint's.
+func (a *Agent) statusAt(ctx context.Context, jobs []state.Job, early *earlyStatus) ([]fts.JobStatus, error) {
 	byEndpoint := map[string][]int{}
 	for i, j := range jobs {
 		ep := endpointOf(j.Transfers)
@@ -63,6 +66,18 @@ func (a *Agent) statusAt(ctx context.Context, jobs []state.Job) ([]fts.JobStatus
 	out := make([]fts.JobStatus, len(jobs))
 	for _, ep := range sortedKeys(byEndpoint) {
 		idx := byEndpoint[ep]
+		if early != nil && a.own(ep) {
+			// the early request asked for exactly these jobs when all are the
+			// endpoint's: its failure is theirs (a hung FTS is not waited on
+			// twice); otherwise it may have failed on another endpoint's job
+			ok, err := early.fill(jobs, idx, out, len(idx) == len(jobs))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				continue
+			}
+		}
 		ids := make([]string, len(idx))
 		for k, i := range idx {
 			ids[k] = jobs[i].ID
@@ -85,6 +100,71 @@ func (a *Agent) statusAt(ctx context.Context, jobs []state.Job) ([]fts.JobStatus
 		}
 	}
 	return out, nil
+}
+
+// own reports whether endpoint is served by the agent's own client.
+func (a *Agent) own(endpoint string) bool {
+	return endpoint == "" || a.cfg.FTSEndpoint == "" || endpoint == a.cfg.FTSEndpoint
+}
+
+// earlyStatus is the status of a group's jobs asked of the agent's own
+// endpoint while the group's transfers are still being read from the
+// store: the two requests overlap instead of following each other. Status
+// is a read of FTS, so asking before the transfers are read changes
+// nothing but the age of the answer (a pass older, at worst, which the
+// next pass makes up); a job of another endpoint is still asked there.
+type earlyStatus struct {
+	done chan struct{}
+	sts  map[string]fts.JobStatus
+	err  error
+}
+
+// askEarly starts asking the agent's own endpoint for the status of ids.
+func (a *Agent) askEarly(ctx context.Context, ids []string) *earlyStatus {
+	e := &earlyStatus{done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		sts, err := a.fts.Status(ctx, ids)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.sts = make(map[string]fts.JobStatus, len(sts))
+		for _, st := range sts {
+			e.sts[st.JobID] = st
+		}
+	}()
+	return e
+}
+
+// wait waits for the answer.
+func (e *earlyStatus) wait() {
+	if e != nil {
+		<-e.done
+	}
+}
+
+// fill puts the answers for jobs[idx] into out. It reports false, and
+// fills nothing, when the early request missed one of them or failed: the
+// caller asks again, or, when the request asked for exactly these jobs
+// (same), gets its error.
+func (e *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, same bool) (bool, error) {
+	e.wait()
+	if e.err != nil {
+		if same {
+			return false, e.err
+		}
+		return false, nil
+	}
+	for _, i := range idx {
+		if _, ok := e.sts[jobs[i].ID]; !ok {
+			return false, nil
+		}
+	}
+	for _, i := range idx {
+		out[i] = e.sts[jobs[i].ID]
+	}
+	return true, nil
 }
 
 // pendingByEndpoint groups the pending jobs by the endpoint their sid was

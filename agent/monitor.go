@@ -46,7 +46,7 @@ func (o *outcome) terminal() state.Terminal {
 func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
 	defer a.links.begin(ps)()
 	if a.pager == nil {
-		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
+		a.monitorGroup(work, ps, nil, func(ctx context.Context) ([]state.Job, error) {
 			return a.store.ActiveTransfers(ctx, a.cfg.User)
 		})
 		return
@@ -65,7 +65,7 @@ func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
 		if work.Err() != nil {
 			return // ownership lost: nothing more may be written
 		}
-		a.monitorGroup(work, ps, func(ctx context.Context) ([]state.Job, error) {
+		a.monitorGroup(work, ps, g, func(ctx context.Context) ([]state.Job, error) {
 			return a.pager.ActiveTransfersOf(ctx, a.cfg.User, g)
 		})
 	}
@@ -98,19 +98,27 @@ func groupJobs(jobs []state.JobRef, bound, perQuery int) [][]string {
 }
 
 // monitorGroup lists one group's transfers with list (under the phase
-// timeout), checks them in FTS and records their outcomes.
-func (a *Agent) monitorGroup(work context.Context, ps *PassStats, list func(context.Context) ([]state.Job, error)) {
+// timeout), checks them in FTS and records their outcomes. When the
+// group's job IDs are known beforehand (ids), the agent's own endpoint is
+// asked for their status while the transfers are read (earlyStatus).
+func (a *Agent) monitorGroup(work context.Context, ps *PassStats, ids []string, list func(context.Context) ([]state.Job, error)) {
 	start := a.cfg.Now()
+	var early *earlyStatus
+	if len(ids) > 0 {
+		early = a.askEarly(work, ids)
+	}
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	jobs, err := list(ctx)
 	cancel()
 	if err != nil {
+		early.wait()
 		ps.Errors++
 		ps.Monitor += a.cfg.Now().Sub(start)
 		a.log.WithField(FieldPhase, "monitor").WithError(err).Error("listing active transfers failed; retried next pass")
 		return
 	}
-	outs := a.check(work, jobs, ps)
+	outs := a.check(work, jobs, ps, early)
+	early.wait()
 	a.links.observe(jobs, outs)
 	mid := a.cfg.Now()
 	ps.Monitor += mid.Sub(start)
@@ -121,7 +129,7 @@ func (a *Agent) monitorGroup(work context.Context, ps *PassStats, list func(cont
 // check queries FTS for jobs in bulk, records progress of running
 // transfers, cancels those with kill_requested, and returns the terminal
 // outcomes (pointing into jobs).
-func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []outcome {
+func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats, early *earlyStatus) []outcome {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -132,7 +140,7 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats) []o
 	}
 	// the client bounds each request of 100 jobs by its own timeout; a batch
 	// that times out comes back with Err set and is skipped this pass
-	sts, err := a.statusAt(work, jobs)
+	sts, err := a.statusAt(work, jobs, early)
 	if err != nil {
 		ps.Errors++
 		log.WithError(err).Error("FTS status failed")

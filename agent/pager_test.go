@@ -420,3 +420,43 @@ func TestAgent_MonitorGroups_JobOverBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAgent_MonitorGroups_StatusWhileReading: the status of a group's jobs
+// is asked of FTS while the group's transfers are read from the store, not
+// after: each read waits until FTS has been asked one more time (and notes
+// the group as late if it is not within 2 s). Every transfer still ends
+// done, with one status request per group.
+func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
+	const bound = 8 // two jobs of 4 files
+	w, store := pagedWorld(t, ftstest.Options{}, bound)
+	reqs := w.goodRequests(24)
+	cfg := w.config("agent-1")
+	cfg.MaxFilesPerJob = 4
+	a := w.agent(cfg, nil)
+	p := store()
+	var late []int
+	p.fail = func(n int, jobs []string) error {
+		asked := w.sim.Requests()["status"]
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if w.sim.Requests()["status"] > asked {
+				return nil
+			}
+		}
+		late = append(late, n)
+		return nil
+	}
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(late) > 0 {
+		t.Errorf("groups %v were read before their status was asked", late)
+	}
+	for _, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Errorf("%s: %s, want done", r.ID(), got.State)
+		}
+	}
+	if got, groups := w.sim.Requests()["status"], len(p.calls()); got != groups {
+		t.Errorf("%d status requests for %d group reads: want one each", got, groups)
+	}
+}
