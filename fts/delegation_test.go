@@ -251,11 +251,38 @@ func TestSubmit_DelegationStillRefused(t *testing.T) {
 	if !errors.Is(err, fts.ErrNeedDelegation) || fts.IsTransient(err) {
 		t.Fatalf("Submit: %v, want ErrNeedDelegation", err)
 	}
-	if n := len(f.requests("POST /jobs")); n != 2 {
-		t.Errorf("%d submissions, want 2 (one retry after delegating)", n)
+	if n := len(f.requests("POST /jobs")); n != 4 {
+		t.Errorf("%d submissions, want 4 (a retry after each of three delegations)", n)
 	}
-	if puts, _, _ := d.state(); puts != 1 {
-		t.Errorf("%d delegations, want 1", puts)
+	if puts, _, _ := d.state(); puts != 3 {
+		t.Errorf("%d delegations, want 3", puts)
+	}
+}
+
+// TestSubmit_DelegationExpiresAgain: the server's copy of the proxy expires
+// again between the delegation and the retry (419 twice); the submission
+// delegates again and goes through.
+func TestSubmit_DelegationExpiresAgain(t *testing.T) {
+	f := newFake(t)
+	d := newDelegationServer(t, f)
+	f.handle("POST /jobs", func(w http.ResponseWriter, _ *http.Request) {
+		if puts, _, _ := d.state(); puts < 2 {
+			w.WriteHeader(419)
+			_, _ = w.Write(shared(t, "delegation_419.json"))
+			return
+		}
+		_, _ = w.Write(shared(t, "submit.json"))
+	})
+	c := f.proxyClient(t, nil)
+	id, err := c.Submit(context.Background(), testSubmission("sid-5"))
+	if err != nil || id != jobShared {
+		t.Fatalf("Submit: %q, %v", id, err)
+	}
+	if n := len(f.requests("POST /jobs")); n != 3 {
+		t.Errorf("%d submissions, want 3", n)
+	}
+	if puts, _, errs := d.state(); puts != 2 || len(errs) != 0 {
+		t.Errorf("%d delegations (errors %v), want 2", puts, errs)
 	}
 }
 

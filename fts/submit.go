@@ -67,8 +67,15 @@ func jobIDFromSID(base uuid.UUID, vo, sid string) string {
 	return uuid.NewSHA1(uuid.NewSHA1(base, []byte(vo)), []byte(sid)).String()
 }
 
+// maxDelegations bounds the delegations one submission makes: the
+// server's copy may expire again before the retry arrives (another client
+// of the same user delegating a proxy that ends sooner, the server's own
+// cleanup), and a 419 is a refusal the server did not act on.
+const maxDelegations = 3
+
 // Submit submits one job and returns its id. If the server asks for a
-// delegation (419), the proxy is delegated and the submission retried once.
+// delegation (419), the proxy is delegated and the submission retried, at
+// most maxDelegations times.
 // A duplicate sid (409) gives a *DuplicateError naming the existing job.
 // Only failures where the server surely did not act are retried, so a
 // submission without a sid is never made twice by this call.
@@ -82,7 +89,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 	}
 	rq := request{method: http.MethodPost, path: "/jobs", body: body}
 	r, err := c.send(ctx, rq)
-	if err == nil && r.status == 419 && c.proxy != nil {
+	for n := 0; err == nil && r.status == 419 && c.proxy != nil && n < maxDelegations; n++ {
 		if derr := c.delegate(ctx); derr != nil {
 			return "", fmt.Errorf("fts: submit: the server asks for a delegation (%s): %w", r.httpError().Message, derr)
 		}
