@@ -145,9 +145,10 @@ func (e *earlyStatus) wait() {
 }
 
 // fill puts the answers for jobs[idx] into out. It reports false, and
-// fills nothing, when the early request missed one of them or failed: the
-// caller asks again, or, when the request asked for exactly these jobs
-// (same), gets its error.
+// fills nothing, when the early request missed one of them or failed, or
+// answered one with an error while it also asked for other jobs: the
+// caller asks again. When the request asked for exactly these jobs (same),
+// its failure and its errors are theirs, as a second request's would be.
 func (e *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, same bool) (bool, error) {
 	e.wait()
 	if e.err != nil {
@@ -157,7 +158,10 @@ func (e *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, sam
 		return false, nil
 	}
 	for _, i := range idx {
-		if _, ok := e.sts[jobs[i].ID]; !ok {
+		st, ok := e.sts[jobs[i].ID]
+		if !ok || (st.Err != nil && !same) {
+			// an entry with an error may be the doing of another
+			// endpoint's job in the same request: asked again without it
 			return false, nil
 		}
 	}
