@@ -209,7 +209,7 @@ func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]j
 		}
 		for _, r := range rows {
 			raw := r.Doc
-			if r.ID == "" || len(raw) == 0 || string(raw) == "null" {
+			if r.ID == "" || raw == nil {
 				continue // missing or deleted
 			}
 			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {

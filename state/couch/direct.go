@@ -208,7 +208,8 @@ var jsonParams = map[string]bool{"key": true, "keys": true, "startkey": true, "s
 // rows reads the rows of a view or of _all_docs at path. With "keys" in
 // params it is a POST of the keys, otherwise a GET; the other parameters
 // go in the query string (keys as JSON). A row without an ID (a missing
-// key, a reduced row) has ID "".
+// key, a reduced row) has ID "", and a row without a document (not asked
+// for, or deleted) has Doc nil.
 func (d *direct) rows(ctx context.Context, path string, params map[string]any) ([]viewRow, error) {
 	q := url.Values{}
 	var body []byte
@@ -262,6 +263,11 @@ func (d *direct) rows(ctx context.Context, path string, params map[string]any) (
 	if ans.Error != "" {
 		// an error after the rows began (a view that failed part way)
 		return nil, &httpError{status: http.StatusInternalServerError, reason: ans.Error + ": " + ans.Reason}
+	}
+	for i := range ans.Rows {
+		if string(ans.Rows[i].Doc) == "null" {
+			ans.Rows[i].Doc = nil // a deleted document
+		}
 	}
 	return ans.Rows, nil
 }

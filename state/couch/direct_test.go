@@ -130,8 +130,8 @@ func TestDirect_Rows(t *testing.T) {
 	if len(rows) != 3 || rows[0].ID != "a" || string(rows[0].Key) != `["u","queue","k"]` || string(rows[0].Value) != "7" {
 		t.Fatalf("rows %+v", rows)
 	}
-	if rows[1].ID != "" || rows[2].ID != "d" || string(rows[2].Doc) != "null" {
-		t.Errorf("a missing key must have no ID and a deleted document a null doc: %+v", rows[1:])
+	if rows[1].ID != "" || rows[2].ID != "d" || rows[2].Doc != nil {
+		t.Errorf("a missing key must have no ID and a deleted document no doc: %+v", rows[1:])
 	}
 
 	if _, err := d.rows(ctx, "_all_docs", map[string]any{"keys": []string{"a", "b"}, "include_docs": true}); err != nil {

@@ -49,22 +49,11 @@ type viewRow struct {
 // query reads the rows of the view. With "keys" in params it is a POST,
 // otherwise a GET.
 func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
-	docs := params["include_docs"] == true
 	var rows []viewRow
 	err := retry(ctx, func() error {
 		var err error
 		rows, err = s.direct.rows(ctx, viewPath, params)
-		if err != nil {
-			return err
-		}
-		if docs {
-			for i := range rows {
-				if string(rows[i].Doc) == "null" {
-					rows[i].Doc = nil
-				}
-			}
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, s.url, err)
