@@ -215,33 +215,6 @@ func TestEnsureDelegation_NoneAsNullOrList(t *testing.T) {
 	}
 }
 
-func TestSubmit_NeedsDelegation(t *testing.T) {
-	f := newFake(t)
-	d := newDelegationServer(t, f)
-	f.handle("POST /jobs", func(w http.ResponseWriter, _ *http.Request) {
-		if puts, _, _ := d.state(); puts == 0 {
-			w.WriteHeader(419)
-			_, _ = w.Write(shared(t, "delegation_419.json"))
-			return
-		}
-		_, _ = w.Write(shared(t, "submit.json"))
-	})
-	c := f.proxyClient(t, nil)
-	id, err := c.Submit(context.Background(), testSubmission("sid-3"))
-	if err != nil {
-		t.Fatalf("Submit: %v", err)
-	}
-	if id != jobShared {
-		t.Errorf("job id %q", id)
-	}
-	if n := len(f.requests("POST /jobs")); n != 2 {
-		t.Errorf("%d submissions, want 2 (before and after delegating)", n)
-	}
-	if puts, _, errs := d.state(); puts != 1 || len(errs) != 0 {
-		t.Errorf("%d delegations (errors %v), want 1", puts, errs)
-	}
-}
-
 func TestSubmit_DelegationStillRefused(t *testing.T) {
 	f := newFake(t)
 	d := newDelegationServer(t, f)
@@ -259,30 +232,37 @@ func TestSubmit_DelegationStillRefused(t *testing.T) {
 	}
 }
 
-// TestSubmit_DelegationExpiresAgain: the server's copy of the proxy expires
-// again between the delegation and the retry (419 twice); the submission
-// delegates again and goes through.
-func TestSubmit_DelegationExpiresAgain(t *testing.T) {
-	f := newFake(t)
-	d := newDelegationServer(t, f)
-	f.handle("POST /jobs", func(w http.ResponseWriter, _ *http.Request) {
-		if puts, _, _ := d.state(); puts < 2 {
-			w.WriteHeader(419)
-			_, _ = w.Write(shared(t, "delegation_419.json"))
-			return
-		}
-		_, _ = w.Write(shared(t, "submit.json"))
-	})
-	c := f.proxyClient(t, nil)
-	id, err := c.Submit(context.Background(), testSubmission("sid-5"))
-	if err != nil || id != jobShared {
-		t.Fatalf("Submit: %q, %v", id, err)
-	}
-	if n := len(f.requests("POST /jobs")); n != 3 {
-		t.Errorf("%d submissions, want 3", n)
-	}
-	if puts, _, errs := d.state(); puts != 2 || len(errs) != 0 {
-		t.Errorf("%d delegations (errors %v), want 2", puts, errs)
+// TestSubmit_NeedsDelegation: a submission answered 419 delegates and is
+// sent again; when the server's copy expires again before the retry
+// arrives (419 twice), it delegates again and goes through.
+func TestSubmit_NeedsDelegation(t *testing.T) {
+	for _, expiries := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d refusals", expiries), func(t *testing.T) {
+			f := newFake(t)
+			d := newDelegationServer(t, f)
+			f.handle("POST /jobs", func(w http.ResponseWriter, _ *http.Request) {
+				if puts, _, _ := d.state(); puts < expiries {
+					w.WriteHeader(419)
+					_, _ = w.Write(shared(t, "delegation_419.json"))
+					return
+				}
+				_, _ = w.Write(shared(t, "submit.json"))
+			})
+			c := f.proxyClient(t, nil)
+			id, err := c.Submit(context.Background(), testSubmission("sid-3"))
+			if err != nil {
+				t.Fatalf("Submit: %v", err)
+			}
+			if id != jobShared {
+				t.Errorf("job id %q", id)
+			}
+			if n := len(f.requests("POST /jobs")); n != expiries+1 {
+				t.Errorf("%d submissions, want %d (before and after each delegation)", n, expiries+1)
+			}
+			if puts, _, errs := d.state(); puts != expiries || len(errs) != 0 {
+				t.Errorf("%d delegations (errors %v), want %d", puts, errs, expiries)
+			}
+		})
 	}
 }
 
