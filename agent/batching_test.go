@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +146,65 @@ func TestAgent_ConcurrentSubmissions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// claimCounter counts the claims started on its store.
+type claimCounter struct {
+	agent.Store
+	started atomic.Int32
+}
+
+func (c *claimCounter) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
+	c.started.Add(1)
+	return c.Store.NewTransfers(ctx, limit)
+}
+
+// firstWaitsFTS holds the first submission until cond holds (at most two
+// seconds) and records whether it had to give up.
+type firstWaitsFTS struct {
+	agent.FTS
+	cond  func() bool
+	calls atomic.Int32
+	late  atomic.Bool
+}
+
+func (f *firstWaitsFTS) Submit(ctx context.Context, sub fts.Submission) (string, error) {
+	if f.calls.Add(1) == 1 {
+		deadline := time.Now().Add(2 * time.Second)
+		for !f.cond() && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		f.late.Store(!f.cond())
+	}
+	return f.FTS.Submit(ctx, sub)
+}
+
+// TestAgent_ClaimsWhileSubmitting: after a full claim the next batch is
+// claimed while the first is sent to FTS (the first submission waits for
+// that claim to start, which never happens if claims wait for
+// submissions), and every transfer is still submitted once and ends done.
+func TestAgent_ClaimsWhileSubmitting(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	cfg := w.config("agent-1")
+	cfg.MaxFilesPerJob = 10
+	reqs := w.goodRequests(100) // claims of 40, 40 and 20: ten jobs
+	store := &claimCounter{Store: w.open("agent-1")}
+	f := &firstWaitsFTS{FTS: w.client, cond: func() bool { return store.started.Load() >= 2 }}
+	a, err := agent.New(cfg, store, f, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	if f.late.Load() {
+		t.Errorf("the first job was sent before the second claim started: claims waited for submissions")
+	}
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateDone {
+			t.Errorf("%s: %s %q, want done", tr.ID, tr.State, tr.Reason)
+		}
+	}
+	if got := w.sim.Requests()["submit"]; got != 10 {
+		t.Errorf("the simulator saw %d submissions, want 10", got)
+	}
+	if got := len(w.sim.Files()); got != 100 {
+		t.Errorf("the simulator holds %d files, want 100 (each transfer once)", got)
+	}
 }

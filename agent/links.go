@@ -87,12 +87,20 @@ func (a *Agent) activeByLink() map[string]int {
 	return m
 }
 
-// claim claims one batch, fairly across links when a cap is set.
-func (a *Agent) claim(ctx context.Context) ([]state.Transfer, error) {
+// claimer returns the claim of one batch, fairly across links when a cap
+// is set. What the agent holds per link is counted now, by the caller, so
+// that a claim running while the batch before is submitted sees each of
+// that batch's transfers exactly once (held or submitted).
+func (a *Agent) claimer() func(ctx context.Context) ([]state.Transfer, error) {
 	if a.cfg.MaxActivePerLink <= 0 {
-		return a.store.NewTransfers(ctx, a.cfg.BatchSize)
+		return func(ctx context.Context) ([]state.Transfer, error) { return a.store.NewTransfers(ctx, a.cfg.BatchSize) }
 	}
 	o := state.ClaimOptions{MaxPerLink: a.cfg.MaxActivePerLink, Active: a.activeByLink()}
+	return func(ctx context.Context) ([]state.Transfer, error) { return a.claimCapped(ctx, o) }
+}
+
+// claimCapped claims one batch within the link budget of o.
+func (a *Agent) claimCapped(ctx context.Context, o state.ClaimOptions) ([]state.Transfer, error) {
 	if a.linkClaimer != nil {
 		return a.linkClaimer.NewTransfersByLink(ctx, a.cfg.BatchSize, o)
 	}

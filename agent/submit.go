@@ -57,43 +57,66 @@ const jobsPerPass = 100
 // keeps the rest held for the next round, so jobs are not cut short by the
 // batch size; it stops claiming once jobsPerPass jobs' worth of transfers
 // were claimed this pass (so the monitor phase keeps its turn), and submits
-// everything held once the queue has no more to give.
+// everything held once the queue has no more to give. The next round's
+// claim runs while a full batch is submitted: the store reads and writes
+// the next batch while FTS answers (FTS takes up to seconds per job), and
+// the agent holds the claimed batch only when the submission is over, so
+// that claims and submissions never touch the same transfers.
 func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 	limit := max(a.cfg.BatchSize, jobsPerPass*a.cfg.MaxFilesPerJob)
-	for ps.Claimed < limit {
-		more := a.claimRound(stop, work, ps)
-		ps.more = more
-		if !more {
+	next := a.startClaim(stop, work)
+	for next != nil {
+		c := <-next
+		next = nil
+		full := a.claimed(c, ps)
+		ps.more = full
+		if !full {
 			break
 		}
+		if ps.Claimed < limit {
+			next = a.startClaim(stop, work)
+		}
+		a.submitHeld(stop, work, ps, false)
 	}
 	a.submitHeld(stop, work, ps, !ps.more)
 	ps.Pending = a.book.npending()
 }
 
-// claimRound claims one batch and submits the full jobs among what is held.
-// It reports whether the batch came back full.
-func (a *Agent) claimRound(stop, work context.Context, ps *PassStats) bool {
-	log := a.log.WithField(FieldPhase, "submit")
+// claimResult is the outcome of one claim.
+type claimResult struct {
+	ts  []state.Transfer
+	err error
+}
+
+// startClaim claims one batch in the background and returns where its
+// result arrives, or nil when the run is stopping. Whatever a started claim
+// returns is received and held, so that it is released at shutdown.
+func (a *Agent) startClaim(stop, work context.Context) <-chan claimResult {
 	if stop.Err() != nil || work.Err() != nil || a.failed() != nil {
-		return false
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	a.claimedAt = a.cfg.Now()
-	claimed, err := a.claim(ctx)
-	cancel()
-	if err != nil {
+	claim := a.claimer()
+	out := make(chan claimResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		defer cancel()
+		ts, err := claim(ctx)
+		out <- claimResult{ts, err}
+	}()
+	return out
+}
+
+// claimed holds a claimed batch and reports whether it came back full.
+func (a *Agent) claimed(c claimResult, ps *PassStats) bool {
+	if c.err != nil {
 		ps.Errors++
-		log.WithError(err).Error("claiming transfers failed; retrying next pass")
+		a.log.WithField(FieldPhase, "submit").WithError(c.err).Error("claiming transfers failed; retrying next pass")
 	}
-	ps.Claimed += len(claimed)
-	a.metrics.count("claimed", len(claimed))
-	a.book.hold(claimed)
-	full := err == nil && len(claimed) == a.cfg.BatchSize
-	if full {
-		a.submitHeld(stop, work, ps, false)
-	}
-	return full
+	ps.Claimed += len(c.ts)
+	a.metrics.count("claimed", len(c.ts))
+	a.book.hold(c.ts)
+	return c.err == nil && len(c.ts) == a.cfg.BatchSize
 }
 
 // submitHeld submits the held transfers that have no submission yet: all
