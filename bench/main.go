@@ -46,6 +46,7 @@ type options struct {
 	keep       bool
 	timeout    time.Duration
 	pouchMax   int
+	ftsLatency time.Duration
 }
 
 func main() {
@@ -83,8 +84,12 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up a single agent run after this long")
 	fs.IntVar(&o.pouchMax, "pouch-max", 100000, "largest queue run on the PouchDB test server (single-threaded and in memory: 100,000 drain in 3 to 4 minutes and take about 2.5 GB); real CouchDB runs every size")
+	fs.DurationVar(&o.ftsLatency, "fts-latency", 0, "time the FTS simulator takes to answer each request (a real FTS takes from a tenth of a second to seconds to store a job)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.ftsLatency < 0 {
+		return o, fmt.Errorf("-fts-latency %s: want a duration of 0 or more", o.ftsLatency)
 	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

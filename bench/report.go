@@ -102,7 +102,7 @@ func printTable(w io.Writer, res Results) {
 		if r.Error != "" {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %d: FTS requests %v; reference: %s\n", r.Backend, r.N, r.FTSRequests, r.Reference)
+		fmt.Fprintf(w, "\n%s %d: FTS requests %v, each answered after %gs (-fts-latency); reference: %s\n", r.Backend, r.N, r.FTSRequests, r.FTSLatency, r.Reference)
 		printCalls(w, r)
 	}
 }

@@ -26,9 +26,10 @@ const (
 
 // Run is the result of one backend at one queue size.
 type Run struct {
-	Backend string `json:"backend"`
-	Server  string `json:"server"`
-	N       int    `json:"transfers"`
+	Backend    string  `json:"backend"`
+	Server     string  `json:"server"`
+	N          int     `json:"transfers"`
+	FTSLatency float64 `json:"fts_latency_seconds"` // added to every FTS answer (-fts-latency)
 
 	EnqueueSeconds   float64 `json:"enqueue_seconds"`
 	EnqueuePerSecond float64 `json:"enqueue_per_second"`
@@ -62,7 +63,7 @@ type Run struct {
 
 // runOne measures backend b at n transfers.
 func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServer) (Run, error) {
-	r := Run{Backend: b, N: n, Server: "memfile (local file)"}
+	r := Run{Backend: b, N: n, Server: "memfile (local file)", FTSLatency: o.ftsLatency.Seconds()}
 	dir, err := os.MkdirTemp("", "aso-bench-")
 	if err != nil {
 		return r, err
@@ -134,7 +135,7 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 	if err := os.WriteFile(tf, []byte(token), 0o600); err != nil {
 		return cr, ru, nil, err
 	}
-	sim, err := ftstest.Start("127.0.0.1:0", ftstest.Options{Seed: 1, Tokens: []string{token}})
+	sim, err := ftstest.Start("127.0.0.1:0", ftstest.Options{Seed: 1, Tokens: []string{token}, Latency: o.ftsLatency})
 	if err != nil {
 		return cr, ru, nil, err
 	}
