@@ -3,6 +3,7 @@ package couch_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -131,4 +132,55 @@ func TestViews(t *testing.T) {
 			t.Fatalf("bob's transfers in alice's job: %+v, %v", jobs, err)
 		}
 	})
+}
+
+// TestViews_WritesDuringTheQuery: a view query answers with every write
+// that completed before it was asked, even when other writes to the same
+// documents land while the index is brought up to date (as CouchDB reads
+// the changes from one snapshot). Each round claims a fresh batch (the
+// claim's own view query comes before its write), then asks for the queue
+// while the leases of part of the batch are renewed: no claimed transfer
+// may still show as due.
+func TestViews_WritesDuringTheQuery(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	u := newDB(t)
+	db := rawDB(t, u)
+	s := open(t, u, c, "bob", "host:2:b", couch.Options{})
+	const rounds, batch = 4, 900
+	for r := range rounds {
+		reqs := requests("bob", batch)
+		for i := range reqs {
+			reqs[i].SourceLFN += fmt.Sprintf(".%d", r)
+			reqs[i].DestinationLFN += fmt.Sprintf(".%d", r)
+		}
+		enqueue(t, s, reqs)
+		claimed, err := s.NewTransfers(ctx, batch)
+		if err != nil || len(claimed) != batch {
+			t.Fatalf("round %d: NewTransfers = %d, %v", r, len(claimed), err)
+		}
+		type renewed struct {
+			res []state.Result
+			err error
+		}
+		renew := make(chan renewed, 1)
+		go func() {
+			time.Sleep(2 * time.Millisecond) // once the query is on its way
+			res, err := s.RenewLeases(ctx, claimed[batch-100:])
+			renew <- renewed{res, err}
+		}()
+		_, values := viewRows(t, db, "bob", "queue", nil)
+		w := <-renew
+		mustOK(t, w.res, w.err)
+		due := 0
+		for _, v := range values {
+			var us int64
+			if json.Unmarshal(v, &us) != nil || us <= c.Now().UnixMicro() {
+				due++
+			}
+		}
+		if due > 0 {
+			t.Fatalf("round %d: %d queue rows due after every transfer was claimed: the view missed claims that completed before the query", r, due)
+		}
+	}
 }

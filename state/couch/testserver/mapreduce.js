@@ -122,7 +122,13 @@ class ViewIndex {
     this.queue = Promise.resolve(); // updates and queries, one at a time
   }
 
-  // update applies the changes of db since the last update.
+  // update applies the changes of db since the last update, until a read
+  // of the changes finds none. A read of PouchDB's changes passes over a
+  // document written again while the read goes on (its entry is no longer
+  // the document's latest, and the new one came after the read began), so
+  // a read that returned changes is followed by another: a query then
+  // answers with every write that completed before it was asked, as
+  // CouchDB's does.
   async update(db) {
     for (;;) {
       const res = await db.changes({ since: this.seq, include_docs: true, limit: 1000, return_docs: true });
@@ -130,7 +136,7 @@ class ViewIndex {
         if (change.id[0] !== '_') this.reindex(change);
       }
       this.seq = res.last_seq;
-      if (res.results.length < 1000) return;
+      if (res.results.length === 0) return;
     }
   }
 
