@@ -47,6 +47,7 @@ type options struct {
 	timeout    time.Duration
 	pouchMax   int
 	ftsLatency time.Duration
+	repeat     int
 }
 
 func main() {
@@ -84,9 +85,13 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
 	fs.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up a single agent run after this long")
 	fs.IntVar(&o.pouchMax, "pouch-max", 100000, "largest queue run on the PouchDB test server (single-threaded and in memory: 100,000 drain in 3 to 4 minutes and take about 2.5 GB); real CouchDB runs every size")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of each backend and size; the table shows the run of median agent/ref and lists every run's")
 	fs.DurationVar(&o.ftsLatency, "fts-latency", 0, "time the FTS simulator takes to answer each request (a real FTS takes from a tenth of a second to seconds to store a job)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.repeat < 1 {
+		return o, fmt.Errorf("-repeat %d: want 1 or more", o.repeat)
 	}
 	if o.ftsLatency < 0 {
 		return o, fmt.Errorf("-fts-latency %s: want a duration of 0 or more", o.ftsLatency)
@@ -130,13 +135,20 @@ func run(ctx context.Context, o options) error {
 					Error: fmt.Sprintf("skipped: over -pouch-max %d on the PouchDB test server (set ASO_TEST_COUCHDB_URL for a real CouchDB)", o.pouchMax)})
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "bench: %s, %d transfers...\n", b, n)
-			r, err := runOne(ctx, o, self, b, n, couchSrv)
-			if err != nil {
-				r.Error = err.Error()
-				fmt.Fprintf(os.Stderr, "bench: %s %d: %v\n", b, n, err)
+			var rs []Run
+			for k := range o.repeat {
+				fmt.Fprintf(os.Stderr, "bench: %s, %d transfers (run %d of %d)...\n", b, n, k+1, o.repeat)
+				r, err := runOne(ctx, o, self, b, n, couchSrv)
+				if err != nil {
+					r.Error = err.Error()
+					fmt.Fprintf(os.Stderr, "bench: %s %d: %v\n", b, n, err)
+				}
+				rs = append(rs, r)
+				if err != nil || ctx.Err() != nil {
+					break
+				}
 			}
-			res.Runs = append(res.Runs, r)
+			res.Runs = append(res.Runs, medianRun(rs))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -103,6 +103,9 @@ func printTable(w io.Writer, res Results) {
 			continue
 		}
 		fmt.Fprintf(w, "\n%s %d: FTS requests %v, each answered after %gs (-fts-latency); reference: %s\n", r.Backend, r.N, r.FTSRequests, r.FTSLatency, r.Reference)
+		if len(r.Ratios) > 1 {
+			fmt.Fprintf(w, "%d runs (-repeat), agent/ref in the order they ran: %s; the figures are the median run's\n", len(r.Ratios), ratioList(r.Ratios))
+		}
 		printCalls(w, r)
 	}
 }
@@ -121,4 +124,12 @@ func printCalls(w io.Writer, r Run) {
 		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%.2f\t\n", name, phaseOf[name], c.Calls, c.Items, c.RoundTrips, c.Seconds)
 	}
 	tw.Flush()
+}
+
+func ratioList(rs []float64) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(parts, " ")
 }

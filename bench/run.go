@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
@@ -57,6 +58,10 @@ type Run struct {
 	Reference        string  `json:"reference"`
 	ReferenceSeconds float64 `json:"reference_seconds"`
 	Ratio            float64 `json:"agent_to_reference"`
+	// Ratios is agent/ref of every run of this backend and size, in the
+	// order they ran (-repeat); the other figures are those of the run of
+	// median agent/ref.
+	Ratios []float64 `json:"agent_to_reference_runs,omitempty"`
 
 	Error string `json:"error,omitempty"`
 }
@@ -274,4 +279,27 @@ func asoCommand(ctx context.Context, aso, st string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, aso, args...)
 	cmd.Env = append(os.Environ(), "ASO_STATE="+st)
 	return cmd
+}
+
+// medianRun returns, of the runs of one backend and size, the first that
+// failed, or else the run of median agent/ref (the lower of the two middle
+// ones for an even count), carrying every run's agent/ref in run order.
+func medianRun(rs []Run) Run {
+	for _, r := range rs {
+		if r.Error != "" {
+			return r
+		}
+	}
+	ratios := make([]float64, len(rs))
+	byRatio := make([]Run, len(rs))
+	for i, r := range rs {
+		ratios[i] = r.Ratio
+		byRatio[i] = r
+	}
+	sort.SliceStable(byRatio, func(i, j int) bool { return byRatio[i].Ratio < byRatio[j].Ratio })
+	m := byRatio[(len(byRatio)-1)/2]
+	if len(rs) > 1 {
+		m.Ratios = ratios
+	}
+	return m
 }
