@@ -57,20 +57,31 @@ func TestAgent_FullJobs(t *testing.T) {
 // TestAgent_CredentialsRefusedSeveralJobs: when FTS refuses the credentials
 // on the first of several jobs whose sids were written together, the
 // transfers of every job, sent or not, are released without penalty and
-// without their sid.
+// without their sid; so are those of the next claim, made while the first
+// batch was being submitted.
 func TestAgent_CredentialsRefusedSeveralJobs(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	cfg := w.config("agent-1")
-	reqs := w.goodRequests(cfg.BatchSize) // a full claim: its full jobs are written together
-	a, err := agent.New(cfg, w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
-	must(t, err)
-	if err := a.Run(context.Background()); !errors.Is(err, fts.ErrUnauthorized) {
-		t.Fatalf("Run = %v, want ErrUnauthorized", err)
-	}
-	for _, r := range reqs {
-		if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
-			t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
-		}
+	for _, c := range []struct {
+		name string
+		n    func(batch int) int
+	}{
+		{"one claim", func(batch int) int { return batch }}, // its full jobs are written together
+		{"next claim in flight", func(batch int) int { return 2*batch + 5 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, ftstest.Options{})
+			cfg := w.config("agent-1")
+			reqs := w.goodRequests(c.n(cfg.BatchSize))
+			a, err := agent.New(cfg, w.open("agent-1"), refusingFTS{w.client}, w.sites, w.deleter, w.log)
+			must(t, err)
+			if err := a.Run(context.Background()); !errors.Is(err, fts.ErrUnauthorized) {
+				t.Fatalf("Run = %v, want ErrUnauthorized", err)
+			}
+			for _, r := range reqs {
+				if tr := w.get(r.ID()); tr.State != state.StateNew || tr.Attempts != 0 || tr.SubmitSID != "" || tr.Owner != "" {
+					t.Errorf("%s: %s attempts %d sid %q owner %q, want released without penalty", tr.ID, tr.State, tr.Attempts, tr.SubmitSID, tr.Owner)
+				}
+			}
+		})
 	}
 }
 
