@@ -116,8 +116,7 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-			_ = resp.Body.Close()
+			drain(resp.Body)
 			err = fmt.Errorf("HTTP %d from %s", resp.StatusCode, f.nodes[i].Host)
 		}
 		cancel()
