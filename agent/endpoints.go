@@ -37,7 +37,9 @@ func (a *Agent) ftsAt(ctx context.Context, endpoint string) (FTS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("FTS endpoint %s (holding earlier jobs): %w", endpoint, err)
 	}
-	f = instrumentedFTS{f, a.metrics}
+	// fenced like the agent's own: a resubmission or a cancellation here
+	// is as much an action on the user's queue
+	f = fencedFTS{instrumentedFTS{f, a.metrics}, a}
 	a.others[endpoint] = f
 	a.log.WithField("endpoint", endpoint).Info("following jobs submitted to another FTS endpoint")
 	return f, nil

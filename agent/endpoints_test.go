@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,19 +55,29 @@ func opener(opened *[]string, clients map[string]*fts.Client) func(context.Conte
 	}
 }
 
+// slowSim keeps jobs running long enough for a second run to find them.
+var slowSim = ftstest.Options{QueueDelay: time.Minute, TransferTime: 10 * time.Minute}
+
+// submitOnFirstEndpoint enqueues n requests and submits them in one pass
+// to the world's simulator, recorded as the jobs' endpoint.
+func (w *world) submitOnFirstEndpoint(n int) []state.Request {
+	w.t.Helper()
+	reqs := w.goodRequests(n)
+	cfg := w.config("agent-1")
+	cfg.Once, cfg.FTSEndpoint = true, w.sim.URL
+	if err := w.agent(cfg, nil).Run(context.Background()); err != nil {
+		w.t.Fatalf("first run: %v", err)
+	}
+	return reqs
+}
+
 // TestAgent_JobsStayWithTheirEndpoint: the first run submits to server A;
 // the second runs with server B as --fts. The jobs on A are monitored on
 // A to the end, never declared lost nor submitted again on B; only the
 // transfers enqueued since go to B.
 func TestAgent_JobsStayWithTheirEndpoint(t *testing.T) {
-	slow := ftstest.Options{QueueDelay: time.Minute, TransferTime: 10 * time.Minute}
-	w := newWorld(t, slow)
-	first := w.goodRequests(12)
-	cfg := w.config("agent-1")
-	cfg.Once, cfg.FTSEndpoint = true, w.sim.URL
-	if err := w.agent(cfg, nil).Run(context.Background()); err != nil {
-		t.Fatalf("first run: %v", err)
-	}
+	w := newWorld(t, slowSim)
+	first := w.submitOnFirstEndpoint(12)
 	for _, r := range first {
 		if tr := w.get(r.ID()); tr.State != state.StateSubmitted || tr.FTSEndpoint != w.sim.URL {
 			t.Fatalf("%s after the first run: %s at %q, want submitted at %s", tr.ID, tr.State, tr.FTSEndpoint, w.sim.URL)
@@ -78,7 +89,7 @@ func TestAgent_JobsStayWithTheirEndpoint(t *testing.T) {
 	must(t, err)
 	must(t, kres[0].Err)
 
-	simB, clientB := w.secondSim(slow)
+	simB, clientB := w.secondSim(slowSim)
 	var second []state.Request
 	for i := 0; i < 5; i++ {
 		r, _ := w.request("second", i, true)
@@ -169,5 +180,62 @@ func TestAgent_AdoptsOnTheSidsEndpoint(t *testing.T) {
 	}
 	if n := simB.Requests()["submit"]; n != 0 {
 		t.Errorf("%d submissions to B, want none: the sids were on A", n)
+	}
+}
+
+// TestAgent_FencedOnEveryEndpoint: the write fence guards actions on an
+// earlier endpoint as on the agent's own. Agent A, with B as --fts, reads
+// the status of its jobs on the earlier endpoint and is frozen there for
+// longer than its lock lives, while agent C takes the user over and
+// cancels a killed transfer on that endpoint. When A wakes up it has lost
+// its lock and sends that endpoint nothing: the transfer is cancelled once.
+func TestAgent_FencedOnEveryEndpoint(t *testing.T) {
+	w := newWorld(t, slowSim)
+	first := w.submitOnFirstEndpoint(6)
+	kres, err := w.store.RequestKill(context.Background(), []string{first[0].ID()})
+	must(t, err)
+	must(t, kres[0].Err)
+	simB, clientB := w.secondSim(slowSim)
+	ctx := context.Background()
+
+	var frozen sync.RWMutex
+	var cErr error
+	var cancelsByC int
+	earlier := &freezeAtStatus{FTS: w.client, freeze: func() {
+		frozen.Lock()
+		defer frozen.Unlock()
+		w.clk.Advance(agent.DefaultLockTTL + time.Minute) // A's lock and leases expire
+		before := w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"]
+		cfgC := w.config("agent-C")
+		cfgC.FTSEndpoint = simB.URL
+		c, err := agent.New(cfgC, w.open("agent-C"), clientB, w.sites, w.deleter, w.log)
+		must(t, err)
+		var opened []string
+		c.OpenFTS = opener(&opened, map[string]*fts.Client{w.sim.URL: w.client})
+		cErr = c.Run(ctx)
+		cancelsByC = w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"] - before
+	}}
+	cfgA := w.config("agent-A")
+	cfgA.FTSEndpoint = simB.URL
+	cfgA.UpdateWindow = 24 * time.Hour // no progress to record: the cancel is A's first action after it wakes
+	a, err := agent.New(cfgA, frozenStore{Store: w.open("agent-A"), frozen: &frozen}, clientB, w.sites, w.deleter, w.log)
+	must(t, err)
+	a.OpenFTS = func(context.Context, string) (agent.FTS, error) { return earlier, nil }
+	before := w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"]
+	errA := a.Run(ctx)
+	if cErr != nil {
+		t.Fatalf("the agent that took over: %v", cErr)
+	}
+	if !errors.Is(errA, state.ErrLockLost) {
+		t.Errorf("the frozen agent returned %v, want the lost lock", errA)
+	}
+	if cancelsByC != 1 {
+		t.Errorf("the agent that took over sent %d cancel requests to the earlier endpoint, want 1", cancelsByC)
+	}
+	if n := w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"]; n-before != cancelsByC {
+		t.Errorf("the earlier endpoint received %d cancel requests, %d of them from the agent that lost its lock", n-before, n-before-cancelsByC)
+	}
+	if tr := w.get(first[0].ID()); tr.State != state.StateKilled {
+		t.Errorf("killed transfer is %s (%q), want killed", tr.State, tr.Reason)
 	}
 }

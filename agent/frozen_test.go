@@ -34,25 +34,34 @@ func (s frozenStore) RenewLeases(ctx context.Context, ts []state.Transfer) ([]st
 	return s.Store.RenewLeases(ctx, ts)
 }
 
-// freezeAfterFailure is an FTS whose first status reply with a failed file
-// is delivered only after freeze has run: the agent was frozen between
-// reading FTS and acting on what it read.
-type freezeAfterFailure struct {
+// freezeAtStatus is an FTS whose first status reply that when accepts
+// (nil: any) is delivered only after freeze has run: the agent was frozen
+// between reading FTS and acting on what it read.
+type freezeAtStatus struct {
 	agent.FTS
 	once   sync.Once
+	when   func([]fts.JobStatus) bool
 	freeze func()
 }
 
-func (f *freezeAfterFailure) Status(ctx context.Context, ids []string) ([]fts.JobStatus, error) {
+func (f *freezeAtStatus) Status(ctx context.Context, ids []string) ([]fts.JobStatus, error) {
 	sts, err := f.FTS.Status(ctx, ids)
+	if f.when == nil || f.when(sts) {
+		f.once.Do(f.freeze)
+	}
+	return sts, err
+}
+
+// hasFailedFile reports whether a status reply holds a failed file.
+func hasFailedFile(sts []fts.JobStatus) bool {
 	for _, st := range sts {
 		for _, file := range st.Files {
 			if file.State == "FAILED" {
-				f.once.Do(f.freeze)
+				return true
 			}
 		}
 	}
-	return sts, err
+	return false
 }
 
 // TestAgent_FrozenAgentDeletesNothingAfterTakeover: an agent frozen after
@@ -67,7 +76,7 @@ func TestAgent_FrozenAgentDeletesNothingAfterTakeover(t *testing.T) {
 
 	var frozen sync.RWMutex
 	var bErr error
-	ftsA := &freezeAfterFailure{FTS: w.client, freeze: func() {
+	ftsA := &freezeAtStatus{FTS: w.client, when: hasFailedFile, freeze: func() {
 		frozen.Lock()
 		defer frozen.Unlock()
 		w.sim.SetFailureRate(0)
