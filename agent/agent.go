@@ -226,6 +226,10 @@ func (a *Agent) loop(stop, work context.Context) error {
 	}
 }
 
+// viewLagGrace bounds how long the agent waits for a lagging view to show a
+// transfer of its own that is due (see waitingSoon).
+const viewLagGrace = 2 * time.Minute
+
 // waitingSoon reports whether some transfer of the user will become
 // claimable before the run must end (a cool-off or an expired lease passing
 // before the --max-runtime deadline; any time without one), or became
@@ -235,10 +239,6 @@ func (a *Agent) loop(stop, work context.Context) error {
 // transfers' progress, which keeps passes busy anyway. With a
 // state.Confirmer, transfers this agent claimed that are still submitted
 // count too.
-// viewLagGrace bounds how long the agent waits for a lagging view to show a
-// transfer of its own that is due (see waitingSoon).
-const viewLagGrace = 2 * time.Minute
-
 func (a *Agent) waitingSoon(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	defer cancel()
@@ -262,7 +262,13 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 			}
 			// one of ours back in the queue and due, but not claimed: the
 			// claim's view had not seen it yet; wait for the view, a while
-			if t.State == state.StateNew && !t.RetryAfter.After(now) && now.Sub(t.RetryAfter.Time) < viewLagGrace {
+			// after it became due: at the end of its cool-off, or when it
+			// was written back without one (a lost job, a release)
+			due := t.RetryAfter.Time
+			if t.LastUpdate.After(due) {
+				due = t.LastUpdate.Time
+			}
+			if t.State == state.StateNew && !due.After(now) && now.Sub(due) < viewLagGrace {
 				return true
 			}
 		}

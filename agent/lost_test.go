@@ -3,10 +3,12 @@ package agent_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
 )
@@ -64,5 +66,105 @@ func TestAgent_KillBeforeStartLeavesTheDestinationAlone(t *testing.T) {
 	}
 	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
 		t.Errorf("the file at the destination was changed or deleted by a kill before the transfer ran: %q, %v", got, err)
+	}
+}
+
+// laggingQueue is a store whose queue listings (the claim and List) show
+// nothing for lag after a lost job sent a transfer back to the queue, as
+// a CouchDB cluster's views may, and which confirms the transfers it
+// claimed by reading them (state.Confirmer), as the CouchDB store does.
+type laggingQueue struct {
+	agent.Store
+	w       *world
+	lag     time.Duration
+	mu      sync.Mutex
+	until   time.Time // the listings show nothing before this
+	claimed map[string]bool
+}
+
+func (s *laggingQueue) lagging() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.clk.Now().Before(s.until)
+}
+
+func (s *laggingQueue) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
+	if s.lagging() {
+		return []state.Transfer{}, nil
+	}
+	ts, err := s.Store.NewTransfers(ctx, n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		s.claimed[t.ID] = true
+	}
+	return ts, err
+}
+
+func (s *laggingQueue) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
+	if s.lagging() {
+		return []state.Transfer{}, nil
+	}
+	return s.Store.List(ctx, f)
+}
+
+func (s *laggingQueue) SetTerminalState(ctx context.Context, outs []state.Terminal) ([]state.Result, error) {
+	res, err := s.Store.SetTerminalState(ctx, outs)
+	for _, o := range outs {
+		if o.Outcome == state.OutcomeLost {
+			s.mu.Lock()
+			s.until = s.w.clk.Now().Add(s.lag)
+			s.mu.Unlock()
+		}
+	}
+	return res, err
+}
+
+func (s *laggingQueue) Unsettled(context.Context) ([]state.Transfer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []state.Transfer
+	for id := range s.claimed {
+		if t := s.w.get(id); !t.State.Terminal() {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// losesFirstJob is an FTS that loses the first job submitted to it.
+type losesFirstJob struct {
+	agent.FTS
+	sim  *ftstest.Server
+	once sync.Once
+}
+
+func (f *losesFirstJob) Submit(ctx context.Context, sub fts.Submission) (string, error) {
+	id, err := f.FTS.Submit(ctx, sub)
+	if err == nil {
+		f.once.Do(func() { f.sim.LoseJob(id) })
+	}
+	return id, err
+}
+
+// TestAgent_WaitsForItsLostTransferBehindALaggingView: FTS loses a job, so
+// its transfer goes back to the queue at once (no cool-off), but the
+// queue's view does not show it for 90 s. The agent, which claimed it and
+// reads its own transfers by ID before it exits, waits for the view
+// instead of exiting "drained" with the transfer left new.
+func TestAgent_WaitsForItsLostTransferBehindALaggingView(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	r, _ := w.request("lagging", 0, true)
+	w.enqueue([]state.Request{r})
+	s := &laggingQueue{Store: w.open("agent-1"), w: w, lag: 90 * time.Second, claimed: map[string]bool{}}
+	a, err := agent.New(w.config("agent-1"), s, &losesFirstJob{FTS: w.client, sim: w.sim}, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	got := w.get(r.ID())
+	if got.State != state.StateDone || got.Attempts != 1 {
+		t.Errorf("transfer is %s after %d attempts (%q), want done after the lost job's attempt", got.State, got.Attempts, got.Reason)
+	}
+	if n := len(w.sim.Files()); n != 2 {
+		t.Errorf("%d files submitted, want 2: the lost job's and the retry's", n)
 	}
 }
