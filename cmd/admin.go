@@ -88,7 +88,7 @@ func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, i
 		return "", rep.tally, usagef("give transfer IDs, or --%s or filters, not both", c.allFlag)
 	case !selecting && len(ids) == 0:
 		return "", rep.tally, usagef("give one or more transfer IDs, or --%s, or filters (see --help)", c.allFlag)
-	case len(ids) > 0 && c.sel.AllUsers && g.User != "":
+	case len(ids) > 0 && c.sel.AllUsers && g.userFlagGiven():
 		return "", rep.tally, usagef("give --user or --all-users, not both")
 	}
 	var f state.Filter

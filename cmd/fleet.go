@@ -95,8 +95,8 @@ type fleet struct {
 func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	fo := o.Fleet
 	switch {
-	case g.User != "":
-		return usagef("--all-users runs every user with due work: do not give --user (or ASO_USER) with it")
+	case g.userFlagGiven():
+		return usagef("--all-users runs every user with due work: do not give --user with it")
 	case fo.MaxAgents < 1:
 		return usagef("--max-agents %d: want at least 1", fo.MaxAgents)
 	case fo.DiscoverInterval <= 0:

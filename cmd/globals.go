@@ -56,6 +56,27 @@ func (g *Globals) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&g.ConfigFile, "config", "", "configuration file (YAML, JSON or TOML); keys are setting names (default: $ASO_CONFIG, else ~/.config/aso/aso.yaml, else /etc/aso/aso.yaml; see aso config)")
 }
 
+// userFlagGiven reports whether --user was given on the command line. A
+// user from ASO_USER or the configuration file is only a default, which
+// --all-users overrides; --user and --all-users together are a usage
+// error.
+func (g *Globals) userFlagGiven() bool {
+	src, loaded := g.sources["user"]
+	return g.User != "" && (!loaded || src == fromFlag)
+}
+
+// usersOf returns the user a command acts for: "" (every user) with
+// --all-users, else --user or the login name.
+func (g *Globals) usersOf(allUsers bool) (string, error) {
+	if !allUsers {
+		return g.UserName()
+	}
+	if g.userFlagGiven() {
+		return "", usagef("give --user or --all-users, not both")
+	}
+	return "", nil
+}
+
 // UserName returns --user, or the login name.
 func (g *Globals) UserName() (string, error) {
 	if g.User != "" {

@@ -27,6 +27,8 @@ func TestKill_HonoursUser(t *testing.T) {
 	id := q.retried.ID // alice's, new
 	r := aso(t, q.flag, "--user", "bob", "kill", id).wantCode(t, 1)
 	r.wantStdout(t, id+": not found (it belongs to alice, not bob: give --user alice or --all-users)")
+	r = aso(t, q.flag, "--user", "bob", "kill", id[:8]).wantCode(t, 1)
+	r.wantStdout(t, id+": not found (it belongs to alice, not bob: give --user alice or --all-users)")
 	if got := getTransfer(t, q.flag, id); got.State != state.StateNew || got.KillRequested {
 		t.Fatalf("bob's kill changed alice's transfer: %+v", got)
 	}

@@ -52,13 +52,9 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 	if o.OlderThan <= 0 {
 		return usagef("--older-than DURATION is required and must be positive (e.g. 720h)")
 	}
-	user := ""
-	if !o.AllUsers {
-		u, err := g.UserName()
-		if err != nil {
-			return err
-		}
-		user = u
+	user, err := g.usersOf(o.AllUsers)
+	if err != nil {
+		return err
 	}
 	po := state.PurgeOptions{User: user, Before: time.Now().Add(-o.OlderThan)}
 	if o.Archive != "" {

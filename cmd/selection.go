@@ -94,13 +94,7 @@ func (o *SelectOptions) filter(g *Globals, now time.Time) (state.Filter, error) 
 // user returns the user whose transfers are selected: --user, else the
 // login name; "" with --all-users.
 func (o *SelectOptions) user(g *Globals) (string, error) {
-	if o.AllUsers {
-		if g.User != "" {
-			return "", usagef("give --user or --all-users, not both")
-		}
-		return "", nil
-	}
-	return g.UserName()
+	return g.usersOf(o.AllUsers)
 }
 
 // parseSince reads --since: a positive duration back from now, or an RFC
@@ -181,6 +175,14 @@ func resolveIDs(ctx context.Context, st state.Store, user string, args []string)
 			return nil, usagef("transfer ID %q: want at least %d of its 64 hexadecimal digits", a, minIDPrefix)
 		}
 		ts, err := st.List(ctx, state.Filter{IDPrefix: id, User: user, Limit: 10})
+		if err == nil && len(ts) == 0 && user != "" {
+			// none of user's: another user's transfer is named in full, so
+			// that it is reported as whose it is (and left alone)
+			ts, err = st.List(ctx, state.Filter{IDPrefix: id, Limit: 2})
+			if len(ts) > 1 {
+				ts = nil
+			}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("look up transfer ID prefix %s: %w", id, err)
 		}

@@ -29,7 +29,7 @@ func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&o.JSON, "json", false, "print JSON instead of tables")
 	f.BoolVar(&o.AllUsers, "all-users", false, "count the transfers of every user, not only --user's")
-	f.DurationVar(&o.StaleAfter, "stale-after", 0, "report submitted transfers not updated for this long as stale (default 45m)")
+	f.DurationVar(&o.StaleAfter, "stale-after", state.DefaultStaleAfter, "report submitted transfers not updated for this long as stale")
 }
 
 func newStatusCommand(g *Globals) *cobra.Command {
@@ -62,13 +62,9 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 	if o.ID != "" {
 		return withStore(ctx, g, g.User, func(st state.Store) error { return showTransfer(ctx, g, st, o) })
 	}
-	user := ""
-	if !o.AllUsers {
-		u, err := g.UserName()
-		if err != nil {
-			return err
-		}
-		user = u
+	user, err := g.usersOf(o.AllUsers)
+	if err != nil {
+		return err
 	}
 	return withStore(ctx, g, user, func(st state.Store) error {
 		sum, err := st.Summary(ctx, state.SummaryOptions{User: user, StaleAfter: o.StaleAfter})
