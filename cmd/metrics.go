@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,10 @@ func (m *metricsFile) write() {
 		gs = append(gs, m.agent.Gatherer())
 	}
 	if err := agent.WriteMetrics(m.path, gs...); err != nil {
+		if m.g.Log == nil { // the configuration could not be loaded
+			fmt.Fprintf(m.g.Stderr, "aso: writing the metrics file failed: %v\n", err)
+			return
+		}
 		m.g.Log.WithError(err).Warn("writing the metrics file failed")
 	}
 }

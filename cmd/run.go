@@ -86,16 +86,17 @@ are released, the run lock is released, and aso exits 0. A second signal exits a
 
 With --all-users it runs one agent process (aso run --user U) for every user with due work, at
 most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
---token-file and --metrics-file becomes each user's name. Several hosts may run it on the same
+--token-file, --metrics-file, --storage-token-file and --report becomes each user's name. Several hosts may run it on the same
 state store: the run locks share the users out. It exits with the most severe code of its agents.
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
-		// the root's, and a run refused by it still leaves its report
+		// the root's, and a run refused by it still leaves its report and
+		// (an agent's run) its metrics file
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			err := loadGlobals(g, cmd)
-			if err != nil && o.Beyond.Report != "" {
-				newRunReport().finish(cmd.Context(), g, o.Beyond.Report, err)
+			if err != nil {
+				refusedRun(cmd.Context(), o, g, err)
 			}
 			return err
 		},
@@ -103,6 +104,20 @@ state store: the run locks share the users out. It exits with the most severe co
 	}
 	o.AddFlags(cmd)
 	return cmd
+}
+
+// refusedRun writes the report and the metrics file of a run whose
+// settings were refused (err), naming the user when one was given.
+func refusedRun(ctx context.Context, o *RunOptions, g *Globals, err error) {
+	user, _ := g.UserName()
+	if o.Beyond.Report != "" {
+		rep := newRunReport()
+		rep.User = user
+		rep.finish(ctx, g, o.Beyond.Report, err)
+	}
+	if !o.Fleet.AllUsers {
+		newMetricsFile(o.MetricsFile, g, user).end(ctx, err)
+	}
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
@@ -117,6 +132,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if err != nil {
 		return err
 	}
+	rep.User = user
 	metrics := newMetricsFile(o.MetricsFile, g, user)
 	defer func() { metrics.end(ctx, err) }()
 	sites, err := loadRunSites(o, g)

@@ -92,8 +92,8 @@ func TestRun_ReportOnEarlyFailure(t *testing.T) {
 			t.Errorf("%v: stderr %q, want %q", c.args, res.stderr, c.want)
 		}
 		r := readReport(t, path)
-		if r.ExitCode != c.code || !strings.Contains(r.Error, c.want) {
-			t.Errorf("%v: report exit %d error %q, want %d and %q", c.args, r.ExitCode, r.Error, c.code, c.want)
+		if r.ExitCode != c.code || !strings.Contains(r.Error, c.want) || r.User != "bob" {
+			t.Errorf("%v: report of %q, exit %d error %q, want bob's, %d and %q", c.args, r.User, r.ExitCode, r.Error, c.code, c.want)
 		}
 	}
 }

@@ -193,13 +193,22 @@ func TestRun_MonitorGroup(t *testing.T) {
 }
 
 // TestRun_MetricsOnEarlyFailure: a run that fails before its agent starts
+// (a missing sites file) or whose settings are refused (a usage error)
 // still writes its metrics file, with its exit code.
 func TestRun_MetricsOnEarlyFailure(t *testing.T) {
-	metrics := filepath.Join(t.TempDir(), "aso.prom")
-	aso(t, "run", newState(t), "--user", "carol", "--sites", filepath.Join(t.TempDir(), "none.yaml"), "--metrics-file", metrics).wantCode(t, cmd.ExitConfig)
-	prom, err := os.ReadFile(metrics)
-	if err != nil {
-		t.Fatalf("no metrics file after an early failure: %v", err)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--sites", filepath.Join(t.TempDir(), "none.yaml")}, cmd.ExitConfig},
+		{[]string{"--cool-off", "0"}, cmd.ExitUsage},
+	} {
+		metrics := filepath.Join(t.TempDir(), "aso.prom")
+		aso(t, append([]string{"run", newState(t), "--user", "carol", "--metrics-file", metrics}, c.args...)...).wantCode(t, c.code)
+		prom, err := os.ReadFile(metrics)
+		if err != nil {
+			t.Fatalf("%v: no metrics file after an early failure: %v", c.args, err)
+		}
+		wantMatch(t, string(prom), fmt.Sprintf(`aso_run_exit_code\{user="carol"\} %d\n`, c.code), `aso_run_end_time_seconds\{user="carol"\} 1\.\d+e\+09`)
 	}
-	wantMatch(t, string(prom), `aso_run_exit_code\{user="carol"\} 78\n`, `aso_run_end_time_seconds\{user="carol"\} 1\.\d+e\+09`)
 }
