@@ -71,7 +71,7 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 	var rows []configRow
 	var errs []string
 	o.Root.PersistentFlags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name != "help" && fl.Name != "version" {
+		if fl.Name != "help" && fl.Name != "version" && !fl.Hidden {
 			rows = append(rows, configRow{"(all)", fl.Name, fl.Value.String(), g.sources[fl.Name]})
 		}
 	})
@@ -91,7 +91,7 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
 	for _, c := range cmds {
 		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
-			if fl.Name == "help" {
+			if fl.Name == "help" || fl.Hidden { // hidden: set by aso itself
 				return
 			}
 			from, err := g.resolveFlag(fl, v)

@@ -123,8 +123,11 @@ func TestConfig_Command(t *testing.T) {
 		`(?m)^run\s+cool-off\s+5m0s\s+file `,
 		`(?m)^run\s+interval\s+3s\s+environment ASO_INTERVAL$`,
 		`(?m)^run\s+lease-ttl\s+15m0s\s+default$`,
-		`(?m)^status\s+stale-after\s+0s\s+default$`,
+		`(?m)^status\s+stale-after\s+45m0s\s+default$`, // the value status uses, not a placeholder
 	)
+	if strings.Contains(r.stdout, "fleet-agent") {
+		t.Errorf("config shows the hidden flag aso sets on a fleet's agents:\n%s", r.stdout)
+	}
 	// A bad value is shown, and config exits 2 naming it.
 	r = invocation{env: map[string]string{"ASO_BATCH_SIZE": "0"}}.run(t, "config").wantCode(t, 2)
 	wantMatch(t, r.stdout, `(?m)^run\s+batch-size\s+0\s+environment ASO_BATCH_SIZE$`)

@@ -35,7 +35,8 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 		Short: "Add transfer requests from a JSON array or JSON lines file (default standard input)",
 		Long: "enqueue reads transfer requests, one JSON object each, as a JSON array or as JSON lines,\n" +
 			"and stores the valid ones as new transfers. Fields: user, group, role, source, destination,\n" +
-			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on.\n" +
+			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on,\n" +
+			"activity.\n" +
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
 			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +

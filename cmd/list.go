@@ -23,7 +23,7 @@ type ListOptions struct {
 func (o *ListOptions) AddFlags(cmd *cobra.Command) {
 	o.Select.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one transfer document per line")
-	cmd.Flags().IntVar(&o.Limit, "limit", 0, "print at most this many transfers (0: all)")
+	cmd.Flags().IntVar(&o.Limit, "limit", 0, "print at most this many transfers (default: all)")
 }
 
 func newListCommand(g *Globals) *cobra.Command {

@@ -22,7 +22,7 @@ type RetryOptions struct {
 // AddFlags registers the flags of `aso retry`.
 func (o *RetryOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.Failed, "failed", false, "retry every failed transfer of the user (killed ones are left alone)")
-	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, detail} per transfer")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
 	o.Select.AddFlags(cmd.Flags())
 }
 
