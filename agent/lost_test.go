@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -166,5 +167,39 @@ func TestAgent_WaitsForItsLostTransferBehindALaggingView(t *testing.T) {
 	}
 	if n := len(w.sim.Files()); n != 2 {
 		t.Errorf("%d files submitted, want 2: the lost job's and the retry's", n)
+	}
+}
+
+// losesCancelAnswers is an FTS whose cancellations are applied but whose
+// answers are lost: the agent sees an error and finds the files CANCELED
+// on its next status query.
+type losesCancelAnswers struct{ agent.FTS }
+
+func (f losesCancelAnswers) CancelFiles(ctx context.Context, job string, ids []int64) ([]string, error) {
+	if _, err := f.FTS.CancelFiles(ctx, job, ids); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("connection reset by peer (test: the answer was lost)")
+}
+
+// TestAgent_KillBeforeStartLostAnswerLeavesTheDestinationAlone: the cancel
+// of a transfer still queued in FTS is applied but its answer is lost; the
+// next status query shows the file CANCELED. url-copy never ran for it
+// (FTS gives it no start_time), so the file at its destination (here
+// somebody else's) is not its doing and must stay.
+func TestAgent_KillBeforeStartLostAnswerLeavesTheDestinationAlone(t *testing.T) {
+	w, r, cfg, theirs := queuedOverTheirs(t)
+	_, err := w.store.RequestKill(context.Background(), []string{r.ID()})
+	must(t, err)
+	cfg.Once = false
+	a, err := agent.New(cfg, w.open(cfg.Owner), losesCancelAnswers{w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+
+	if got := w.get(r.ID()); got.State != state.StateKilled {
+		t.Errorf("after the kill: %s (%q), want killed", got.State, got.Reason)
+	}
+	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
+		t.Errorf("the file at the destination was changed or deleted by a kill before the transfer ran: %q, %v", got, err)
 	}
 }

@@ -215,7 +215,7 @@ func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *Pass
 		}
 		ps.Active++
 		if t.KillRequested {
-			c.kills = append(c.kills, kill{t: t, job: j.ID, fileID: f.FileID, running: f.State == "ACTIVE"})
+			c.kills = append(c.kills, kill{t: t, job: j.ID, fileID: f.FileID, running: urlCopyRan(f)})
 		}
 		if a.progressDue(t, f, now) {
 			c.transients = append(c.transients, state.Transient{Transfer: *t, Progress: state.Progress{
@@ -235,7 +235,7 @@ func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, boo
 	case "CANCELED":
 		if t.KillRequested {
 			o.outcome, o.reason = state.OutcomeKilled, "killed by request: "+orDefault(f.Reason, "canceled in FTS")
-			o.deleteDest = true
+			o.deleteDest = urlCopyRan(f)
 			return o, true
 		}
 		fallthrough
@@ -246,6 +246,15 @@ func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, boo
 		return o, true
 	}
 	return outcome{}, false
+}
+
+// urlCopyRan reports whether FTS ever started url-copy for f, so that its
+// destination copy may be this transfer's doing: FTS sets start_time when
+// it schedules the copy and clears it when it queues the file again for
+// one of its own retries (which the retry count shows). A file cancelled
+// before either left whatever is at its destination alone.
+func urlCopyRan(f *fts.FileStatus) bool {
+	return !f.StartTime.IsZero() || f.Retry > 0
 }
 
 // progressDue: record progress when FTS reports something new, or when the
@@ -285,15 +294,15 @@ type kill struct {
 	t       *state.Transfer
 	job     string
 	fileID  int64
-	running bool // the file was ACTIVE at this poll
+	running bool // url-copy had run for the file by this poll (urlCopyRan)
 }
 
 // cancelKilled cancels in FTS the running files of transfers with
 // kill_requested (one request per job) and appends those FTS reports
 // cancelled to outs as killed outcomes; the others are seen cancelled next
-// pass. The destination of a file cancelled before it was ACTIVE is left
-// alone: url-copy never ran for it, so whatever is there is not its doing
-// (it may be a file FTS would have refused to overwrite).
+// pass. The destination of a file cancelled before FTS started url-copy
+// for it is left alone (urlCopyRan): whatever is there is not its doing (it
+// may be a file FTS would have refused to overwrite).
 func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome, ps *PassStats) []outcome {
 	// kills are in job order: one request per run of the same job
 	for len(kills) > 0 {
