@@ -57,6 +57,9 @@ type Agent struct {
 	// claimedAt is when the last pass asked for new transfers: one whose
 	// cool-off ended since then was not eligible for that claim.
 	claimedAt time.Time
+	// unconfirmed counts the drain checks in a row that could not read the
+	// agent's own transfers (Confirmer).
+	unconfirmed int
 	// fatal is set when the run must end with an error although ownership
 	// is intact (FTS refused our credentials).
 	fatal atomic.Pointer[error]
@@ -230,6 +233,10 @@ func (a *Agent) loop(stop, work context.Context) error {
 // transfer of its own that is due (see waitingSoon).
 const viewLagGrace = 2 * time.Minute
 
+// maxUnconfirmed bounds the drain checks in a row that find the queue
+// empty but cannot read the agent's own transfers, after which it exits.
+const maxUnconfirmed = 3
+
 // waitingSoon reports whether some transfer of the user will become
 // claimable before the run must end (a cool-off or an expired lease passing
 // before the --max-runtime deadline; any time without one), or became
@@ -252,7 +259,16 @@ func (a *Agent) waitingSoon(ctx context.Context) bool {
 		// cluster's views): its own transfers are read by ID
 		own, err := a.confirm.Unsettled(ctx)
 		if err != nil {
-			a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them")
+			// the views alone may not show them: look again next pass, a
+			// few times, before exiting on what the views show
+			a.unconfirmed++
+			if a.unconfirmed <= maxUnconfirmed {
+				a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them; not exiting yet")
+				return true
+			}
+			a.log.WithError(err).Error("cannot confirm the claimed transfers by reading them; exiting on what the views show")
+		} else {
+			a.unconfirmed = 0
 		}
 		now := a.cfg.Now()
 		for i := range own {

@@ -81,6 +81,8 @@ type laggingQueue struct {
 	mu      sync.Mutex
 	until   time.Time // the listings show nothing before this
 	claimed map[string]bool
+	// unreadable is how many Unsettled calls fail before one succeeds
+	unreadable int
 }
 
 func (s *laggingQueue) lagging() bool {
@@ -124,6 +126,10 @@ func (s *laggingQueue) SetTerminalState(ctx context.Context, outs []state.Termin
 func (s *laggingQueue) Unsettled(context.Context) ([]state.Transfer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.unreadable > 0 {
+		s.unreadable--
+		return nil, errors.New("read timed out (test)")
+	}
 	var out []state.Transfer
 	for id := range s.claimed {
 		if t := s.w.get(id); !t.State.Terminal() {
@@ -153,20 +159,23 @@ func (f *losesFirstJob) Submit(ctx context.Context, sub fts.Submission) (string,
 // queue's view does not show it for 90 s. The agent, which claimed it and
 // reads its own transfers by ID before it exits, waits for the view
 // instead of exiting "drained" with the transfer left new.
+// The agent also does not exit when it cannot read them at that moment.
 func TestAgent_WaitsForItsLostTransferBehindALaggingView(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	r, _ := w.request("lagging", 0, true)
-	w.enqueue([]state.Request{r})
-	s := &laggingQueue{Store: w.open("agent-1"), w: w, lag: 90 * time.Second, claimed: map[string]bool{}}
-	a, err := agent.New(w.config("agent-1"), s, &losesFirstJob{FTS: w.client, sim: w.sim}, w.sites, w.deleter, w.log)
-	must(t, err)
-	must(t, a.Run(context.Background()))
-	got := w.get(r.ID())
-	if got.State != state.StateDone || got.Attempts != 1 {
-		t.Errorf("transfer is %s after %d attempts (%q), want done after the lost job's attempt", got.State, got.Attempts, got.Reason)
-	}
-	if n := len(w.sim.Files()); n != 2 {
-		t.Errorf("%d files submitted, want 2: the lost job's and the retry's", n)
+	for _, unreadable := range []int{0, 1} {
+		w := newWorld(t, ftstest.Options{})
+		r, _ := w.request("lagging", 0, true)
+		w.enqueue([]state.Request{r})
+		s := &laggingQueue{Store: w.open("agent-1"), w: w, lag: 90 * time.Second, claimed: map[string]bool{}, unreadable: unreadable}
+		a, err := agent.New(w.config("agent-1"), s, &losesFirstJob{FTS: w.client, sim: w.sim}, w.sites, w.deleter, w.log)
+		must(t, err)
+		must(t, a.Run(context.Background()))
+		got := w.get(r.ID())
+		if got.State != state.StateDone || got.Attempts != 1 {
+			t.Errorf("%d failed reads: transfer is %s after %d attempts (%q), want done after the lost job's attempt", unreadable, got.State, got.Attempts, got.Reason)
+		}
+		if n := len(w.sim.Files()); n != 2 {
+			t.Errorf("%d failed reads: %d files submitted, want 2: the lost job's and the retry's", unreadable, n)
+		}
 	}
 }
 
@@ -201,5 +210,19 @@ func TestAgent_KillBeforeStartLostAnswerLeavesTheDestinationAlone(t *testing.T) 
 	}
 	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
 		t.Errorf("the file at the destination was changed or deleted by a kill before the transfer ran: %q, %v", got, err)
+	}
+}
+
+// TestAgent_ExitsWhenItCannotConfirmForLong: an agent whose queue is empty
+// but whose own transfers cannot be read looks again a few passes, then
+// exits instead of waiting forever.
+func TestAgent_ExitsWhenItCannotConfirmForLong(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	s := &laggingQueue{Store: w.open("agent-1"), w: w, claimed: map[string]bool{}, unreadable: 100}
+	a, err := agent.New(w.config("agent-1"), s, w.client, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	if tried := 100 - s.unreadable; tried != 4 {
+		t.Errorf("the agent tried to read its own transfers %d times before it exited, want 4", tried)
 	}
 }
