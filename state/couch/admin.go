@@ -54,14 +54,16 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		ids = append(ids, t.ID)
 		at = append(at, i)
 	}
-	out, _, err := s.bulkDocs(ctx, ids, docs)
+	out, accepted, err := s.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}
-	var refused []int
+	var refused, unconfirmed []int
 	for k, r := range out {
 		i := at[k]
 		switch {
+		case r.Error == nil && accepted[k]:
+			unconfirmed = append(unconfirmed, k)
 		case r.Error == nil:
 			res[i].Status = state.Stored
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
@@ -71,6 +73,9 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 			res[i].Err = fmt.Errorf("couch: enqueue %s: %v: %w", res[i].ID, r.Error, state.ErrInvalid)
 			refused = append(refused, i)
 		}
+	}
+	if err := s.confirmEnqueued(ctx, unconfirmed, ids, docs, at, res); err != nil {
+		return nil, err
 	}
 	// A server may validate a new document against an existing one before
 	// it reports the conflict (the PouchDB server does): a refused request
@@ -91,6 +96,42 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		}
 	}
 	return res, nil
+}
+
+// confirmEnqueued settles the new documents whose write a cluster answered
+// 202 (stored on fewer replicas than its write quorum, which may never
+// spread if those replicas fail): each is read back from a quorum, which
+// also repairs the replicas that lack it. Found as written, it is stored;
+// found otherwise, another producer stored the same request first; not
+// found, it is reported not stored, so that it is enqueued again instead
+// of being lost in silence. ks index ids and docs; at maps them to res.
+func (s *Store) confirmEnqueued(ctx context.Context, ks []int, ids []string, docs []any, at []int, res []state.EnqueueResult) error {
+	if len(ks) == 0 {
+		return nil
+	}
+	read := make([]string, len(ks))
+	for n, k := range ks {
+		read[n] = ids[k]
+	}
+	stored, err := s.readKeys(ctx, read)
+	if err != nil {
+		return fmt.Errorf("couch: enqueue: confirm the writes answered 202: %w", err)
+	}
+	for _, k := range ks {
+		i := at[k]
+		raw, ok := stored[ids[k]]
+		body, _ := docs[k].(json.RawMessage)
+		switch {
+		case ok && sameContent(raw, body):
+			res[i].Status = state.Stored
+		case ok:
+			res[i].Status = state.AlreadyQueued
+		default:
+			res[i].Status = state.Rejected
+			res[i].Err = fmt.Errorf("couch: enqueue %s: the cluster accepted the write on fewer replicas than its quorum (202) and a read does not find it: enqueue the request again", ids[k])
+		}
+	}
+	return nil
 }
 
 // Get returns one transfer.

@@ -394,3 +394,37 @@ func TestStore_UnsettledForgetsWhatItWroteTerminal(t *testing.T) {
 		t.Errorf("Unsettled read documents %d times; the store wrote every one terminal itself", n)
 	}
 }
+
+// TestEnqueue_Accepted202 enqueues through a proxy that answers 202: a
+// request read back as written is stored; one whose write never reached a
+// replica that kept it is reported not stored, naming the 202, and can be
+// enqueued again.
+func TestEnqueue_Accepted202(t *testing.T) {
+	ctx, c, _, cl := newCluster(t)
+	s := open(t, cl.URL(0), c, "", "", couch.Options{})
+	cl.Accept202.Store(true)
+	enqueue(t, s, requests("alice", 3)) // every one read back: stored
+
+	reqs := requests("bob", 3)
+	lost := reqs[1].ID()
+	cl.Lost = func(doc map[string]any) bool { return doc["_id"] == lost }
+	res, err := s.Enqueue(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		switch {
+		case i == 1 && (r.Status != state.Rejected || r.Err == nil || !strings.Contains(r.Err.Error(), "202")):
+			t.Errorf("the write answered 202 and not stored: %s %v, want not stored, naming the 202", r.Status, r.Err)
+		case i != 1 && r.Status != state.Stored:
+			t.Errorf("request %d: %s %v, want stored", i, r.Status, r.Err)
+		}
+	}
+	if _, err := s.Get(ctx, lost); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("the lost request: %v, want not found (the proxy stored it: the test tests nothing)", err)
+	}
+	cl.Lost = nil
+	if res, err := s.Enqueue(ctx, reqs[1:2]); err != nil || res[0].Status != state.Stored {
+		t.Fatalf("enqueued again: %+v, %v; want stored", res, err)
+	}
+}

@@ -31,6 +31,9 @@ import (
 //     does when the write reached fewer replicas than the quorum.
 //   - Accept202: every _bulk_docs is answered 202 instead of 201 (applied
 //     normally).
+//   - Lost: a document of a _bulk_docs that Lost selects is not stored
+//     though it is answered ok with a revision and 202, as a write that
+//     reached one replica, which died before it passed the write on.
 //   - ViewLag: a view query without include_docs is answered from the
 //     answer to the same query through the same front if that is younger
 //     than ViewLag, as a view built on another shard copy lags behind the
@@ -51,6 +54,9 @@ type Cluster struct {
 	ViewLag atomic.Int64
 	// Branched counts the writes stored as conflicting revisions.
 	Branched atomic.Int64
+	// Lost, when set (before use), selects the documents of a _bulk_docs
+	// that are answered ok (202) but never stored.
+	Lost func(doc map[string]any) bool
 	// Sibling, when set (before use), makes every write through a front
 	// that the test server accepts a conflict as well: the proxy also
 	// stores Sibling(doc) on the same parent revision, as another
@@ -257,7 +263,29 @@ func (c *Cluster) bulkDocs(front int, w http.ResponseWriter, r *http.Request, bo
 	if json.Unmarshal(body, &req) == nil && c.Split.Load() {
 		c.keepBefore(r, 1-front, req.Docs)
 	}
+	var lost []map[string]any
+	if c.Lost != nil && len(req.Docs) > 0 {
+		kept := req.Docs[:0:0]
+		for _, d := range req.Docs {
+			if c.Lost(d) {
+				id, _ := d["_id"].(string)
+				lost = append(lost, map[string]any{"id": id, "ok": true, "rev": "1-" + strings.Repeat("0", 32)})
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		if len(lost) > 0 {
+			body, _ = json.Marshal(map[string]any{"docs": kept})
+		}
+	}
 	status, out, h := c.forward(r, body)
+	if len(lost) > 0 && (status == http.StatusCreated || status == http.StatusAccepted) {
+		var res []map[string]any
+		if json.Unmarshal(out, &res) == nil {
+			out, _ = json.Marshal(append(res, lost...))
+			status = http.StatusAccepted
+		}
+	}
 	var res []map[string]any
 	if json.Unmarshal(body, &req) != nil || (status != http.StatusCreated && status != http.StatusAccepted) || json.Unmarshal(out, &res) != nil || len(res) != len(req.Docs) {
 		c.reply(w, status, h, out)
