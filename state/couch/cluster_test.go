@@ -37,12 +37,12 @@ func withoutValidation(t *testing.T, db *kivik.DB, f func()) {
 	}
 }
 
-// branch stores t as a leaf revision rev (generation 2) on the revision
-// parent of its document (new_edits=false), as a replica of a partitioned
-// cluster would.
-func branch(t *testing.T, db *kivik.DB, tr state.Transfer, parent, hash string) string {
+// branch stores doc (a transfer or a lock) as a leaf revision rev
+// (generation 2) on the revision parent of its document (new_edits=false),
+// as a replica of a partitioned cluster would.
+func branch(t *testing.T, db *kivik.DB, doc any, parent, hash string) string {
 	t.Helper()
-	b, err := json.Marshal(tr)
+	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,5 +426,37 @@ func TestEnqueue_Accepted202(t *testing.T) {
 	cl.Lost = nil
 	if res, err := s.Enqueue(ctx, reqs[1:2]); err != nil || res[0].Status != state.Stored {
 		t.Fatalf("enqueued again: %+v, %v; want stored", res, err)
+	}
+}
+
+// TestLock_LiveLeafOfAnotherHolder: a lock document whose winning revision
+// is free but one of whose losing leaves is another agent's live lock (a
+// write that reached a minority of the replicas, of an agent that has not
+// given it up) is a lock: a third agent does not take it.
+func TestLock_LiveLeafOfAnotherHolder(t *testing.T) {
+	ctx, c, u, _ := newCluster(t)
+	db := rawDB(t, u)
+	free := state.LockDoc{ID: state.LockID("alice"), Type: state.LockDocType, User: "alice", Holder: "host:0:z"}
+	base, err := db.Put(ctx, free.ID, free)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := free
+	held.Holder, held.Expire = "host:2:b", state.At(c.Now().Add(time.Hour))
+	branch(t, db, held, base, strings.Repeat("a", 32)) // the losing leaf
+	branch(t, db, free, base, strings.Repeat("b", 32)) // CouchDB's winner
+	var win state.LockDoc
+	if err := db.Get(ctx, free.ID).ScanDoc(&win); err != nil || win.Holder != "host:0:z" || !win.Expire.IsZero() {
+		t.Fatalf("winning revision %+v, %v; want the free lock (the test tests nothing)", win, err)
+	}
+	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
+	_, err = s.AcquireLock(ctx, "alice", "host:1:a", time.Minute)
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Holder != "host:2:b" {
+		t.Fatalf("AcquireLock with another holder's live lock on a losing leaf: %v, want locked by host:2:b", err)
+	}
+	c.Add(2 * time.Hour) // that lock expired: the lock is free on every leaf
+	if _, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute); err != nil {
+		t.Fatalf("AcquireLock once the leaf's lock expired: %v", err)
 	}
 }
