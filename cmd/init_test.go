@@ -3,6 +3,8 @@ package cmd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,4 +74,39 @@ func TestInitCommand(t *testing.T) {
 			t.Fatalf("malformed credentials file: exit %d, stderr %q", code, errs)
 		}
 	})
+}
+
+// TestCommands_NodeList: init and the other commands take the
+// comma-separated nodes of a cluster and go past one that refuses
+// connections.
+func TestCommands_NodeList(t *testing.T) {
+	for _, k := range []string{"ASO_COUCHDB_CREDENTIALS", "ASO_COUCHDB_USER", "ASO_COUCHDB_PASSWORD", "ASO_CONFIG", "ASO_USER"} {
+		t.Setenv(k, "")
+	}
+	base := couchtest.Server(t)
+	name := couchtest.NewName()
+	couchtest.DropLater(t, base+name)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String() + "/" + name
+	_ = l.Close()
+	list := dead + "," + base + name
+	if code, out, errs := runAso(t, "init", "--state", list, "--log-level", "error"); code != 0 || !strings.Contains(out, "initialised") {
+		t.Fatalf("init: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := runAso(t, "enqueue", "--state", list, "-f", requestsDir+"good.jsonl", "--log-level", "error"); code != 0 {
+		t.Fatalf("enqueue: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := runAso(t, "status", "--state", list, "--all-users", "--json")
+	var sum struct {
+		Total int `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); code != 0 || err != nil || sum.Total == 0 {
+		t.Fatalf("status: exit %d, %d transfers (%v), stderr %q", code, sum.Total, err, errs)
+	}
+	if _, pass := couchtest.Auth(base); pass != "" && strings.Contains(out+errs, pass) {
+		t.Fatalf("a password shows: %s %s", out, errs)
+	}
 }

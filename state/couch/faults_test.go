@@ -32,6 +32,8 @@ type faultProxy struct {
 	fail503 atomic.Int32
 	// hang: requests are held until the client gives up.
 	hang atomic.Bool
+	// served counts the requests passed on to the server.
+	served atomic.Int64
 }
 
 func newFaultProxy(t *testing.T, target string, tls bool) *faultProxy {
@@ -58,6 +60,7 @@ func newFaultProxy(t *testing.T, target string, tls bool) *faultProxy {
 			http.Error(w, "bad gateway", http.StatusBadGateway)
 			return
 		}
+		p.served.Add(1)
 		rp.ServeHTTP(w, r)
 	})
 	p.Server = httptest.NewUnstartedServer(h)

@@ -48,6 +48,18 @@ func TestStore_FailsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// requests stay with the node that answered last, though a node before
+	// it in the list answers again
+	hung.hang.Store(false)
+	before, beforeGood := hung.served.Load(), good.served.Load()
+	for range 3 {
+		if _, err := s.Get(ctx, got[0].ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := hung.served.Load()-before, good.served.Load()-beforeGood; n != 0 || m == 0 {
+		t.Errorf("after the failover: %d requests to the second node, %d to the third; want all to the third, which answered last", n, m)
+	}
 	// the answering node fails with 503: the others are tried again, the
 	// hung one answers now
 	hung.hang.Store(false)
