@@ -30,19 +30,23 @@ func TestCheck(t *testing.T) {
 	if !r.OK() || r.Done != 36 || r.Failed != 4 || r.Transfers != 40 {
 		t.Fatalf("after a clean run: %s\n%s\n%s", r, strings.Join(r.Violations, "\n"), p.Tail(20))
 	}
-	var done, exists *Expected
+	var done, exists, failed *Expected
 	for _, e := range es {
 		switch {
 		case e.Kind == Good && done == nil:
 			done = e
 		case e.Kind == DestinationExists && exists == nil:
 			exists = e
+		case e.Kind == MissingSource && failed == nil:
+			failed = e
 		}
 	}
 
 	// a done transfer whose copy vanished, a pre-existing file overwritten
 	must(t, os.Remove(w.DestPath(done)))
 	must(t, os.WriteFile(w.DestPath(exists), []byte("overwritten"), 0o644))
+	// a failed transfer's destination copy left behind
+	must(t, os.WriteFile(w.DestPath(failed), []byte("partial"), 0o644))
 	// a transfer never stored
 	w.remember(w.Generate("zoe", Good, 1)[0])
 	// a transfer claimed by an agent that died long ago
@@ -84,6 +88,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("want lost 4 (vanished copy, never stored, two done while FTS runs them again), stuck 1, duplicated 2: %s\n%s", r, strings.Join(r.Violations, "\n"))
 	}
 	for _, want := range []string{done.ID() + " (good): done, but the destination", exists.ID() + " (destination-exists): the file already at the destination was changed",
+		failed.ID() + " (missing-source): failed, but a destination copy is left",
 		"missing from the store", "lease expired", done.ID() + ": 2 FTS submissions but only 0 attempts", done.ID() + ": done in job", other.ID() + ": submitted in job"} {
 		if !strings.Contains(strings.Join(r.Violations, "\n"), want) {
 			t.Errorf("no violation says %q:\n%s", want, strings.Join(r.Violations, "\n"))
