@@ -1,11 +1,20 @@
 package couch_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -458,5 +467,65 @@ func TestLock_LiveLeafOfAnotherHolder(t *testing.T) {
 	c.Add(2 * time.Hour) // that lock expired: the lock is free on every leaf
 	if _, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute); err != nil {
 		t.Fatalf("AcquireLock once the leaf's lock expired: %v", err)
+	}
+}
+
+// TestLock_ReadsFromTheReadQuorum: on a database that reports a cluster
+// (n=3, r=2 in its information), the lock is read with the cluster's read
+// quorum, so that an agent does not take a free lock one replica shows
+// while another holds it through the others; on one node it is not.
+func TestLock_ReadsFromTheReadQuorum(t *testing.T) {
+	for _, cluster := range []bool{true, false} {
+		u := newDB(t)
+		tu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := tu.Path
+		var mu sync.Mutex
+		var lockReads []string
+		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: tu.Scheme, Host: tu.Host})
+		rp.ModifyResponse = func(resp *http.Response) error {
+			r := resp.Request
+			switch {
+			case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+state.LockID("alice")):
+				mu.Lock()
+				lockReads = append(lockReads, r.URL.RawQuery)
+				mu.Unlock()
+			case r.Method == http.MethodGet && r.URL.Path == db && cluster && resp.StatusCode == http.StatusOK:
+				var info map[string]any
+				b, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil || json.Unmarshal(b, &info) != nil {
+					return fmt.Errorf("database information: %v", err)
+				}
+				info["cluster"] = map[string]int{"q": 2, "n": 3, "w": 2, "r": 2}
+				b, _ = json.Marshal(info)
+				resp.Body = io.NopCloser(bytes.NewReader(b))
+				resp.ContentLength = int64(len(b))
+				resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+			}
+			return nil
+		}
+		srv := httptest.NewServer(rp)
+		t.Cleanup(srv.Close)
+		pu, _ := url.Parse(srv.URL + db)
+		pu.User = tu.User
+		s := open(t, pu.String(), newClock(), "alice", "host:1:a", couch.Options{})
+		if _, err := s.AcquireLock(context.Background(), "alice", "host:1:a", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		reads := slices.Clone(lockReads)
+		mu.Unlock()
+		if len(reads) == 0 {
+			t.Fatalf("cluster %v: the lock was never read", cluster)
+		}
+		for _, q := range reads {
+			v, _ := url.ParseQuery(q)
+			if want := map[bool]string{true: "2", false: ""}[cluster]; v.Get("r") != want {
+				t.Errorf("cluster %v: lock read with %q, want r=%q", cluster, q, want)
+			}
+		}
 	}
 }
