@@ -263,21 +263,7 @@ func (c *Cluster) bulkDocs(front int, w http.ResponseWriter, r *http.Request, bo
 	if json.Unmarshal(body, &req) == nil && c.Split.Load() {
 		c.keepBefore(r, 1-front, req.Docs)
 	}
-	var lost []map[string]any
-	if c.Lost != nil && len(req.Docs) > 0 {
-		kept := req.Docs[:0:0]
-		for _, d := range req.Docs {
-			if c.Lost(d) {
-				id, _ := d["_id"].(string)
-				lost = append(lost, map[string]any{"id": id, "ok": true, "rev": "1-" + strings.Repeat("0", 32)})
-			} else {
-				kept = append(kept, d)
-			}
-		}
-		if len(lost) > 0 {
-			body, _ = json.Marshal(map[string]any{"docs": kept})
-		}
-	}
+	body, lost := c.lose(req.Docs, body)
 	status, out, h := c.forward(r, body)
 	if len(lost) > 0 && (status == http.StatusCreated || status == http.StatusAccepted) {
 		var res []map[string]any
@@ -337,6 +323,29 @@ func (c *Cluster) bulkDocs(front int, w http.ResponseWriter, r *http.Request, bo
 	}
 	b, _ := json.Marshal(res)
 	c.reply(w, status, h, b)
+}
+
+// lose takes the documents Lost selects out of a _bulk_docs body and
+// returns the body to forward and the results to answer for them.
+func (c *Cluster) lose(docs []map[string]any, body []byte) ([]byte, []map[string]any) {
+	if c.Lost == nil || len(docs) == 0 {
+		return body, nil
+	}
+	var lost []map[string]any
+	kept := docs[:0:0]
+	for _, d := range docs {
+		if c.Lost(d) {
+			id, _ := d["_id"].(string)
+			lost = append(lost, map[string]any{"id": id, "ok": true, "rev": "1-" + strings.Repeat("0", 32)})
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	if len(lost) == 0 {
+		return body, nil
+	}
+	b, _ := json.Marshal(map[string]any{"docs": kept})
+	return b, lost
 }
 
 // keepBefore records, for the other front, the documents about to be
