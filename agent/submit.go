@@ -377,7 +377,7 @@ func (a *Agent) tokenSubmission(ctx context.Context, j *pendingJob) (fts.Submiss
 
 func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submission {
 	s := fts.Submission{Params: fts.SubmitParams{
-		VerifyChecksum: a.cfg.VerifyChecksum,
+		VerifyChecksum: map[bool]string{true: fts.VerifyBoth, false: fts.VerifyNone}[a.cfg.VerifyChecksum],
 		Overwrite:      a.cfg.Overwrite,
 		Retry:          a.cfg.FTSRetry,
 		RetryDelay:     a.cfg.FTSRetryDelay,

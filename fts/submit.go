@@ -39,11 +39,22 @@ type SubmitFile struct {
 	DestinationTokens []string `json:"destination_tokens,omitempty"`
 }
 
+// Checksum verification modes (SubmitParams.VerifyChecksum). FTS stores
+// the first letter; without a mode, a file given a checksum has its
+// destination compared with it ("target").
+const (
+	VerifyBoth = "both" // source and destination, against each other and the given checksum
+	VerifyNone = "none" // no comparison at all, whatever checksum is given
+)
+
 // SubmitParams are the job parameters of a submission. Zero values are left
 // out, so the server applies its defaults (retry 0 = server default, -1 =
-// none; priority 1..5, default 3; MaxTimeInQueue like "20h").
+// none; priority 1..5, default 3). MaxTimeInQueue takes an s, m, h or d
+// suffix ("20h"); a bare whole number is hours, and is sent as "Nh": the
+// server reads hours only from a JSON number and no limit at all from a
+// string without a suffix.
 type SubmitParams struct {
-	VerifyChecksum bool   `json:"verify_checksum,omitempty"`
+	VerifyChecksum string `json:"verify_checksum,omitempty"` // VerifyBoth, VerifyNone, "" (the server's default)
 	Overwrite      bool   `json:"overwrite,omitempty"`
 	Retry          int    `json:"retry,omitempty"`
 	RetryDelay     int    `json:"retry_delay,omitempty"`
@@ -83,6 +94,7 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 	if err := checkSubmission(s); err != nil {
 		return "", fmt.Errorf("fts: submit: %w", err)
 	}
+	s.Params.MaxTimeInQueue = withUnit(s.Params.MaxTimeInQueue)
 	body, err := json.Marshal(s)
 	if err != nil {
 		return "", fmt.Errorf("fts: submit: encode: %w", err)
@@ -111,6 +123,15 @@ func (c *Client) Submit(ctx context.Context, s Submission) (string, error) {
 		return "", fmt.Errorf("fts: submit: reply without a job id: %s", clip(string(r.body)))
 	}
 	return string(reply.JobID), nil
+}
+
+// withUnit returns a max_time_in_queue of bare digits as hours ("12" ->
+// "12h"), other values as they are.
+func withUnit(v string) string {
+	if v != "" && strings.Trim(v, "0123456789") == "" {
+		return v + "h"
+	}
+	return v
 }
 
 // duplicate builds the DuplicateError of a 409 reply. The job id is

@@ -19,7 +19,7 @@ func testSubmission(sid string) fts.Submission {
 			Checksum:     "ADLER32:0a1b2c3d", Filesize: 1024,
 			Metadata: map[string]string{"transfer_id": "8d1e6f0c2b"}, Activity: "ASO",
 		}},
-		Params: fts.SubmitParams{VerifyChecksum: true, Retry: 2, JobMetadata: map[string]string{"issuer": "aso"},
+		Params: fts.SubmitParams{VerifyChecksum: fts.VerifyBoth, Retry: 2, JobMetadata: map[string]string{"issuer": "aso"},
 			IDGenerator: "deterministic", SID: sid},
 	}
 }
@@ -47,7 +47,7 @@ func TestSubmit(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := body.Params
-	for k, want := range map[string]any{"verify_checksum": true, "retry": 2.0, "id_generator": "deterministic", "sid": "sid-1"} {
+	for k, want := range map[string]any{"verify_checksum": "both", "retry": 2.0, "id_generator": "deterministic", "sid": "sid-1"} {
 		if params[k] != want {
 			t.Errorf("params.%s = %v, want %v", k, params[k], want)
 		}
