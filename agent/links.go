@@ -112,7 +112,11 @@ func (a *Agent) claimCapped(ctx context.Context, o state.ClaimOptions) ([]state.
 	keep := claimed[:0:0]
 	var excess []state.Abort
 	for _, t := range claimed {
-		if budget.Take(t.Link()) {
+		// a transfer with a sid may already be in FTS (its agent died
+		// before the commit): it is kept whatever the cap, to be looked up
+		// by its sid; a release would drop the sid, and it would be
+		// submitted again under another
+		if budget.Take(t.Link()) || t.SubmitSID != "" {
 			keep = append(keep, t)
 		} else {
 			excess = append(excess, state.Abort{Transfer: t, NoPenalty: true,

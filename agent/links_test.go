@@ -140,3 +140,43 @@ func linkFairnessDrains(t *testing.T, hide bool) {
 		t.Errorf("at most %d slow files unfinished in FTS at once, want the cap %d", peak, cap)
 	}
 }
+
+// withoutLinkClaimer is the file store without its LinkClaimer ability,
+// as a CouchDB store is: a capped claim takes the queue's order and
+// releases what is over the cap.
+type withoutLinkClaimer struct {
+	agent.Store
+	state.Recoverer
+}
+
+// TestAgent_CapKeepsTransfersWithASid: an agent died between its FTS
+// submission and the commit; the next run caps the link below what it
+// claims. The transfers carrying the dead agent's sid are kept and looked
+// up in FTS, not released over the cap (a release drops the sid, and they
+// would be submitted again under another): each is submitted once.
+func TestAgent_CapKeepsTransfersWithASid(t *testing.T) {
+	w := newWorld(t, ftstest.Options{QueueDelay: time.Minute})
+	reqs := w.goodRequests(10)
+	ctx := context.Background()
+	dcfg := w.config("agent-dead")
+	dcfg.BatchSize, dcfg.MaxFilesPerJob = 3, 3
+	dead := w.agent(dcfg, dieAtCommit{w.open("agent-dead")})
+	done := make(chan struct{})
+	go func() { defer close(done); _ = dead.Run(ctx) }()
+	<-done
+	if n := len(w.sim.Files()); n != 3 {
+		t.Fatalf("the dead agent submitted %d files, want 3", n)
+	}
+	w.clk.Advance(agent.DefaultLockTTL + time.Second)
+
+	cfg := w.config("agent-next")
+	cfg.MaxActivePerLink = 2
+	s := w.open("agent-next")
+	must(t, w.agent(cfg, withoutLinkClaimer{s, s.(state.Recoverer)}).Run(ctx))
+	subs := submissionsByTransfer(w.sim.Files())
+	for _, r := range reqs {
+		if tr := w.get(r.ID()); tr.State != state.StateDone || len(subs[r.ID()]) != 1 {
+			t.Errorf("%s: %s (%q), submitted %d times; want done, once", r.ID()[:8], tr.State, tr.Reason, len(subs[r.ID()]))
+		}
+	}
+}
