@@ -8,12 +8,14 @@ import (
 // reason's scope, errno and the codes its plugin gives (fts.Classify); the
 // retry, from the class (FTS's recoverable flag, when the server sends it,
 // decides failures no class explains); and whether the destination copy is
-// the transfer's own to delete (not when FTS refused to overwrite a file
-// that was already there, nor when the transfer never left FTS's queue,
-// unless an earlier attempt of FTS's ran and may have left a copy).
+// the transfer's own to delete: only if FTS ever started url-copy for the
+// file (urlCopyRan), and not when the class says the destination was not
+// written (fts.ErrorClass.DestinationOurs), unless an earlier attempt of
+// FTS's ran for a transfer that then expired in the queue.
 // FTS has already retried recoverable errors itself, so the retry only
 // decides whether aso tries again after its cool-off.
 func classify(f *fts.FileStatus, reason string) (class fts.ErrorClass, retryable, deleteDest bool) {
 	c := fts.Classify(reason, f.Recoverable)
-	return c.Class, c.Retryable, c.Class.DestinationOurs() || c.Class == fts.ClassQueueExpired && f.Retry > 0
+	ours := c.Class.DestinationOurs() || c.Class == fts.ClassQueueExpired && f.Retry > 0
+	return c.Class, c.Retryable, ours && urlCopyRan(f)
 }

@@ -226,3 +226,24 @@ func TestAgent_ExitsWhenItCannotConfirmForLong(t *testing.T) {
 		t.Errorf("the agent tried to read its own transfers %d times before it exited, want 4", tried)
 	}
 }
+
+// TestAgent_CancelledInFTSWhileQueuedLeavesTheDestinationAlone: a file
+// cancelled in FTS, not by aso, while still queued never had url-copy run
+// for it, so the file at its destination (here somebody else's) stays.
+func TestAgent_CancelledInFTSWhileQueuedLeavesTheDestinationAlone(t *testing.T) {
+	w, r, cfg, theirs := queuedOverTheirs(t)
+	files := w.sim.Files()
+	if len(files) != 1 {
+		t.Fatalf("%d files submitted, want 1", len(files))
+	}
+	if _, err := w.client.Cancel(context.Background(), []string{files[0].JobID}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	if got := w.get(r.ID()); got.State != state.StateFailed || got.ErrorClass != "canceled" {
+		t.Errorf("after the cancel: %s %s (%q), want failed, canceled", got.State, got.ErrorClass, got.Reason)
+	}
+	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
+		t.Errorf("the file at the destination was deleted after a cancel before the transfer ran: %q, %v", got, err)
+	}
+}
