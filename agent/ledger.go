@@ -304,10 +304,24 @@ func (l *ledger) release(ctx context.Context, ids []string, reason string) ([]st
 		aborts[i] = state.Abort{Transfer: t, Reason: reason, NoPenalty: true}
 	}
 	res, err := l.store.AbortTransfers(ctx, aborts)
+	if err != nil {
+		l.forgetLocked(aborts)
+	}
 	for _, r := range res {
 		delete(l.held, r.ID)
 	}
 	return res, err
+}
+
+// forgetLocked lets go of the transfers of aborts, whose write failed: it
+// may have landed (its answer lost), so the held copies, sid and revision
+// included, may be stale, and a stale sid must never be looked up and sent
+// again. Those still ours come back through a claim once their leases
+// expire, read anew from the store.
+func (l *ledger) forgetLocked(aborts []state.Abort) {
+	for _, ab := range aborts {
+		delete(l.held, ab.Transfer.ID)
+	}
 }
 
 // abort ends the held transfers of aborts without a job (with their
@@ -325,6 +339,7 @@ func (l *ledger) abort(ctx context.Context, aborts []state.Abort) ([]state.Abort
 	}
 	res, err := l.store.AbortTransfers(ctx, list)
 	if err != nil {
+		l.forgetLocked(list)
 		return list, nil, err
 	}
 	for _, r := range res {

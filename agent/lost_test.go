@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"sync"
 	"testing"
@@ -245,5 +246,57 @@ func TestAgent_CancelledInFTSWhileQueuedLeavesTheDestinationAlone(t *testing.T) 
 	}
 	if got, err := os.ReadFile(w.dstPath(r)); err != nil || string(got) != string(theirs) {
 		t.Errorf("the file at the destination was deleted after a cancel before the transfer ran: %q, %v", got, err)
+	}
+}
+
+// refusesFirstJob refuses the first submission as FTS does for a banned
+// storage element (403, not a credential problem), then accepts.
+type refusesFirstJob struct {
+	agent.FTS
+	once sync.Once
+}
+
+func (f *refusesFirstJob) Submit(ctx context.Context, s fts.Submission) (string, error) {
+	refused := false
+	f.once.Do(func() { refused = true })
+	if refused {
+		return "", &fts.HTTPError{StatusCode: http.StatusForbidden, Message: "T1_XX_Home is banned"}
+	}
+	return f.FTS.Submit(ctx, s)
+}
+
+// losesFirstAbortAnswer writes the first abort but loses its answer.
+type losesFirstAbortAnswer struct {
+	agent.Store
+	once sync.Once
+}
+
+func (s *losesFirstAbortAnswer) AbortTransfers(ctx context.Context, ab []state.Abort) ([]state.Result, error) {
+	res, err := s.Store.AbortTransfers(ctx, ab)
+	lost := false
+	s.once.Do(func() { lost = err == nil })
+	if lost {
+		return nil, errors.New("context deadline exceeded (test: the answer was lost)")
+	}
+	return res, err
+}
+
+// TestAgent_LostAbortAnswerSendsNothingStale: FTS refuses a job (a banned
+// storage element), the abort that sends its transfer back with a penalty
+// is written but its answer lost. The agent must not act on its copy of the
+// transfer, which still carries the refused job's sid: looked up (FTS never
+// saw it) and sent again, it would run as a job the store does not know,
+// and the transfer would be submitted once more after its cool-off.
+func TestAgent_LostAbortAnswerSendsNothingStale(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	r, _ := w.request("banned", 0, true)
+	w.enqueue([]state.Request{r})
+	a, err := agent.New(w.config("agent-1"), &losesFirstAbortAnswer{Store: w.open("agent-1")}, &refusesFirstJob{FTS: w.client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	got := w.get(r.ID())
+	if got.State != state.StateDone || got.Attempts != 1 || len(w.sim.Files()) != 1 {
+		t.Errorf("transfer %s after %d attempts (%q), %d FTS submissions; want done after the refused attempt, submitted once",
+			got.State, got.Attempts, got.Reason, len(w.sim.Files()))
 	}
 }
