@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 
 	"github.com/asyncstageout/aso/fts"
 )
@@ -68,7 +69,9 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 			// penalty instead of being sent to be refused again
 			a.releaseJob(ctx, p, "not submitted: "+a.failed().Error(), ps)
 		case st.Lost:
-			a.resubmit(work, p, ps)
+			if a.releaseKilled(ctx, p, ps) {
+				a.resubmit(work, p, ps)
+			}
 		default:
 			files := make(map[string]fts.FileStatus, len(st.Files))
 			for _, f := range st.Files {
@@ -79,6 +82,43 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 			a.adopt(work, p, ps)
 		}
 	}
+}
+
+// releaseKilled releases without penalty the transfers of p, a job FTS
+// has never seen, whose kill was requested meanwhile (FTS was not asked to
+// run them: the next claim marks them killed), and takes them out of p. It
+// reports whether p has transfers left to submit again.
+func (a *Agent) releaseKilled(ctx context.Context, p *pendingJob, ps *PassStats) bool {
+	var killed []string
+	keep := p.ids[:0:0]
+	for _, t := range a.book.get(p.ids) {
+		if t.KillRequested {
+			killed = append(killed, t.ID)
+		} else {
+			keep = append(keep, t.ID)
+		}
+	}
+	if len(killed) == 0 {
+		return true
+	}
+	res, err := a.book.release(ctx, killed, "kill requested; FTS never had the job "+p.jobID)
+	a.logResults("submit", "release", res, err)
+	if err != nil {
+		ps.Errors++
+	}
+	if len(keep) == 0 {
+		a.book.forget(p.sid)
+		return false
+	}
+	p.ids = keep
+	files := p.files[:0:0]
+	for _, f := range p.files {
+		if slices.Contains(keep, f.id) {
+			files = append(files, f)
+		}
+	}
+	p.files = files
+	return true
 }
 
 // resubmit sends a job FTS has never seen again, with the same sid.

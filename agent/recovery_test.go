@@ -78,3 +78,64 @@ func TestAgent_TakesBackDeadAgentsClaimsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// dieAfterPrepare is a store whose agent dies right after it wrote the
+// sids, before it submitted anything.
+type dieAfterPrepare struct{ agent.Store }
+
+func (s dieAfterPrepare) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
+	if _, err := s.Store.PrepareSubmit(ctx, ts, sid); err != nil {
+		return nil, err
+	}
+	runtime.Goexit()
+	return nil, nil
+}
+
+// TestAgent_KillOfADeadAgentsSubmission: an agent died after writing the
+// sids of its transfers, and the user killed the first of them before the
+// next run. If the dead agent's job reached FTS, the next run adopts it and
+// cancels the killed file there, so it is killed and FTS does not copy it
+// (recording it "killed before submission" would leave the job running);
+// if FTS never had the job, the killed transfer is killed without a
+// submission and the others are submitted under the same sid.
+func TestAgent_KillOfADeadAgentsSubmission(t *testing.T) {
+	for _, reached := range []bool{true, false} {
+		w := newWorld(t, ftstest.Options{QueueDelay: time.Hour}) // still queued when the next run comes
+		reqs := w.goodRequests(3)
+		ctx := context.Background()
+		store := agent.Store(dieAfterPrepare{w.open("agent-dead")})
+		if reached {
+			store = dieAtCommit{w.open("agent-dead")}
+		}
+		dead, err := agent.New(w.config("agent-dead"), store, w.client, w.sites, w.deleter, w.log)
+		must(t, err)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = dead.Run(ctx) }()
+		<-done
+		if n, want := len(w.sim.Files()), map[bool]int{true: 3, false: 0}[reached]; n != want {
+			t.Fatalf("job reached FTS %v: the dead agent submitted %d files, want %d", reached, n, want)
+		}
+		kres, err := w.store.RequestKill(ctx, []string{reqs[0].ID()})
+		must(t, err)
+		must(t, kres[0].Err)
+		w.clk.Advance(agent.DefaultLockTTL + time.Second)
+		must(t, w.agent(w.config("agent-next"), nil).Run(ctx))
+
+		subs := submissionsByTransfer(w.sim.Files())
+		killed := w.get(reqs[0].ID())
+		if killed.State != state.StateKilled {
+			t.Errorf("job reached FTS %v: the killed transfer is %s (%q), want killed", reached, killed.State, killed.Reason)
+		}
+		switch {
+		case reached && (len(subs[killed.ID]) != 1 || subs[killed.ID][0].State != "CANCELED"):
+			t.Errorf("the killed transfer's FTS files %+v, want its one file CANCELED", subs[killed.ID])
+		case !reached && len(subs[killed.ID]) != 0:
+			t.Errorf("the killed transfer was submitted %d times after the kill, want never", len(subs[killed.ID]))
+		}
+		for _, r := range reqs[1:] {
+			if tr := w.get(r.ID()); tr.State != state.StateDone || len(subs[r.ID()]) != 1 {
+				t.Errorf("job reached FTS %v: %s is %s (%q), submitted %d times; want done, once", reached, r.ID()[:8], tr.State, tr.Reason, len(subs[r.ID()]))
+			}
+		}
+	}
+}

@@ -63,8 +63,14 @@ func Claim(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
 // SettleUnrunnable applies to a claimable transfer that must not run: with
 // kill_requested it becomes killed; one whose dependencies can never all be
 // done (see CheckDeps) becomes failed with the reason. It reports whether t
-// was settled.
+// was settled. A transfer carrying a sid is never settled here: its agent
+// may have submitted it before dying ahead of the commit, so it is claimed
+// (ReadyToClaim) and its job looked up in FTS first, where a kill is a
+// cancellation.
 func SettleUnrunnable(t *Transfer, d Deps, now time.Time, by string) bool {
+	if t.SubmitSID != "" {
+		return false
+	}
 	if t.KillRequested {
 		t.Transition(StateKilled, now, by, "killed by request before submission")
 		clearLease(t)
@@ -76,6 +82,18 @@ func SettleUnrunnable(t *Transfer, d Deps, now time.Time, by string) bool {
 		return true
 	}
 	return false
+}
+
+// ReadyToClaim reports whether a claimable transfer that SettleUnrunnable
+// left alone is claimed now: its dependencies are all done, or it carries
+// a sid (its job may be in FTS and must be looked up, whatever its
+// dependencies say since).
+func ReadyToClaim(t *Transfer, d Deps, now time.Time) bool {
+	if t.SubmitSID != "" {
+		return true
+	}
+	v, _ := CheckDeps(t, d, now)
+	return v == DepsReady
 }
 
 // Held checks that t is acquired by agent a. A lease that expired without

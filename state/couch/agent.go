@@ -145,7 +145,7 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 			claims = append(claims, false)
 			continue
 		}
-		if v, _ := state.CheckDeps(t, deps, now); v != state.DepsReady {
+		if !state.ReadyToClaim(t, deps, now) {
 			continue
 		}
 		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {

@@ -123,7 +123,7 @@ func (s *Store) tryClaim(x *tx, c *state.Transfer, deps state.Deps, now time.Tim
 		x.put(c)
 		return false
 	}
-	if v, _ := state.CheckDeps(c, deps, now); v != state.DepsReady {
+	if !state.ReadyToClaim(c, deps, now) {
 		return false
 	}
 	if state.Claim(c, s.agent, now, s.policy.LeaseTTL) != nil {

@@ -127,6 +127,23 @@ var claimCases = []testCase{
 			e.t.Fatalf("killed transfer still owned by %q", tr.Owner)
 		}
 	}},
+	{"NewTransfers/KillRequestedWithSid", func(e *env) {
+		// a transfer whose sid was written may be in FTS (its agent died
+		// before the commit): a kill must not settle it before its job is
+		// looked up, where it is a cancellation
+		a, b := e.store(Alice, "agent-a"), e.store(Alice, "agent-b")
+		id := e.enqueue(a, Req(Alice, 1))[0]
+		got := e.claim(a, 1)
+		res, err := a.PrepareSubmit(ctx, got, "sid-of-the-dead")
+		e.ok("PrepareSubmit", res, err, 1)
+		res, err = a.RequestKill(ctx, []string{id})
+		e.ok("RequestKill", res, err, 1)
+		e.clock.Advance(Policy.LeaseTTL + time.Second)
+		claimed := e.claim(b, 10)
+		if len(claimed) != 1 || claimed[0].ID != id || claimed[0].SubmitSID != "sid-of-the-dead" || !claimed[0].KillRequested {
+			e.t.Fatalf("claimed %+v; want the transfer, with its sid and its kill request", claimed)
+		}
+	}},
 	{"NewTransfers/OwnUserOnly", func(e *env) {
 		a, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
 		aliceIDs := e.enqueue(a, Req(Alice, 1), Req(Alice, 2))
