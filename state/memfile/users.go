@@ -117,8 +117,9 @@ func waitingSince(m *meta) int64 {
 }
 
 // anyReady reports whether one of the first depsProbe of the due slots can
-// be claimed now (every dependency done) or would be settled by a claim
-// (killed on request, or a dependency failed): work for an agent.
+// be claimed now (every dependency done, or a sid to look up) or would be
+// settled by a claim (killed on request, or a dependency failed): work for
+// an agent.
 func (x *tx) anyReady(due []int32, now time.Time, depWait time.Duration) (bool, error) {
 	ts, err := x.readAll(due[:min(len(due), depsProbe)])
 	if err != nil {
@@ -127,8 +128,8 @@ func (x *tx) anyReady(due []int32, now time.Time, depWait time.Duration) (bool, 
 	deps := txDeps(x, depWait)
 	for k := range ts {
 		t := &ts[k]
-		if t.KillRequested || len(t.DependsOn) == 0 {
-			return true, nil
+		if t.KillRequested || t.SubmitSID != "" || len(t.DependsOn) == 0 {
+			return true, nil // a sid: claimed and looked up whatever its dependencies (state.ReadyToClaim)
 		}
 		if v, _ := state.CheckDeps(t, deps, now); v != state.DepsWaiting {
 			return true, nil
