@@ -424,8 +424,7 @@ func TestAgent_MonitorGroups_JobOverBound(t *testing.T) {
 // TestAgent_MonitorGroups_StatusWhileReading: the status of a group's jobs
 // is asked of FTS while the group's transfers are read from the store, not
 // after: each read waits until FTS has been asked one more time (and notes
-// the group as late if it is not within 10 s: a loaded machine running the
-// race detector took over 2 s). Every transfer still ends
+// the group as late if it is not within 2 s). Every transfer still ends
 // done, with one status request per group.
 func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	const bound = 8 // two jobs of 4 files
@@ -438,7 +437,7 @@ func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	var late []int
 	p.fail = func(n int, jobs []string) error {
 		asked := w.sim.Requests()["status"]
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 			if w.sim.Requests()["status"] > asked {
 				return nil
 			}
