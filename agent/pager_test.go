@@ -423,9 +423,11 @@ func TestAgent_MonitorGroups_JobOverBound(t *testing.T) {
 
 // TestAgent_MonitorGroups_StatusWhileReading: the status of a group's jobs
 // is asked of FTS while the group's transfers are read from the store, not
-// after: each read waits until FTS has been asked one more time (and notes
-// the group as late if it is not within 2 s). Every transfer still ends
-// done, with one status request per group.
+// after: each read waits until FTS has been asked once more than it had
+// been at the previous read (the group's early request may have been
+// answered before this read began), and notes the group as late if it is
+// not within 2 s. Every transfer still ends done, with one status request
+// per group.
 func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	const bound = 8 // two jobs of 4 files
 	w, store := pagedWorld(t, ftstest.Options{}, bound)
@@ -435,10 +437,11 @@ func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	a := w.agent(cfg, nil)
 	p := store()
 	var late []int
+	seen := w.sim.Requests()["status"] // as at the previous read
 	p.fail = func(n int, jobs []string) error {
-		asked := w.sim.Requests()["status"]
 		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if w.sim.Requests()["status"] > asked {
+			if now := w.sim.Requests()["status"]; now > seen {
+				seen = now
 				return nil
 			}
 		}
