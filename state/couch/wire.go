@@ -1,6 +1,7 @@
 package couch
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -54,8 +55,23 @@ func decode(raw json.RawMessage) (state.Transfer, error) {
 	if err := t.Validate(); err != nil {
 		return t, err
 	}
-	t.Extra = extraFields(raw)
+	t.Extra = compactValues(extraFields(raw))
 	return t, nil
+}
+
+// compactValues removes the insignificant white space of each value of m,
+// in place, so that an unknown field reads the same before and after aso
+// writes it (encoding/json writes a raw value compacted).
+func compactValues(m map[string]json.RawMessage) map[string]json.RawMessage {
+	for k, v := range m {
+		if bytes.ContainsAny(v, " \t\r\n") {
+			var b bytes.Buffer
+			if json.Compact(&b, v) == nil {
+				m[k] = b.Bytes()
+			}
+		}
+	}
+	return m
 }
 
 // extraFieldsSlow is extraFields by a full decode into a map: for a
@@ -103,6 +119,7 @@ func salvage(raw json.RawMessage) (t state.Transfer, ok bool) {
 		}
 		t.Extra[k] = v
 	}
+	compactValues(t.Extra)
 	_, stringID := t.Extra["_id"]
 	return t, t.ID != "" && !stringID
 }
