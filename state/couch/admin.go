@@ -58,12 +58,12 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}
-	var refused, unconfirmed []int
+	var open []int // writes whose outcome a read settles: answered 202, or refused
 	for k, r := range out {
 		i := at[k]
 		switch {
 		case r.Error == nil && accepted[k]:
-			unconfirmed = append(unconfirmed, k)
+			open = append(open, k)
 		case r.Error == nil:
 			res[i].Status = state.Stored
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
@@ -71,41 +71,27 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		default:
 			res[i].Status = state.Rejected
 			res[i].Err = fmt.Errorf("couch: enqueue %s: %v: %w", res[i].ID, r.Error, state.ErrInvalid)
-			refused = append(refused, i)
+			open = append(open, k)
 		}
 	}
-	if err := s.confirmEnqueued(ctx, unconfirmed, ids, docs, at, res); err != nil {
+	if err := s.settleEnqueued(ctx, open, out, ids, docs, at, res); err != nil {
 		return nil, err
-	}
-	// A server may validate a new document against an existing one before
-	// it reports the conflict (the PouchDB server does): a refused request
-	// whose ID is stored is already queued.
-	if len(refused) > 0 {
-		ids := make([]string, len(refused))
-		for k, i := range refused {
-			ids[k] = res[i].ID
-		}
-		stored, err := s.readKeys(ctx, ids)
-		if err != nil {
-			return nil, fmt.Errorf("couch: enqueue: %w", err)
-		}
-		for _, i := range refused {
-			if _, ok := stored[res[i].ID]; ok {
-				res[i].Status, res[i].Err = state.AlreadyQueued, nil
-			}
-		}
 	}
 	return res, nil
 }
 
-// confirmEnqueued settles the new documents whose write a cluster answered
-// 202 (stored on fewer replicas than its write quorum, which may never
-// spread if those replicas fail): each is read back from a quorum, which
-// also repairs the replicas that lack it. Found as written, it is stored;
-// found otherwise, another producer stored the same request first; not
-// found, it is reported not stored, so that it is enqueued again instead
-// of being lost in silence. ks index ids and docs; at maps them to res.
-func (s *Store) confirmEnqueued(ctx context.Context, ks []int, ids []string, docs []any, at []int, res []state.EnqueueResult) error {
+// settleEnqueued reads back, in one request, the new documents whose write
+// left its outcome open (ks index out, ids and docs; at maps them to res):
+//   - one a cluster answered 202 (stored on fewer replicas than its write
+//     quorum, which may never spread if those replicas fail); the read,
+//     from a quorum, also repairs the replicas that lack it. Found as
+//     written, it is stored; found otherwise, another producer stored the
+//     same request first; not found, it is reported not stored, so that it
+//     is enqueued again instead of being lost in silence;
+//   - one refused: a server may validate a new document against an
+//     existing one before it reports the conflict (the PouchDB server
+//     does), so a refused request whose ID is stored is already queued.
+func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []kivik.BulkResult, ids []string, docs []any, at []int, res []state.EnqueueResult) error {
 	if len(ks) == 0 {
 		return nil
 	}
@@ -115,13 +101,17 @@ func (s *Store) confirmEnqueued(ctx context.Context, ks []int, ids []string, doc
 	}
 	stored, err := s.readKeys(ctx, read)
 	if err != nil {
-		return fmt.Errorf("couch: enqueue: confirm the writes answered 202: %w", err)
+		return fmt.Errorf("couch: enqueue: read back the writes answered 202 or refused: %w", err)
 	}
 	for _, k := range ks {
 		i := at[k]
 		raw, ok := stored[ids[k]]
 		body, _ := docs[k].(json.RawMessage)
 		switch {
+		case out[k].Error != nil:
+			if ok {
+				res[i].Status, res[i].Err = state.AlreadyQueued, nil
+			}
 		case ok && sameContent(raw, body):
 			res[i].Status = state.Stored
 		case ok:
