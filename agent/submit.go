@@ -376,8 +376,12 @@ func (a *Agent) tokenSubmission(ctx context.Context, j *pendingJob) (fts.Submiss
 }
 
 func (a *Agent) submission(j *pendingJob, toks map[string][2]string) fts.Submission {
+	verify := fts.VerifyNone
+	if a.cfg.VerifyChecksum {
+		verify = fts.VerifyBoth
+	}
 	s := fts.Submission{Params: fts.SubmitParams{
-		VerifyChecksum: map[bool]string{true: fts.VerifyBoth, false: fts.VerifyNone}[a.cfg.VerifyChecksum],
+		VerifyChecksum: verify,
 		Overwrite:      a.cfg.Overwrite,
 		Retry:          a.cfg.FTSRetry,
 		RetryDelay:     a.cfg.FTSRetryDelay,
