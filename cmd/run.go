@@ -86,8 +86,9 @@ are released, the run lock is released, and aso exits 0. A second signal exits a
 
 With --all-users it runs one agent process (aso run --user U) for every user with due work, at
 most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
---token-file, --metrics-file, --storage-token-file and --report becomes each user's name. Several hosts may run it on the same
-state store: the run locks share the users out. It exits with the most severe code of its agents.
+--token-file, --metrics-file, --storage-token-file and --report becomes each user's name.
+Several hosts may run it on the same state store: the run locks share the users out. It exits
+with the most severe code of its agents.
 
 ` + exitCodesHelp,
 		Args: cobra.NoArgs,
