@@ -225,9 +225,16 @@ func endpoint(u string) string {
 	return scheme + "://" + rest
 }
 
-// run runs gfal-rm once on urls, with a minimal environment, in its own
-// process group, killed with its children when the deadline passes.
+// run runs gfal-rm once on urls (see runGfal).
 func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput {
+	return d.runGfal(ctx, path, "gfal-rm", urls)
+}
+
+// runGfal runs the gfal command at path once with args after its timeout
+// option and "--", with a minimal environment, in its own process group,
+// killed with its children when the deadline passes. name names the
+// command in errors.
+func (d *Deleter) runGfal(ctx context.Context, path, name string, args []string) runOutput {
 	timeout := d.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -235,7 +242,7 @@ func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	secs := int(math.Ceil(timeout.Seconds()))
-	args := append([]string{"-t", strconv.Itoa(secs), "--"}, urls...)
+	args = append([]string{"-t", strconv.Itoa(secs), "--"}, args...)
 	env, err := d.env()
 	if err != nil {
 		return runOutput{ExitCode: -1, Killed: fmt.Errorf("srm: %v: %w", err, ErrGfalRm)}
@@ -255,9 +262,9 @@ func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput
 	}
 	switch {
 	case ctx.Err() != nil:
-		out.Killed = fmt.Errorf("srm: gfal-rm stopped: %w", ctx.Err())
+		out.Killed = fmt.Errorf("srm: %s stopped: %w", name, ctx.Err())
 	case pctx.Err() != nil:
-		out.Killed = fmt.Errorf("srm: gfal-rm killed after %v: %w", timeout, ErrTimeout)
+		out.Killed = fmt.Errorf("srm: %s killed after %v: %w", name, timeout, ErrTimeout)
 	case err != nil && cmd.ProcessState == nil:
 		out.Killed = fmt.Errorf("srm: run %s: %v: %w", path, err, ErrGfalRm)
 	}
