@@ -34,6 +34,7 @@ type Agent struct {
 	fts     FTS
 	sites   Resolver
 	deleter Deleter
+	checker DestinationChecker // the deleter's, if it is one; else nil
 	log     *logrus.Entry
 	metrics *Metrics
 
@@ -51,6 +52,9 @@ type Agent struct {
 	deleteFailures map[string]int
 	// deleteSkips counts deletions gfal-rm never attempted, per transfer.
 	deleteSkips map[string]int
+	// checkFailures counts failed checks of an existing destination file,
+	// per transfer.
+	checkFailures map[string]int
 
 	keeper *keeper
 	start  time.Time
@@ -100,8 +104,10 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		metrics:        m,
 		deleteFailures: map[string]int{},
 		deleteSkips:    map[string]int{},
+		checkFailures:  map[string]int{},
 		others:         map[string]FTS{},
 	}
+	a.checker, _ = d.(DestinationChecker)
 	a.wrap(store, f, d)
 	return a, nil
 }

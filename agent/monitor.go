@@ -230,7 +230,7 @@ func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, boo
 	o := outcome{t: t, job: job, reason: f.Reason}
 	switch f.State {
 	case "FINISHED":
-		o.outcome = state.OutcomeDone
+		o.outcome, o.reason = state.OutcomeDone, ""
 		return o, true
 	case "CANCELED":
 		if t.KillRequested {

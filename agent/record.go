@@ -11,8 +11,9 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// recordPhase passes the write fence, deletes the destination copies of
-// failed and cancelled transfers among outs (in one batch, under a
+// recordPhase passes the write fence, settles the failures "destination
+// exists" by the file there (checkExisting), deletes the destination copies
+// of failed and cancelled transfers among outs (in one batch, under a
 // timeout), then persists their outcomes in one SetTerminalState call. An
 // outcome whose deletion failed is not recorded this pass, so the deletion
 // is retried next pass (the transfer is still submitted and FTS reports it
@@ -33,11 +34,15 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		log.WithError(err).Error("not deleting destination copies: ownership lost")
 		return
 	}
+	held := a.checkExisting(work, outs, ps)
 	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
 	for i := range outs {
 		o := &outs[i]
 		id := o.t.ID
+		if held[id] {
+			continue // the file at the destination is checked again next pass
+		}
 		if msg, failed := failedDelete[id]; failed {
 			if skipped[id] && a.deleteSkips[id] < MaxDeleteSkips {
 				// never attempted: no attempt counted, retried next pass

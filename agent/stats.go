@@ -20,6 +20,7 @@ type PassStats struct {
 	Killed     int
 	Lost       int // transfers of jobs FTS no longer knows, sent back to new
 	Deleted    int // destination copies deleted (or found missing)
+	Existing   int // of Done: "destination exists" failures whose file there is the transfer's own
 	Unrecorded int // terminal outcomes not recorded this pass (retried next pass)
 	Errors     int // phase errors (a batch skipped)
 
@@ -43,6 +44,7 @@ func (p *PassStats) Add(q PassStats) {
 	p.Killed += q.Killed
 	p.Lost += q.Lost
 	p.Deleted += q.Deleted
+	p.Existing += q.Existing
 	p.Errors += q.Errors
 	p.Submit += q.Submit
 	p.Monitor += q.Monitor
@@ -69,7 +71,7 @@ func (a *Agent) pass(stop, work context.Context, n int) PassStats {
 	a.log.WithFields(map[string]any{
 		"pass": n, "claimed": ps.Claimed, "submitted": ps.Submitted, "jobs": ps.Jobs, "aborted": ps.Aborted,
 		"pending": ps.Pending, "active": ps.Active, "done": ps.Done, "failed": ps.Failed, "retried": ps.Retried,
-		"killed": ps.Killed, "lost": ps.Lost, "deleted": ps.Deleted, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
+		"killed": ps.Killed, "lost": ps.Lost, "deleted": ps.Deleted, "existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
 		"submit_s": ps.Submit.Seconds(), "monitor_s": ps.Monitor.Seconds(), "record_s": ps.Record.Seconds(),
 	}).Info("pass")
 	return ps

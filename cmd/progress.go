@@ -49,6 +49,6 @@ func (v *progressView) finish() {
 	v.g.Log.WithFields(logrus.Fields{
 		"passes": t.Pass, "duration": time.Since(v.start).Round(time.Millisecond).String(),
 		"submitted": t.Submitted, "fts_jobs": t.Jobs, "done": t.Done, "failed": t.Failed, "retried": t.Retried,
-		"killed": t.Killed, "lost": t.Lost, "aborted": t.Aborted, "deleted": t.Deleted,
+		"killed": t.Killed, "lost": t.Lost, "aborted": t.Aborted, "deleted": t.Deleted, "existing": t.Existing,
 	}).Info("run summary")
 }

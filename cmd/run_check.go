@@ -62,6 +62,15 @@ func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
 	}
 	if _, err := exec.LookPath(o.GfalRm); err != nil {
 		errs = append(errs, fmt.Errorf("gfal-rm %q: %v; it deletes the destination copy of failed transfers: %s", o.GfalRm, errors.Unwrap(err), installHint("gfal2-util-scripts")))
+	} else {
+		// the same package's gfal-stat and gfal-sum read a file FTS found
+		// at a destination (see agent.DestinationChecker)
+		d := srm.Deleter{Command: o.GfalRm}
+		for _, name := range []string{"gfal-stat", "gfal-sum"} {
+			if _, err := exec.LookPath(d.Sibling(name)); err != nil {
+				errs = append(errs, fmt.Errorf("%s %q: %v; it reads the file FTS finds at a destination: %s", name, d.Sibling(name), errors.Unwrap(err), installHint("gfal2-util-scripts")))
+			}
+		}
 	}
 	for _, s := range sites.Schemes() {
 		var err error

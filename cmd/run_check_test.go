@@ -27,6 +27,19 @@ func TestRun_ChecksTheMachineFirst(t *testing.T) {
 	}
 	aso(t, st, "--user", "bob", "status", "--json").wantCode(t, 0).wantStdout(t, `"new": 3`)
 
+	// gfal-rm installed out of PATH without its gfal-stat and gfal-sum
+	lone := t.TempDir()
+	if err := os.Symlink("/usr/bin/gfal-rm", filepath.Join(lone, "gfal-rm")); err != nil {
+		t.Fatal(err)
+	}
+	r = aso(t, st, "--user", "bob", "run", "--sites", sites, "--once", "--gfal-rm", filepath.Join(lone, "gfal-rm")).wantCode(t, cmd.ExitConfig)
+	for _, want := range []string{filepath.Join(lone, "gfal-stat"), filepath.Join(lone, "gfal-sum"), "reads the file FTS finds at a destination"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	aso(t, st, "--user", "bob", "status", "--json").wantCode(t, 0).wantStdout(t, `"new": 3`)
+
 	// A sites file reaching storage over TLS needs a CA directory with
 	// certificates, for gfal-rm.
 	tls := filepath.Join(t.TempDir(), "sites.yaml")

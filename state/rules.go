@@ -190,8 +190,10 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 	p = p.WithDefaults()
 	switch o.Outcome {
 	case OutcomeDone:
-		t.Transition(StateDone, now, a.Owner, "")
-		t.Reason, t.ErrorClass = "", ""
+		// a reason says how it was found done (the file was already at the
+		// destination); a finished copy has none
+		t.Transition(StateDone, now, a.Owner, o.Reason)
+		t.Reason, t.ErrorClass = o.Reason, ""
 	case OutcomeKilled:
 		t.Transition(StateKilled, now, a.Owner, orDefault(o.Reason, "killed by request"))
 	case OutcomeLost:
