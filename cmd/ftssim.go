@@ -30,6 +30,7 @@ type FTSSimOptions struct {
 	DefaultRetry      int
 	OAuth2            bool
 	FailureReasons    string
+	CheckDuplicates   bool
 }
 
 // AddFlags registers the fts-sim flags on cmd.
@@ -47,6 +48,7 @@ func (o *FTSSimOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.TransferTime, "transfer-time", 5*time.Second, "simulated time a file stays ACTIVE")
 	f.IntVar(&o.DefaultRetry, "default-retry", 0, "FTS-side retries of recoverable failures for jobs that ask for retry 0")
 	f.BoolVar(&o.OAuth2, "oauth2", false, "accept bearer tokens, as a server with OAuth2 enabled (otherwise a token gets 400)")
+	f.BoolVar(&o.CheckDuplicates, "check-duplicates", false, "refuse a job with 409 \"The submission is duplicated\" when a file of it writes the destination of an active file, as a server with fts3.CheckDuplicates")
 	f.StringVar(&o.FailureReasons, "failure-reasons", "", "file of failure reasons, one a line (\"SCOPE [errno] message\"), one drawn at random for each failed attempt; default a built-in set")
 }
 
@@ -99,6 +101,7 @@ func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
 		Speed: o.Speed, Seed: o.Seed, FailureRate: o.FailureRate, LocalFiles: o.LocalFiles,
 		RequireDelegation: o.RequireDelegation, QueueDelay: o.QueueDelay, StartDelay: o.StartDelay,
 		TransferTime: o.TransferTime, DefaultRetry: o.DefaultRetry, OAuth2: o.OAuth2,
+		CheckDuplicates: o.CheckDuplicates,
 	}
 	if o.FailureReasons != "" {
 		reasons, err := readFailureReasons(o.FailureReasons)

@@ -116,6 +116,42 @@ func TestFTSSim_PlainHTTP(t *testing.T) {
 	}
 }
 
+// postJob submits the JSON body to the simulator at url with a bearer token.
+func postJob(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/jobs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer t")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestFTSSim_CheckDuplicates: --check-duplicates refuses a second active
+// file to one destination with FTS's 409; without it both are stored.
+func TestFTSSim_CheckDuplicates(t *testing.T) {
+	job := `{"files":[{"sources":["gsiftp://a.example.org/f"],"destinations":["gsiftp://b.example.org/f"]}]}`
+	submit := func(url string) int {
+		resp := postJob(t, url, job)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		args   []string
+		second int
+	}{{[]string{"--check-duplicates"}, 409}, {nil, 200}} {
+		url, _ := startFTSSim(t, append([]string{"--oauth2", "--queue-delay", "1h"}, c.args...)...)
+		if got := submit(url); got != 200 {
+			t.Fatalf("%v: first submission %d", c.args, got)
+		}
+		if got := submit(url); got != c.second {
+			t.Errorf("%v: second submission to the same destination %d, want %d", c.args, got, c.second)
+		}
+	}
+}
+
 func TestFTSSim_TLSDir(t *testing.T) {
 	p := ftstest.NewPKI(t)
 	dir := t.TempDir()
@@ -212,17 +248,11 @@ func TestFTSSim_FailureReasonsFile(t *testing.T) {
 		"--queue-delay", "0", "--start-delay", "0", "--transfer-time", "0")
 	defer stop()
 	body := `{"files":[{"sources":["davs://a.example.org/f"],"destinations":["davs://b.example.org/f"]}],"params":{"retry":2}}`
-	req, _ := http.NewRequest(http.MethodPost, url+"/jobs", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer t")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := postJob(t, url, body)
 	var sub struct {
 		JobID string `json:"job_id"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&sub)
+	err := json.NewDecoder(resp.Body).Decode(&sub)
 	resp.Body.Close()
 	if err != nil || sub.JobID == "" {
 		t.Fatalf("submit: %d %v", resp.StatusCode, err)

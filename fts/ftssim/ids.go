@@ -112,3 +112,8 @@ func mix(a, b uint64) uint64 {
 
 // unit maps a hash to [0, 1).
 func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+
+// DestinationUUID is FTS's dest_surl_uuid of a destination URL:
+// uuid5(BASE_ID, url), the key CheckDuplicates makes unique among active
+// files.
+func DestinationUUID(url string) string { return uuid5(baseID, url) }

@@ -213,3 +213,38 @@ func TestModify_Priority(t *testing.T) {
 	r = f.do(http.MethodPost, "/jobs/"+id, map[string]any{"params": map[string]any{"priority": "high"}})
 	wantEq(t, "bad priority", r.obj(t), map[string]any{"status": "400 Bad Request", "message": "Invalid priority value"})
 }
+
+// TestSubmit_DuplicatedDestination: with CheckDuplicates, a job with a
+// file whose destination an active file already writes is refused whole
+// with FTS's second 409, and nothing of it is stored; once that file has
+// ended the destination is free again. A job whose own two files write one
+// destination is refused too. Without the option nothing is checked.
+func TestSubmit_DuplicatedDestination(t *testing.T) {
+	f := newFixture(t, ftssim.Options{CheckDuplicates: true, QueueDelay: time.Minute})
+	first := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+	both := jobBody(nil, transfer("gsiftp://a.example.org/2", "gsiftp://b.example.org/2"),
+		transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1"))
+	r := f.do(http.MethodPost, "/jobs", both)
+	wantEq(t, "code", r.code, 409)
+	// Python: uuid.uuid5(BASE_ID, "gsiftp://b.example.org/1")
+	wantEq(t, "dest_surl_uuid", ftssim.DestinationUUID("gsiftp://b.example.org/1"), "e7c3587c-0dbc-5176-82f0-467bcc256392")
+	key := "'e7c3587c-0dbc-5176-82f0-467bcc256392'"
+	msg, _ := r.obj(t)["message"].(string)
+	if !strings.HasPrefix(msg, "The submission is duplicated (") || !strings.Contains(msg, "Duplicate entry "+key+" for key 'dest_surl_uuid'") {
+		t.Errorf("message %q", msg)
+	}
+	wantEq(t, "files received", len(f.srv.Files()), 1)
+
+	self := jobBody(nil, transfer("gsiftp://a.example.org/3", "gsiftp://b.example.org/3"),
+		transfer("gsiftp://a.example.org/4", "gsiftp://b.example.org/3"))
+	wantEq(t, "two files of one job to one destination", f.do(http.MethodPost, "/jobs", self).code, 409)
+
+	f.clk.Advance(time.Hour)
+	wantEq(t, "first job", f.job(first)["job_state"], "FINISHED")
+	f.submit(both)
+	wantEq(t, "files received", len(f.srv.Files()), 3)
+
+	g := newFixture(t, ftssim.Options{QueueDelay: time.Minute})
+	g.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+	g.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
+}

@@ -69,6 +69,11 @@ type Options struct {
 	// Tokens are the accepted bearer tokens, and enable OAuth2; empty with
 	// OAuth2 accepts any non-empty token.
 	Tokens []string
+	// CheckDuplicates is FTS's fts3.CheckDuplicates for every VO: a job
+	// with a single-source file whose destination an active file (of any
+	// job, or of the same job) already writes is refused as a whole with
+	// 409 "The submission is duplicated ...", and nothing of it is stored.
+	CheckDuplicates bool
 }
 
 // oauth2 reports whether bearer tokens are accepted.

@@ -27,6 +27,9 @@ type Simulator struct {
 	dbDown      bool          // the database is down until SetDatabaseDown(false)
 	hang        chan struct{} // non-nil while hanging; closed to release
 	dlg         map[string]*delegation
+	// destInUse holds, by dest_surl_uuid, the last file given each one
+	// (with CheckDuplicates); FTS clears the column when a file ends.
+	destInUse map[string]*file
 }
 
 // delegation is one user's delegation state: the key of the pending
@@ -45,6 +48,7 @@ func New(opts Options) *Simulator {
 		opts:        opts,
 		start:       time.Now(),
 		jobs:        map[string]*job{},
+		destInUse:   map[string]*file{},
 		nextFileID:  firstFileID(opts.Seed),
 		ids:         newUUID1Gen(opts.Seed),
 		failureRate: opts.FailureRate,

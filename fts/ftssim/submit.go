@@ -450,6 +450,9 @@ func (s *Simulator) insert(j *job) *submitError {
 	if _, dup := s.jobs[j.id]; dup {
 		return &submitError{http.StatusConflict, "The sid provided by the user is duplicated"}
 	}
+	if serr := s.checkDuplicates(j); serr != nil {
+		return serr
+	}
 	for _, f := range j.files {
 		f.id = s.nextFileID
 		f.hashedID = int(mix(uint64(s.opts.Seed), uint64(f.id)) % (1 << 16))
