@@ -417,3 +417,55 @@ func TestAgent_ExistingFileGoneWhenChecked(t *testing.T) {
 		t.Errorf("%s after %d attempts, %q: want new again, saying the destination was empty", got.State, got.Attempts, got.Reason)
 	}
 }
+
+// TestAgent_DestinationBusyInFTS: an FTS server with CheckDuplicates
+// refuses a whole job with 409 "The submission is duplicated" when one of
+// its files writes the destination of an active FTS file (here another
+// tool's copy of the same file). The agent finds no job for its sid, so it
+// sends the job's files one per job: the other two go at once, the busy
+// one fails retryable until the other copy has landed, and then finds the
+// file there, its own: done. FTS sees no resubmission loop.
+func TestAgent_DestinationBusyInFTS(t *testing.T) {
+	var busy string
+	w := newWorld(t, ftstest.Options{CheckDuplicates: true, TransferTimeOf: func(_, dst string) time.Duration {
+		if dst == busy {
+			return 7 * time.Minute
+		}
+		return 0
+	}})
+	ctx := context.Background()
+	var reqs []state.Request
+	for i := range 3 {
+		r, _ := w.request("busy", i, true)
+		reqs = append(reqs, r)
+	}
+	busy = "file://" + w.dstPath(reqs[1])
+	_, err := w.client.Submit(ctx, fts.Submission{Files: []fts.SubmitFile{{
+		Sources: []string{"file://" + w.srcPath(reqs[1])}, Destinations: []string{busy}}}})
+	must(t, err)
+	w.enqueue(reqs)
+	must(t, w.agent(w.config("agent-1"), nil).Run(ctx))
+
+	for i, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Errorf("transfer %d: %s %q, want done", i, got.State, got.Reason)
+		}
+	}
+	got := w.get(reqs[1].ID())
+	if !strings.Contains(got.Reason, "already holds this file") || got.Attempts > 2 {
+		t.Errorf("busy transfer: %q after %d attempts, want done as already there within 2 attempts", got.Reason, got.Attempts)
+	}
+	var refused bool
+	for _, h := range got.History {
+		refused = refused || strings.Contains(h.Reason, "another active FTS transfer writes this destination") &&
+			strings.Contains(h.Reason, "The submission is duplicated")
+	}
+	if !refused {
+		t.Errorf("busy transfer: no history entry gives FTS's refusal: %+v", got.History)
+	}
+	// the tool's job, the job of three, each file alone, the busy one
+	// again after each cool-off (2 at most)
+	if n := w.sim.Requests()["submit"]; n > 7 {
+		t.Errorf("%d submissions, want at most 7", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
 )
 
 // resolvePending settles submissions whose outcome is unknown: it looks
@@ -68,6 +69,8 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 			// FTS never saw the job, so its transfers are released without
 			// penalty instead of being sent to be refused again
 			a.releaseJob(ctx, p, "not submitted: "+a.failed().Error(), ps)
+		case st.Lost && p.conflict != "":
+			a.destinationTaken(ctx, p, ps)
 		case st.Lost:
 			if a.releaseKilled(ctx, p, ps) {
 				a.resubmit(work, p, ps)
@@ -151,6 +154,35 @@ func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps
 	if err != nil {
 		ps.Errors++
 	}
+}
+
+// destinationTaken settles p, a job FTS answered with 409 and then showed
+// no job for its sid: not the 409 of a sid submitted before, but FTS's
+// other one, "The submission is duplicated": a file of the job writes a
+// destination that an active FTS file already writes (a server with
+// fts3.CheckDuplicates), and FTS stored nothing. FTS does not say which
+// file. A job of several files is released without penalty and its
+// transfers go one per job from then on in this run (as Rucio resubmits
+// file by file), so that a busy destination holds back only its own
+// transfer; a job of one file fails that transfer, retried after the
+// cool-off, by when the other file may have ended.
+func (a *Agent) destinationTaken(ctx context.Context, p *pendingJob, ps *PassStats) {
+	log := a.log.WithField(FieldPhase, "submit").WithField("sid", p.sid)
+	if len(p.ids) > 1 {
+		for _, id := range p.ids {
+			a.solo[id] = true
+		}
+		log.WithField("files", len(p.ids)).Warn("FTS refused the job as duplicated though it has no job with its sid; sending its files one per job")
+		a.releaseJob(ctx, p, "FTS refused the job with 409 but has no job with its sid: a file of it writes the destination of an active FTS transfer; sent again one file per job: "+p.conflict, ps)
+		return
+	}
+	a.book.forget(p.sid)
+	ts := a.book.get(p.ids)
+	aborts := make([]state.Abort, len(ts))
+	for i, t := range ts {
+		aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: another active FTS transfer writes this destination: " + p.conflict}
+	}
+	a.abort(ctx, aborts, ps)
 }
 
 // retryPending is the last attempt, at shutdown, to settle pending jobs.

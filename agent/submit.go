@@ -2,10 +2,7 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -35,12 +32,17 @@ type pendingJob struct {
 	// found are the files of the job FTS has, by transfer ID, once it is
 	// adopted from a status reply; nil for a job FTS just accepted.
 	found map[string]fts.FileStatus
+	// conflict is FTS's message when it answered the last submission with
+	// 409, "" otherwise (see destinationTaken).
+	conflict string
 }
 
-// jobKey groups transfers into FTS jobs: one link, one FTS priority.
+// jobKey groups transfers into FTS jobs: one link, one FTS priority; solo
+// is the ID of a transfer sent in a job of its own (see destinationTaken).
 type jobKey struct {
 	src, dst string
 	prio     int
+	solo     string
 }
 
 // ftsPriority maps a transfer priority (any integer, 0 = normal) to FTS's 1..5 (3 = normal).
@@ -154,7 +156,10 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 			var dst string
 			dst, err = a.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Destination)
 			if err == nil {
-				k := jobKey{t.Source, t.Destination, ftsPriority(t.Priority)}
+				k := jobKey{t.Source, t.Destination, ftsPriority(t.Priority), ""}
+				if a.solo[t.ID] {
+					k.solo = t.ID
+				}
 				groups[k] = append(groups[k], planned{id: t.ID, src: src, dst: dst})
 				continue
 			}
@@ -172,7 +177,10 @@ func (a *Agent) plan(ts []state.Transfer) ([]*pendingJob, []state.Abort) {
 		if keys[i].src != keys[j].src {
 			return keys[i].src < keys[j].src
 		}
-		return keys[i].dst < keys[j].dst
+		if keys[i].dst != keys[j].dst {
+			return keys[i].dst < keys[j].dst
+		}
+		return keys[i].solo < keys[j].solo
 	})
 	var jobs []*pendingJob
 	for _, k := range keys {
@@ -299,69 +307,6 @@ func (a *Agent) sendAll(work context.Context, jobs []*pendingJob) []sendResult {
 	}
 	wg.Wait()
 	return out
-}
-
-// sent handles FTS's answer to the submission of j and settles what it
-// can. It reports whether FTS accepted the job, which the caller then
-// commits.
-func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err error, ps *PassStats) bool {
-	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
-	var dup *fts.DuplicateError
-	switch {
-	case err == nil:
-		j.jobID = jobID
-		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
-		return true
-	case errors.As(err, &dup):
-		// FTS already has this sid: adopt the job, never submit again
-		j.jobID = dup.JobID
-		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
-	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
-		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
-	case errors.Is(err, ErrStorageToken):
-		log.WithError(err).Error("no storage token; stopping")
-		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		a.releaseJob(ctx, j, "not submitted: "+err.Error(), ps)
-		cancel()
-		a.fail(err)
-	case credentialError(err):
-		// not the transfers' fault: release them without penalty and stop
-		log.WithError(err).Error("FTS refused our credentials; stopping")
-		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		a.releaseJob(ctx, j, "FTS refused the credentials: "+err.Error(), ps)
-		cancel()
-		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
-	default:
-		log.WithError(err).Error("FTS refused the submission")
-		a.book.forget(j.sid)
-		ts := a.book.get(j.ids)
-		// a job FTS refuses as malformed (400: a URL or protocol it does
-		// not take) would be refused again: it fails at once
-		bad := errors.Is(err, fts.ErrBadRequest)
-		class := ""
-		if bad {
-			class = string(fts.ClassUnsupported)
-		}
-		aborts := make([]state.Abort, len(ts))
-		for i, t := range ts {
-			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error(), Fatal: bad, ErrorClass: class}
-		}
-		a.abort(work, aborts, ps)
-	}
-	return false
-}
-
-// credentialError: FTS refused who we are (401, 403 other than a banned
-// storage element, or delegation still missing after delegating): no
-// transfer can succeed until an operator acts, so none is penalised.
-func credentialError(err error) bool {
-	switch {
-	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, ErrStorageToken):
-		return true
-	case errors.Is(err, fts.ErrForbidden):
-		return !strings.Contains(strings.ToLower(err.Error()), "banned")
-	}
-	return false
 }
 
 // tokenSubmission is the submission of j with its storage tokens.

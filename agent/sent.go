@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
+)
+
+// sent handles FTS's answer to the submission of j and settles what it
+// can. It reports whether FTS accepted the job, which the caller then
+// commits.
+func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err error, ps *PassStats) bool {
+	log := a.log.WithField(FieldPhase, "submit").WithField("sid", j.sid)
+	var dup *fts.DuplicateError
+	j.conflict = ""
+	switch {
+	case err == nil:
+		j.jobID = jobID
+		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
+		return true
+	case errors.As(err, &dup):
+		// FTS already has this sid: adopt the job, never submit again;
+		// unless it has no such job (see destinationTaken)
+		j.jobID, j.conflict = dup.JobID, orDefault(dup.Message, "409 Conflict")
+		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
+	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
+		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
+	case errors.Is(err, ErrStorageToken):
+		log.WithError(err).Error("no storage token; stopping")
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseJob(ctx, j, "not submitted: "+err.Error(), ps)
+		cancel()
+		a.fail(err)
+	case credentialError(err):
+		// not the transfers' fault: release them without penalty and stop
+		log.WithError(err).Error("FTS refused our credentials; stopping")
+		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+		a.releaseJob(ctx, j, "FTS refused the credentials: "+err.Error(), ps)
+		cancel()
+		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
+	default:
+		log.WithError(err).Error("FTS refused the submission")
+		a.book.forget(j.sid)
+		ts := a.book.get(j.ids)
+		// a job FTS refuses as malformed (400: a URL or protocol it does
+		// not take) would be refused again: it fails at once
+		bad := errors.Is(err, fts.ErrBadRequest)
+		class := ""
+		if bad {
+			class = string(fts.ClassUnsupported)
+		}
+		aborts := make([]state.Abort, len(ts))
+		for i, t := range ts {
+			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error(), Fatal: bad, ErrorClass: class}
+		}
+		a.abort(work, aborts, ps)
+	}
+	return false
+}
+
+// credentialError: FTS refused who we are (401, 403 other than a banned
+// storage element, or delegation still missing after delegating): no
+// transfer can succeed until an operator acts, so none is penalised.
+func credentialError(err error) bool {
+	switch {
+	case errors.Is(err, fts.ErrUnauthorized), errors.Is(err, fts.ErrNeedDelegation), errors.Is(err, ErrStorageToken):
+		return true
+	case errors.Is(err, fts.ErrForbidden):
+		return !strings.Contains(strings.ToLower(err.Error()), "banned")
+	}
+	return false
+}
