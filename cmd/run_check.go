@@ -68,7 +68,8 @@ func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
 		d := srm.Deleter{Command: o.GfalRm}
 		for _, name := range []string{"gfal-stat", "gfal-sum"} {
 			if _, err := exec.LookPath(d.Sibling(name)); err != nil {
-				errs = append(errs, fmt.Errorf("%s %q: %v; it reads the file FTS finds at a destination: %s", name, d.Sibling(name), errors.Unwrap(err), installHint("gfal2-util-scripts")))
+				errs = append(errs, fmt.Errorf("%s: %v; it reads the file FTS finds at a destination (taken from the directory of --gfal-rm, else from PATH): %s",
+					name, errors.Unwrap(err), installHint("gfal2-util-scripts")))
 			}
 		}
 	}

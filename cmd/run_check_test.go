@@ -27,17 +27,19 @@ func TestRun_ChecksTheMachineFirst(t *testing.T) {
 	}
 	aso(t, st, "--user", "bob", "status", "--json").wantCode(t, 0).wantStdout(t, `"new": 3`)
 
-	// gfal-rm installed out of PATH without its gfal-stat and gfal-sum
+	// gfal-rm without gfal-stat and gfal-sum, neither beside it nor in PATH
 	lone := t.TempDir()
 	if err := os.Symlink("/usr/bin/gfal-rm", filepath.Join(lone, "gfal-rm")); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("PATH", lone)
 	r = aso(t, st, "--user", "bob", "run", "--sites", sites, "--once", "--gfal-rm", filepath.Join(lone, "gfal-rm")).wantCode(t, cmd.ExitConfig)
-	for _, want := range []string{filepath.Join(lone, "gfal-stat"), filepath.Join(lone, "gfal-sum"), "reads the file FTS finds at a destination"} {
+	for _, want := range []string{"gfal-stat: ", "gfal-sum: ", "reads the file FTS finds at a destination (taken from the directory of --gfal-rm, else from PATH)"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
+	t.Setenv("PATH", os.Getenv("PATH")+":/usr/bin:/bin")
 	aso(t, st, "--user", "bob", "status", "--json").wantCode(t, 0).wantStdout(t, `"new": 3`)
 
 	// A sites file reaching storage over TLS needs a CA directory with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -99,11 +100,15 @@ func (d *Deleter) gfal(ctx context.Context, name, url string, args ...string) (s
 }
 
 // Sibling is the program of the gfal command name (gfal-stat, gfal-sum)
-// that Check runs: next to Command when that is a path (gfal-rm installed
-// out of PATH), else name, looked up in PATH.
+// that Check runs: the one next to Command when that is a path and the
+// directory has it (gfal2-util installed out of PATH), else name, looked up
+// in PATH (Command is a wrapper script, or gfal-rm itself is in PATH).
 func (d *Deleter) Sibling(name string) string {
 	if strings.ContainsRune(d.Command, '/') {
-		return filepath.Join(filepath.Dir(d.Command), name)
+		p := filepath.Join(filepath.Dir(d.Command), name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
 	}
 	return name
 }

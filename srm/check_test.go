@@ -55,8 +55,8 @@ func TestDeleter_Check(t *testing.T) {
 }
 
 // TestDeleter_CheckUsesSiblingsAndTimeout: with gfal-rm given as a path,
-// gfal-stat and gfal-sum are taken from its directory; a hung command is
-// killed at the timeout.
+// gfal-stat and gfal-sum are taken from its directory when they are there,
+// else from PATH; a hung command is killed at the timeout.
 func TestDeleter_CheckUsesSiblingsAndTimeout(t *testing.T) {
 	requireGfalRm(t)
 	dir := t.TempDir()
@@ -80,6 +80,17 @@ exec /usr/bin/`+name+` "$@"`)
 	want := "gfal-stat -t 30 -- file://" + file + "\ngfal-sum -t 30 -- file://" + file + " ADLER32\n"
 	if string(runs) != want {
 		t.Errorf("runs:\n%s\nwant:\n%s", runs, want)
+	}
+
+	// a wrapper gfal-rm alone in its directory: gfal-stat and gfal-sum from PATH
+	wrapped := t.TempDir()
+	writeScript(t, wrapped, "gfal-rm", `exec gfal-rm "$@"`)
+	d = &srm.Deleter{Command: filepath.Join(wrapped, "gfal-rm"), Timeout: 30 * time.Second}
+	if got := d.Sibling("gfal-sum"); got != "gfal-sum" {
+		t.Errorf("Sibling of a lone wrapper: %q, want gfal-sum from PATH", got)
+	}
+	if got := d.Check(context.Background(), "file://"+file); got.Err != nil || got.Adler32 != "00000001" {
+		t.Errorf("lone wrapper: %+v, want the file read by the gfal-stat and gfal-sum in PATH", got)
 	}
 
 	hang := t.TempDir()
