@@ -148,7 +148,9 @@ func ApplyAbort(t *Transfer, a Agent, ab Abort, p Policy, now time.Time) error {
 	p = p.WithDefaults()
 	reason := ab.Reason
 	switch {
-	case ab.NoPenalty:
+	case ab.NoPenalty || t.KillRequested:
+		// a transfer whose kill was requested is not penalised for a
+		// submission that did not happen: the next claim ends it killed
 		t.Transition(StateNew, now, a.Owner, "released: "+reason)
 		t.RetryAfter = Time{}
 	default:

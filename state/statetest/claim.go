@@ -144,6 +144,25 @@ var claimCases = []testCase{
 			e.t.Fatalf("claimed %+v; want the transfer, with its sid and its kill request", claimed)
 		}
 	}},
+	{"AbortTransfers/KillRequested", func(e *env) {
+		// a submission that did not happen costs a transfer whose kill was
+		// requested meanwhile no attempt: it is released, and the next
+		// claim ends it killed
+		s := e.store(Alice, "agent-a")
+		id := e.enqueue(s, Req(Alice, 1))[0]
+		got := e.claim(s, 1)
+		res, err := s.RequestKill(ctx, []string{id})
+		e.ok("RequestKill", res, err, 1)
+		res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: got[0], Reason: "FTS refused the submission"}})
+		e.ok("AbortTransfers", res, err, 1)
+		if tr := e.wantState(s, id, state.StateNew); tr.Attempts != 0 || !tr.RetryAfter.IsZero() {
+			e.t.Fatalf("after the abort: %d attempts, retry after %v; want none and at once", tr.Attempts, tr.RetryAfter)
+		}
+		if got := e.claim(s, 10); len(got) != 0 {
+			e.t.Fatalf("claimed %v with kill_requested", ids(got))
+		}
+		e.wantState(s, id, state.StateKilled)
+	}},
 	{"NewTransfers/OwnUserOnly", func(e *env) {
 		a, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
 		aliceIDs := e.enqueue(a, Req(Alice, 1), Req(Alice, 2))
