@@ -55,6 +55,8 @@ type Agent struct {
 	// checkFailures counts failed checks of an existing destination file,
 	// per transfer.
 	checkFailures map[string]int
+	// checkSkips counts checks the record phase's time ran out on.
+	checkSkips map[string]int
 	// solo are the transfers sent one per job (see destinationTaken).
 	solo map[string]bool
 
@@ -107,6 +109,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		deleteFailures: map[string]int{},
 		deleteSkips:    map[string]int{},
 		checkFailures:  map[string]int{},
+		checkSkips:     map[string]int{},
 		solo:           map[string]bool{},
 		others:         map[string]FTS{},
 	}

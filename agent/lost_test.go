@@ -3,11 +3,8 @@ package agent_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +12,6 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -302,170 +298,5 @@ func TestAgent_LostAbortAnswerSendsNothingStale(t *testing.T) {
 	if got.State != state.StateDone || got.Attempts != 1 || len(w.sim.Files()) != 1 {
 		t.Errorf("transfer %s after %d attempts (%q), %d FTS submissions; want done after the refused attempt, submitted once",
 			got.State, got.Attempts, got.Reason, len(w.sim.Files()))
-	}
-}
-
-// TestAgent_FileAlreadyAtTheDestination: FTS archived a finished job
-// before any run polled it, so its status answers 404 and the agent sends
-// the transfer again, which fails "destination file exists". The file
-// there is the transfer's own (size and adler32 read with gfal-stat and
-// gfal-sum): it is recorded done and left in place. A transfer whose
-// destination holds a different file stays failed, saying what is there.
-func TestAgent_FileAlreadyAtTheDestination(t *testing.T) {
-	w := newWorld(t, ftstest.Options{TransferTime: time.Minute})
-	ours, data := w.request("archived", 0, true)
-	other, _ := w.request("other", 1, true)
-	theirs := []byte("an older, different file")
-	w.writeFile(w.dstPath(other), theirs)
-	w.enqueue([]state.Request{ours, other})
-	cfg := w.config("agent-1")
-	cfg.Once = true
-	must(t, w.agent(cfg, nil).Run(context.Background()))
-	w.clk.Advance(time.Hour)
-	first := w.sim.Files()
-	if len(first) != 2 || first[0].JobID != first[1].JobID {
-		t.Fatalf("first submission: %+v, want both files in one job", first)
-	}
-	w.sim.LoseJob(first[0].JobID) // archived: 404 from now on
-	if got, err := os.ReadFile(w.dstPath(ours)); err != nil || string(got) != string(data) {
-		t.Fatalf("the first job did not copy the file: %v", err)
-	}
-
-	cfg.Once = false
-	must(t, w.agent(cfg, nil).Run(context.Background()))
-	sent := map[string]int{}
-	for _, f := range w.sim.Files() {
-		sent[f.Destination]++
-	}
-	if n := sent["file://"+w.dstPath(ours)]; n != 2 {
-		t.Errorf("ours was submitted %d times, want 2 (once more after the loss)", n)
-	}
-	got := w.get(ours.ID())
-	if got.State != state.StateDone || !strings.Contains(got.Reason, "already holds this file") ||
-		!strings.Contains(got.Reason, "Destination file exists") {
-		t.Errorf("ours: %s %q, want done saying the file was already there and what FTS said", got.State, got.Reason)
-	}
-	if last := got.History[len(got.History)-1]; last.To != state.StateDone || last.Reason != got.Reason {
-		t.Errorf("ours: last history entry %+v does not say why it is done", last)
-	}
-	if b, err := os.ReadFile(w.dstPath(ours)); err != nil || string(b) != string(data) {
-		t.Errorf("ours: the file at the destination was changed or deleted: %v", err)
-	}
-	got = w.get(other.ID())
-	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassDestinationExists) ||
-		!strings.Contains(got.Reason, fmt.Sprintf("the file there differs: size %d", len(theirs))) {
-		t.Errorf("other: %s %s %q, want failed destination_exists saying the file there differs", got.State, got.ErrorClass, got.Reason)
-	}
-	if b, err := os.ReadFile(w.dstPath(other)); err != nil || string(b) != string(theirs) {
-		t.Errorf("other: the file at the destination was changed or deleted: %v", err)
-	}
-}
-
-// withGfalStat makes the world's deleter run script as gfal-stat (and the
-// real gfal-rm and gfal-sum), and returns the file counting its runs.
-func (w *world) withGfalStat(script string) string {
-	w.t.Helper()
-	dir := w.t.TempDir()
-	runs := filepath.Join(dir, "runs")
-	for _, name := range []string{"gfal-rm", "gfal-sum"} {
-		must(w.t, os.Symlink("/usr/bin/"+name, filepath.Join(dir, name)))
-	}
-	body := "#!/bin/sh\necho run >> '" + runs + "'\n" + script + "\n"
-	must(w.t, os.WriteFile(filepath.Join(dir, "gfal-stat"), []byte(body), 0o755))
-	w.deleter = &srm.Deleter{Command: filepath.Join(dir, "gfal-rm"), Timeout: 30 * time.Second}
-	return runs
-}
-
-// TestAgent_ExistingFileUnreadable: while the file at the destination of a
-// failure "destination exists" cannot be read, the outcome waits, checked
-// again each pass (gfal-stat runs once a pass); after MaxCheckAttempts it
-// is recorded failed with the check's error, and the file is left alone.
-func TestAgent_ExistingFileUnreadable(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	runs := w.withGfalStat(`echo "gfal-stat error: 5 (Input/output error) - storage down" >&2; exit 5`)
-	r, _ := w.request("unreadable", 0, true)
-	theirs := []byte("somebody else's file")
-	w.writeFile(w.dstPath(r), theirs)
-	w.enqueue([]state.Request{r})
-	must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
-	got := w.get(r.ID())
-	if got.State != state.StateFailed || !strings.Contains(got.Reason, "could not be checked") || !strings.Contains(got.Reason, "storage down") {
-		t.Errorf("%s %q, want failed saying the file there could not be checked", got.State, got.Reason)
-	}
-	if b, err := os.ReadFile(runs); err != nil || strings.Count(string(b), "run") != agent.MaxCheckAttempts {
-		t.Errorf("gfal-stat ran %d times, want %d", strings.Count(string(b), "run"), agent.MaxCheckAttempts)
-	}
-	if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != string(theirs) {
-		t.Errorf("the file at the destination was changed or deleted: %v", err)
-	}
-}
-
-// TestAgent_ExistingFileGoneWhenChecked: FTS found a file at the
-// destination that is gone when the agent looks: the destination is free,
-// so the failure is retried.
-func TestAgent_ExistingFileGoneWhenChecked(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	w.withGfalStat(`echo "gfal-stat error: 2 (No such file or directory) - no such file" >&2; exit 2`)
-	r, _ := w.request("gone", 0, true)
-	w.writeFile(w.dstPath(r), []byte("somebody else's file"))
-	w.enqueue([]state.Request{r})
-	cfg := w.config("agent-1")
-	cfg.Once = true
-	must(t, w.agent(cfg, nil).Run(context.Background()))
-	got := w.get(r.ID())
-	if got.State != state.StateNew || got.Attempts != 1 || !strings.Contains(got.Reason, "the destination was empty when checked") {
-		t.Errorf("%s after %d attempts, %q: want new again, saying the destination was empty", got.State, got.Attempts, got.Reason)
-	}
-}
-
-// TestAgent_DestinationBusyInFTS: an FTS server with CheckDuplicates
-// refuses a whole job with 409 "The submission is duplicated" when one of
-// its files writes the destination of an active FTS file (here another
-// tool's copy of the same file). The agent finds no job for its sid, so it
-// sends the job's files one per job: the other two go at once, the busy
-// one fails retryable until the other copy has landed, and then finds the
-// file there, its own: done. FTS sees no resubmission loop.
-func TestAgent_DestinationBusyInFTS(t *testing.T) {
-	var busy string
-	w := newWorld(t, ftstest.Options{CheckDuplicates: true, TransferTimeOf: func(_, dst string) time.Duration {
-		if dst == busy {
-			return 7 * time.Minute
-		}
-		return 0
-	}})
-	ctx := context.Background()
-	var reqs []state.Request
-	for i := range 3 {
-		r, _ := w.request("busy", i, true)
-		reqs = append(reqs, r)
-	}
-	busy = "file://" + w.dstPath(reqs[1])
-	_, err := w.client.Submit(ctx, fts.Submission{Files: []fts.SubmitFile{{
-		Sources: []string{"file://" + w.srcPath(reqs[1])}, Destinations: []string{busy}}}})
-	must(t, err)
-	w.enqueue(reqs)
-	must(t, w.agent(w.config("agent-1"), nil).Run(ctx))
-
-	for i, r := range reqs {
-		if got := w.get(r.ID()); got.State != state.StateDone {
-			t.Errorf("transfer %d: %s %q, want done", i, got.State, got.Reason)
-		}
-	}
-	got := w.get(reqs[1].ID())
-	if !strings.Contains(got.Reason, "already holds this file") || got.Attempts > 2 {
-		t.Errorf("busy transfer: %q after %d attempts, want done as already there within 2 attempts", got.Reason, got.Attempts)
-	}
-	var refused bool
-	for _, h := range got.History {
-		refused = refused || strings.Contains(h.Reason, "another active FTS transfer writes this destination") &&
-			strings.Contains(h.Reason, "The submission is duplicated")
-	}
-	if !refused {
-		t.Errorf("busy transfer: no history entry gives FTS's refusal: %+v", got.History)
-	}
-	// the tool's job, the job of three, each file alone, the busy one
-	// again after each cool-off (2 at most)
-	if n := w.sim.Requests()["submit"]; n > 7 {
-		t.Errorf("%d submissions, want at most 7", n)
 	}
 }

@@ -27,6 +27,9 @@ type outcome struct {
 	// it); if the lost job did leave a copy, the next submission fails
 	// with "file exists" and says so.
 	deleteDest bool
+	// existing: a failure "destination exists" whose file there is the
+	// transfer's own, recorded done (see checkExisting)
+	existing bool
 }
 
 // terminal is the SetTerminalState item of o.

@@ -161,13 +161,17 @@ func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps
 // other one, "The submission is duplicated": a file of the job writes a
 // destination that an active FTS file already writes (a server with
 // fts3.CheckDuplicates), and FTS stored nothing. FTS does not say which
-// file. A job of several files is released without penalty and its
-// transfers go one per job from then on in this run (as Rucio resubmits
-// file by file), so that a busy destination holds back only its own
-// transfer; a job of one file fails that transfer, retried after the
+// file. Transfers whose kill was requested meanwhile are released first
+// (see releaseKilled). A job of several files is released without penalty
+// and its transfers go one per job from then on in this run (as Rucio
+// resubmits file by file), so that a busy destination holds back only its
+// own transfer; a job of one file fails that transfer, retried after the
 // cool-off, by when the other file may have ended.
 func (a *Agent) destinationTaken(ctx context.Context, p *pendingJob, ps *PassStats) {
 	log := a.log.WithField(FieldPhase, "submit").WithField("sid", p.sid)
+	if !a.releaseKilled(ctx, p, ps) {
+		return // all killed meanwhile: released, the next claim ends them
+	}
 	if len(p.ids) > 1 {
 		for _, id := range p.ids {
 			a.solo[id] = true

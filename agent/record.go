@@ -37,6 +37,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 	held := a.checkExisting(work, outs, ps)
 	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
 	terms := make([]state.Terminal, 0, len(outs))
+	var existing []bool // of terms
 	for i := range outs {
 		o := &outs[i]
 		id := o.t.ID
@@ -59,6 +60,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 			log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
 		}
 		terms = append(terms, o.terminal())
+		existing = append(existing, o.existing)
 	}
 	if len(terms) == 0 {
 		return
@@ -83,6 +85,9 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 			delete(a.deleteFailures, r.ID)
 			delete(a.deleteSkips, r.ID)
 			a.countOutcome(t, r.State, ps)
+			if existing[i] {
+				ps.Existing++
+			}
 			if info {
 				// one line per transfer: built only when it is written
 				log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithField("outcome", t.Outcome).

@@ -129,8 +129,20 @@ type Transfer struct {
 // Link names the (source, destination) pair of t, "SRC->DST".
 func (t *Transfer) Link() string { return t.Source + "->" + t.Destination }
 
-// Checksum returns the adler32 checksum of t, or "".
-func (t *Transfer) Checksum() string { return t.Checksums["adler32"] }
+// Checksum returns the adler32 checksum of t in lower case, or "". The key
+// is matched in any case: a producer's document may say "ADLER32", which
+// the database's validation accepts.
+func (t *Transfer) Checksum() string {
+	if v, ok := t.Checksums["adler32"]; ok {
+		return strings.ToLower(v)
+	}
+	for k, v := range t.Checksums {
+		if strings.EqualFold(k, "adler32") {
+			return strings.ToLower(v)
+		}
+	}
+	return ""
+}
 
 // Transition moves t to state to at now, recording by and reason in History,
 // LastUpdate and (for failures) Reason. It does not check legality: backends

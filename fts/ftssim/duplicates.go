@@ -17,28 +17,25 @@ func (s *Simulator) checkDuplicates(j *job) *submitError {
 		return nil
 	}
 	now := s.now()
-	rows := map[int]int{} // files of each files[] entry: several sources
-	for _, f := range j.files {
-		rows[f.index]++
-	}
 	mine := map[string]bool{}
 	for _, f := range j.files {
-		if rows[f.index] > 1 {
+		if f.multiSource {
 			continue // several sources: no dest_surl_uuid
 		}
 		key := DestinationUUID(f.destSURL)
-		holder := s.destInUse[key]
-		if holder != nil {
+		busy := false
+		if holder := s.destInUse[key]; holder != nil && s.jobs[holder.job.id] == holder.job {
 			s.advance(holder.job, now)
+			busy = !isTerminal(holder.state) // an archived (lost) job holds nothing
 		}
-		if mine[key] || holder != nil && !isTerminal(holder.state) {
+		if mine[key] || busy {
 			return &submitError{http.StatusConflict, fmt.Sprintf(
 				"The submission is duplicated (MySQLdb.IntegrityError) (1062, \"Duplicate entry '%s' for key 'dest_surl_uuid'\")", key)}
 		}
 		mine[key] = true
 	}
 	for _, f := range j.files {
-		if rows[f.index] == 1 {
+		if !f.multiSource {
 			s.destInUse[DestinationUUID(f.destSURL)] = f
 		}
 	}

@@ -97,6 +97,7 @@ type file struct {
 	srcToken          *TokenUse // the source's storage token, or nil
 	dstToken          *TokenUse // the destination's storage token, or nil
 	initialState      string    // file_state_initial: the state it entered in
+	multiSource       bool      // its files[] entry has several sources
 
 	stagingStart, stagingFinished *time.Time
 

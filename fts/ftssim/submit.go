@@ -355,7 +355,7 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 				sourceSURL: su.String(), destSURL: du.String(),
 				sourceSE: storageElement(su), destSE: storageElement(du),
 				userFilesize: size, checksum: checksum, activity: activity,
-				selectionStrategy: strategy, queuedAt: j.submitTime,
+				selectionStrategy: strategy, queuedAt: j.submitTime, multiSource: len(srcs) > 1,
 			}
 			f.scitag = tag
 			if srcToks != nil {
