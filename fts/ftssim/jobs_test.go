@@ -244,6 +244,11 @@ func TestSubmit_DuplicatedDestination(t *testing.T) {
 	f.submit(both)
 	wantEq(t, "files received", len(f.srv.Files()), 3)
 
+	// an archived (lost) job holds its destination no more
+	lost := f.submit(jobBody(nil, transfer("gsiftp://a.example.org/5", "gsiftp://b.example.org/5")))
+	f.srv.LoseJob(lost)
+	f.submit(jobBody(nil, transfer("gsiftp://a.example.org/5", "gsiftp://b.example.org/5")))
+
 	g := newFixture(t, ftssim.Options{QueueDelay: time.Minute})
 	g.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
 	g.submit(jobBody(nil, transfer("gsiftp://a.example.org/1", "gsiftp://b.example.org/1")))
