@@ -21,23 +21,30 @@ const MaxCheckAttempts = 3
 // phase.
 const checkParallel = 4
 
-// checkExisting settles the failures "destination exists" among outs by
-// what the destination holds, read with gfal-stat and gfal-sum:
+// checkExisting settles, by what the destination holds (read with
+// gfal-stat and gfal-sum), the failures "destination exists" among outs,
+// and the failures "source missing" whose destination copy was to be
+// deleted:
 //   - the transfer's own file (its adler32, and its size when the transfer
-//     gives one): the outcome becomes done, its reason saying so. The copy
-//     is there, whoever made it: a job of an earlier attempt that FTS no
-//     longer shows (it archives finished jobs, and its status then answers
-//     404, which the agent took for a lost job), or an earlier request for
-//     the same file;
-//   - a different file: failed, the reason giving what is there;
-//   - nothing any more: failed and retryable, the destination is free;
-//   - a transfer without an adler32 checksum: failed, nothing to compare.
+//     gives one): the outcome becomes done, its reason saying so, and
+//     nothing is deleted. The copy is there, whoever made it: a job of an
+//     earlier attempt that FTS no longer shows (it archives finished jobs,
+//     and its status then answers 404, which the agent took for a lost
+//     job), after which the source may have been cleaned up too; or an
+//     earlier request for the same file;
+//   - a different file: "destination exists" stays failed, the reason
+//     giving what is there; "source missing" goes on to delete it (a stale
+//     partial copy);
+//   - nothing any more: "destination exists" fails retryable, the
+//     destination is free;
+//   - a transfer without an adler32 checksum: nothing to compare; the
+//     failure is recorded as FTS gave it.
 //
-// The destination is never deleted here. A check that fails leaves the
-// outcome unrecorded this pass (it returns the IDs), MaxCheckAttempts
-// passes at most; then the failure is recorded retryable with the check's
-// error, to be tried again after the cool-off. A check the phase's time ran
-// out before or during is not an attempt (MaxDeleteSkips times at most).
+// A check that fails leaves the outcome unrecorded this pass (it returns
+// the IDs), MaxCheckAttempts passes at most; then "destination exists" is
+// recorded retryable with the check's error, and "source missing" is
+// recorded with its destination left in place. A check the phase's time
+// ran out before or during is not an attempt (MaxDeleteSkips times at most).
 func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStats) map[string]bool {
 	if a.checker == nil {
 		return nil
@@ -45,8 +52,11 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	var idx []int
 	for i := range outs {
 		o := &outs[i]
-		if o.outcome == state.OutcomeFailed && o.class == fts.ClassDestinationExists && o.t.DestPFN != "" {
+		if o.outcome == state.OutcomeFailed && o.t.DestPFN != "" && o.t.Checksum() != "" &&
+			(o.class == fts.ClassDestinationExists || o.class == fts.ClassSourceMissing && o.deleteDest) {
 			idx = append(idx, i)
+		} else if o.outcome == state.OutcomeFailed && o.class == fts.ClassDestinationExists {
+			o.reason += "; the file there was not compared: the transfer has no adler32 checksum"
 		}
 	}
 	if len(idx) == 0 {
@@ -59,45 +69,12 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	})
 	found, cut := a.readExisting(work, outs, idx)
 	held := map[string]bool{}
-	log := a.log.WithField(FieldPhase, "record")
 	for k, i := range idx {
-		o := &outs[i]
-		id := o.t.ID
-		e := found[k]
-		switch {
-		case o.t.Checksum() == "":
-			o.reason += "; the file there was not compared: the transfer has no adler32 checksum"
-		case e.Err != nil && cut[k] && a.checkSkips[id] < MaxDeleteSkips:
-			a.checkSkips[id]++
+		id := outs[i].t.ID
+		if a.settleExisting(&outs[i], found[k], cut[k]) {
 			held[id] = true
 			ps.Unrecorded++
 			continue
-		case e.Err != nil:
-			a.checkFailures[id]++
-			entry := log.WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN).WithError(e.Err)
-			if a.checkFailures[id] < MaxCheckAttempts {
-				entry.Warn("checking the file at the destination failed; retried next pass")
-				held[id] = true
-				ps.Unrecorded++
-				continue
-			}
-			entry.Error("giving up checking the file at the destination; recording the failure, retryable")
-			o.reason += "; the file there could not be checked: " + e.Err.Error()
-			o.retryable = true
-		case e.Missing:
-			o.reason += "; the destination was empty when checked"
-			o.retryable = true
-		case strings.EqualFold(e.Adler32, o.t.Checksum()) && (e.Size == o.t.Size || o.t.Size == 0):
-			o.outcome, o.class, o.retryable, o.existing = state.OutcomeDone, "", false, true
-			what := fmt.Sprintf("size %d and adler32 %s match", e.Size, e.Adler32)
-			if o.t.Size == 0 && e.Size != 0 {
-				what = fmt.Sprintf("adler32 %s matches (the transfer gives no size; the file has %d bytes)", e.Adler32, e.Size)
-			}
-			o.reason = "the destination already holds this file: " + what + " (FTS: " + o.reason + ")"
-			log.WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN).Info("the file at the destination is this transfer's: recording it done")
-		default:
-			o.reason += fmt.Sprintf("; the file there differs: size %d and adler32 %s, not %d and %s",
-				e.Size, e.Adler32, o.t.Size, o.t.Checksum())
 		}
 		delete(a.checkFailures, id)
 		delete(a.checkSkips, id)
@@ -105,8 +82,51 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	return held
 }
 
-// readExisting checks the destinations of outs[idx] that have a checksum to
-// compare with, checkParallel at a time, under the deletion timeout. cut[k]
+// settleExisting applies to o what its check e found (see checkExisting);
+// cut: the phase's time ran out on the check. It reports whether o is held
+// for the next pass.
+func (a *Agent) settleExisting(o *outcome, e srm.Existing, cut bool) (held bool) {
+	id, exists := o.t.ID, o.class == fts.ClassDestinationExists
+	log := a.log.WithField(FieldPhase, "record").WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
+	switch {
+	case e.Err != nil && cut && a.checkSkips[id] < MaxDeleteSkips:
+		a.checkSkips[id]++
+		return true
+	case e.Err != nil:
+		a.checkFailures[id]++
+		if a.checkFailures[id] < MaxCheckAttempts {
+			log.WithError(e.Err).Warn("checking the file at the destination failed; retried next pass")
+			return true
+		}
+		log.WithError(e.Err).Error("giving up checking the file at the destination; recording the failure")
+		if exists {
+			o.reason += "; the file there could not be checked: " + e.Err.Error()
+			o.retryable = true
+		} else {
+			o.reason += "; the file at the destination could not be checked, so it was left in place: " + e.Err.Error()
+			o.deleteDest = false
+		}
+	case e.Missing:
+		if exists {
+			o.reason += "; the destination was empty when checked"
+			o.retryable = true
+		}
+	case strings.EqualFold(e.Adler32, o.t.Checksum()) && (e.Size == o.t.Size || o.t.Size == 0):
+		o.outcome, o.class, o.retryable, o.existing, o.deleteDest = state.OutcomeDone, "", false, true, false
+		what := fmt.Sprintf("size %d and adler32 %s match", e.Size, e.Adler32)
+		if o.t.Size == 0 && e.Size != 0 {
+			what = fmt.Sprintf("adler32 %s matches (the transfer gives no size; the file has %d bytes)", e.Adler32, e.Size)
+		}
+		o.reason = "the destination already holds this file: " + what + " (FTS: " + o.reason + ")"
+		log.Info("the file at the destination is this transfer's: recording it done")
+	case exists:
+		o.reason += fmt.Sprintf("; the file there differs: size %d and adler32 %s, not %d and %s",
+			e.Size, e.Adler32, o.t.Size, o.t.Checksum())
+	}
+	return false
+}
+
+// readExisting checks the destinations of outs[idx], checkParallel at a time, under the deletion timeout. cut[k]
 // says that the time ran out before or while found[k] was read.
 func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (found []srm.Existing, cut []bool) {
 	ctx, cancel := context.WithTimeout(work, a.cfg.DeleteTimeout)
@@ -115,9 +135,6 @@ func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (f
 	sem := make(chan struct{}, checkParallel)
 	var wg sync.WaitGroup
 	for k, i := range idx {
-		if outs[i].t.Checksum() == "" {
-			continue
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -328,3 +328,37 @@ func TestAgent_DestinationBusyKilledMeanwhile(t *testing.T) {
 		t.Errorf("%s after %d attempts (%q), want killed without an attempt", got.State, got.Attempts, got.Reason)
 	}
 }
+
+// TestAgent_ArchivedJobSourceCleanedUp: FTS archived a finished job before
+// any run polled it, and the temporary source was cleaned up since; the
+// transfer sent again fails "source missing", whose destination copy is
+// deleted as a stale partial copy, unless it is the transfer's own file:
+// then it is kept and the transfer recorded done.
+func TestAgent_ArchivedJobSourceCleanedUp(t *testing.T) {
+	w := newWorld(t, ftstest.Options{TransferTime: time.Minute})
+	r, data := w.request("cleaned", 0, true)
+	w.enqueue([]state.Request{r})
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	w.clk.Advance(time.Hour)
+	first := w.sim.Files()
+	if len(first) != 1 || first[0].State != "FINISHED" {
+		t.Fatalf("first job: %+v, want its file finished", first)
+	}
+	w.sim.LoseJob(first[0].JobID)
+	must(t, os.Remove(w.srcPath(r)))
+
+	cfg.Once = false
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	if n := len(w.sim.Files()); n != 2 {
+		t.Errorf("%d files submitted, want 2", n)
+	}
+	got := w.get(r.ID())
+	if got.State != state.StateDone || !strings.Contains(got.Reason, "already holds this file") || !strings.Contains(got.Reason, "SOURCE [2]") {
+		t.Errorf("%s %q, want done saying the file was already there and what FTS said", got.State, got.Reason)
+	}
+	if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != string(data) {
+		t.Errorf("the transfer's own copy at the destination was deleted or changed: %v", err)
+	}
+}
