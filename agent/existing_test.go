@@ -24,7 +24,15 @@ import (
 // gfal-sum): it is recorded done and left in place. A transfer whose
 // destination holds a different file stays failed, saying what is there.
 func TestAgent_FileAlreadyAtTheDestination(t *testing.T) {
-	w := newWorld(t, ftstest.Options{TransferTime: time.Minute})
+	for name, world := range worlds {
+		t.Run(name, func(t *testing.T) { fileAlreadyThere(t, world(t, ftstest.Options{TransferTime: time.Minute})) })
+	}
+}
+
+// worlds build a world on each backend.
+var worlds = map[string]func(testing.TB, ftstest.Options) *world{"memfile": newWorld, "couch": newCouchWorld}
+
+func fileAlreadyThere(t *testing.T, w *world) {
 	ours, data := w.request("archived", 0, true)
 	other, _ := w.request("other", 1, true)
 	theirs := []byte("an older, different file")
@@ -144,8 +152,14 @@ func TestAgent_ExistingFileGoneWhenChecked(t *testing.T) {
 // one fails retryable until the other copy has landed, and then finds the
 // file there, its own: done. FTS sees no resubmission loop.
 func TestAgent_DestinationBusyInFTS(t *testing.T) {
+	for name, world := range worlds {
+		t.Run(name, func(t *testing.T) { destinationBusy(t, world) })
+	}
+}
+
+func destinationBusy(t *testing.T, world func(testing.TB, ftstest.Options) *world) {
 	var busy string
-	w := newWorld(t, ftstest.Options{CheckDuplicates: true, TransferTimeOf: func(_, dst string) time.Duration {
+	w := world(t, ftstest.Options{CheckDuplicates: true, TransferTimeOf: func(_, dst string) time.Duration {
 		if dst == busy {
 			return 7 * time.Minute
 		}
@@ -335,7 +349,12 @@ func TestAgent_DestinationBusyKilledMeanwhile(t *testing.T) {
 // deleted as a stale partial copy, unless it is the transfer's own file:
 // then it is kept and the transfer recorded done.
 func TestAgent_ArchivedJobSourceCleanedUp(t *testing.T) {
-	w := newWorld(t, ftstest.Options{TransferTime: time.Minute})
+	for name, world := range worlds {
+		t.Run(name, func(t *testing.T) { sourceCleanedUp(t, world(t, ftstest.Options{TransferTime: time.Minute})) })
+	}
+}
+
+func sourceCleanedUp(t *testing.T, w *world) {
 	r, data := w.request("cleaned", 0, true)
 	w.enqueue([]state.Request{r})
 	cfg := w.config("agent-1")
