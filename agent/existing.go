@@ -37,14 +37,17 @@ const checkParallel = 4
 //     partial copy);
 //   - nothing any more: "destination exists" fails retryable, the
 //     destination is free;
-//   - a transfer without an adler32 checksum: nothing to compare; the
-//     failure is recorded as FTS gave it.
+//   - a transfer without an adler32 checksum: "destination exists" is
+//     recorded as FTS gave it; "source missing" keeps a file of the
+//     transfer's size (or any file, when the transfer gives no size): it
+//     may be the only copy, and nothing tells it from a partial one.
 //
 // A check that fails leaves the outcome unrecorded this pass (it returns
 // the IDs), MaxCheckAttempts passes at most; then "destination exists" is
 // recorded retryable with the check's error, and "source missing" is
 // recorded with its destination left in place. A check the phase's time
-// ran out before or during is not an attempt (MaxDeleteSkips times at most).
+// ran out before it started is not an attempt (MaxDeleteSkips times at
+// most); one that was running counts, as a deletion that hangs does.
 func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStats) map[string]bool {
 	if a.checker == nil {
 		return nil
@@ -52,26 +55,26 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	var idx []int
 	for i := range outs {
 		o := &outs[i]
-		if o.outcome == state.OutcomeFailed && o.t.DestPFN != "" && o.t.Checksum() != "" &&
-			(o.class == fts.ClassDestinationExists || o.class == fts.ClassSourceMissing && o.deleteDest) {
+		switch {
+		case o.outcome != state.OutcomeFailed || o.t.DestPFN == "":
+		case o.class == fts.ClassSourceMissing && o.deleteDest,
+			o.class == fts.ClassDestinationExists && o.t.Checksum() != "":
 			idx = append(idx, i)
-		} else if o.outcome == state.OutcomeFailed && o.class == fts.ClassDestinationExists {
+		case o.class == fts.ClassDestinationExists:
 			o.reason += "; the file there was not compared: the transfer has no adler32 checksum"
 		}
 	}
 	if len(idx) == 0 {
 		return nil
 	}
-	// those whose check failed before go first, so that a budget spent on
-	// others cannot starve them
-	sort.SliceStable(idx, func(x, y int) bool {
-		return a.checkFailures[outs[idx[x]].t.ID] > a.checkFailures[outs[idx[y]].t.ID]
-	})
-	found, cut := a.readExisting(work, outs, idx)
+	// those held before go first, so that a budget spent on others cannot
+	// starve them
+	sort.SliceStable(idx, func(x, y int) bool { return a.heldChecks(outs[idx[x]].t.ID) > a.heldChecks(outs[idx[y]].t.ID) })
+	found, unstarted := a.readExisting(work, outs, idx)
 	held := map[string]bool{}
 	for k, i := range idx {
 		id := outs[i].t.ID
-		if a.settleExisting(&outs[i], found[k], cut[k]) {
+		if a.settleExisting(&outs[i], found[k], unstarted[k]) {
 			held[id] = true
 			ps.Unrecorded++
 			continue
@@ -82,14 +85,17 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	return held
 }
 
+// heldChecks is how many passes the check of transfer id was held.
+func (a *Agent) heldChecks(id string) int { return a.checkFailures[id] + a.checkSkips[id] }
+
 // settleExisting applies to o what its check e found (see checkExisting);
-// cut: the phase's time ran out on the check. It reports whether o is held
-// for the next pass.
-func (a *Agent) settleExisting(o *outcome, e srm.Existing, cut bool) (held bool) {
-	id, exists := o.t.ID, o.class == fts.ClassDestinationExists
+// unstarted: the phase's time ran out before the check began. It reports
+// whether o is held for the next pass.
+func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held bool) {
+	id, exists, sum := o.t.ID, o.class == fts.ClassDestinationExists, o.t.Checksum()
 	log := a.log.WithField(FieldPhase, "record").WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
 	switch {
-	case e.Err != nil && cut && a.checkSkips[id] < MaxDeleteSkips:
+	case e.Err != nil && unstarted && a.checkSkips[id] < MaxDeleteSkips:
 		a.checkSkips[id]++
 		return true
 	case e.Err != nil:
@@ -111,7 +117,7 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, cut bool) (held bool)
 			o.reason += "; the destination was empty when checked"
 			o.retryable = true
 		}
-	case strings.EqualFold(e.Adler32, o.t.Checksum()) && (e.Size == o.t.Size || o.t.Size == 0):
+	case sum != "" && strings.EqualFold(e.Adler32, sum) && (e.Size == o.t.Size || o.t.Size == 0):
 		o.outcome, o.class, o.retryable, o.existing, o.deleteDest = state.OutcomeDone, "", false, true, false
 		what := fmt.Sprintf("size %d and adler32 %s match", e.Size, e.Adler32)
 		if o.t.Size == 0 && e.Size != 0 {
@@ -121,33 +127,38 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, cut bool) (held bool)
 		log.Info("the file at the destination is this transfer's: recording it done")
 	case exists:
 		o.reason += fmt.Sprintf("; the file there differs: size %d and adler32 %s, not %d and %s",
-			e.Size, e.Adler32, o.t.Size, o.t.Checksum())
+			e.Size, e.Adler32, o.t.Size, sum)
+	case sum == "" && (o.t.Size == 0 || e.Size == o.t.Size):
+		o.reason += fmt.Sprintf("; the file at the destination (%d bytes) may be this transfer's only copy, "+
+			"and without an adler32 to compare it was left in place", e.Size)
+		o.deleteDest = false
 	}
 	return false
 }
 
-// readExisting checks the destinations of outs[idx], checkParallel at a time, under the deletion timeout. cut[k]
-// says that the time ran out before or while found[k] was read.
-func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (found []srm.Existing, cut []bool) {
+// readExisting checks the destinations of outs[idx], in that order,
+// checkParallel at a time, under the deletion timeout. unstarted[k] says
+// that the time ran out before found[k] was read.
+func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (found []srm.Existing, unstarted []bool) {
 	ctx, cancel := context.WithTimeout(work, a.cfg.DeleteTimeout)
 	defer cancel()
-	found, cut = make([]srm.Existing, len(idx)), make([]bool, len(idx))
+	found, unstarted = make([]srm.Existing, len(idx)), make([]bool, len(idx))
 	sem := make(chan struct{}, checkParallel)
 	var wg sync.WaitGroup
 	for k, i := range idx {
+		sem <- struct{}{} // in order: the first ones start first
+		if unstarted[k] = ctx.Err() != nil; unstarted[k] {
+			<-sem
+			found[k].Err = ctx.Err()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
-			if cut[k] = ctx.Err() != nil; cut[k] {
-				found[k].Err = ctx.Err()
-				return
-			}
 			found[k] = a.checker.Check(ctx, outs[i].t.DestPFN)
-			cut[k] = ctx.Err() != nil
 		}()
 	}
 	wg.Wait()
-	return found, cut
+	return found, unstarted
 }

@@ -147,10 +147,11 @@ func TestAgent_ExistingFileGoneWhenChecked(t *testing.T) {
 // TestAgent_DestinationBusyInFTS: an FTS server with CheckDuplicates
 // refuses a whole job with 409 "The submission is duplicated" when one of
 // its files writes the destination of an active FTS file (here another
-// tool's copy of the same file). The agent finds no job for its sid, so it
-// sends the job's files one per job: the other two go at once, the busy
-// one fails retryable until the other copy has landed, and then finds the
-// file there, its own: done. FTS sees no resubmission loop.
+// tool's copy of the same file). The agent finds no job for its sid, and
+// the file whose destination FTS's message names fails retryable while
+// the other two go at once under the same sid; once the other copy has
+// landed, the busy one finds the file there, its own: done. FTS sees no
+// resubmission loop.
 func TestAgent_DestinationBusyInFTS(t *testing.T) {
 	for name, world := range worlds {
 		t.Run(name, func(t *testing.T) { destinationBusy(t, world) })
@@ -176,7 +177,18 @@ func destinationBusy(t *testing.T, world func(testing.TB, ftstest.Options) *worl
 		Sources: []string{"file://" + w.srcPath(reqs[1])}, Destinations: []string{busy}}}})
 	must(t, err)
 	w.enqueue(reqs)
-	must(t, w.agent(w.config("agent-1"), nil).Run(ctx))
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	must(t, w.agent(cfg, nil).Run(ctx))
+	// one pass: FTS's message names the busy file; the other two went at once
+	for i, r := range reqs {
+		got := w.get(r.ID())
+		if busyOne := i == 1; busyOne != (got.State == state.StateNew) || busyOne && got.Attempts != 1 {
+			t.Errorf("after one pass, transfer %d: %s after %d attempts (%q)", i, got.State, got.Attempts, got.Reason)
+		}
+	}
+	cfg.Once = false
+	must(t, w.agent(cfg, nil).Run(ctx))
 
 	for i, r := range reqs {
 		if got := w.get(r.ID()); got.State != state.StateDone {
@@ -195,10 +207,10 @@ func destinationBusy(t *testing.T, world func(testing.TB, ftstest.Options) *worl
 	if !refused {
 		t.Errorf("busy transfer: no history entry gives FTS's refusal: %+v", got.History)
 	}
-	// the tool's job, the job of three, each file alone, the busy one
-	// again after each cool-off (2 at most)
-	if n := w.sim.Requests()["submit"]; n > 7 {
-		t.Errorf("%d submissions, want at most 7", n)
+	// the tool's job, the job of three, the other two under the same sid,
+	// the busy one again after each cool-off (2 at most)
+	if n := w.sim.Requests()["submit"]; n > 5 {
+		t.Errorf("%d submissions, want at most 5", n)
 	}
 }
 
@@ -230,7 +242,7 @@ func TestAgent_ExistingFileChecksNotStarvedByTheBudget(t *testing.T) {
 	w.withGfalStat(`sleep 1; exec /usr/bin/gfal-stat "$@"`)
 	reqs := w.ownFileThere(16, nil)
 	cfg := w.config("agent-1")
-	cfg.DeleteTimeout = 1500 * time.Millisecond
+	cfg.DeleteTimeout = 2500 * time.Millisecond
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	for i, r := range reqs {
 		if got := w.get(r.ID()); got.State != state.StateDone || got.Attempts != 0 {
@@ -350,12 +362,18 @@ func TestAgent_DestinationBusyKilledMeanwhile(t *testing.T) {
 // then it is kept and the transfer recorded done.
 func TestAgent_ArchivedJobSourceCleanedUp(t *testing.T) {
 	for name, world := range worlds {
-		t.Run(name, func(t *testing.T) { sourceCleanedUp(t, world(t, ftstest.Options{TransferTime: time.Minute})) })
+		t.Run(name, func(t *testing.T) { sourceCleanedUp(t, world(t, ftstest.Options{TransferTime: time.Minute}), true) })
 	}
+	// without an adler32 the file cannot be proved the transfer's, nor a
+	// partial copy: a file of its size may be the only copy, and stays
+	t.Run("no checksum", func(t *testing.T) { sourceCleanedUp(t, newWorld(t, ftstest.Options{TransferTime: time.Minute}), false) })
 }
 
-func sourceCleanedUp(t *testing.T, w *world) {
+func sourceCleanedUp(t *testing.T, w *world, checksum bool) {
 	r, data := w.request("cleaned", 0, true)
+	if !checksum {
+		r.Checksums = nil
+	}
 	w.enqueue([]state.Request{r})
 	cfg := w.config("agent-1")
 	cfg.Once = true
@@ -374,8 +392,11 @@ func sourceCleanedUp(t *testing.T, w *world) {
 		t.Errorf("%d files submitted, want 2", n)
 	}
 	got := w.get(r.ID())
-	if got.State != state.StateDone || !strings.Contains(got.Reason, "already holds this file") || !strings.Contains(got.Reason, "SOURCE [2]") {
+	switch {
+	case checksum && (got.State != state.StateDone || !strings.Contains(got.Reason, "already holds this file") || !strings.Contains(got.Reason, "SOURCE [2]")):
 		t.Errorf("%s %q, want done saying the file was already there and what FTS said", got.State, got.Reason)
+	case !checksum && (got.State != state.StateFailed || !strings.Contains(got.Reason, "may be this transfer's only copy")):
+		t.Errorf("%s %q, want failed saying the file at the destination was left in place", got.State, got.Reason)
 	}
 	if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != string(data) {
 		t.Errorf("the transfer's own copy at the destination was deleted or changed: %v", err)

@@ -71,9 +71,10 @@ func TestAgent_HostileButValidNames(t *testing.T) {
 				SourceLFN: dir + "/src/" + name, DestinationLFN: dir + "/dst/" + name}
 			if missing {
 				r.SourceLFN, r.DestinationLFN = dir+"/src/missing-"+name, dir+"/dst/missing-"+name
-				// a partial copy under the hostile name, which gfal-rm must delete
+				// a partial copy under the hostile name (shorter than the
+				// file: not the transfer's own), which gfal-rm must delete
 				w.writeFile(w.dstPath(r), []byte("stale partial copy"))
-				r.Size = 18
+				r.Size = 1000
 			} else {
 				data := []byte("content of " + name)
 				w.writeFile(w.srcPath(r), data)

@@ -82,8 +82,7 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		t := &terms[i]
 		switch {
 		case r.Err == nil:
-			delete(a.deleteFailures, r.ID)
-			delete(a.deleteSkips, r.ID)
+			a.forgetCounts(r.ID)
 			a.countOutcome(t, r.State, ps)
 			if existing[i] {
 				ps.Existing++
@@ -94,12 +93,23 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 					WithField("reason", t.Reason).Info("outcome recorded")
 			}
 		case errors.Is(r.Err, state.ErrLeaseLost):
+			a.forgetCounts(r.ID)
 			log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithError(r.Err).Warn("outcome not recorded: the transfer moved on")
 		default:
 			ps.Unrecorded++
 			log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithError(r.Err).Error("outcome not recorded; retried next pass")
 		}
 	}
+}
+
+// forgetCounts drops what the agent counted of transfer id (deletions,
+// checks, one file per job) once its outcome is written or it moved on.
+func (a *Agent) forgetCounts(id string) {
+	delete(a.deleteFailures, id)
+	delete(a.deleteSkips, id)
+	delete(a.checkFailures, id)
+	delete(a.checkSkips, id)
+	delete(a.solo, id)
 }
 
 // countOutcome counts the outcome t, recorded with the resulting state
