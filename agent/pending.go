@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/state"
 )
 
 // resolvePending settles submissions whose outcome is unknown: it looks
@@ -70,7 +69,7 @@ func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending 
 			// penalty instead of being sent to be refused again
 			a.releaseJob(ctx, p, "not submitted: "+a.failed().Error(), ps)
 		case st.Lost && p.conflict != "":
-			a.destinationTaken(ctx, p, ps)
+			a.destinationTaken(work, p, ps)
 		case st.Lost:
 			if a.releaseKilled(ctx, p, ps) {
 				a.resubmit(work, p, ps)
@@ -113,15 +112,20 @@ func (a *Agent) releaseKilled(ctx context.Context, p *pendingJob, ps *PassStats)
 		a.book.forget(p.sid)
 		return false
 	}
-	p.ids = keep
+	p.keep(keep)
+	return true
+}
+
+// keep takes out of p every transfer but those of ids.
+func (p *pendingJob) keep(ids []string) {
+	p.ids = ids
 	files := p.files[:0:0]
 	for _, f := range p.files {
-		if slices.Contains(keep, f.id) {
+		if slices.Contains(ids, f.id) {
 			files = append(files, f)
 		}
 	}
 	p.files = files
-	return true
 }
 
 // resubmit sends a job FTS has never seen again, with the same sid.
@@ -154,39 +158,6 @@ func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps
 	if err != nil {
 		ps.Errors++
 	}
-}
-
-// destinationTaken settles p, a job FTS answered with 409 and then showed
-// no job for its sid: not the 409 of a sid submitted before, but FTS's
-// other one, "The submission is duplicated": a file of the job writes a
-// destination that an active FTS file already writes (a server with
-// fts3.CheckDuplicates), and FTS stored nothing. FTS does not say which
-// file. Transfers whose kill was requested meanwhile are released first
-// (see releaseKilled). A job of several files is released without penalty
-// and its transfers go one per job from then on in this run (as Rucio
-// resubmits file by file), so that a busy destination holds back only its
-// own transfer; a job of one file fails that transfer, retried after the
-// cool-off, by when the other file may have ended.
-func (a *Agent) destinationTaken(ctx context.Context, p *pendingJob, ps *PassStats) {
-	log := a.log.WithField(FieldPhase, "submit").WithField("sid", p.sid)
-	if !a.releaseKilled(ctx, p, ps) {
-		return // all killed meanwhile: released, the next claim ends them
-	}
-	if len(p.ids) > 1 {
-		for _, id := range p.ids {
-			a.solo[id] = true
-		}
-		log.WithField("files", len(p.ids)).Warn("FTS refused the job as duplicated though it has no job with its sid; sending its files one per job")
-		a.releaseJob(ctx, p, "FTS refused the job with 409 but has no job with its sid: a file of it writes the destination of an active FTS transfer; sent again one file per job: "+p.conflict, ps)
-		return
-	}
-	a.book.forget(p.sid)
-	ts := a.book.get(p.ids)
-	aborts := make([]state.Abort, len(ts))
-	for i, t := range ts {
-		aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: another active FTS transfer writes this destination: " + p.conflict}
-	}
-	a.abort(ctx, aborts, ps)
 }
 
 // retryPending is the last attempt, at shutdown, to settle pending jobs.

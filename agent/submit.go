@@ -135,7 +135,7 @@ func (a *Agent) submitHeld(stop, work context.Context, ps *PassStats, all bool) 
 	jobs, aborts := a.plan(fresh)
 	var batch []*pendingJob
 	for _, j := range jobs {
-		if all || len(j.ids) == a.cfg.MaxFilesPerJob {
+		if all || len(j.ids) == a.cfg.MaxFilesPerJob || len(j.ids) == 1 && a.solo[j.ids[0]] {
 			batch = append(batch, j) // short jobs are filled up by the next round
 		}
 	}

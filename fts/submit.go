@@ -14,6 +14,14 @@ import (
 // BaseID is the namespace of FTS deterministic job ids.
 const BaseID = "01874efb-4735-4595-bc9c-591aef8240c9"
 
+// DestinationUUID is the dest_surl_uuid FTS gives a single-source file
+// writing to url, uuid5(BASE_ID, url): a server with fts3.CheckDuplicates
+// keeps it unique among active files, and names it when it refuses a job
+// as duplicated.
+func DestinationUUID(url string) string {
+	return uuid.NewSHA1(uuid.MustParse(BaseID), []byte(url)).String()
+}
+
 // Submission is the body of POST /jobs.
 type Submission struct {
 	Files  []SubmitFile `json:"files"`
