@@ -57,6 +57,9 @@ type Agent struct {
 	checkFailures map[string]int
 	// checkSkips counts checks the record phase's time ran out on.
 	checkSkips map[string]int
+	// stale are the source-missing transfers whose destination was found
+	// not to be their own file: deleted without another check.
+	stale map[string]bool
 	// solo are the transfers sent one per job (see destinationTaken).
 	solo map[string]bool
 
@@ -110,6 +113,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		deleteSkips:    map[string]int{},
 		checkFailures:  map[string]int{},
 		checkSkips:     map[string]int{},
+		stale:          map[string]bool{},
 		solo:           map[string]bool{},
 		others:         map[string]FTS{},
 	}

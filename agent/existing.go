@@ -57,6 +57,9 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 		o := &outs[i]
 		switch {
 		case o.outcome != state.OutcomeFailed || o.t.DestPFN == "":
+		case o.class == fts.ClassSourceMissing && o.deleteDest && a.stale[o.t.ID]:
+			// read in an earlier pass and not its own: its deletion was
+			// held (failed or skipped), not its check
 		case o.class == fts.ClassSourceMissing && o.deleteDest,
 			o.class == fts.ClassDestinationExists && o.t.Checksum() != "":
 			idx = append(idx, i)
@@ -112,11 +115,11 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 			o.reason += "; the file at the destination could not be checked, so it was left in place: " + e.Err.Error()
 			o.deleteDest = false
 		}
+	case e.Missing && exists:
+		o.reason += "; the destination was empty when checked"
+		o.retryable = true
 	case e.Missing:
-		if exists {
-			o.reason += "; the destination was empty when checked"
-			o.retryable = true
-		}
+		a.stale[id] = true // nothing to keep
 	case sum != "" && strings.EqualFold(e.Adler32, sum) && (e.Size == o.t.Size || o.t.Size == 0):
 		o.outcome, o.class, o.retryable, o.existing, o.deleteDest = state.OutcomeDone, "", false, true, false
 		what := fmt.Sprintf("size %d and adler32 %s match", e.Size, e.Adler32)
@@ -132,6 +135,8 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 		o.reason += fmt.Sprintf("; the file at the destination (%d bytes) may be this transfer's only copy, "+
 			"and without an adler32 to compare it was left in place", e.Size)
 		o.deleteDest = false
+	default:
+		a.stale[id] = true // source missing, a file not its own: deleted, not read again
 	}
 	return false
 }

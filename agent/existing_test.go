@@ -402,3 +402,37 @@ func sourceCleanedUp(t *testing.T, w *world, checksum bool) {
 		t.Errorf("the transfer's own copy at the destination was deleted or changed: %v", err)
 	}
 }
+
+// TestAgent_StaleCopyReadOnce: the destination of a source-missing failure
+// that is not the transfer's own file is read once; while its deletion
+// fails, the next passes try the deletion again without reading it again.
+func TestAgent_StaleCopyReadOnce(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	runs := w.withGfalStat(`exec /usr/bin/gfal-stat "$@"`)
+	dir := filepath.Dir(w.deleter.Command)
+	count := filepath.Join(dir, "rm-runs")
+	must(t, os.Remove(w.deleter.Command))
+	must(t, os.WriteFile(w.deleter.Command, []byte(`#!/bin/sh
+echo run >> '`+count+`'
+if [ "$(wc -l < '`+count+`')" -le 2 ]; then
+	echo "gfal-rm error: 5 (Input/output error) - storage down" >&2
+	exit 5
+fi
+exec /usr/bin/gfal-rm "$@"
+`), 0o755))
+	r, _ := w.request("stale", 0, false)
+	r.Checksums = map[string]string{"adler32": "0badf00d"}
+	w.writeFile(w.dstPath(r), []byte("stale partial copy"))
+	w.enqueue([]state.Request{r})
+	must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
+	got := w.get(r.ID())
+	if got.State != state.StateFailed || strings.Contains(got.Reason, "not deleted") {
+		t.Errorf("%s %q, want failed with the copy deleted", got.State, got.Reason)
+	}
+	if _, err := os.Stat(w.dstPath(r)); !os.IsNotExist(err) {
+		t.Errorf("the stale copy is still there (%v)", err)
+	}
+	if b, err := os.ReadFile(runs); err != nil || strings.Count(string(b), "run") != 1 {
+		t.Errorf("gfal-stat ran %d times, want 1", strings.Count(string(b), "run"))
+	}
+}

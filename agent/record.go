@@ -110,6 +110,7 @@ func (a *Agent) forgetCounts(id string) {
 	delete(a.checkFailures, id)
 	delete(a.checkSkips, id)
 	delete(a.solo, id)
+	delete(a.stale, id)
 }
 
 // countOutcome counts the outcome t, recorded with the resulting state
@@ -147,13 +148,12 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 			owner[o.t.DestPFN] = o.t.ID
 		}
 	}
-	// the URLs whose deletion failed before go first: gfal-rm works
-	// through them in order, and a URL that hangs cuts the run short, so
-	// new ones listed first could keep them from their turn until they
-	// are recorded with their copy left
-	sort.SliceStable(urls, func(i, j int) bool {
-		return a.deleteFailures[owner[urls[i]]] > a.deleteFailures[owner[urls[j]]]
-	})
+	// the URLs whose deletion failed or was skipped before go first:
+	// gfal-rm works through them in order, and a URL that hangs cuts the
+	// run short, so new ones listed first could keep them from their turn
+	// until they are recorded with their copy left
+	held := func(u string) int { return a.deleteFailures[owner[u]] + a.deleteSkips[owner[u]] }
+	sort.SliceStable(urls, func(i, j int) bool { return held(urls[i]) > held(urls[j]) })
 	failed, skipped := map[string]string{}, map[string]bool{}
 	if len(urls) == 0 {
 		return failed, skipped
