@@ -35,10 +35,11 @@ type Deleter interface {
 	Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error)
 }
 
-// DestinationChecker reads the size and adler32 checksum of the file at a
-// destination (*srm.Deleter, with gfal-stat and gfal-sum). A Deleter that is
+// DestinationChecker reads the size of the file at a destination, and its
+// adler32 checksum when the size is the one given or that is 0
+// (*srm.Deleter, with gfal-stat and gfal-sum). A Deleter that is
 // one is used to settle failures "destination exists" (see checkExisting);
 // without one they stay failed.
 type DestinationChecker interface {
-	Check(ctx context.Context, url string) srm.Existing
+	Check(ctx context.Context, url string, size int64) srm.Existing
 }

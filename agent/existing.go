@@ -128,6 +128,8 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 		}
 		o.reason = "the destination already holds this file: " + what + " (FTS: " + o.reason + ")"
 		log.Info("the file at the destination is this transfer's: recording it done")
+	case exists && e.Adler32 == "":
+		o.reason += fmt.Sprintf("; the file there differs: %d bytes, not %d", e.Size, o.t.Size)
 	case exists:
 		o.reason += fmt.Sprintf("; the file there differs: size %d and adler32 %s, not %d and %s",
 			e.Size, e.Adler32, o.t.Size, sum)
@@ -161,7 +163,7 @@ func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (f
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			found[k] = a.checker.Check(ctx, outs[i].t.DestPFN)
+			found[k] = a.checker.Check(ctx, outs[i].t.DestPFN, outs[i].t.Size)
 		}()
 	}
 	wg.Wait()

@@ -18,18 +18,20 @@ type Existing struct {
 	URL     string
 	Missing bool   // there is no such file (gfal's ENOENT)
 	Size    int64  // from gfal-stat
-	Adler32 string // from gfal-sum: 8 lower-case hexadecimal digits
+	Adler32 string // from gfal-sum: 8 lower-case hexadecimal digits ("" if not read)
 	Errno   int    // gfal's error code, when the check failed with one
 	Err     error  // nil when the file was read or found missing
 }
 
-// Check reads the size (gfal-stat) and the adler32 checksum (gfal-sum) of
-// the file at url, each command run once under the Deleter's timeout and
-// with its credentials, as gfal-rm is. A file that is not there is Missing;
-// anything else that keeps either value from being read is an Err naming
-// the command, wrapping syscall.Errno when gfal gave an error code (and
-// ErrTimeout, ErrGfalRm or ErrBadURL as Delete's do).
-func (d *Deleter) Check(ctx context.Context, url string) Existing {
+// Check reads the size (gfal-stat) of the file at url and, when that is
+// size (or size is 0: not known), its adler32 checksum (gfal-sum), which a
+// storage may have to compute by reading the whole file; a file of another
+// size has no Adler32. Each command runs once under the Deleter's timeout
+// and with its credentials, as gfal-rm does. A file that is not there is
+// Missing; anything else that keeps a value from being read is an Err
+// naming the command, wrapping syscall.Errno when gfal gave an error code
+// (and ErrTimeout, ErrGfalRm or ErrBadURL as Delete's do).
+func (d *Deleter) Check(ctx context.Context, url string, size int64) Existing {
 	e := Existing{URL: url}
 	if reason := checkURL(url); reason != "" {
 		e.Err = fmt.Errorf("srm: check %q: %s: %w", url, reason, ErrBadURL)
@@ -39,11 +41,11 @@ func (d *Deleter) Check(ctx context.Context, url string) Existing {
 	if err == nil {
 		e.Size, err = statSize(url, out)
 	}
-	if err == nil {
+	if err == nil && (size == 0 || e.Size == size) {
 		out, err = d.gfal(ctx, "gfal-sum", url, "ADLER32")
-	}
-	if err == nil {
-		e.Adler32, err = sumValue(url, out)
+		if err == nil {
+			e.Adler32, err = sumValue(url, out)
+		}
 	}
 	var ge *gfalError
 	switch {

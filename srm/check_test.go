@@ -27,28 +27,33 @@ func TestDeleter_Check(t *testing.T) {
 	d := &srm.Deleter{Timeout: 30 * time.Second}
 	ctx := context.Background()
 
-	got := d.Check(ctx, "file://"+file)
+	got := d.Check(ctx, "file://"+file, int64(len(data)))
 	if got.Err != nil || got.Missing || got.Size != int64(len(data)) || got.Adler32 != sum {
 		t.Errorf("existing file: %+v, want size %d adler32 %s", got, len(data), sum)
 	}
 	// a plugin that prints the checksum in capitals, shorter than 8 digits
-	got = d.Check(ctx, "mock://h/p?size=1024&checksum=BADF00D")
+	got = d.Check(ctx, "mock://h/p?size=1024&checksum=BADF00D", 0)
 	if got.Err != nil || got.Size != 1024 || got.Adler32 != "0badf00d" {
 		t.Errorf("mock file: %+v, want size 1024 adler32 0badf00d", got)
 	}
-	got = d.Check(ctx, "file://"+filepath.Join(dir, "absent"))
+	// a file of another size: its checksum is not read
+	got = d.Check(ctx, "file://"+file, int64(len(data))+1)
+	if got.Err != nil || got.Size != int64(len(data)) || got.Adler32 != "" {
+		t.Errorf("another size: %+v, want the size without a checksum", got)
+	}
+	got = d.Check(ctx, "file://"+filepath.Join(dir, "absent"), 0)
 	if !got.Missing || got.Err != nil {
 		t.Errorf("absent file: %+v, want Missing without error", got)
 	}
-	got = d.Check(ctx, "mock://h/p?errno=13")
+	got = d.Check(ctx, "mock://h/p?errno=13", 0)
 	if got.Missing || got.Errno != 13 || !errors.Is(got.Err, fs.ErrPermission) || !strings.Contains(got.Err.Error(), "gfal-stat") {
 		t.Errorf("refused stat: %+v, want errno 13 naming gfal-stat", got)
 	}
-	got = d.Check(ctx, "file://"+dir)
+	got = d.Check(ctx, "file://"+dir, 0)
 	if got.Err == nil || !strings.Contains(got.Err.Error(), "not a regular file") {
 		t.Errorf("directory: %+v, want an error saying it is not a regular file", got)
 	}
-	got = d.Check(ctx, "-rf")
+	got = d.Check(ctx, "-rf", 0)
 	if !errors.Is(got.Err, srm.ErrBadURL) {
 		t.Errorf("bad URL: %+v, want ErrBadURL", got)
 	}
@@ -70,7 +75,7 @@ exec /usr/bin/`+name+` "$@"`)
 		t.Fatal(err)
 	}
 	d := &srm.Deleter{Command: filepath.Join(dir, "gfal-rm"), Timeout: 30 * time.Second}
-	if got := d.Check(context.Background(), "file://"+file); got.Err != nil || got.Size != 0 || got.Adler32 != "00000001" {
+	if got := d.Check(context.Background(), "file://"+file, 0); got.Err != nil || got.Size != 0 || got.Adler32 != "00000001" {
 		t.Fatalf("empty file: %+v, want size 0 adler32 00000001", got)
 	}
 	runs, err := os.ReadFile(log)
@@ -89,7 +94,7 @@ exec /usr/bin/`+name+` "$@"`)
 	if got := d.Sibling("gfal-sum"); got != "gfal-sum" {
 		t.Errorf("Sibling of a lone wrapper: %q, want gfal-sum from PATH", got)
 	}
-	if got := d.Check(context.Background(), "file://"+file); got.Err != nil || got.Adler32 != "00000001" {
+	if got := d.Check(context.Background(), "file://"+file, 0); got.Err != nil || got.Adler32 != "00000001" {
 		t.Errorf("lone wrapper: %+v, want the file read by the gfal-stat and gfal-sum in PATH", got)
 	}
 
@@ -97,7 +102,7 @@ exec /usr/bin/`+name+` "$@"`)
 	writeScript(t, hang, "gfal-stat", "sleep 60")
 	d = &srm.Deleter{Command: filepath.Join(hang, "gfal-rm"), Timeout: 300 * time.Millisecond}
 	start := time.Now()
-	got := d.Check(context.Background(), "file://"+file)
+	got := d.Check(context.Background(), "file://"+file, 0)
 	if !errors.Is(got.Err, srm.ErrTimeout) || got.Missing {
 		t.Errorf("hung gfal-stat: %+v, want ErrTimeout", got)
 	}
