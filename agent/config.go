@@ -22,10 +22,11 @@ const (
 	// is retried before the outcome is recorded anyway, with the deletion
 	// failure in its reason.
 	MaxDeleteAttempts = 3
-	// MaxDeleteSkips bounds how many passes a deletion may be skipped
-	// without counting as an attempt: gfal-rm never tried it because a
-	// URL before it on the same storage hung. A storage that hangs for
-	// every URL thus still ends in recorded outcomes.
+	// MaxDeleteSkips bounds how many passes in which gfal-rm deleted
+	// nothing a deletion may be skipped without counting as an attempt:
+	// gfal-rm never tried it because a URL before it on the same storage
+	// hung. A storage that hangs for every URL thus still ends in recorded
+	// outcomes; one that hangs for some is worked through.
 	MaxDeleteSkips = 10
 )
 

@@ -18,7 +18,8 @@ import (
 // outcome whose deletion failed is not recorded this pass, so the deletion
 // is retried next pass (the transfer is still submitted and FTS reports it
 // again; a deletion gfal-rm skipped after a hang on the same storage counts
-// as no attempt, MaxDeleteSkips times at most); after MaxDeleteAttempts it
+// as no attempt: without limit while gfal-rm deletes something each pass,
+// MaxDeleteSkips passes otherwise); after MaxDeleteAttempts it
 // is recorded anyway with the deletion failure in its reason, so no outcome
 // is lost.
 func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats) {
@@ -35,7 +36,11 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		return
 	}
 	held := a.checkExisting(work, outs, ps)
+	deleted := ps.Deleted
 	failedDelete, skipped := a.deleteDestinations(work, outs, ps)
+	// a skip is charged only when gfal-rm deleted nothing: while it gets
+	// through some URLs each pass, those behind a hang wait their turn
+	progress := ps.Deleted > deleted
 	terms := make([]state.Terminal, 0, len(outs))
 	var existing []bool // of terms
 	for i := range outs {
@@ -45,9 +50,11 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 			continue // the file at the destination is checked again next pass
 		}
 		if msg, failed := failedDelete[id]; failed {
-			if skipped[id] && a.deleteSkips[id] < MaxDeleteSkips {
+			if skipped[id] && (progress || a.deleteSkips[id] < MaxDeleteSkips) {
 				// never attempted: no attempt counted, retried next pass
-				a.deleteSkips[id]++
+				if !progress {
+					a.deleteSkips[id]++
+				}
 				ps.Unrecorded++
 				continue
 			}
