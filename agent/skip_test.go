@@ -59,3 +59,47 @@ func TestAgent_SkippedDeletionIsNoAttempt(t *testing.T) {
 		t.Errorf("%d skips left: the deletion was not retried after its skips", del.skips)
 	}
 }
+
+// oneAPassDeleter deletes the first URL of each call for real and reports
+// the others SKIPPED, as gfal-rm does when the URL after the first hangs.
+type oneAPassDeleter struct{ real agent.Deleter }
+
+func (d *oneAPassDeleter) Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error) {
+	out, err := d.real.Delete(ctx, urls[:1])
+	if err != nil {
+		return out, err
+	}
+	skip := fmt.Errorf("srm: file:// timed out on %s: %w", urls[0], srm.ErrTimeout)
+	for _, u := range urls[1:] {
+		out = append(out, srm.DeleteResult{URL: u, Status: srm.StatusSkipped, Message: "not attempted: " + skip.Error(), Err: skip})
+	}
+	return out, skip
+}
+
+// TestAgent_LongDeletionQueueWorkedThrough: gfal-rm gets through one URL a
+// pass, for more passes than MaxDeleteSkips + MaxDeleteAttempts; the URLs
+// waiting behind are not charged while it makes progress, and every copy is
+// deleted in the end.
+func TestAgent_LongDeletionQueueWorkedThrough(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	n := agent.MaxDeleteSkips + agent.MaxDeleteAttempts + 3
+	var reqs []state.Request
+	for i := range n {
+		r, _ := w.request("queue", i, false)
+		w.writeFile(w.dstPath(r), []byte("stale partial copy"))
+		reqs = append(reqs, r)
+	}
+	w.enqueue(reqs)
+	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), w.client, w.sites, &oneAPassDeleter{real: w.deleter}, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	for i, r := range reqs {
+		got := w.get(r.ID())
+		if got.State != state.StateFailed || strings.Contains(got.Reason, "not deleted") {
+			t.Errorf("transfer %d: %s (%q), want failed with the copy deleted", i, got.State, got.Reason)
+		}
+		if _, err := os.Stat(w.dstPath(r)); !os.IsNotExist(err) {
+			t.Errorf("transfer %d: the stale copy is still there (%v)", i, err)
+		}
+	}
+}
