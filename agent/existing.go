@@ -109,10 +109,10 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 		}
 		log.WithError(e.Err).Error("giving up checking the file at the destination; recording the failure")
 		if exists {
-			o.reason += "; the file there could not be checked: " + e.Err.Error()
+			o.reason += "; the file there could not be checked (" + e.Err.Error() + ")"
 			o.retryable = true
 		} else {
-			o.reason += "; the file at the destination could not be checked, so it was left in place: " + e.Err.Error()
+			o.reason += "; the file at the destination could not be checked, so it was left in place (" + e.Err.Error() + ")"
 			o.deleteDest = false
 		}
 	case e.Missing && exists:
@@ -129,9 +129,9 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 		o.reason = "the destination already holds this file: " + what + " (FTS: " + o.reason + ")"
 		log.Info("the file at the destination is this transfer's: recording it done")
 	case exists && e.Adler32 == "":
-		o.reason += fmt.Sprintf("; the file there differs: %d bytes, not %d", e.Size, o.t.Size)
+		o.reason += fmt.Sprintf("; the file there differs (%d bytes, not %d)", e.Size, o.t.Size)
 	case exists:
-		o.reason += fmt.Sprintf("; the file there differs: size %d and adler32 %s, not %d and %s",
+		o.reason += fmt.Sprintf("; the file there differs (size %d and adler32 %s, not %d and %s)",
 			e.Size, e.Adler32, o.t.Size, sum)
 	case sum == "" && (o.t.Size == 0 || e.Size == o.t.Size):
 		o.reason += fmt.Sprintf("; the file at the destination (%d bytes) may be this transfer's only copy, "+

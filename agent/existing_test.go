@@ -73,7 +73,7 @@ func fileAlreadyThere(t *testing.T, w *world) {
 	}
 	got = w.get(other.ID())
 	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassDestinationExists) ||
-		!strings.Contains(got.Reason, fmt.Sprintf("the file there differs: %d bytes, not ", len(theirs))) {
+		!strings.Contains(got.Reason, fmt.Sprintf("the file there differs (%d bytes, not ", len(theirs))) {
 		t.Errorf("other: %s %s %q, want failed destination_exists saying the file there differs", got.State, got.ErrorClass, got.Reason)
 	}
 	if b, err := os.ReadFile(w.dstPath(other)); err != nil || string(b) != string(theirs) {

@@ -14,6 +14,11 @@ func TestReasonClass(t *testing.T) {
 		{"FTS job 6f3a1c2e-1b2c-5d4e-8f9a-0123456789ab was lost (404 Not Found)", "FTS job <job> was lost"},
 		{"", "(no reason)"},
 		{"DESTINATION [17] Destination file exists and overwrite is not enabled", "DESTINATION [17] Destination file exists and overwrite is not enabled"},
+		// what the agent adds after reading the file at the destination
+		{"DESTINATION [17] Destination file exists and overwrite is not enabled; the file there differs (53537 bytes, not 40667)",
+			"DESTINATION [17] Destination file exists and overwrite is not enabled; the file there differs"},
+		{"SOURCE [2] No such file or directory; the file at the destination could not be checked, so it was left in place (srm: gfal-stat davs://se.example/store/f.root: storage down)",
+			"SOURCE [2] No such file or directory; the file at the destination could not be checked, so it was left in place"},
 	} {
 		if got := state.ReasonClass(c.in); got != c.want {
 			t.Errorf("ReasonClass(%q) = %q, want %q", c.in, got, c.want)
