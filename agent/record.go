@@ -49,20 +49,10 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 		if held[id] {
 			continue // the file at the destination is checked again next pass
 		}
-		if msg, failed := failedDelete[id]; failed {
-			if skipped[id] && (progress || a.deleteSkips[id] < MaxDeleteSkips) {
-				// never attempted: no attempt counted, retried next pass
-				if !progress {
-					a.deleteSkips[id]++
-				}
-				ps.Unrecorded++
-				continue
-			}
-			a.deleteFailures[id]++
-			if a.deleteFailures[id] < MaxDeleteAttempts {
-				ps.Unrecorded++
-				continue
-			}
+		if msg, failed := failedDelete[id]; failed && a.deletionHeld(id, skipped[id], progress) {
+			ps.Unrecorded++
+			continue
+		} else if failed {
 			o.reason += "; destination copy not deleted: " + msg
 			log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
 		}
@@ -107,6 +97,22 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 			log.WithField(FieldTransfer, r.ID).WithField(FieldJob, t.FTSJob).WithError(r.Err).Error("outcome not recorded; retried next pass")
 		}
 	}
+}
+
+// deletionHeld counts a failed deletion of transfer id's copy (skipped:
+// gfal-rm never tried it; progress: it deleted something this pass) and
+// reports whether the outcome waits for the next pass: a skip is no
+// attempt (charged only in a pass that deleted nothing, MaxDeleteSkips
+// times), a failure waits MaxDeleteAttempts times.
+func (a *Agent) deletionHeld(id string, skipped, progress bool) bool {
+	if skipped && (progress || a.deleteSkips[id] < MaxDeleteSkips) {
+		if !progress {
+			a.deleteSkips[id]++
+		}
+		return true
+	}
+	a.deleteFailures[id]++
+	return a.deleteFailures[id] < MaxDeleteAttempts
 }
 
 // forgetCounts drops what the agent counted of transfer id (deletions,
