@@ -48,15 +48,9 @@ type Agent struct {
 	// book holds the claimed transfers and the pending jobs, and makes
 	// every write that carries their revisions.
 	book *ledger
-	// deleteFailures counts failed deletion attempts per transfer.
-	deleteFailures map[string]int
-	// deleteSkips counts deletions gfal-rm never attempted, per transfer.
-	deleteSkips map[string]int
-	// checkFailures counts failed checks of an existing destination file,
-	// per transfer.
-	checkFailures map[string]int
-	// checkSkips counts checks the record phase's time ran out on.
-	checkSkips map[string]int
+	// deletes and checks count, per transfer, the failed and the skipped
+	// deletions of its destination copy and checks of the file there.
+	deletes, checks holds
 	// stale are the source-missing transfers whose destination was found
 	// not to be their own file: deleted without another check.
 	stale map[string]bool
@@ -107,15 +101,13 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	m := NewMetricsFor(cfg.User)
 	a := &Agent{
 		cfg: cfg, sites: sites,
-		log:            log.WithField(FieldUser, cfg.User),
-		metrics:        m,
-		deleteFailures: map[string]int{},
-		deleteSkips:    map[string]int{},
-		checkFailures:  map[string]int{},
-		checkSkips:     map[string]int{},
-		stale:          map[string]bool{},
-		solo:           map[string]bool{},
-		others:         map[string]FTS{},
+		log:     log.WithField(FieldUser, cfg.User),
+		metrics: m,
+		deletes: newHolds(),
+		checks:  newHolds(),
+		stale:   map[string]bool{},
+		solo:    map[string]bool{},
+		others:  map[string]FTS{},
 	}
 	a.checker, _ = d.(DestinationChecker)
 	a.wrap(store, f, d)

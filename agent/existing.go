@@ -72,7 +72,7 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	}
 	// those held before go first, so that a budget spent on others cannot
 	// starve them
-	sort.SliceStable(idx, func(x, y int) bool { return a.heldChecks(outs[idx[x]].t.ID) > a.heldChecks(outs[idx[y]].t.ID) })
+	sort.SliceStable(idx, func(x, y int) bool { return a.checks.held(outs[idx[x]].t.ID) > a.checks.held(outs[idx[y]].t.ID) })
 	found, unstarted := a.readExisting(work, outs, idx)
 	held := map[string]bool{}
 	for k, i := range idx {
@@ -82,14 +82,10 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 			ps.Unrecorded++
 			continue
 		}
-		delete(a.checkFailures, id)
-		delete(a.checkSkips, id)
+		a.checks.forget(id)
 	}
 	return held
 }
-
-// heldChecks is how many passes the check of transfer id was held.
-func (a *Agent) heldChecks(id string) int { return a.checkFailures[id] + a.checkSkips[id] }
 
 // settleExisting applies to o what its check e found (see checkExisting);
 // unstarted: the phase's time ran out before the check began. It reports
@@ -98,12 +94,12 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 	id, exists, sum := o.t.ID, o.class == fts.ClassDestinationExists, o.t.Checksum()
 	log := a.log.WithField(FieldPhase, "record").WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
 	switch {
-	case e.Err != nil && unstarted && a.checkSkips[id] < MaxDeleteSkips:
-		a.checkSkips[id]++
+	case e.Err != nil && unstarted && a.checks.skips[id] < MaxDeleteSkips:
+		a.checks.skips[id]++
 		return true
 	case e.Err != nil:
-		a.checkFailures[id]++
-		if a.checkFailures[id] < MaxCheckAttempts {
+		a.checks.failures[id]++
+		if a.checks.failures[id] < MaxCheckAttempts {
 			log.WithError(e.Err).Warn("checking the file at the destination failed; retried next pass")
 			return true
 		}

@@ -105,23 +105,35 @@ func (a *Agent) recordPhase(work context.Context, outs []outcome, ps *PassStats)
 // attempt (charged only in a pass that deleted nothing, MaxDeleteSkips
 // times), a failure waits MaxDeleteAttempts times.
 func (a *Agent) deletionHeld(id string, skipped, progress bool) bool {
-	if skipped && (progress || a.deleteSkips[id] < MaxDeleteSkips) {
+	if skipped && (progress || a.deletes.skips[id] < MaxDeleteSkips) {
 		if !progress {
-			a.deleteSkips[id]++
+			a.deletes.skips[id]++
 		}
 		return true
 	}
-	a.deleteFailures[id]++
-	return a.deleteFailures[id] < MaxDeleteAttempts
+	a.deletes.failures[id]++
+	return a.deletes.failures[id] < MaxDeleteAttempts
+}
+
+// holds counts, per transfer, the passes an action on it failed and the
+// passes it was not attempted, which hold its outcome for the next pass.
+type holds struct{ failures, skips map[string]int }
+
+func newHolds() holds { return holds{failures: map[string]int{}, skips: map[string]int{}} }
+
+// held is how many passes the action on transfer id was held.
+func (h holds) held(id string) int { return h.failures[id] + h.skips[id] }
+
+func (h holds) forget(id string) {
+	delete(h.failures, id)
+	delete(h.skips, id)
 }
 
 // forgetCounts drops what the agent counted of transfer id (deletions,
 // checks, one file per job) once its outcome is written or it moved on.
 func (a *Agent) forgetCounts(id string) {
-	delete(a.deleteFailures, id)
-	delete(a.deleteSkips, id)
-	delete(a.checkFailures, id)
-	delete(a.checkSkips, id)
+	a.deletes.forget(id)
+	a.checks.forget(id)
 	delete(a.solo, id)
 	delete(a.stale, id)
 }
@@ -165,8 +177,7 @@ func (a *Agent) deleteDestinations(work context.Context, outs []outcome, ps *Pas
 	// gfal-rm works through them in order, and a URL that hangs cuts the
 	// run short, so new ones listed first could keep them from their turn
 	// until they are recorded with their copy left
-	held := func(u string) int { return a.deleteFailures[owner[u]] + a.deleteSkips[owner[u]] }
-	sort.SliceStable(urls, func(i, j int) bool { return held(urls[i]) > held(urls[j]) })
+	sort.SliceStable(urls, func(i, j int) bool { return a.deletes.held(owner[urls[i]]) > a.deletes.held(owner[urls[j]]) })
 	failed, skipped := map[string]string{}, map[string]bool{}
 	if len(urls) == 0 {
 		return failed, skipped
