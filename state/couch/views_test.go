@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // viewRows returns the rows of the view for the keys [user, part, ...].
@@ -181,6 +184,59 @@ func TestViews_WritesDuringTheQuery(t *testing.T) {
 		}
 		if due > 0 {
 			t.Fatalf("round %d: %d queue rows due after every transfer was claimed: the view missed claims that completed before the query", r, due)
+		}
+	}
+}
+
+// TestViews_UpdateOption checks the view's update option as the store
+// uses it: update=false answers from the index as it is, without the
+// transfers written since the last query that brought it up to date;
+// lazy answers so and then brings it up to date; the older stale=ok and
+// stale=update_after are the same two; any other value is refused with
+// CouchDB's 400. Only the refusal is checked on a real CouchDB, whose
+// background indexer may bring the index up to date at any time.
+func TestViews_UpdateOption(t *testing.T) {
+	c := newClock()
+	u := newDB(t)
+	db := rawDB(t, u)
+	s := open(t, u, c, "bob", "host:2:b", couch.Options{})
+	for _, p := range []map[string]any{{"update": "sometimes"}, {"stale": "later"}} {
+		rs := db.Query(context.Background(), couch.ViewsDDoc, "work", kivik.Params(p))
+		_ = rs.Next()
+		err := rs.Err()
+		_ = rs.Close()
+		if kivik.HTTPStatus(err) != http.StatusBadRequest || !strings.Contains(fmt.Sprint(err), "Invalid value for `") {
+			t.Errorf("query with %v: %v (status %d), want 400 Invalid value", p, err, kivik.HTTPStatus(err))
+		}
+	}
+	if couchtest.Real() {
+		t.Skip("the rest needs an index nothing updates in the background: the test server's")
+	}
+	reqs := requests("bob", 6)
+	enqueue(t, s, reqs[:2])
+	if keys, _ := viewRows(t, db, "bob", "queue", nil); len(keys) != 2 {
+		t.Fatalf("%d queue rows, want 2", len(keys))
+	}
+	steps := []struct {
+		add   int
+		opt   map[string]any
+		want  int
+		after string
+	}{
+		{2, map[string]any{"update": false}, 2, "update=false shows the two written since"},
+		{0, map[string]any{"update": "lazy"}, 2, "update=lazy answers before it updates"},
+		{0, map[string]any{"update": false}, 4, "the lazy query did not update the index after answering"},
+		{1, map[string]any{"stale": "ok"}, 4, "stale=ok shows the one written since"},
+		{0, map[string]any{"stale": "update_after"}, 4, "stale=update_after answers before it updates"},
+		{0, map[string]any{"update": false}, 5, "stale=update_after did not update the index"},
+		{1, nil, 6, "a query without the option did not update the index"},
+	}
+	n := 2
+	for i, st := range steps {
+		enqueue(t, s, reqs[n:n+st.add])
+		n += st.add
+		if keys, _ := viewRows(t, db, "bob", "queue", st.opt); len(keys) != st.want {
+			t.Fatalf("step %d (%v): %d queue rows, want %d: %s", i, st.opt, len(keys), st.want, st.after)
 		}
 	}
 }

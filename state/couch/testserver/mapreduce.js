@@ -14,10 +14,13 @@
 //
 // Supported: GET and POST _view with startkey/endkey (start_key/end_key),
 // key, keys, inclusive_end, descending, limit, skip, include_docs, reduce,
-// group, group_level, the built-in reduce functions _sum, _count and _stats
+// group, group_level, update (true, false: answer from the index as it is,
+// lazy: answer so, then bring it up to date) and the older stale (ok,
+// update_after), the built-in reduce functions _sum, _count and _stats
 // (numbers) and JavaScript reduce functions (called once per group, without
-// rereduce). Not supported: startkey_docid/endkey_docid, stale/update,
-// update_seq, _view_cleanup (a no-op).
+// rereduce). Not supported: startkey_docid/endkey_docid, update_seq,
+// _view_cleanup (a no-op). Unlike CouchDB 3, nothing brings an index up to
+// date in the background between queries.
 
 const vm = require('vm');
 const createTree = require('functional-red-black-tree');
@@ -233,8 +236,26 @@ function reduceRows(rows, reduce, opts) {
   return groups.map((g) => ({ key: g.key, value: reduce(g.keys, g.values) }));
 }
 
-async function run(db, index, def, opts) {
-  await index.update(db);
+// updateMode returns when a query brings the index up to date ('true':
+// before answering, 'false': not, 'lazy': after answering), from update or
+// else stale, refusing other values as CouchDB does.
+function updateMode(opts) {
+  if (opts.update !== undefined) {
+    const v = String(opts.update);
+    if (v === 'true' || v === 'false' || v === 'lazy') return v;
+    throw queryError(400, 'query_parse_error', 'Invalid value for `update`.');
+  }
+  if (opts.stale !== undefined) {
+    const v = String(opts.stale);
+    if (v === 'ok') return 'false';
+    if (v === 'update_after') return 'lazy';
+    throw queryError(400, 'query_parse_error', 'Invalid value for `stale`.');
+  }
+  return 'true';
+}
+
+async function run(db, index, def, opts, mode) {
+  if (mode === 'true') await index.update(db);
   const shouldReduce = def.reduce && opts.reduce !== false && opts.reduce !== 'false';
   const descending = opts.descending === true;
   const inclusiveEnd = opts.inclusive_end !== false;
@@ -279,9 +300,12 @@ async function query(db, fun, opts) {
   }
   const def = ddoc.views && ddoc.views[viewName];
   if (!def || typeof def.map !== 'string') throw queryError(404, 'not_found', 'missing_named_view');
+  opts = opts || {};
+  const mode = updateMode(opts);
   const index = indexOf(db, fun, def.map, def.reduce);
-  const result = index.queue.then(() => run(db, index, def, opts || {}));
+  const result = index.queue.then(() => run(db, index, def, opts, mode));
   index.queue = result.catch(() => {});
+  if (mode === 'lazy') index.queue = index.queue.then(() => index.update(db)).catch(() => {});
   return result;
 }
 
