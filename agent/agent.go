@@ -41,8 +41,9 @@ type Agent struct {
 	// recoverer and recorder are the store's, if it has the ability; else nil.
 	recoverer state.Recoverer
 	recorder  state.RunRecorder
-	// linkClaimer is the store's, if it has the ability; else nil.
+	// linkClaimer and ender are the store's, if it has the ability; else nil.
 	linkClaimer state.LinkClaimer
+	ender       state.QueueEnder
 	links       linkCounts
 
 	// book holds the claimed transfers and the pending jobs, and makes

@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/asyncstageout/aso/fts/ftstest"
@@ -27,4 +29,31 @@ func newCouchWorld(t testing.TB, simOpts ftstest.Options) *world {
 	return newWorldOn(t, simOpts, func(cfg state.Config) (state.Store, error) {
 		return couch.Open(context.Background(), couch.Options{URL: u}, cfg)
 	})
+}
+
+// TestAgent_NoClaimPastTheEndOfTheQueue: a claim that took the last due
+// transfers of the queue, a full batch, is not followed by another in the
+// same pass (the store said it saw the end of the queue: state.QueueEnder),
+// and the pass submits all it holds, the short job too.
+func TestAgent_NoClaimPastTheEndOfTheQueue(t *testing.T) {
+	w := newCouchWorld(t, ftstest.Options{})
+	cfg := w.config("agent-1")
+	cfg.Once = true
+	w.goodRequests(2 * cfg.BatchSize)
+	var mu sync.Mutex
+	var claims []int
+	store := state.Wrap(w.open("agent-1"), state.Hooks{After: func(_ context.Context, op string, c state.Call) {
+		if op == "NewTransfers" {
+			mu.Lock()
+			claims = append(claims, c.Items)
+			mu.Unlock()
+		}
+	}})
+	must(t, w.agent(cfg, store).Run(context.Background()))
+	if want := []int{cfg.BatchSize, cfg.BatchSize}; !slices.Equal(claims, want) {
+		t.Errorf("the pass claimed %v transfers, want %v: no claim after the one that saw the end of the queue", claims, want)
+	}
+	if got := len(w.sim.Files()); got != 2*cfg.BatchSize {
+		t.Errorf("the simulator holds %d files after the pass, want %d: every claimed transfer submitted", got, 2*cfg.BatchSize)
+	}
 }

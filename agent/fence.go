@@ -24,6 +24,7 @@ func (a *Agent) wrap(store Store, f FTS, d Deleter) {
 	a.book = newLedger(a.store, multi)
 	a.pager, _ = state.As[state.ActivePager](a.store)
 	a.linkClaimer, _ = state.As[state.LinkClaimer](a.store)
+	a.ender, _ = state.As[state.QueueEnder](a.store)
 	a.recoverer, _ = state.As[state.Recoverer](a.store)
 	a.recorder, _ = state.As[state.RunRecorder](a.store)
 	a.confirm, _ = state.As[state.Confirmer](a.store)

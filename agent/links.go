@@ -88,15 +88,27 @@ func (a *Agent) activeByLink() map[string]int {
 }
 
 // claimer returns the claim of one batch, fairly across links when a cap
-// is set. What the agent holds per link is counted now, by the caller, so
-// that a claim running while the batch before is submitted sees each of
-// that batch's transfers exactly once (held or submitted).
-func (a *Agent) claimer() func(ctx context.Context) ([]state.Transfer, error) {
-	if a.cfg.MaxActivePerLink <= 0 {
-		return func(ctx context.Context) ([]state.Transfer, error) { return a.store.NewTransfers(ctx, a.cfg.BatchSize) }
+// is set, and whether it saw the end of the queue (false when the store
+// does not say). What the agent holds per link is counted now, by the
+// caller, so that a claim running while the batch before is submitted sees
+// each of that batch's transfers exactly once (held or submitted).
+func (a *Agent) claimer() func(ctx context.Context) ([]state.Transfer, bool, error) {
+	if a.cfg.MaxActivePerLink > 0 {
+		o := state.ClaimOptions{MaxPerLink: a.cfg.MaxActivePerLink, Active: a.activeByLink()}
+		return func(ctx context.Context) ([]state.Transfer, bool, error) {
+			ts, err := a.claimCapped(ctx, o)
+			return ts, false, err
+		}
 	}
-	o := state.ClaimOptions{MaxPerLink: a.cfg.MaxActivePerLink, Active: a.activeByLink()}
-	return func(ctx context.Context) ([]state.Transfer, error) { return a.claimCapped(ctx, o) }
+	if a.ender != nil {
+		return func(ctx context.Context) ([]state.Transfer, bool, error) {
+			return a.ender.NewTransfersEnd(ctx, a.cfg.BatchSize)
+		}
+	}
+	return func(ctx context.Context) ([]state.Transfer, bool, error) {
+		ts, err := a.store.NewTransfers(ctx, a.cfg.BatchSize)
+		return ts, false, err
+	}
 }
 
 // claimCapped claims one batch within the link budget of o.

@@ -84,9 +84,11 @@ func (a *Agent) submitPhase(stop, work context.Context, ps *PassStats) {
 	ps.Pending = a.book.npending()
 }
 
-// claimResult is the outcome of one claim.
+// claimResult is the outcome of one claim; end: it saw the end of the
+// queue.
 type claimResult struct {
 	ts  []state.Transfer
+	end bool
 	err error
 }
 
@@ -103,13 +105,14 @@ func (a *Agent) startClaim(stop, work context.Context) <-chan claimResult {
 	go func() {
 		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 		defer cancel()
-		ts, err := claim(ctx)
-		out <- claimResult{ts, err}
+		ts, end, err := claim(ctx)
+		out <- claimResult{ts, end, err}
 	}()
 	return out
 }
 
-// claimed holds a claimed batch and reports whether it came back full.
+// claimed holds a claimed batch and reports whether it came back full,
+// short of the end of the queue.
 func (a *Agent) claimed(c claimResult, ps *PassStats) bool {
 	if c.err != nil {
 		ps.Errors++
@@ -118,7 +121,7 @@ func (a *Agent) claimed(c claimResult, ps *PassStats) bool {
 	ps.Claimed += len(c.ts)
 	a.metrics.count("claimed", len(c.ts))
 	a.book.hold(c.ts)
-	return c.err == nil && len(c.ts) == a.cfg.BatchSize
+	return c.err == nil && len(c.ts) == a.cfg.BatchSize && !c.end
 }
 
 // submitHeld submits the held transfers that have no submission yet: all

@@ -37,7 +37,8 @@ type Call struct {
 
 // Wrap returns s with h run around each of its calls, and around each call
 // of every optional ability of s (MultiSubmitter, ActivePager, Confirmer,
-// Recoverer, RunRecorder, LinkClaimer, UserLister, LockAdmin, Purger).
+// Recoverer, RunRecorder, LinkClaimer, QueueEnder, UserLister, LockAdmin,
+// Purger).
 //
 // The decorator has the methods of AgentStore only; it forwards the
 // abilities of s through As, the way errors.As sees through wrapped
@@ -99,6 +100,8 @@ func (d *decorated) forward(target any) bool {
 		return find(d, p, func(a RunRecorder) RunRecorder { return recorderHooked{d, a} })
 	case *LinkClaimer:
 		return find(d, p, func(a LinkClaimer) LinkClaimer { return linksHooked{d, a} })
+	case *QueueEnder:
+		return find(d, p, func(a QueueEnder) QueueEnder { return enderHooked{d, a} })
 	case *UserLister:
 		return find(d, p, func(a UserLister) UserLister { return usersHooked{d, a} })
 	case *LockAdmin:

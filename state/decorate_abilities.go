@@ -84,6 +84,22 @@ func (l linksHooked) NewTransfersByLink(ctx context.Context, limit int, o ClaimO
 	})
 }
 
+type enderHooked struct {
+	d *decorated
+	a QueueEnder
+}
+
+// NewTransfersEnd is, to the hooks, the claim it is: "NewTransfers".
+func (e enderHooked) NewTransfersEnd(ctx context.Context, limit int) ([]Transfer, bool, error) {
+	var end bool
+	ts, err := call(e.d, ctx, "NewTransfers", count[Transfer], func(ctx context.Context) ([]Transfer, error) {
+		ts, atEnd, err := e.a.NewTransfersEnd(ctx, limit)
+		end = atEnd
+		return ts, err
+	})
+	return ts, end, err
+}
+
 type usersHooked struct {
 	d *decorated
 	a UserLister

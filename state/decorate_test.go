@@ -57,7 +57,7 @@ var optional = []struct {
 }{
 	{"MultiSubmitter", has[state.MultiSubmitter]}, {"ActivePager", has[state.ActivePager]},
 	{"Confirmer", has[state.Confirmer]}, {"Recoverer", has[state.Recoverer]},
-	{"RunRecorder", has[state.RunRecorder]}, {"LinkClaimer", has[state.LinkClaimer]},
+	{"RunRecorder", has[state.RunRecorder]}, {"LinkClaimer", has[state.LinkClaimer]}, {"QueueEnder", has[state.QueueEnder]},
 	{"UserLister", has[state.UserLister]}, {"LockAdmin", has[state.LockAdmin]}, {"Purger", has[state.Purger]},
 	{"Configured", has[state.Configured]},
 }
@@ -228,12 +228,17 @@ func TestWrap_RefusalStopsTheCall(t *testing.T) {
 	if ts, err := lc.NewTransfersByLink(ctx, 10, state.ClaimOptions{}); !errors.Is(err, fenced) || ts != nil {
 		t.Fatalf("NewTransfersByLink refused: %v, %v", ts, err)
 	}
+	qe, _ := state.As[state.QueueEnder](s)
+	if ts, end, err := qe.NewTransfersEnd(ctx, 10); !errors.Is(err, fenced) || ts != nil || end {
+		t.Fatalf("NewTransfersEnd refused: %v, %v, %v", ts, end, err)
+	}
 	left, err := s.List(ctx, state.Filter{States: []state.State{state.StateNew}})
 	if err != nil || len(left) != 2 {
 		t.Fatalf("after the refusals: %d new transfers (%v), want 2 unclaimed", len(left), err)
 	}
 	want := []event{
 		{"before", "NewTransfers", 0, nil}, {"before", "NewTransfersByLink", 0, nil},
+		{"before", "NewTransfers", 0, nil}, // NewTransfersEnd is a claim to the hooks
 		{"before", "List", 0, nil}, {"after", "List", 2, nil},
 	}
 	if !slices.Equal(r.events, want) {

@@ -21,6 +21,19 @@ type LinkClaimer interface {
 	NewTransfersByLink(ctx context.Context, limit int, o ClaimOptions) ([]Transfer, error)
 }
 
+// QueueEnder is the optional ability of a store to say, with a claim,
+// whether it saw the end of the caller's queue.
+type QueueEnder interface {
+	// NewTransfersEnd claims like NewTransfers and reports whether the
+	// claim went through every due transfer of the queue as it read it:
+	// then a claim that returned limit transfers need not be followed by
+	// another at once (the queue may have held exactly limit). A transfer
+	// queued while the claim ran, or that the store's reading did not show
+	// yet (see StaleClaimWindow), waits for the caller's next claim. false
+	// says nothing: the queue may or may not hold more.
+	NewTransfersEnd(ctx context.Context, limit int) ([]Transfer, bool, error)
+}
+
 // SpreadOrder returns the positions 0..n-1 of candidates given in claim
 // order (priority descending, then oldest first) in fair order: priority
 // still first; within one priority the links take turns, one transfer

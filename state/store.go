@@ -11,6 +11,10 @@ import (
 )
 
 // Defaults of Policy.
+// StaleClaimWindow bounds how long NewTransfers may go on down a queue
+// instead of reading it from its head (see TransferState.NewTransfers).
+const StaleClaimWindow = 30 * time.Second
+
 const (
 	DefaultLeaseTTL    = 15 * time.Minute
 	DefaultCoolOff     = 15 * time.Minute
@@ -275,6 +279,14 @@ type TransferState interface {
 	// not returned: a dependent of a failed or killed transfer becomes failed
 	// with a reason naming the dependency, and one with kill_requested becomes
 	// killed.
+	//
+	// The order holds within a call. Between calls, for at most
+	// StaleClaimWindow after a call that read the queue from its head, a
+	// store may go on down the queue from where the last call stopped, as
+	// long as enough due transfers remain there to fill the call: a
+	// transfer queued or released meanwhile, even of a higher priority,
+	// then waits until the window has passed or the rest of the queue runs
+	// short, never longer.
 	NewTransfers(ctx context.Context, limit int) ([]Transfer, error)
 
 	// PrepareSubmit writes submit_sid on claimed transfers (durable) before

@@ -292,7 +292,7 @@ func (s *Store) queueDocs(ctx context.Context, user string) ([]json.RawMessage, 
 	var docs []json.RawMessage
 	var after json.RawMessage
 	for {
-		rows, err := s.claimRows(ctx, user, after, page, true)
+		rows, err := s.claimRows(ctx, user, after, page, true, false)
 		if err != nil {
 			return nil, err
 		}

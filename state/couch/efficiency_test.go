@@ -3,6 +3,9 @@ package couch_test
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -152,4 +155,58 @@ func indexOf(ts []state.Transfer, id string) int {
 		}
 	}
 	return -1
+}
+
+// viewReads records, for each request to the view, whether it asked for
+// the index as it is (update=false).
+type viewReads struct {
+	mu    sync.Mutex
+	stale []bool
+	rt    http.RoundTripper
+}
+
+func (v *viewReads) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.Contains(r.URL.Path, "/_view/") {
+		v.mu.Lock()
+		v.stale = append(v.stale, r.URL.Query().Get("update") == "false")
+		v.mu.Unlock()
+	}
+	return v.rt.RoundTrip(r)
+}
+
+func (v *viewReads) take() []bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := v.stale
+	v.stale = nil
+	return out
+}
+
+// TestStore_ClaimsGoOnDownTheQueue: within state.StaleClaimWindow of a
+// claim from the head of the queue, a claim reads the view as the server
+// last indexed it (it does not wait for the index of the claims before),
+// starting where the last claim stopped; when that leaves it short it
+// reads the head afresh, and so does the first claim after the window.
+func TestStore_ClaimsGoOnDownTheQueue(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	vr := &viewReads{rt: http.DefaultTransport}
+	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{Transport: vr})
+	enqueue(t, s, requests("alice", 30))
+	claim := func(limit, n int, want []bool, why string) {
+		t.Helper()
+		vr.take()
+		if got, err := s.NewTransfers(ctx, limit); err != nil || len(got) != n {
+			t.Fatalf("NewTransfers(%d) = %d, %v; want %d", limit, len(got), err, n)
+		}
+		if got := vr.take(); !slices.Equal(got, want) {
+			t.Errorf("view reads (true: update=false) %v, want %v: %s", got, want, why)
+		}
+	}
+	claim(10, 10, []bool{false}, "the first claim reads the head")
+	claim(10, 10, []bool{true}, "the second goes on down the queue as indexed")
+	c.Add(state.StaleClaimWindow)
+	claim(5, 5, []bool{false}, "the window has passed")
+	claim(4, 4, []bool{true}, "a new window")
+	claim(2, 1, []bool{true, false}, "one transfer is left down the queue, short of the claim: the head is read afresh")
 }

@@ -61,6 +61,8 @@ type Store struct {
 	mine claimed
 	// written: the submitted transfers written, for the monitor's reads
 	written written
+	// cursor: where the next claim goes on down the queue
+	cursor claimCursor
 }
 
 var (

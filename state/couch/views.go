@@ -62,23 +62,29 @@ func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, er
 }
 
 // claimRows reads up to limit rows of user's queue in claim order, after
-// the claim key after (nil: from the head of the queue). The keys are
-// [user, "queue", order], and [user, "queue", after, {}] sorts after
-// [user, "queue", after] and before every greater claim key, so that a
-// page starts right after the last one even if that transfer has changed
+// the claim key after (nil: from the head of the queue), with their
+// documents if docs, from the view as the server last indexed it if stale
+// (update=false: without waiting for the writes since to be indexed). The
+// keys are [user, "queue", order], and [user, "queue", after, {}] sorts
+// after [user, "queue", after] and before every greater claim key, so that
+// a page starts right after the last one even if that transfer has changed
 // since.
-func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessage, limit int, docs bool) ([]viewRow, error) {
+func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessage, limit int, docs, stale bool) ([]viewRow, error) {
 	start := []any{user, keyQueue}
 	if after != nil {
 		start = []any{user, keyQueue, after, map[string]any{}}
 	}
-	return s.query(ctx, map[string]any{
+	params := map[string]any{
 		"startkey":     start,
 		"endkey":       []any{user, keyQueue, map[string]any{}},
 		"limit":        limit,
 		"include_docs": docs,
 		"reduce":       false,
-	})
+	}
+	if stale {
+		params["update"] = false
+	}
+	return s.query(ctx, params)
 }
 
 // claimKeyOf returns the claim key of a queue row, as JSON.

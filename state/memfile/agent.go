@@ -73,13 +73,27 @@ func transferIDs(ts []state.Transfer) []string {
 	return ids
 }
 
+var _ state.QueueEnder = (*Store)(nil)
+
 // NewTransfers claims up to limit eligible transfers of the agent's user.
 func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
+	ts, _, err := s.NewTransfersEnd(ctx, limit)
+	return ts, err
+}
+
+// NewTransfersEnd claims like NewTransfers and reports whether the claim
+// walked the queue to its end (state.QueueEnder).
+func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfer, bool, error) {
 	var out []state.Transfer
+	var end bool
 	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
-		out = nil
+		out, end = nil, false
+		if limit <= 0 {
+			return nil
+		}
 		ui := x.d.userOf(s.agent.User)
-		if ui == nil || limit <= 0 {
+		if ui == nil {
+			end = true
 			return nil
 		}
 		last, more := int32(-1), true
@@ -115,12 +129,13 @@ func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, 
 				}
 			}
 		}
+		end = !more
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return out, nil
+	return out, end, nil
 }
 
 // PrepareSubmit writes submit_sid on held transfers and renews their lease.

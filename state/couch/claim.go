@@ -1,0 +1,270 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+var _ state.QueueEnder = (*Store)(nil)
+
+// maxClaimRounds bounds the rounds (candidates read, claimed) one
+// NewTransfers call makes to fill its limit when candidates are skipped
+// (dependencies waiting, invalid documents, claims lost to another agent).
+const maxClaimRounds = 4
+
+// maxRowsPage bounds the rows of one page of the queue.
+const maxRowsPage = 50000
+
+// A claim from the head of the queue is followed, for state.StaleClaimWindow,
+// by claims that go on down the queue from where the last one stopped,
+// reading the view as the server last indexed it (update=false) rather
+// than waiting for it to index the writes since: the claims and commits of
+// the batches before, which each claim's view query otherwise indexes
+// again while a backlog drains. A claim whose stale rows hold fewer due
+// transfers than it needs reads the head afresh at once, so that a
+// transfer queued or released meanwhile, or of a higher priority, waits
+// at most the window.
+
+// claimCursor is where the next claim of the store goes on down the queue.
+type claimCursor struct {
+	mu    sync.Mutex
+	key   json.RawMessage // claim key of the last row a claim got past; nil: read the head
+	until time.Time       // when the last read of the head is too old to go on from
+}
+
+// start returns where a claim at now begins: after key, on the view as it
+// is (stale), or at the head of the queue, on an up-to-date view.
+func (c *claimCursor) start(now time.Time) (after json.RawMessage, stale bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.key == nil || !now.Before(c.until) {
+		return nil, false
+	}
+	return c.key, true
+}
+
+// set records where the next claim goes on (nil: from the head); head
+// reports that this claim read the head, at now.
+func (c *claimCursor) set(key json.RawMessage, head bool, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key = key
+	if head {
+		c.until = now.Add(state.StaleClaimWindow)
+	}
+}
+
+// NewTransfers claims up to limit eligible transfers of the agent's user
+// (see state.TransferState and NewTransfersEnd).
+func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
+	ts, _, err := s.NewTransfersEnd(ctx, limit)
+	return ts, err
+}
+
+// NewTransfersEnd claims like NewTransfers and reports whether the claim
+// saw the end of the queue (state.QueueEnder). Each round reads the due
+// candidates from the queue rows of the view (without documents), their
+// documents in one bulk read, at most one bulk read of dependencies and
+// one _bulk_docs (plus one re-read if claims conflicted); a claim that
+// loses a race is skipped and the next round goes on further down the
+// queue. Within state.StaleClaimWindow of a claim from the head, a claim starts
+// where the last one stopped, on the view as it is.
+func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfer, bool, error) {
+	out := []state.Transfer{}
+	if limit <= 0 {
+		return out, false, nil
+	}
+	a, now := s.cfg.Agent, s.now()
+	after, stale := s.cursor.start(now)
+	head, end := !stale, false
+	for round := 0; round < maxClaimRounds && len(out) < limit; round++ {
+		need := limit - len(out)
+		want := need + need/8 + 4 // a little extra in case some are skipped
+		cands, next, last, err := s.dueCandidates(ctx, a.User, now, after, want, stale)
+		if err == nil && stale && len(cands) < need {
+			// the view as last indexed has too few: read the head afresh
+			stale, head = false, true
+			cands, next, last, err = s.dueCandidates(ctx, a.User, now, nil, want, false)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("couch: new transfers: %w", err)
+		}
+		got, stop, err := s.claimCandidates(ctx, cands, need)
+		if err != nil {
+			return nil, false, fmt.Errorf("couch: new transfers: %w", err)
+		}
+		out = append(out, got...)
+		s.remember(got)
+		if stop > 0 {
+			next = cands[stop-1].key // the rest stay candidates of the next claim
+		}
+		after, end = next, last && stop == 0
+		if last {
+			break
+		}
+	}
+	if end {
+		after = nil // the next claim reads the head
+	}
+	s.cursor.set(after, head, now)
+	return out, end, nil
+}
+
+// candidate is a transfer due in the queue, with its claim key.
+type candidate struct {
+	id  string
+	key json.RawMessage
+}
+
+// dueCandidates reads user's queue after the claim key after (nil: from
+// its head) and returns up to want transfers due at now, in claim order,
+// the claim key of the last row it looked at, and whether it reached the
+// end of the queue. Rows carry no documents, so passing over transfers
+// that are not due (in cool-off, or under a live lease) costs little;
+// pages grow while they hold too few due transfers. With stale, the view
+// is read as the server last indexed it.
+func (s *Store) dueCandidates(ctx context.Context, user string, now time.Time, after json.RawMessage, want int, stale bool) ([]candidate, json.RawMessage, bool, error) {
+	var cands []candidate
+	page := min(max(2*want, 64), maxRowsPage)
+	for {
+		rows, err := s.claimRows(ctx, user, after, page, false, stale)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		moved := false
+		for _, r := range rows {
+			k, ok := claimKeyOf(r)
+			if !ok {
+				continue // not a queue row
+			}
+			after, moved = k, true
+			if due(r.Value, now) {
+				cands = append(cands, candidate{r.ID, k})
+				if len(cands) == want {
+					return cands, after, false, nil
+				}
+			}
+		}
+		if len(rows) < page || !moved {
+			return cands, after, true, nil
+		}
+		page = min(2*page, maxRowsPage)
+	}
+}
+
+// due reports whether a transfer whose queue row has the value v (the
+// time it may be claimed, in microseconds since the epoch) may be claimed
+// at now. A value that does not parse is judged on the document.
+func due(v json.RawMessage, now time.Time) bool {
+	var us float64
+	if json.Unmarshal(v, &us) != nil {
+		return true
+	}
+	return us <= float64(now.UnixMicro())
+}
+
+// claimCandidates reads the documents of cands and claims up to need of
+// them (see claimFrom); stop is the number of candidates it got to before
+// it had need, 0 if it went through them all.
+func (s *Store) claimCandidates(ctx context.Context, cands []candidate, need int) ([]state.Transfer, int, error) {
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	docs, err := s.readKeys(ctx, ids)
+	if err != nil {
+		return nil, 0, err
+	}
+	raws := make([]json.RawMessage, 0, len(ids))
+	for _, id := range ids {
+		if raw, ok := docs[id]; ok {
+			raws = append(raws, raw)
+		}
+	}
+	got, stopID, err := s.claimFrom(ctx, raws, need)
+	if err != nil || stopID == "" {
+		return got, 0, err
+	}
+	for i, c := range cands {
+		if c.id == stopID {
+			return got, i, nil
+		}
+	}
+	return got, 0, nil
+}
+
+// claimFrom claims up to need of the candidate documents, in their order,
+// settling those that can never run, and returns the claimed transfers and
+// the ID of the first candidate it did not get to ("" if none).
+// Documents that do not decode are moved to failed in the same write, with
+// the reason naming the field (see quarantine).
+func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, string, error) {
+	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	cands := make([]state.Transfer, 0, len(docs))
+	var items []item
+	var claims []bool
+	for _, raw := range docs {
+		t, err := decode(raw)
+		if err == nil {
+			cands = append(cands, t)
+		} else if it, ok := quarantine(raw, err, a, now); ok {
+			items = append(items, it)
+			claims = append(claims, false)
+		}
+	}
+	deps, err := s.depGraph(ctx, cands)
+	if err != nil {
+		return nil, "", err
+	}
+	nClaims, stop := 0, ""
+	for i := range cands {
+		if nClaims == need {
+			stop = cands[i].ID
+			break
+		}
+		t := &cands[i]
+		probe := cloneTransfer(t)
+		if state.SettleUnrunnable(probe, deps, now, a.Owner) {
+			items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+				if !state.Claimable(t, a.User, now) {
+					return false, fmt.Errorf("transfer %s: %w", t.ID, state.ErrLeaseLost)
+				}
+				return state.SettleUnrunnable(t, deps, now, a.Owner), nil
+			}})
+			claims = append(claims, false)
+			continue
+		}
+		if !state.ReadyToClaim(t, deps, now) {
+			continue
+		}
+		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+			return true, state.Claim(t, a, now, ttl)
+		}})
+		claims = append(claims, true)
+		nClaims++
+	}
+	// A conflicting claim is re-read once (no retry): it is ours if the
+	// write landed though its answer was lost, otherwise skipped.
+	res, err := s.mutate(ctx, items, report)
+	if err != nil {
+		return nil, "", err
+	}
+	var got []state.Transfer
+	for k, r := range res {
+		switch {
+		case r.Err != nil:
+			// refused, or claimed or settled by another agent
+		case claims[k]:
+			t := cloneTransfer(items[k].t)
+			_ = state.Claim(t, a, now, ttl)
+			t.Rev = r.Rev
+			got = append(got, *t)
+		}
+	}
+	return got, stop, nil
+}

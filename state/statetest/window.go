@@ -1,0 +1,87 @@
+package statetest
+
+import (
+	"slices"
+	"time"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// windowCases hold claims to the order between calls and to
+// state.QueueEnder: what a store that goes on down its queue (within
+// state.StaleClaimWindow) may and may not do.
+var windowCases = []testCase{
+	{"NewTransfers/QueuedBetweenClaims", func(e *env) {
+		// the rest of the queue is short of the second claim's limit: the
+		// transfer queued after the first claim is claimed with it
+		s := e.store(Alice, "agent-a")
+		old := e.enqueueEach(s, 0, 4, 0)
+		first := e.claim(s, 2)
+		late := e.enqueue(s, Req(Alice, 10))[0]
+		got := ids(e.claim(s, 10))
+		want := []string{old[2], old[3], late}
+		slices.Sort(got)
+		slices.Sort(want)
+		if len(first) != 2 || !slices.Equal(got, want) {
+			e.t.Fatalf("second claim %v, want the rest of the queue and the transfer queued since %v", got, want)
+		}
+	}},
+	{"NewTransfers/PriorityWithinTheWindow", func(e *env) {
+		// a transfer of a higher priority queued while a backlog drains
+		// is claimed first once state.StaleClaimWindow has passed
+		s := e.store(Alice, "agent-a")
+		backlog := e.enqueueEach(s, 0, 8, 0)
+		e.claim(s, 2)
+		r := Req(Alice, 10)
+		r.Priority = 5
+		urgent := e.enqueue(s, r)[0]
+		held := ids(e.claim(s, 2))
+		e.clock.Advance(state.StaleClaimWindow)
+		next := ids(e.claim(s, 1))
+		if !slices.Contains(held, urgent) && !slices.Equal(next, []string{urgent}) {
+			e.t.Fatalf("claims %v then %v after the window: the priority-5 transfer %s was not claimed first", held, next, urgent)
+		}
+		rest := ids(e.claim(s, 10))
+		all := append(append(append([]string{}, held...), next...), rest...)
+		if len(all) != len(backlog)+1-2 {
+			e.t.Fatalf("claimed %d transfers after the first claim, want %d", len(all), len(backlog)-1)
+		}
+	}},
+	{"QueueEnder/End", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		qe, ok := s.(state.QueueEnder)
+		if !ok {
+			e.t.Skip("the backend does not say when a claim saw the end of the queue (no state.QueueEnder)")
+		}
+		e.enqueueEach(s, 0, 7, 0)
+		claim := func(limit, want int, wantEnd bool) {
+			e.t.Helper()
+			ts, end, err := qe.NewTransfersEnd(ctx, limit)
+			if err != nil || len(ts) != want || end != wantEnd {
+				e.t.Fatalf("NewTransfersEnd(%d) = %d, end %v, %v; want %d, end %v", limit, len(ts), end, err, want, wantEnd)
+			}
+		}
+		claim(3, 3, false) // four are due behind them
+		claim(3, 3, false) // one
+		claim(3, 1, true)  // the last
+		claim(3, 0, true)  // none
+		// a transfer back in the queue is due again: the end is not reported
+		// while it waits
+		e.clock.Advance(Policy.LeaseTTL + time.Second)
+		claim(5, 5, false)
+	}},
+}
+
+// enqueueEach enqueues the requests from..to-1 of Alice at priority prio,
+// one clock second apart, and returns their IDs in queue order.
+func (e *env) enqueueEach(s state.Store, from, to, prio int) []string {
+	e.t.Helper()
+	var out []string
+	for i := from; i < to; i++ {
+		r := Req(Alice, i)
+		r.Priority = prio
+		out = append(out, e.enqueue(s, r)[0])
+		e.clock.Advance(time.Second)
+	}
+	return out
+}
