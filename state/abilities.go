@@ -63,8 +63,9 @@ type Confirmer interface {
 // the jobs it is checking. ActiveTransfers returns all of them at once.
 type ActivePager interface {
 	// ActiveJobs lists the FTS jobs of user's submitted transfers, in the
-	// order ActiveTransfers gives them, each with its number of submitted
-	// transfers, without the transfers themselves.
+	// order ActiveTransfers gives them (and with the same latitude for
+	// another writer's jobs), each with its number of submitted transfers,
+	// without the transfers themselves.
 	ActiveJobs(ctx context.Context, user string) ([]JobRef, error)
 	// ActiveTransfersOf returns the submitted transfers of user in the
 	// given jobs, grouped and ordered within each job as ActiveTransfers

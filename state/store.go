@@ -316,7 +316,11 @@ type TransferState interface {
 	SetTransientState(ctx context.Context, items []Transient) ([]Result, error)
 
 	// ActiveTransfers lists the submitted transfers of user, grouped by FTS
-	// job (jobs in a stable order, oldest last_update first).
+	// job (jobs in a stable order, oldest last_update first). A transfer
+	// of the handle's own user that another writer committed (or that
+	// this handle could not keep track of) may be left out for at most
+	// StaleClaimWindow after the handle's last claim from the head of the
+	// queue.
 	ActiveTransfers(ctx context.Context, user string) ([]Job, error)
 
 	// SetTerminalState persists outcomes: done, killed, failed (or back to new

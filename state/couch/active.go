@@ -47,13 +47,24 @@ func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, 
 // ActiveJobs lists the FTS jobs of user's submitted transfers with their
 // number of transfers, the job with the oldest last_update first (then by
 // ID), in one request: the active rows of the view reduced by _stats,
-// grouped by job.
+// grouped by job. Within state.StaleClaimWindow of a claim from the head
+// of the queue the view is read as the server last indexed it, with the
+// jobs of the transfers the store committed itself added from memory: a
+// job committed by another writer since waits at most the window.
 func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	rows, err := s.query(ctx, map[string]any{
+	stale := s.staleListing(user)
+	if !stale {
+		s.written.fresh()
+	}
+	params := map[string]any{
 		"startkey": []any{user, keyActive},
 		"endkey":   []any{user, keyActive, map[string]any{}},
 		"group":    true,
-	})
+	}
+	if stale {
+		params["update"] = false
+	}
+	rows, err := s.query(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
 	}
@@ -62,6 +73,7 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		oldest float64
 	}
 	jobs := make([]job, 0, len(rows))
+	at := map[string]int{}
 	for _, r := range rows {
 		var k []string
 		var v struct {
@@ -71,7 +83,19 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		if json.Unmarshal(r.Key, &k) != nil || len(k) != 3 || json.Unmarshal(r.Value, &v) != nil || v.Count == 0 {
 			continue
 		}
+		at[k[2]] = len(jobs)
 		jobs = append(jobs, job{state.JobRef{ID: k[2], Transfers: v.Count}, v.Min})
+	}
+	if stale {
+		for id, w := range s.written.jobsOf(user) {
+			oldest := float64(w.oldest.UnixMicro())
+			if i, ok := at[id]; ok {
+				jobs[i].ref.Transfers = max(jobs[i].ref.Transfers, w.transfers)
+				jobs[i].oldest = min(jobs[i].oldest, oldest)
+			} else {
+				jobs = append(jobs, job{state.JobRef{ID: id, Transfers: w.transfers}, oldest})
+			}
+		}
 	}
 	slices.SortFunc(jobs, func(a, b job) int {
 		return cmp.Or(cmp.Compare(a.oldest, b.oldest), cmp.Compare(a.ref.ID, b.ref.ID))
@@ -81,6 +105,14 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		out[i] = jobs[i].ref
 	}
 	return out, nil
+}
+
+// staleListing reports whether the monitor's listings of user may read
+// the view as it is: user's is the queue the store claims from, within the
+// claim window, while the store remembers every submitted transfer it
+// wrote since its last listing from an up-to-date view (maxWritten).
+func (s *Store) staleListing(user string) bool {
+	return user == s.cfg.Agent.User && s.cursor.recent(s.now()) && s.written.complete()
 }
 
 // ActiveTransfersOf returns the submitted transfers of user in the given
@@ -125,10 +157,15 @@ func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map
 			byJob[t.FTSJob] = append(byJob[t.FTSJob], t)
 		}
 	}
-	if s.written.size() >= minWrittenRead {
+	if stale := s.staleListing(user); stale || s.written.size() >= minWrittenRead {
 		// most of them were probably written by this store: their IDs, then
-		// only the documents that changed since
-		ids, err := s.activeIDs(ctx, keys)
+		// only the documents that changed since; on a stale view, with the
+		// IDs of those the store committed itself
+		var mine []string
+		if stale {
+			mine = s.written.idsIn(user, byJob)
+		}
+		ids, err := s.activeIDs(ctx, keys, stale, mine)
 		if err != nil {
 			return err
 		}

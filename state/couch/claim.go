@@ -48,6 +48,15 @@ func (c *claimCursor) start(now time.Time) (after json.RawMessage, stale bool) {
 	return c.key, true
 }
 
+// recent reports whether a claim read the head of the queue, with the view
+// brought up to date, less than state.StaleClaimWindow before now: until
+// then the monitor's listings too read the view as it is (see ActiveJobs).
+func (c *claimCursor) recent(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return now.Before(c.until)
+}
+
 // set records where the next claim goes on (nil: from the head); head
 // reports that this claim read the head, at now.
 func (c *claimCursor) set(key json.RawMessage, head bool, now time.Time) {

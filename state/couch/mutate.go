@@ -239,6 +239,7 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*p
 		switch {
 		case p.body != nil && sameContent(raw, p.body):
 			res[i] = state.Wrote(res[i].ID, e.Rev, p.wrote)
+			s.written.note(p.wrote, e.Rev)
 			continue
 		case p.forbidden != nil && e.Rev == p.base.Rev:
 			res[i].Err = p.forbiddenErr()

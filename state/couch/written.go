@@ -3,7 +3,9 @@ package couch
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -11,7 +13,7 @@ import (
 // maxWritten bounds the submitted transfers a store remembers (about a
 // kilobyte each): the monitor reads the oldest jobs first, and those are
 // the first the store remembered.
-const maxWritten = 25000
+var maxWritten = 25000
 
 // minWrittenRead is the fewest remembered transfers of a monitor read for
 // which checking revisions pays: below it one read with the documents costs
@@ -27,6 +29,9 @@ const minWrittenRead = 500
 type written struct {
 	mu sync.Mutex
 	m  map[string]state.Transfer
+	// missed: a submitted transfer was not remembered (no room) since the
+	// last listing from an up-to-date view
+	missed bool
 }
 
 // note records the outcome of a confirmed write of t at rev: a submitted
@@ -42,6 +47,7 @@ func (w *written) note(t *state.Transfer, rev string) {
 		w.m = make(map[string]state.Transfer)
 	}
 	if _, ok := w.m[t.ID]; !ok && len(w.m) >= maxWritten {
+		w.missed = true
 		return
 	}
 	c := *cloneTransfer(t)
@@ -53,6 +59,22 @@ func (w *written) note(t *state.Transfer, rev string) {
 func (w *written) forget(id string) {
 	w.mu.Lock()
 	delete(w.m, id)
+	w.mu.Unlock()
+}
+
+// complete reports whether every submitted transfer written since the
+// last call of fresh is remembered.
+func (w *written) complete() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.missed
+}
+
+// fresh starts a listing from an up-to-date view, which shows every
+// transfer written until then.
+func (w *written) fresh() {
+	w.mu.Lock()
+	w.missed = false
 	w.mu.Unlock()
 }
 
@@ -76,6 +98,46 @@ func (w *written) lookup(ids []string) map[string]state.Transfer {
 			out[id] = t
 		}
 	}
+	return out
+}
+
+// jobStat is what the store remembers of one FTS job: its transfers and
+// the oldest last_update among them.
+type jobStat struct {
+	transfers int
+	oldest    time.Time
+}
+
+// jobsOf returns the jobs of user's remembered transfers.
+func (w *written) jobsOf(user string) map[string]jobStat {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]jobStat{}
+	for _, t := range w.m {
+		if t.User != user || t.FTSJob == "" {
+			continue
+		}
+		j, seen := out[t.FTSJob]
+		if !seen || t.LastUpdate.Before(j.oldest) {
+			j.oldest = t.LastUpdate.Time
+		}
+		j.transfers++
+		out[t.FTSJob] = j
+	}
+	return out
+}
+
+// idsIn returns the IDs of user's remembered transfers of the jobs in jobs.
+func (w *written) idsIn(user string, jobs map[string][]state.Transfer) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for id, t := range w.m {
+		if _, ok := jobs[t.FTSJob]; ok && t.User == user {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -157,18 +219,29 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 }
 
 // activeIDs returns the IDs of the rows of the view under keys ([user,
-// "active", job]), without documents.
-func (s *Store) activeIDs(ctx context.Context, keys []any) ([]string, error) {
-	rows, err := s.query(ctx, map[string]any{"keys": keys, "reduce": false})
+// "active", job]), without documents, then those of extra not among them;
+// with stale, from the view as the server last indexed it.
+func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []string) ([]string, error) {
+	params := map[string]any{"keys": keys, "reduce": false}
+	if stale {
+		params["update"] = false
+	}
+	rows, err := s.query(ctx, params)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(rows))
-	seen := make(map[string]bool, len(rows))
+	ids := make([]string, 0, len(rows)+len(extra))
+	seen := make(map[string]bool, len(rows)+len(extra))
 	for _, r := range rows {
 		if r.ID != "" && !seen[r.ID] {
 			seen[r.ID] = true
 			ids = append(ids, r.ID)
+		}
+	}
+	for _, id := range extra {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
 	}
 	return ids, nil

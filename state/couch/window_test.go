@@ -1,0 +1,113 @@
+package couch_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+)
+
+// TestStore_MonitorWithinTheClaimWindow: within state.StaleClaimWindow of
+// a claim from the head of the queue, the monitor's listings read the view
+// as it is (they do not wait for the index of the claims and commits
+// since) and still list every job the store committed itself; a job
+// another writer committed meanwhile is listed once the window has passed.
+func TestStore_MonitorWithinTheClaimWindow(t *testing.T) {
+	c := newClock()
+	l := newWindowWorld(t, c)
+	l.list([]string{"job-a"}, true, "within the window: the view as it was (no job yet) and a's own commit")
+	c.Add(state.StaleClaimWindow)
+	l.list([]string{"job-a", "job-b"}, false, "after the window: the view up to date")
+}
+
+// TestStore_MonitorWhenMemoryIsFull: a store that could not remember
+// every transfer it committed (maxWritten) lists from an up-to-date view,
+// even within the claim window.
+func TestStore_MonitorWhenMemoryIsFull(t *testing.T) {
+	couch.SetMaxWritten(t, 4)
+	l := newWindowWorld(t, newClock())
+	l.list([]string{"job-a", "job-b"}, false, "a's memory holds 4 of its 10 committed transfers")
+}
+
+// windowWorld is two stores of alice, a (whose view reads are recorded)
+// and b, each holding a job of 10 submitted transfers: a's claim read the
+// head of the queue, then b's brought the view up to date for the last
+// time, then a committed job-a and b job-b.
+type windowWorld struct {
+	t  *testing.T
+	a  *couch.Store
+	vr *viewReads
+}
+
+func newWindowWorld(t *testing.T, c *clock) *windowWorld {
+	ctx := context.Background()
+	u := newDB(t)
+	vr := &viewReads{rt: http.DefaultTransport}
+	a := open(t, u, c, "alice", "host:1:a", couch.Options{Transport: vr})
+	b := open(t, u, c, "alice", "host:2:b", couch.Options{})
+	enqueue(t, a, requests("alice", 20))
+	claim := func(s *couch.Store) []state.Commit {
+		t.Helper()
+		got, err := s.NewTransfers(ctx, 10)
+		if err != nil || len(got) != 10 {
+			t.Fatalf("NewTransfers = %d, %v", len(got), err)
+		}
+		cs := make([]state.Commit, len(got))
+		for i := range got {
+			cs[i] = state.Commit{Transfer: got[i]}
+		}
+		return cs
+	}
+	ca, cb := claim(a), claim(b)
+	res, err := a.SetTransferID(ctx, ca, "job-a")
+	mustOK(t, res, err)
+	res, err = b.SetTransferID(ctx, cb, "job-b")
+	mustOK(t, res, err)
+	return &windowWorld{t, a, vr}
+}
+
+// list checks that a's ActiveJobs and ActiveTransfersOf give wantJobs,
+// each with its 10 submitted transfers, ActiveJobs reading the view with
+// update=false exactly when wantStale.
+func (l *windowWorld) list(wantJobs []string, wantStale bool, why string) {
+	t, ctx := l.t, context.Background()
+	t.Helper()
+	l.vr.take()
+	refs, err := l.a.ActiveJobs(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, r := range refs {
+		jobs = append(jobs, r.ID)
+		if r.Transfers != 10 {
+			t.Errorf("job %s with %d transfers, want 10", r.ID, r.Transfers)
+		}
+	}
+	slices.Sort(jobs)
+	if !slices.Equal(jobs, wantJobs) {
+		t.Fatalf("ActiveJobs = %v, want %v: %s", jobs, wantJobs, why)
+	}
+	got, err := l.a.ActiveTransfersOf(ctx, "alice", jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, j := range got {
+		for _, tr := range j.Transfers {
+			if tr.State != state.StateSubmitted || tr.FTSJob != j.ID {
+				t.Errorf("job %s lists %s in %s of job %s", j.ID, tr.ID, tr.State, tr.FTSJob)
+			}
+			n++
+		}
+	}
+	if n != 10*len(jobs) {
+		t.Errorf("ActiveTransfersOf(%v) = %d transfers, want %d", jobs, n, 10*len(jobs))
+	}
+	if reads := l.vr.take(); len(reads) == 0 || reads[0] != wantStale {
+		t.Errorf("view reads (true: update=false) %v, the first (ActiveJobs) want %v: %s", reads, wantStale, why)
+	}
+}
