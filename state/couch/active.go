@@ -52,6 +52,7 @@ func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, 
 // jobs of the transfers the store committed itself added from memory: a
 // job committed by another writer since waits at most the window.
 func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	now := s.now()
 	stale := s.staleListing(user)
 	if !stale {
 		s.written.fresh()
@@ -68,6 +69,14 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 	if err != nil {
 		return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
 	}
+	ended := map[string]int{} // per job, the transfers written out of it since the view was indexed
+	if stale {
+		for _, j := range s.written.endedJobs() {
+			ended[j]++
+		}
+	} else {
+		s.written.reflected(now)
+	}
 	type job struct {
 		ref    state.JobRef
 		oldest float64
@@ -80,9 +89,10 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 			Count int     `json:"count"`
 			Min   float64 `json:"min"`
 		}
-		if json.Unmarshal(r.Key, &k) != nil || len(k) != 3 || json.Unmarshal(r.Value, &v) != nil || v.Count == 0 {
+		if json.Unmarshal(r.Key, &k) != nil || len(k) != 3 || json.Unmarshal(r.Value, &v) != nil || v.Count-ended[k[2]] <= 0 {
 			continue
 		}
+		v.Count -= ended[k[2]]
 		at[k[2]] = len(jobs)
 		jobs = append(jobs, job{state.JobRef{ID: k[2], Transfers: v.Count}, v.Min})
 	}

@@ -120,6 +120,9 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 	if end {
 		after = nil // the next claim reads the head
 	}
+	if head {
+		s.written.reflected(now)
+	}
 	s.cursor.set(after, head, now)
 	return out, end, nil
 }

@@ -21,6 +21,30 @@ func TestStore_MonitorWithinTheClaimWindow(t *testing.T) {
 	l.list([]string{"job-a"}, true, "within the window: the view as it was (no job yet) and a's own commit")
 	c.Add(state.StaleClaimWindow)
 	l.list([]string{"job-a", "job-b"}, false, "after the window: the view up to date")
+	// a claim from the head begins a new window, on a view that shows both
+	// jobs; a then records job-a's transfers done: the stale view still
+	// shows them, the listing does not
+	if _, err := l.a.NewTransfers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	l.finish("job-a")
+	l.list([]string{"job-b"}, true, "a recorded every transfer of job-a done within the window")
+}
+
+// finish records the transfers of job done through a.
+func (l *windowWorld) finish(job string) {
+	l.t.Helper()
+	ctx := context.Background()
+	jobs, err := l.a.ActiveTransfersOf(ctx, "alice", []string{job})
+	if err != nil || len(jobs) != 1 {
+		l.t.Fatalf("ActiveTransfersOf(%s) = %v, %v", job, jobs, err)
+	}
+	var outs []state.Terminal
+	for _, tr := range jobs[0].Transfers {
+		outs = append(outs, state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: job})
+	}
+	res, err := l.a.SetTerminalState(ctx, outs)
+	mustOK(l.t, res, err)
 }
 
 // TestStore_MonitorWhenMemoryIsFull: a store that could not remember

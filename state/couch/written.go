@@ -32,17 +32,38 @@ type written struct {
 	// missed: a submitted transfer was not remembered (no room) since the
 	// last listing from an up-to-date view
 	missed bool
+	// ended: the transfers the store wrote out of a job (terminal, or back
+	// to the queue) that the view may not show yet, with the job and when
+	ended map[string]endedAt
 }
 
-// note records the outcome of a confirmed write of t at rev: a submitted
-// transfer is remembered (if there is room), any other is forgotten.
-func (w *written) note(t *state.Transfer, rev string) {
+// endedAt is a transfer's job and when the store wrote it out of it.
+type endedAt struct {
+	job string
+	at  time.Time
+}
+
+// note records the outcome of a confirmed write of t at rev, at now: a
+// submitted transfer is remembered (if there is room), any other is
+// forgotten, and noted as out of its job if it was in one.
+func (w *written) note(t *state.Transfer, rev string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t.State != state.StateSubmitted {
-		delete(w.m, t.ID)
+		job := t.FTSJob
+		if old, ok := w.m[t.ID]; ok {
+			job = old.FTSJob
+			delete(w.m, t.ID)
+		}
+		if job != "" {
+			if w.ended == nil {
+				w.ended = make(map[string]endedAt)
+			}
+			w.ended[t.ID] = endedAt{job, now}
+		}
 		return
 	}
+	delete(w.ended, t.ID)
 	if w.m == nil {
 		w.m = make(map[string]state.Transfer)
 	}
@@ -60,6 +81,30 @@ func (w *written) forget(id string) {
 	w.mu.Lock()
 	delete(w.m, id)
 	w.mu.Unlock()
+}
+
+// reflected drops the ended transfers written before before: a view
+// brought up to date by a query that began then shows them.
+func (w *written) reflected(before time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, e := range w.ended {
+		if e.at.Before(before) {
+			delete(w.ended, id)
+		}
+	}
+}
+
+// endedJobs returns the transfers written out of their job that the view
+// may not show yet, by ID, with their job.
+func (w *written) endedJobs() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]string, len(w.ended))
+	for id, e := range w.ended {
+		out[id] = e.job
+	}
+	return out
 }
 
 // complete reports whether every submitted transfer written since the
@@ -220,11 +265,14 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 
 // activeIDs returns the IDs of the rows of the view under keys ([user,
 // "active", job]), without documents, then those of extra not among them;
-// with stale, from the view as the server last indexed it.
+// with stale, from the view as the server last indexed it, less the
+// transfers the store wrote out of their job since.
 func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []string) ([]string, error) {
 	params := map[string]any{"keys": keys, "reduce": false}
+	var ended map[string]string
 	if stale {
 		params["update"] = false
+		ended = s.written.endedJobs()
 	}
 	rows, err := s.query(ctx, params)
 	if err != nil {
@@ -233,6 +281,9 @@ func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []s
 	ids := make([]string, 0, len(rows)+len(extra))
 	seen := make(map[string]bool, len(rows)+len(extra))
 	for _, r := range rows {
+		if _, gone := ended[r.ID]; gone {
+			continue // written out of its job since the view was indexed
+		}
 		if r.ID != "" && !seen[r.ID] {
 			seen[r.ID] = true
 			ids = append(ids, r.ID)
