@@ -29,8 +29,9 @@ type QueueEnder interface {
 	// then a claim that returned limit transfers need not be followed by
 	// another at once (the queue may have held exactly limit). A transfer
 	// queued while the claim ran, or that the store's reading did not show
-	// yet (see StaleClaimWindow), waits for the caller's next claim. false
-	// says nothing: the queue may or may not hold more.
+	// yet (see StaleClaimWindow), waits for the caller's next claim, which
+	// then reads the queue afresh. false says nothing: the queue may or may
+	// not hold more.
 	NewTransfersEnd(ctx context.Context, limit int) ([]Transfer, bool, error)
 }
 

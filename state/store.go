@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// Defaults of Policy.
 // StaleClaimWindow bounds how long NewTransfers may go on down a queue
 // instead of reading it from its head (see TransferState.NewTransfers).
 const StaleClaimWindow = 30 * time.Second
 
+// Defaults of Policy.
 const (
 	DefaultLeaseTTL    = 15 * time.Minute
 	DefaultCoolOff     = 15 * time.Minute

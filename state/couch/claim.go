@@ -109,6 +109,12 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 		}
 		out = append(out, got...)
 		s.remember(got)
+		if stale && len(got) < need && len(out) < limit {
+			// rows due on the view as last indexed were not (killed,
+			// deleted, settled): go on from the head, afresh
+			stale, head, after = false, true, nil
+			continue
+		}
 		if stop > 0 {
 			next = cands[stop-1].key // the rest stay candidates of the next claim
 		}
@@ -121,7 +127,7 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 		after = nil // the next claim reads the head
 	}
 	if head {
-		s.written.reflected(now)
+		s.written.indexed(now)
 	}
 	s.cursor.set(after, head, now)
 	return out, end, nil

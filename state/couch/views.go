@@ -81,9 +81,7 @@ func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessag
 		"include_docs": docs,
 		"reduce":       false,
 	}
-	if stale {
-		params["update"] = false
-	}
+	staleView(params, stale)
 	return s.query(ctx, params)
 }
 

@@ -135,3 +135,49 @@ func (l *windowWorld) list(wantJobs []string, wantStale bool, why string) {
 		t.Errorf("view reads (true: update=false) %v, the first (ActiveJobs) want %v: %s", reads, wantStale, why)
 	}
 }
+
+// TestStore_MonitorAfterTheIndexCaughtUp: transfers a store recorded done
+// within its claim window are not taken off a job twice when another
+// query brought the index up to date meanwhile: the job of an earlier
+// store, which this one does not remember, is still listed with the
+// transfers left.
+func TestStore_MonitorAfterTheIndexCaughtUp(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	u := newDB(t)
+	old := open(t, u, c, "alice", "host:0:old", couch.Options{})
+	enqueue(t, old, requests("alice", 10))
+	got, err := old.NewTransfers(ctx, 10)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("NewTransfers = %d, %v", len(got), err)
+	}
+	cs := make([]state.Commit, len(got))
+	for i := range got {
+		cs[i] = state.Commit{Transfer: got[i]}
+	}
+	res, err := old.SetTransferID(ctx, cs, "job-j")
+	mustOK(t, res, err)
+
+	s := open(t, u, c, "alice", "host:1:new", couch.Options{})
+	if _, err := s.NewTransfers(ctx, 1); err != nil { // reads the head: the window begins
+		t.Fatal(err)
+	}
+	jobs, err := s.ActiveTransfersOf(ctx, "alice", []string{"job-j"})
+	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != 10 {
+		t.Fatalf("ActiveTransfersOf = %v, %v", jobs, err)
+	}
+	var outs []state.Terminal
+	for _, tr := range jobs[0].Transfers[:6] {
+		outs = append(outs, state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: "job-j"})
+	}
+	res, err = s.SetTerminalState(ctx, outs)
+	mustOK(t, res, err)
+	bob := open(t, u, c, "bob", "host:2:b", couch.Options{})
+	if _, err := bob.NewTransfers(ctx, 1); err != nil { // brings the index up to date
+		t.Fatal(err)
+	}
+	refs, err := s.ActiveJobs(ctx, "alice")
+	if err != nil || len(refs) != 1 || refs[0].ID != "job-j" || refs[0].Transfers != 4 {
+		t.Fatalf("ActiveJobs = %+v, %v; want job-j with its 4 transfers left", refs, err)
+	}
+}

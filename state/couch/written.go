@@ -29,9 +29,9 @@ const minWrittenRead = 500
 type written struct {
 	mu sync.Mutex
 	m  map[string]state.Transfer
-	// missed: a submitted transfer was not remembered (no room) since the
-	// last listing from an up-to-date view
-	missed bool
+	// missedAt: when a submitted transfer was last not remembered (no
+	// room), zero once a view brought up to date after it shows it
+	missedAt time.Time
 	// ended: the transfers the store wrote out of a job (terminal, or back
 	// to the queue) that the view may not show yet, with the job and when
 	ended map[string]endedAt
@@ -68,7 +68,7 @@ func (w *written) note(t *state.Transfer, rev string, now time.Time) {
 		w.m = make(map[string]state.Transfer)
 	}
 	if _, ok := w.m[t.ID]; !ok && len(w.m) >= maxWritten {
-		w.missed = true
+		w.missedAt = now
 		return
 	}
 	c := *cloneTransfer(t)
@@ -83,15 +83,19 @@ func (w *written) forget(id string) {
 	w.mu.Unlock()
 }
 
-// reflected drops the ended transfers written before before: a view
-// brought up to date by a query that began then shows them.
-func (w *written) reflected(before time.Time) {
+// indexed records that a view query that began at before brought the
+// view up to date: it shows every write made before then, so the ended
+// transfers and the misses of before are forgotten.
+func (w *written) indexed(before time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, e := range w.ended {
 		if e.at.Before(before) {
 			delete(w.ended, id)
 		}
+	}
+	if w.missedAt.Before(before) {
+		w.missedAt = time.Time{}
 	}
 }
 
@@ -108,19 +112,11 @@ func (w *written) endedJobs() map[string]string {
 }
 
 // complete reports whether every submitted transfer written since the
-// last call of fresh is remembered.
+// view was last brought up to date is remembered.
 func (w *written) complete() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return !w.missed
-}
-
-// fresh starts a listing from an up-to-date view, which shows every
-// transfer written until then.
-func (w *written) fresh() {
-	w.mu.Lock()
-	w.missed = false
-	w.mu.Unlock()
+	return w.missedAt.IsZero()
 }
 
 // size is the number of transfers remembered.
@@ -271,9 +267,9 @@ func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []s
 	params := map[string]any{"keys": keys, "reduce": false}
 	var ended map[string]string
 	if stale {
-		params["update"] = false
-		ended = s.written.endedJobs()
+		ended = s.written.endedJobs() // before the read: it may show them
 	}
+	staleView(params, stale)
 	rows, err := s.query(ctx, params)
 	if err != nil {
 		return nil, err

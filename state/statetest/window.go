@@ -26,6 +26,22 @@ var windowCases = []testCase{
 			e.t.Fatalf("second claim %v, want the rest of the queue and the transfer queued since %v", got, want)
 		}
 	}},
+	{"NewTransfers/KilledAfterTheLastClaim", func(e *env) {
+		// the transfers right after the last claim were killed since: the
+		// claim still fills its limit with the due ones further down
+		s := e.store(Alice, "agent-a")
+		all := e.enqueueEach(s, 0, 60, 0)
+		e.claim(s, 5)
+		res, err := s.RequestKill(ctx, all[5:55])
+		e.ok("RequestKill", res, err, 50)
+		got := ids(e.claim(s, 5))
+		slices.Sort(got)
+		want := slices.Clone(all[55:])
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			e.t.Fatalf("claimed %v, want the five due transfers after the killed ones %v", got, want)
+		}
+	}},
 	{"NewTransfers/PriorityWithinTheWindow", func(e *env) {
 		// a transfer of a higher priority queued while a backlog drains
 		// is claimed first once state.StaleClaimWindow has passed
