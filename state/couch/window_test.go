@@ -73,24 +73,26 @@ func newWindowWorld(t *testing.T, c *clock) *windowWorld {
 	a := open(t, u, c, "alice", "host:1:a", couch.Options{Transport: vr})
 	b := open(t, u, c, "alice", "host:2:b", couch.Options{})
 	enqueue(t, a, requests("alice", 20))
-	claim := func(s *couch.Store) []state.Commit {
-		t.Helper()
-		got, err := s.NewTransfers(ctx, 10)
-		if err != nil || len(got) != 10 {
-			t.Fatalf("NewTransfers = %d, %v", len(got), err)
-		}
-		cs := make([]state.Commit, len(got))
-		for i := range got {
-			cs[i] = state.Commit{Transfer: got[i]}
-		}
-		return cs
-	}
-	ca, cb := claim(a), claim(b)
+	ca, cb := claimCommits(t, a, 10), claimCommits(t, b, 10)
 	res, err := a.SetTransferID(ctx, ca, "job-a")
 	mustOK(t, res, err)
 	res, err = b.SetTransferID(ctx, cb, "job-b")
 	mustOK(t, res, err)
 	return &windowWorld{t, a, vr}
+}
+
+// claimCommits claims n transfers through s and returns their commits.
+func claimCommits(t *testing.T, s *couch.Store, n int) []state.Commit {
+	t.Helper()
+	got, err := s.NewTransfers(context.Background(), n)
+	if err != nil || len(got) != n {
+		t.Fatalf("NewTransfers = %d, %v; want %d", len(got), err, n)
+	}
+	cs := make([]state.Commit, len(got))
+	for i := range got {
+		cs[i] = state.Commit{Transfer: got[i]}
+	}
+	return cs
 }
 
 // list checks that a's ActiveJobs and ActiveTransfersOf give wantJobs,
@@ -147,15 +149,7 @@ func TestStore_MonitorAfterTheIndexCaughtUp(t *testing.T) {
 	u := newDB(t)
 	old := open(t, u, c, "alice", "host:0:old", couch.Options{})
 	enqueue(t, old, requests("alice", 10))
-	got, err := old.NewTransfers(ctx, 10)
-	if err != nil || len(got) != 10 {
-		t.Fatalf("NewTransfers = %d, %v", len(got), err)
-	}
-	cs := make([]state.Commit, len(got))
-	for i := range got {
-		cs[i] = state.Commit{Transfer: got[i]}
-	}
-	res, err := old.SetTransferID(ctx, cs, "job-j")
+	res, err := old.SetTransferID(ctx, claimCommits(t, old, 10), "job-j")
 	mustOK(t, res, err)
 
 	s := open(t, u, c, "alice", "host:1:new", couch.Options{})
