@@ -79,10 +79,7 @@ func TestStore_ConflictReapplied(t *testing.T) {
 	u := newDB(t)
 	a := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, a, requests("alice", 2))
-	got, err := a.NewTransfers(ctx, 2)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("NewTransfers = %d, %v", len(got), err)
-	}
+	got := claim(t, a, 2)
 	// An operator asks to kill the first one: its revision moves on.
 	res, err := a.RequestKill(ctx, []string{got[0].ID})
 	mustOK(t, res, err)

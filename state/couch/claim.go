@@ -25,10 +25,11 @@ const maxRowsPage = 50000
 // reading the view as the server last indexed it (update=false) rather
 // than waiting for it to index the writes since: the claims and commits of
 // the batches before, which each claim's view query otherwise indexes
-// again while a backlog drains. A claim whose stale rows hold fewer due
-// transfers than it needs reads the head afresh at once, so that a
-// transfer queued or released meanwhile, or of a higher priority, waits
-// at most the window.
+// again while a backlog drains. A claim whose stale rows hold, or yield,
+// fewer due transfers than it needs reads the head afresh at once, so that
+// a transfer queued or released meanwhile, or of a higher priority, waits
+// at most the window (or, after a claim that saw the end of the queue, the
+// caller's next claim, which reads the head).
 
 // claimCursor is where the next claim of the store goes on down the queue.
 type claimCursor struct {

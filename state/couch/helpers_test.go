@@ -84,6 +84,17 @@ func enqueue(t testing.TB, s *couch.Store, reqs []state.Request) {
 	}
 }
 
+// claim claims n transfers through s, failing the test unless it gets
+// exactly n.
+func claim(t testing.TB, s *couch.Store, n int) []state.Transfer {
+	t.Helper()
+	got, err := s.NewTransfers(context.Background(), n)
+	if err != nil || len(got) != n {
+		t.Fatalf("NewTransfers = %d, %v; want %d", len(got), err, n)
+	}
+	return got
+}
+
 func mustOK(t testing.TB, res []state.Result, err error) {
 	t.Helper()
 	if err != nil {

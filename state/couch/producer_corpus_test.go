@@ -273,14 +273,10 @@ func TestValidate_AgreesWithGo(t *testing.T) {
 // it changes, though the function skips what an update carries over: each
 // bad change is refused, a good one accepted.
 func TestValidate_Updates(t *testing.T) {
-	ctx := context.Background()
 	u := newDB(t)
 	s := open(t, u, newClock(), "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 1))
-	got, err := s.NewTransfers(ctx, 1)
-	if err != nil || len(got) != 1 {
-		t.Fatalf("NewTransfers = %d, %v", len(got), err)
-	}
+	got := claim(t, s, 1)
 	db := rawDB(t, u)
 	id := got[0].ID
 	entry := func(at string) []any {

@@ -150,10 +150,7 @@ func TestSchema_Corpus(t *testing.T) {
 	c := newClock()
 	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 4))
-	got, err := s.NewTransfers(ctx, 3)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("NewTransfers = %d, %v", len(got), err)
-	}
+	got := claim(t, s, 3)
 	res, err := s.PrepareSubmit(ctx, got[:2], "sid-1")
 	mustOK(t, res, err)
 	for i := range got[:2] {

@@ -56,10 +56,7 @@ func TestViews(t *testing.T) {
 	alice := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, alice, requests("alice", 22))
 	c.Add(time.Second)
-	claimed, err := alice.NewTransfers(ctx, 20)
-	if err != nil || len(claimed) != 20 {
-		t.Fatalf("NewTransfers = %d, %v", len(claimed), err)
-	}
+	claimed := claim(t, alice, 20)
 	res, err := alice.SetTransferID(ctx, []state.Commit{{Transfer: claimed[0]}, {Transfer: claimed[1]}}, "job-1")
 	mustOK(t, res, err)
 	c.Add(time.Second)

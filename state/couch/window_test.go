@@ -84,10 +84,7 @@ func newWindowWorld(t *testing.T, c *clock) *windowWorld {
 // claimCommits claims n transfers through s and returns their commits.
 func claimCommits(t *testing.T, s *couch.Store, n int) []state.Commit {
 	t.Helper()
-	got, err := s.NewTransfers(context.Background(), n)
-	if err != nil || len(got) != n {
-		t.Fatalf("NewTransfers = %d, %v; want %d", len(got), err, n)
-	}
+	got := claim(t, s, n)
 	cs := make([]state.Commit, len(got))
 	for i := range got {
 		cs[i] = state.Commit{Transfer: got[i]}

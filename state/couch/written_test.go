@@ -56,10 +56,7 @@ func TestStore_MonitorReadsOnlyChangedDocuments(t *testing.T) {
 	db := newDB(t)
 	s := open(t, db, c, "alice", "host:1:a", couch.Options{Transport: bt})
 	enqueue(t, s, requests("alice", total))
-	claimed, err := s.NewTransfers(ctx, total)
-	if err != nil || len(claimed) != total {
-		t.Fatalf("NewTransfers = %d, %v", len(claimed), err)
-	}
+	claimed := claim(t, s, total)
 	cs := make([]state.Commit, total)
 	for i, tr := range claimed {
 		cs[i] = state.Commit{Transfer: tr, DestPFN: "davs://d.example.org" + tr.DestinationLFN}
