@@ -26,8 +26,9 @@ const (
 // Bounds of one request: a call with more documents makes several, so that
 // a request body (and the buffers that encode it) stays a few MiB.
 const (
-	maxBulkDocs = 2000 // documents of one _bulk_docs
-	maxReadKeys = 5000 // IDs of one _all_docs?keys=
+	maxBulkDocs    = 2000 // documents of one _bulk_docs
+	mutateInFlight = 2    // _bulk_docs of one call under way at once (see mutate)
+	maxReadKeys    = 5000 // IDs of one _all_docs?keys=
 )
 
 // newBackOff is the policy of every retry loop: exponential from 50 ms,

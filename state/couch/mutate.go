@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
@@ -62,22 +64,42 @@ func (p *pending) forbiddenErr() error {
 var errConflictsLeft = errors.New("conflicts left")
 
 // mutate applies each item's rule and writes the changed documents with one
-// _bulk_docs per round, maxBulkDocs items at a time (so that only their
-// encoded bodies are held at once). Per-item errors go into the results;
-// the error return is for failures of the whole call.
+// _bulk_docs per round, maxBulkDocs items at a time. Up to mutateInFlight
+// such parts go at once, so that the server has the next part to work on
+// while the agent encodes the one after it and decodes the answers (only
+// their encoded bodies are held at once); each part's results keep their
+// items' order. Per-item errors go into the results; the error return is
+// for failures of the whole call: the parts after a failed one are not
+// sent, those already under way finish.
 func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
 	if len(items) <= maxBulkDocs {
 		return s.mutateOnce(ctx, items, mode)
 	}
-	res := make([]state.Result, 0, len(items))
-	for lo := 0; lo < len(items); lo += maxBulkDocs {
-		part, err := s.mutateOnce(ctx, items[lo:min(lo+maxBulkDocs, len(items))], mode)
-		if err != nil {
-			return nil, err
+	parts := make([][]state.Result, (len(items)+maxBulkDocs-1)/maxBulkDocs)
+	errs := make([]error, len(parts))
+	slots := make(chan struct{}, mutateInFlight)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for k := range parts {
+		slots <- struct{}{}
+		if failed.Load() {
+			break
 		}
-		res = append(res, part...)
+		wg.Add(1)
+		go func(k int) {
+			defer func() { <-slots; wg.Done() }()
+			lo := k * maxBulkDocs
+			parts[k], errs[k] = s.mutateOnce(ctx, items[lo:min(lo+maxBulkDocs, len(items))], mode)
+			if errs[k] != nil {
+				failed.Store(true)
+			}
+		}(k)
 	}
-	return res, nil
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(parts...), nil
 }
 
 // mutateOnce is mutate of at most maxBulkDocs items.

@@ -54,8 +54,9 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}
 	// the version each item was last written as (a re-read after a
-	// conflict applies the rule again, and may find nothing to take back)
-	last := map[string]*state.Transfer{}
+	// conflict applies the rule again, and may find nothing to take back),
+	// by item: the rules of one call may run at once (mutate)
+	var last []*state.Transfer
 	var items []item
 	for _, id := range ids {
 		raw, ok := docs[id]
@@ -66,10 +67,12 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 		if err != nil || !state.TakeBackClaim(cloneTransfer(&t), l, now) {
 			continue
 		}
+		k := len(items)
+		last = append(last, nil)
 		items = append(items, item{id: id, t: &t, rule: func(t *state.Transfer) (bool, error) {
 			took := state.TakeBackClaim(t, l, now)
-			if last[t.ID] = nil; took {
-				last[t.ID] = cloneTransfer(t)
+			if last[k] = nil; took {
+				last[k] = cloneTransfer(t)
 			}
 			return took, nil
 		}})
@@ -82,8 +85,8 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}
 	var out []state.Transfer
-	for _, r := range res {
-		if t := last[r.ID]; r.Err == nil && t != nil {
+	for k, r := range res {
+		if t := last[k]; r.Err == nil && t != nil {
 			t.Rev = r.Rev
 			out = append(out, *t)
 		}
