@@ -185,6 +185,8 @@ func destinationBusy(t *testing.T, world func(testing.TB, ftstest.Options) *worl
 		got := w.get(r.ID())
 		if busyOne := i == 1; busyOne != (got.State == state.StateNew) || busyOne && got.Attempts != 1 {
 			t.Errorf("after one pass, transfer %d: %s after %d attempts (%q)", i, got.State, got.Attempts, got.Reason)
+		} else if busyOne && got.ErrorClass != string(fts.ClassDestinationBusy) {
+			t.Errorf("after one pass, the busy transfer's error class is %q, want %s", got.ErrorClass, fts.ClassDestinationBusy)
 		}
 	}
 	cfg.Once = false

@@ -53,7 +53,8 @@ func (a *Agent) destinationTaken(work context.Context, p *pendingJob, ps *PassSt
 	rest := p.ids[:0:0]
 	for _, t := range a.book.get(p.ids) {
 		if busy[t.ID] {
-			aborts = append(aborts, state.Abort{Transfer: t, Reason: "FTS refused the submission: another active FTS transfer writes this destination: " + p.conflict})
+			aborts = append(aborts, state.Abort{Transfer: t, Reason: "FTS refused the submission: another active FTS transfer writes this destination: " + p.conflict,
+				ErrorClass: string(fts.ClassDestinationBusy)})
 		} else {
 			rest = append(rest, t.ID)
 		}

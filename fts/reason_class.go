@@ -14,21 +14,25 @@ const (
 	ClassSourcePermission      ErrorClass = "source_permission"
 	ClassDestinationExists     ErrorClass = "destination_exists"
 	ClassDestinationPermission ErrorClass = "destination_permission"
-	ClassNoSpace               ErrorClass = "no_space"
-	ClassChecksumMismatch      ErrorClass = "checksum_mismatch"
-	ClassTimeout               ErrorClass = "timeout"
-	ClassStorageUnavailable    ErrorClass = "storage_unavailable"
-	ClassQueueExpired          ErrorClass = "queue_expired"
-	ClassCanceled              ErrorClass = "canceled"
-	ClassCredentials           ErrorClass = "credentials"
-	ClassUnsupported           ErrorClass = "unsupported"
-	ClassUnknown               ErrorClass = "unknown"
+	// ClassDestinationBusy is not a failure reason of a file: FTS refused
+	// a submission ("The submission is duplicated") because an active FTS
+	// transfer already writes the destination.
+	ClassDestinationBusy    ErrorClass = "destination_busy"
+	ClassNoSpace            ErrorClass = "no_space"
+	ClassChecksumMismatch   ErrorClass = "checksum_mismatch"
+	ClassTimeout            ErrorClass = "timeout"
+	ClassStorageUnavailable ErrorClass = "storage_unavailable"
+	ClassQueueExpired       ErrorClass = "queue_expired"
+	ClassCanceled           ErrorClass = "canceled"
+	ClassCredentials        ErrorClass = "credentials"
+	ClassUnsupported        ErrorClass = "unsupported"
+	ClassUnknown            ErrorClass = "unknown"
 )
 
 // ErrorClasses lists every class, in the order the status command shows them.
 var ErrorClasses = []ErrorClass{
 	ClassSourceMissing, ClassSourcePermission, ClassDestinationExists, ClassDestinationPermission,
-	ClassNoSpace, ClassChecksumMismatch, ClassTimeout, ClassStorageUnavailable, ClassQueueExpired,
+	ClassDestinationBusy, ClassNoSpace, ClassChecksumMismatch, ClassTimeout, ClassStorageUnavailable, ClassQueueExpired,
 	ClassCanceled, ClassCredentials, ClassUnsupported, ClassUnknown,
 }
 
@@ -46,15 +50,18 @@ func (c ErrorClass) Valid() bool {
 // are retried as FTS judged them (see Classify).
 var classRetries = map[ErrorClass]bool{
 	ClassTimeout: true, ClassStorageUnavailable: true, ClassQueueExpired: true, ClassCredentials: true,
+	ClassDestinationBusy: true,
 }
 
 // DestinationOurs reports whether the destination copy of a transfer that
 // failed with class c may be deleted: FTS may have written it. Not when the
 // destination already held a file FTS refused to overwrite
 // (destination_exists), nor when the transfer never left FTS's queue
-// (queue_expired): whatever is there was not written by this transfer.
+// (queue_expired), nor when FTS refused to take it because another transfer
+// writes there (destination_busy): whatever is there was not written by
+// this transfer.
 func (c ErrorClass) DestinationOurs() bool {
-	return c != ClassDestinationExists && c != ClassQueueExpired
+	return c != ClassDestinationExists && c != ClassQueueExpired && c != ClassDestinationBusy
 }
 
 // Failure is the classification of one failed file.
