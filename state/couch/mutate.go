@@ -209,7 +209,7 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			conflicted = append(conflicted, p)
 		case r.Error == nil:
 			res[p.idx] = state.Wrote(res[p.idx].ID, r.Rev, p.wrote)
-			s.written.note(p.wrote, r.Rev, s.now())
+			s.written.note(p.wrote, &p.base, r.Rev, s.now())
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			conflicted = append(conflicted, p)
 		default:
@@ -261,7 +261,7 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*p
 		switch {
 		case p.body != nil && sameContent(raw, p.body):
 			res[i] = state.Wrote(res[i].ID, e.Rev, p.wrote)
-			s.written.note(p.wrote, e.Rev, s.now())
+			s.written.note(p.wrote, &p.base, e.Rev, s.now())
 			continue
 		case p.forbidden != nil && e.Rev == p.base.Rev:
 			res[i].Err = p.forbiddenErr()

@@ -31,8 +31,27 @@ func TestStore_MonitorWithinTheClaimWindow(t *testing.T) {
 	l.list([]string{"job-b"}, true, "a recorded every transfer of job-a done within the window")
 }
 
+// TestStore_MonitorAfterTransfersWentBack: transfers of a job the store
+// does not remember (another store committed it) that it sends back to the
+// queue within its claim window (a lost job: their job is cleared) are
+// left out of the listings that read the view as it is, as finished ones
+// are, so that the monitor does not ask FTS for their job again.
+func TestStore_MonitorAfterTransfersWentBack(t *testing.T) {
+	c := newClock()
+	l := newWindowWorld(t, c)
+	c.Add(state.StaleClaimWindow)
+	if _, err := l.a.NewTransfers(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	l.end("job-b", state.OutcomeLost)
+	l.list([]string{"job-a"}, true, "a sent every transfer of job-b, committed by b, back to the queue within the window")
+}
+
 // finish records the transfers of job done through a.
-func (l *windowWorld) finish(job string) {
+func (l *windowWorld) finish(job string) { l.end(job, state.OutcomeDone) }
+
+// end records the transfers of job with outcome through a.
+func (l *windowWorld) end(job string, outcome state.Outcome) {
 	l.t.Helper()
 	ctx := context.Background()
 	jobs, err := l.a.ActiveTransfersOf(ctx, "alice", []string{job})
@@ -41,7 +60,7 @@ func (l *windowWorld) finish(job string) {
 	}
 	var outs []state.Terminal
 	for _, tr := range jobs[0].Transfers {
-		outs = append(outs, state.Terminal{Transfer: tr, Outcome: state.OutcomeDone, FTSJob: job})
+		outs = append(outs, state.Terminal{Transfer: tr, Outcome: outcome, FTSJob: job})
 	}
 	res, err := l.a.SetTerminalState(ctx, outs)
 	mustOK(l.t, res, err)

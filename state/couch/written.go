@@ -43,10 +43,13 @@ type endedAt struct {
 	at  time.Time
 }
 
-// note records the outcome of a confirmed write of t at rev, at now: a
-// submitted transfer is remembered (if there is room), any other is
-// forgotten, and noted as out of its job if it was in one.
-func (w *written) note(t *state.Transfer, rev string, now time.Time) {
+// note records the outcome of a confirmed write of t at rev, at now, over
+// base (the version the write replaced): a submitted transfer is
+// remembered (if there is room), any other is forgotten, and noted as out
+// of its job if it was in one, as remembered or as base shows it (a
+// transfer sent back to the queue has no job any more, and the store may
+// not remember it: another run committed it, or memory was full).
+func (w *written) note(t, base *state.Transfer, rev string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t.State != state.StateSubmitted {
@@ -54,6 +57,9 @@ func (w *written) note(t *state.Transfer, rev string, now time.Time) {
 		if old, ok := w.m[t.ID]; ok {
 			job = old.FTSJob
 			delete(w.m, t.ID)
+		}
+		if job == "" && base.State == state.StateSubmitted {
+			job = base.FTSJob
 		}
 		if job != "" {
 			if w.ended == nil {
