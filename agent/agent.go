@@ -57,6 +57,11 @@ type Agent struct {
 	stale map[string]bool
 	// solo are the transfers sent one per job (see destinationTaken).
 	solo map[string]bool
+	// takes are the FTS endpoints that accepted a job of this run, and
+	// unproven counts the jobs FTS refused as malformed before any did
+	// (see refused).
+	takes    map[string]bool
+	unproven int
 
 	keeper *keeper
 	start  time.Time
@@ -108,6 +113,7 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		checks:  newHolds(),
 		stale:   map[string]bool{},
 		solo:    map[string]bool{},
+		takes:   map[string]bool{},
 		others:  map[string]FTS{},
 	}
 	a.checker, _ = d.(DestinationChecker)

@@ -20,6 +20,7 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 	switch {
 	case err == nil:
 		j.jobID = jobID
+		a.takes[j.endpoint] = true
 		log.WithField(FieldJob, jobID).WithField("files", len(j.ids)).Info("job submitted")
 		return true
 	case errors.As(err, &dup):
@@ -44,22 +45,50 @@ func (a *Agent) sent(work context.Context, j *pendingJob, jobID string, err erro
 		a.fail(fmt.Errorf("FTS refused the credentials: %w", err))
 	default:
 		log.WithError(err).Error("FTS refused the submission")
-		a.book.forget(j.sid)
-		ts := a.book.get(j.ids)
-		// a job FTS refuses as malformed (400: a URL or protocol it does
-		// not take) would be refused again: it fails at once
-		bad := errors.Is(err, fts.ErrBadRequest)
-		class := ""
-		if bad {
-			class = string(fts.ClassUnsupported)
-		}
-		aborts := make([]state.Abort, len(ts))
-		for i, t := range ts {
-			aborts[i] = state.Abort{Transfer: t, Reason: "FTS refused the submission: " + err.Error(), Fatal: bad, ErrorClass: class}
-		}
-		a.abort(work, aborts, ps)
+		a.refused(work, j, err, ps)
 	}
 	return false
+}
+
+// maxUnprovenRefusals is how many jobs a run lets FTS refuse as malformed
+// before FTS accepted any of the run's jobs: the next such refusal stops
+// the run (see refused).
+const maxUnprovenRefusals = 1
+
+// refused settles j, which FTS refused with err (neither a 409 nor a
+// credential refusal). Its transfers are aborted: retried after the
+// cool-off while attempts remain. A job FTS refuses as malformed (400: a
+// URL or protocol it does not take) would be refused again, so it fails at
+// once, once the same FTS has accepted a job of this run: until then the
+// refusal may as well be the server's or aso's configuration (a server
+// that refuses unmanaged tokens, say) and would fail every job alike, so
+// the job's transfers are only retried; a second such refusal stops the
+// run, releasing the rest of the claimed transfers without penalty.
+func (a *Agent) refused(work context.Context, j *pendingJob, err error, ps *PassStats) {
+	a.book.forget(j.sid)
+	ts := a.book.get(j.ids)
+	bad := errors.Is(err, fts.ErrBadRequest)
+	fatal := bad && a.takes[j.endpoint]
+	class := ""
+	if bad {
+		class = string(fts.ClassUnsupported)
+	}
+	reason := "FTS refused the submission: " + err.Error()
+	if bad && !fatal {
+		if a.unproven++; a.unproven > maxUnprovenRefusals {
+			ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+			a.releaseJob(ctx, j, reason, ps)
+			cancel()
+			a.fail(fmt.Errorf("FTS refused %d submissions of this run as malformed and accepted none: a server or configuration problem rather than the jobs'; stopping (%w)", a.unproven, err))
+			return
+		}
+		reason += " (retried: FTS accepted no job of this run yet, so the job may not be at fault)"
+	}
+	aborts := make([]state.Abort, len(ts))
+	for i, t := range ts {
+		aborts[i] = state.Abort{Transfer: t, Reason: reason, Fatal: fatal, ErrorClass: class}
+	}
+	a.abort(work, aborts, ps)
 }
 
 // credentialError: FTS refused who we are (401, 403 other than a banned

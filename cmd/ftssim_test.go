@@ -270,8 +270,11 @@ func TestFTSSim_FailureReasonsFile(t *testing.T) {
 
 // TestRun_LocalSimulatorRefusesRemoteURLs: the in-process simulator (aso run
 // without --fts) copies file:// URLs only. A davs:// transfer is refused at
-// submission, so it fails visibly and nothing is recorded done that was not
-// copied; the log says which FTS the run used.
+// submission (400), so nothing is recorded done that was not copied, and it
+// says why; as FTS accepted no job of the run, the refusal may be the
+// configuration's, so the transfer waits for its next attempt rather than
+// failing (the last attempt fails it: --max-attempts 1 here). The log says
+// which FTS the run used.
 func TestRun_LocalSimulatorRefusesRemoteURLs(t *testing.T) {
 	if _, err := exec.LookPath("gfal-rm"); err != nil {
 		t.Fatalf("gfal-rm not found: %s", srm.GfalRmInstallHint())
@@ -295,8 +298,8 @@ func TestRun_LocalSimulatorRefusesRemoteURLs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ca, "ca.pem"), []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--cert-dir", ca, "--interval", "20ms", "--progress", "never")
-	r.wantCode(t, 0) // the refusal (400) is final at once: no retry after a cool-off
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--cert-dir", ca, "--interval", "20ms", "--progress", "never", "--max-attempts", "1")
+	r.wantCode(t, 0)
 	wantQueue(t, map[state.State]int{state.StateDone: 0, state.StateFailed: 1}, st, "--user", "bob")
 	if !strings.Contains(r.stderr, "FTS: in-process simulator (file:// only)") {
 		t.Errorf("the log does not say which FTS the run used:\n%s", r.stderr)
