@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -26,9 +28,9 @@ const (
 // Bounds of one request: a call with more documents makes several, so that
 // a request body (and the buffers that encode it) stays a few MiB.
 const (
-	maxBulkDocs    = 2000 // documents of one _bulk_docs
-	mutateInFlight = 2    // _bulk_docs of one call under way at once (see mutate)
-	maxReadKeys    = 5000 // IDs of one _all_docs?keys=
+	maxBulkDocs   = 2000 // documents of one _bulk_docs
+	partsInFlight = 2    // requests of one call under way at once (see eachPart)
+	maxReadKeys   = 5000 // IDs of one _all_docs?keys=
 )
 
 // newBackOff is the policy of every retry loop: exponential from 50 ms,
@@ -170,6 +172,38 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]k
 		out[q[0]], at[r.ID] = r, q[1:]
 	}
 	return out, status == http.StatusAccepted, nil
+}
+
+// numParts is how many parts of at most size n items make.
+func numParts(n, size int) int { return (n + size - 1) / size }
+
+// eachPart calls fn(k, lo, hi) for each part k, items [lo, hi), of n items
+// cut in parts of at most size, up to partsInFlight parts at once: the
+// server has the next request of a large call to work on while the agent
+// encodes the one after it and decodes the answers. Once a part has
+// failed no further part starts; those under way finish. It returns the
+// parts' errors.
+func eachPart(n, size int, fn func(k, lo, hi int) error) error {
+	errs := make([]error, numParts(n, size))
+	slots := make(chan struct{}, partsInFlight)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for k := range errs {
+		slots <- struct{}{}
+		if failed.Load() {
+			break
+		}
+		wg.Add(1)
+		go func(k int) {
+			defer func() { <-slots; wg.Done() }()
+			lo := k * size
+			if errs[k] = fn(k, lo, min(lo+size, n)); errs[k] != nil {
+				failed.Store(true)
+			}
+		}(k)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with

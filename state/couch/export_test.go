@@ -1,5 +1,7 @@
 package couch
 
+import "context"
+
 // ViewsDDoc names the design document of the views (without "_design/").
 const ViewsDDoc = viewsDDoc
 
@@ -10,3 +12,12 @@ func SetMaxWritten(t interface{ Cleanup(func()) }, n int) {
 	maxWritten = n
 	t.Cleanup(func() { maxWritten = old })
 }
+
+// Revisions is s.revisions: the current revision of each of ids that
+// exists, one _all_docs request per maxReadKeys IDs.
+func Revisions(s *Store, ctx context.Context, ids []string) (map[string]string, error) {
+	return s.revisions(ctx, ids)
+}
+
+// MaxReadKeys is maxReadKeys.
+const MaxReadKeys = maxReadKeys

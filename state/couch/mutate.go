@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
@@ -64,8 +62,8 @@ func (p *pending) forbiddenErr() error {
 var errConflictsLeft = errors.New("conflicts left")
 
 // mutate applies each item's rule and writes the changed documents with one
-// _bulk_docs per round, maxBulkDocs items at a time. Up to mutateInFlight
-// such parts go at once, so that the server has the next part to work on
+// _bulk_docs per round, maxBulkDocs items at a time. Up to partsInFlight
+// such parts go at once (eachPart), so that the server has the next part to work on
 // while the agent encodes the one after it and decodes the answers (only
 // their encoded bodies are held at once); each part's results keep their
 // items' order. Per-item errors go into the results; the error return is
@@ -75,28 +73,13 @@ func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]st
 	if len(items) <= maxBulkDocs {
 		return s.mutateOnce(ctx, items, mode)
 	}
-	parts := make([][]state.Result, (len(items)+maxBulkDocs-1)/maxBulkDocs)
-	errs := make([]error, len(parts))
-	slots := make(chan struct{}, mutateInFlight)
-	var wg sync.WaitGroup
-	var failed atomic.Bool
-	for k := range parts {
-		slots <- struct{}{}
-		if failed.Load() {
-			break
-		}
-		wg.Add(1)
-		go func(k int) {
-			defer func() { <-slots; wg.Done() }()
-			lo := k * maxBulkDocs
-			parts[k], errs[k] = s.mutateOnce(ctx, items[lo:min(lo+maxBulkDocs, len(items))], mode)
-			if errs[k] != nil {
-				failed.Store(true)
-			}
-		}(k)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	parts := make([][]state.Result, numParts(len(items), maxBulkDocs))
+	err := eachPart(len(items), maxBulkDocs, func(k, lo, hi int) error {
+		var err error
+		parts[k], err = s.mutateOnce(ctx, items[lo:hi], mode)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return slices.Concat(parts...), nil

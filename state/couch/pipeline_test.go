@@ -2,7 +2,9 @@ package couch_test
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,10 +16,12 @@ import (
 	"github.com/asyncstageout/aso/state/couch"
 )
 
-// overlapping holds the first _bulk_docs until a second one is under way
-// (or until a while has passed), and records whether one was.
+// overlapping holds the first POST to a path ending in suffix until a
+// second one is under way (or until a while has passed), and records
+// whether one was.
 type overlapping struct {
 	rt       http.RoundTripper
+	suffix   string
 	mu       sync.Mutex
 	inFlight int
 	overlap  bool
@@ -26,7 +30,7 @@ type overlapping struct {
 }
 
 func (o *overlapping) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/_bulk_docs") {
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, o.suffix) {
 		return o.rt.RoundTrip(r)
 	}
 	o.mu.Lock()
@@ -68,7 +72,7 @@ func commitsOf(t *testing.T, s *couch.Store, n int) ([]state.Transfer, []state.C
 // still come back in the order of the items.
 func TestStore_PartsOfACallOverlap(t *testing.T) {
 	const total = 4500 // three _bulk_docs of the store
-	ov := &overlapping{rt: http.DefaultTransport, second: make(chan struct{})}
+	ov := &overlapping{rt: http.DefaultTransport, suffix: "/_bulk_docs", second: make(chan struct{})}
 	ov.held.Store(true) // not the writes of the queue and the claim
 	s := open(t, newDB(t), newClock(), "alice", "host:1:a", couch.Options{Transport: ov})
 	claimed, cs := commitsOf(t, s, total)
@@ -144,5 +148,38 @@ func TestStore_AFailedPartFailsTheCall(t *testing.T) {
 	}
 	if committed == 0 || committed == total {
 		t.Errorf("%d of %d committed after one part of three was refused; want the other parts' only", committed, total)
+	}
+}
+
+// TestStore_RevisionReadsOverlap: the revision check of more transfers
+// than one _all_docs request carries sends its parts at once, and finds
+// the revision of each transfer that exists, whichever part holds it.
+func TestStore_RevisionReadsOverlap(t *testing.T) {
+	ov := &overlapping{rt: http.DefaultTransport, suffix: "/_all_docs", second: make(chan struct{})}
+	ov.held.Store(true) // not the reads of the claim
+	s := open(t, newDB(t), newClock(), "alice", "host:1:a", couch.Options{Transport: ov})
+	enqueue(t, s, requests("alice", 4))
+	claimed := claim(t, s, 4)
+	ids := make([]string, 0, couch.MaxReadKeys+10)
+	for i := range couch.MaxReadKeys + 6 {
+		ids = append(ids, fmt.Sprintf("missing-%05d", i))
+		if i == 3 || i == couch.MaxReadKeys+2 { // one in each part
+			ids = append(ids, claimed[0].ID, claimed[1].ID)
+		}
+	}
+	ov.held.Store(false)
+	revs, err := couch.Revisions(s, context.Background(), ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov.mu.Lock()
+	overlap := ov.overlap
+	ov.mu.Unlock()
+	if !overlap {
+		t.Errorf("the revisions of %d IDs were read one request after the other", len(ids))
+	}
+	want := map[string]string{claimed[0].ID: claimed[0].Rev, claimed[1].ID: claimed[1].Rev}
+	if !maps.Equal(revs, want) {
+		t.Errorf("revisions = %v, want %v", revs, want)
 	}
 }

@@ -3,6 +3,7 @@ package couch
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -235,17 +236,14 @@ func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]sta
 // revisions returns the current (winning) revision of each of ids that
 // exists and is not deleted.
 func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string, error) {
-	out := make(map[string]string, len(ids))
-	for lo := 0; lo < len(ids); lo += maxReadKeys {
-		keys := ids[lo:min(lo+maxReadKeys, len(ids))]
-		err := retry(ctx, func() error {
-			for _, id := range keys {
-				delete(out, id) // what a failed attempt read does not count
-			}
-			rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": keys})
+	parts := make([]map[string]string, numParts(len(ids), maxReadKeys))
+	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
+		return retry(ctx, func() error {
+			rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids[lo:hi]})
 			if err != nil {
 				return err
 			}
+			part := make(map[string]string, hi-lo) // a failed attempt's reads do not count
 			for _, r := range rows {
 				var v struct {
 					Rev     string `json:"rev"`
@@ -254,13 +252,18 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 				if r.ID == "" || json.Unmarshal(r.Value, &v) != nil || v.Deleted {
 					continue // missing or deleted
 				}
-				out[r.ID] = v.Rev
+				part[r.ID] = v.Rev
 			}
+			parts[k] = part
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ids))
+	for _, part := range parts {
+		maps.Copy(out, part)
 	}
 	return out, nil
 }
