@@ -211,17 +211,33 @@ func (a *Agent) Run(ctx context.Context) error {
 	return runErr
 }
 
+// ErrNoProgress ends a run whose every pass for Config.GiveUpAfter had
+// errors and made no progress: the error is reported (exit 75) rather than
+// retried unseen behind the run lock, which keeps the next runs out.
+var ErrNoProgress = errors.New("no progress")
+
 func (a *Agent) loop(stop, work context.Context) error {
+	var failing time.Time // since when every pass had errors and no progress
 	for n := 1; ; n++ {
 		if !a.keeper.tick(work) {
 			return nil
 		}
+		start := a.cfg.Now()
 		ps := a.pass(stop, work, n)
 		if a.OnPass != nil {
 			a.OnPass(ps)
 		}
 		if err := a.failed(); err != nil {
 			return err
+		}
+		if ps.Errors == 0 || ps.progressed() {
+			failing = time.Time{}
+		} else if failing.IsZero() {
+			failing = start
+		}
+		if give := a.cfg.GiveUpAfter; give > 0 && !failing.IsZero() && a.cfg.Now().Sub(failing) >= give {
+			return fmt.Errorf("%w: every pass for %s had errors (the log gives them) and none claimed, submitted or recorded anything; giving up (--give-up-after)",
+				ErrNoProgress, a.cfg.Now().Sub(failing).Round(time.Second))
 		}
 		if work.Err() != nil {
 			return nil

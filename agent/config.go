@@ -18,6 +18,7 @@ const (
 	DefaultPhaseTimeout   = 2 * time.Minute
 	DefaultDeleteTimeout  = 3 * time.Minute
 	DefaultMaxTimeInQueue = "12h"
+	DefaultGiveUpAfter    = 30 * time.Minute // of aso run; zero in a Config is never
 	// MaxDeleteAttempts bounds how many passes a failed destination deletion
 	// is retried before the outcome is recorded anyway, with the deletion
 	// failure in its reason.
@@ -48,7 +49,10 @@ type Config struct {
 	DeleteTimeout  time.Duration // bound of one deletion batch
 	Once           bool          // one pass only
 	MaxRuntime     time.Duration // stop (gracefully) after this long; 0 = no limit
-	DryRun         bool          // claim nothing; report what would be submitted
+	// GiveUpAfter stops the run with ErrNoProgress once every pass for
+	// this long had errors and none made progress; 0 = never.
+	GiveUpAfter time.Duration
+	DryRun      bool // claim nothing; report what would be submitted
 
 	// MonitorGroup bounds the transfers the monitor phase holds at a time
 	// when the store lists active transfers a few jobs at a time
@@ -122,6 +126,9 @@ func (c Config) fromStore(sc state.Config) (Config, error) {
 func (c Config) withDefaults() (Config, error) {
 	if c.User == "" || c.Owner == "" {
 		return c, fmt.Errorf("agent: user and owner are required")
+	}
+	if c.GiveUpAfter < 0 {
+		return c, fmt.Errorf("agent: give-up-after %s: must not be negative", c.GiveUpAfter)
 	}
 	c.Policy = c.Policy.WithDefaults()
 	def := func(v *int, d int) {

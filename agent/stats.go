@@ -51,6 +51,12 @@ func (p *PassStats) Add(q PassStats) {
 	p.Record += q.Record
 }
 
+// progressed: the pass changed something: claimed, submitted, recorded,
+// sent back, ended or deleted.
+func (p PassStats) progressed() bool {
+	return p.Claimed+p.Submitted+p.Jobs+p.Aborted+p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Deleted > 0
+}
+
 // drained: the pass found nothing to do: nothing claimed or submitted,
 // nothing active, nothing pending, and no outcome recorded (an outcome may
 // unblock dependents, which the next pass claims).

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 
+	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
@@ -50,7 +51,7 @@ func isTemporary(err error) bool {
 	if errors.As(err, &pe) && !pe.Timeout() {
 		return false
 	}
-	if errors.Is(err, state.ErrLockLost) || errors.Is(err, state.ErrLeaseLost) ||
+	if errors.Is(err, state.ErrLockLost) || errors.Is(err, state.ErrLeaseLost) || errors.Is(err, agent.ErrNoProgress) ||
 		errors.Is(err, context.DeadlineExceeded) || fts.IsTransient(err) {
 		return true
 	}

@@ -1,10 +1,12 @@
 package cmd_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts/ftstest"
 )
@@ -48,11 +50,24 @@ func TestRun_ExitCodes(t *testing.T) {
 		{"bad flag", func(t *testing.T) []string {
 			return []string{queued(t), "--sites", sites, "--max-files-per-job", "many"}
 		}, cmd.ExitUsage},
+		{"negative --give-up-after", func(t *testing.T) []string {
+			return []string{queued(t), "--sites", sites, "--fts", srv.URL, "--token-file", good, "--give-up-after", "-1m"}
+		}, cmd.ExitUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := aso(t, append(common, c.args(t)...)...)
 			r.wantCode(t, c.want)
 		})
+	}
+}
+
+// TestExitCode_NoProgress: a run that gave up after passes that all failed
+// without progress exits 75, to be tried again later, as an unreachable
+// service does.
+func TestExitCode_NoProgress(t *testing.T) {
+	err := fmt.Errorf("run of bob: %w: every pass for 30m0s had errors", agent.ErrNoProgress)
+	if code := cmd.ExitCode(err); code != cmd.ExitTempFail {
+		t.Errorf("ExitCode(%v) = %d, want %d", err, code, cmd.ExitTempFail)
 	}
 }

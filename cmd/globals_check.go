@@ -17,7 +17,7 @@ import (
 // means something adds its name here.
 var (
 	zeroAllowed = map[string]bool{
-		"max-runtime": true, "monitor-group": true, "fts-retry": true, "fts-retry-delay": true,
+		"max-runtime": true, "give-up-after": true, "monitor-group": true, "fts-retry": true, "fts-retry-delay": true,
 		"sim-seed": true, "sim-failure-rate": true, "sim-transfer-time": true,
 		"seed": true, "failure-rate": true, "default-retry": true,
 		"queue-delay": true, "start-delay": true, "transfer-time": true,

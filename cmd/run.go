@@ -51,6 +51,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&a.DeleteTimeout, "delete-timeout", agent.DefaultDeleteTimeout, "bound of one gfal-rm batch")
 	f.BoolVar(&a.Once, "once", false, "run a single pass")
 	f.DurationVar(&a.MaxRuntime, "max-runtime", 0, "stop gracefully after this long (keep it under the cron period); 0 = no limit")
+	f.DurationVar(&a.GiveUpAfter, "give-up-after", agent.DefaultGiveUpAfter, "exit 75 once every pass for this long had errors and none made progress; 0 = never")
 	f.BoolVar(&a.DryRun, "dry-run", false, "claim nothing; print what would be submitted")
 	f.BoolVar(&a.VerifyChecksum, "verify-checksum", true, "ask FTS to verify ADLER32 checksums")
 	f.BoolVar(&a.Overwrite, "overwrite", false, "let FTS overwrite existing destination files")
