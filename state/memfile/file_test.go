@@ -410,6 +410,40 @@ func TestLockWaitHonoursContext(t *testing.T) {
 	}
 }
 
+// TestOpenWhileLockedElsewhere: Open waits at most Options.LockWait for a
+// file lock another process holds (one stopped in the middle of a write,
+// say), then fails with an error that names the file, instead of blocking
+// every later run at its start; it opens once the lock is free.
+func TestOpenWhileLockedElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	enqueue(t, open(t, path, memfile.Options{}), 0, 1)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	cfg := state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "agent-b"}}
+	start := time.Now()
+	_, err = memfile.OpenOptions(path, cfg, memfile.Options{LockWait: 100 * time.Millisecond})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open while another process holds the lock: %v, want a deadline error naming %s", err, path)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("Open waited %s for a lock wait of 100ms", waited)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	s, err := memfile.OpenOptions(path, cfg, memfile.Options{LockWait: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open once the lock is free: %v", err)
+	}
+	s.Close()
+}
+
 // FuzzOpen: whatever the file holds, Open either fails with an error or
 // gives a store whose calls work; it never panics.
 func FuzzOpen(f *testing.F) {

@@ -35,7 +35,16 @@ type Options struct {
 	// the file is never changed (a torn last record is skipped, not cut
 	// off), and every call that would write fails with ErrReadOnly.
 	ReadOnly bool
+	// LockWait bounds how long Open waits for the file's lock while
+	// another process holds it (0: DefaultLockWait): a holder that hangs,
+	// or was stopped in the middle of a write, must not block every later
+	// run at its start.
+	LockWait time.Duration
 }
+
+// DefaultLockWait is Options.LockWait's default: far longer than any
+// write or compaction holds the lock.
+const DefaultLockWait = 2 * time.Minute
 
 // ErrReadOnly is the error of a write to a Store opened with ReadOnly.
 var ErrReadOnly = errors.New("the state file is open read-only")
@@ -94,7 +103,13 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, src: source{path: path, in: newInterner()}}
 	s.setFile(f)
 	s.reset()
-	if err := s.lock(context.Background()); err != nil {
+	if o.LockWait <= 0 {
+		o.LockWait = DefaultLockWait
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.LockWait)
+	err = s.lock(ctx)
+	cancel()
+	if err != nil {
 		s.f.Close()
 		return nil, err
 	}
