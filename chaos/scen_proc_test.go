@@ -225,15 +225,26 @@ func pauseTakeover(e *env) {
 	// lock TTL 1 s, lease TTL 2 s (proctest.World.AgentArgs)
 	time.Sleep(3500 * time.Millisecond)
 	b := e.agent()
+	waited := false
 	select {
 	case <-b.Done():
 	case <-time.After(20 * time.Second):
 		// on memfile a frozen agent may hold the file's flock for a
 		// write it had begun; it finishes that write when it thaws
+		waited = true
 	}
 	a.Resume()
 	codeA := e.wait(a, time.Minute)
 	codeB := e.wait(b, 2*time.Minute)
+	if waited && codeB == 3 && codeA == 0 {
+		// b waited at its start for the file lock a held while frozen;
+		// thawed, a finished its write and renewed its run lock before b
+		// asked for it (nobody could write meanwhile), so b found the lock
+		// held and touched nothing: no takeover this round, and the
+		// suite's checks of the store still apply
+		e.t.Logf("%s waited for the file lock %s held while frozen; %s kept its run lock", b.Name, a.Name, a.Name)
+		return
+	}
 	if codeB != 0 {
 		e.violate("the agent that took over exited %d\n%s", codeB, b.Tail(20))
 	}
