@@ -380,20 +380,28 @@ func TestOpen_LastVersionWins(t *testing.T) {
 	}
 }
 
+// lockElsewhere takes the lock of the file at path through a handle of its
+// own, as another process would, until the test ends or it is released.
+func lockElsewhere(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // TestLockWaitHonoursContext: a call waiting for a file lock that another
 // process holds gives up when its context ends, and proceeds once released.
 func TestLockWaitHonoursContext(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.aso")
 	s := open(t, path, memfile.Options{})
 	id := enqueue(t, s, 0, 1)[0]
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	f := lockElsewhere(t, path)
 	c, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	if _, err := s.Get(c, id); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lock") {
@@ -417,17 +425,10 @@ func TestLockWaitHonoursContext(t *testing.T) {
 func TestOpenWhileLockedElsewhere(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.aso")
 	enqueue(t, open(t, path, memfile.Options{}), 0, 1)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	f := lockElsewhere(t, path)
 	cfg := state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "agent-b"}}
 	start := time.Now()
-	_, err = memfile.OpenOptions(path, cfg, memfile.Options{LockWait: 100 * time.Millisecond})
+	_, err := memfile.OpenOptions(path, cfg, memfile.Options{LockWait: 100 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open while another process holds the lock: %v, want a deadline error naming %s", err, path)
 	}
