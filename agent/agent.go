@@ -58,10 +58,10 @@ type Agent struct {
 	// solo are the transfers sent one per job (see destinationTaken).
 	solo map[string]bool
 	// takes are the FTS endpoints that accepted a job of this run, and
-	// unproven counts the jobs FTS refused as malformed before any did
-	// (see refused).
+	// unproven counts, by endpoint, the jobs it refused as malformed
+	// before it accepted any (see refused).
 	takes    map[string]bool
-	unproven int
+	unproven map[string]int
 
 	keeper *keeper
 	start  time.Time
@@ -107,14 +107,15 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 	m := NewMetricsFor(cfg.User)
 	a := &Agent{
 		cfg: cfg, sites: sites,
-		log:     log.WithField(FieldUser, cfg.User),
-		metrics: m,
-		deletes: newHolds(),
-		checks:  newHolds(),
-		stale:   map[string]bool{},
-		solo:    map[string]bool{},
-		takes:   map[string]bool{},
-		others:  map[string]FTS{},
+		log:      log.WithField(FieldUser, cfg.User),
+		metrics:  m,
+		deletes:  newHolds(),
+		checks:   newHolds(),
+		stale:    map[string]bool{},
+		solo:     map[string]bool{},
+		takes:    map[string]bool{},
+		unproven: map[string]int{},
+		others:   map[string]FTS{},
 	}
 	a.checker, _ = d.(DestinationChecker)
 	a.wrap(store, f, d)

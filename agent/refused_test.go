@@ -17,9 +17,17 @@ import (
 
 // TestAgent_MalformedJobFailsOnceFTSTookOne: a job FTS refuses as
 // malformed (400: a URL without a host) fails at once, of class
-// unsupported, when the same FTS accepted a job of the run before it; the
+// unsupported, when the same FTS accepted a job of the run, whether that
+// answer was handled before the refusals or after them in the batch (the
+// bad jobs' priority sorts them after or before the good one); the
 // accepted one is done.
 func TestAgent_MalformedJobFailsOnceFTSTookOne(t *testing.T) {
+	for name, prio := range map[string]int{"refused jobs after": -1, "refused jobs first": 1} {
+		t.Run(name, func(t *testing.T) { malformedAmongGood(t, prio) })
+	}
+}
+
+func malformedAmongGood(t *testing.T, prio int) {
 	w := newWorld(t, ftstest.Options{})
 	const noHost = "T2_XX_NoHost"
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
@@ -32,9 +40,11 @@ func TestAgent_MalformedJobFailsOnceFTSTookOne(t *testing.T) {
 	for i := range 3 {
 		r, _ := w.request("good", i, true)
 		good = append(good, r)
+	}
+	for i := range 20 { // two jobs of at most 15 files
 		b, _ := w.request("nohost", i, true)
 		b.Destination = noHost
-		b.Priority = -1 // its job is sent after the good one
+		b.Priority = prio
 		bad = append(bad, b)
 	}
 	w.enqueue(append(append([]state.Request{}, good...), bad...))

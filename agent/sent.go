@@ -75,11 +75,11 @@ func (a *Agent) refused(work context.Context, j *pendingJob, err error, ps *Pass
 	}
 	reason := "FTS refused the submission: " + err.Error()
 	if bad && !fatal {
-		if a.unproven++; a.unproven > maxUnprovenRefusals {
+		if a.unproven[j.endpoint]++; a.unproven[j.endpoint] > maxUnprovenRefusals {
 			ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 			a.releaseJob(ctx, j, reason, ps)
 			cancel()
-			a.fail(fmt.Errorf("FTS refused %d submissions of this run as malformed and accepted none: a server or configuration problem rather than the jobs'; stopping (%w)", a.unproven, err))
+			a.fail(fmt.Errorf("FTS refused %d submissions of this run as malformed and accepted none: a server or configuration problem rather than the jobs'; stopping (%w)", a.unproven[j.endpoint], err))
 			return
 		}
 		reason += " (retried: FTS accepted no job of this run yet, so the job may not be at fault)"

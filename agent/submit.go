@@ -232,7 +232,15 @@ func (a *Agent) submitJobs(stop, work context.Context, jobs []*pendingJob, ps *P
 // commits those FTS accepted.
 func (a *Agent) sendJobs(work context.Context, jobs []*pendingJob, ps *PassStats) {
 	var accepted []*pendingJob
-	for k, r := range a.sendAll(work, jobs) {
+	results := a.sendAll(work, jobs)
+	for k, r := range results {
+		if r.sent && r.unreachable == nil && r.err == nil {
+			// FTS took a job of this batch: refusals of the batch are
+			// judged knowing it, whatever order they are handled in
+			a.takes[jobs[k].endpoint] = true
+		}
+	}
+	for k, r := range results {
 		switch {
 		case !r.sent:
 			// not sent: at shutdown the jobs are looked up by sid and, never
