@@ -18,7 +18,7 @@ const (
 	DefaultPhaseTimeout   = 2 * time.Minute
 	DefaultDeleteTimeout  = 3 * time.Minute
 	DefaultMaxTimeInQueue = "12h"
-	DefaultGiveUpAfter    = 30 * time.Minute // of aso run; zero in a Config is never
+	DefaultGiveUpAfter    = 10 * time.Minute // of aso run; zero in a Config is never
 	// MaxDeleteAttempts bounds how many passes a failed destination deletion
 	// is retried before the outcome is recorded anyway, with the deletion
 	// failure in its reason.

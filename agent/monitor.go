@@ -208,6 +208,7 @@ func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *Pass
 					reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)})
 			} else {
 				ps.Active++
+				ps.running++
 			}
 			continue
 		}
@@ -217,6 +218,7 @@ func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *Pass
 			continue
 		}
 		ps.Active++
+		ps.running++
 		if t.KillRequested {
 			c.kills = append(c.kills, kill{t: t, job: j.ID, fileID: f.FileID, running: urlCopyRan(f)})
 		}

@@ -27,6 +27,9 @@ type PassStats struct {
 	Submit, Monitor, Record time.Duration
 
 	more bool // the last claim came back full: more is waiting
+	// running counts the transfers FTS answered for as still running (of
+	// Active, which also counts those of jobs it did not answer for)
+	running int
 }
 
 // Add folds the next pass q into p, a run's running total: the counts and
@@ -51,10 +54,11 @@ func (p *PassStats) Add(q PassStats) {
 	p.Record += q.Record
 }
 
-// progressed: the pass changed something: claimed, submitted, recorded,
-// sent back, ended or deleted.
+// progressed: the pass changed something (claimed, submitted, recorded,
+// sent back, ended or deleted) or FTS answered for transfers still
+// running: the run is doing its work, whatever else fails.
 func (p PassStats) progressed() bool {
-	return p.Claimed+p.Submitted+p.Jobs+p.Aborted+p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Deleted > 0
+	return p.Claimed+p.Submitted+p.Jobs+p.Aborted+p.Done+p.Failed+p.Retried+p.Killed+p.Lost+p.Deleted+p.running > 0
 }
 
 // drained: the pass found nothing to do: nothing claimed or submitted,
