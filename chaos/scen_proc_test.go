@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/asyncstageout/aso/internal/proctest"
@@ -233,15 +234,18 @@ func pauseTakeover(e *env) {
 		// write it had begun; it finishes that write when it thaws
 		waited = true
 	}
+	thawed := time.Now()
 	a.Resume()
 	codeA := e.wait(a, time.Minute)
 	codeB := e.wait(b, 2*time.Minute)
-	if waited && codeB == 3 && codeA == 0 {
+	if waited && e.backend == memfile && codeB == 3 && codeA == 0 && lockRenewedSince(b, thawed) {
 		// b waited at its start for the file lock a held while frozen;
 		// thawed, a finished its write and renewed its run lock before b
-		// asked for it (nobody could write meanwhile), so b found the lock
-		// held and touched nothing: no takeover this round, and the
-		// suite's checks of the store still apply
+		// asked for it (nobody could write meanwhile): b found a lock
+		// renewed after the thaw, touched nothing, and no takeover
+		// happened this round. The suite's checks of the store still
+		// apply. A lock that stayed live while a was frozen would expire
+		// before the thaw, and is not excused.
 		e.t.Logf("%s waited for the file lock %s held while frozen; %s kept its run lock", b.Name, a.Name, a.Name)
 		return
 	}
@@ -280,6 +284,21 @@ func pauseTakeover(e *env) {
 	if took == 0 {
 		e.violate("the second agent touched no transfer: no takeover happened")
 	}
+}
+
+// lockHeld is the end of an agent's error when it found the run lock held.
+var lockHeld = regexp.MustCompile(`run lock held by \S+ until (\d{4}-\d\d-\d\dT[0-9:.]+Z)`)
+
+// lockRenewedSince reports whether p exited because it found the run lock
+// held by a lock that expires after at+1s: renewed after at (the lock TTL
+// of the scenario's agents is 1 s, proctest.World.AgentArgs).
+func lockRenewedSince(p *proctest.Proc, at time.Time) bool {
+	m := lockHeld.FindStringSubmatch(p.Tail(5))
+	if m == nil {
+		return false
+	}
+	until, err := time.Parse(state.TimeLayout, m[1])
+	return err == nil && until.After(at.Add(time.Second))
 }
 
 func ownerOf(p *proctest.Proc) string {
