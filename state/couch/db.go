@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -207,18 +208,27 @@ func eachPart(n, size int, fn func(k, lo, hi int) error) error {
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with
-// keys) per maxReadKeys IDs. Missing and deleted documents are absent from
+// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted documents are absent from
 // the map. The documents are read with their conflicts (a CouchDB cluster
 // reads each from a quorum of its replicas); conflicted transfers of an
 // agent's user are resolved first (resolveConflicts), with one _bulk_get
 // and one _bulk_docs for all of them, and left out if they cannot be.
 func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
+	type part struct{ docs, conflicted map[string]json.RawMessage }
+	parts := make([]part, numParts(len(ids), maxReadKeys))
+	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
+		var err error
+		parts[k].docs, parts[k].conflicted, err = s.readKeysOnce(ctx, ids[lo:hi])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]json.RawMessage, len(ids))
-	var conflicted map[string]json.RawMessage
-	for lo := 0; lo < len(ids); lo += maxReadKeys {
-		if err := s.readKeysOnce(ctx, ids[lo:min(lo+maxReadKeys, len(ids))], out, &conflicted); err != nil {
-			return nil, err
-		}
+	conflicted := map[string]json.RawMessage{}
+	for _, p := range parts {
+		maps.Copy(out, p.docs)
+		maps.Copy(conflicted, p.conflicted)
 	}
 	if len(conflicted) > 0 {
 		if err := s.resolveConflicts(ctx, conflicted, out); err != nil {
@@ -228,16 +238,14 @@ func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.Raw
 	return out, nil
 }
 
-// readKeysOnce is readKeys of a few IDs in one request, into out, and the
-// conflicted documents into *conflicted.
-func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]json.RawMessage, conflicted *map[string]json.RawMessage) error {
-	err := retry(ctx, func() error {
-		for _, id := range ids {
-			// what a failed attempt read does not count: a document deleted
-			// since must not stay behind
-			delete(out, id)
-			delete(*conflicted, id)
-		}
+// readKeysOnce is readKeys of at most maxReadKeys IDs, in one request,
+// before the conflicts are resolved: the documents, and apart those with
+// conflicts.
+func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicted map[string]json.RawMessage, err error) {
+	err = retry(ctx, func() error {
+		// what a failed attempt read does not count: a document deleted
+		// since must not stay behind
+		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}
 		rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids, "include_docs": true, "conflicts": true})
 		if err != nil {
 			return err
@@ -248,18 +256,15 @@ func (s *Store) readKeysOnce(ctx context.Context, ids []string, out map[string]j
 				continue // missing or deleted
 			}
 			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
-				if *conflicted == nil {
-					*conflicted = map[string]json.RawMessage{}
-				}
-				(*conflicted)[r.ID] = raw
+				conflicted[r.ID] = raw
 				continue
 			}
-			out[r.ID] = raw
+			docs[r.ID] = raw
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
+		return nil, nil, fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
 	}
-	return nil
+	return docs, conflicted, nil
 }

@@ -1,6 +1,9 @@
 package couch
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+)
 
 // ViewsDDoc names the design document of the views (without "_design/").
 const ViewsDDoc = viewsDDoc
@@ -17,6 +20,12 @@ func SetMaxWritten(t interface{ Cleanup(func()) }, n int) {
 // exists, one _all_docs request per maxReadKeys IDs.
 func Revisions(s *Store, ctx context.Context, ids []string) (map[string]string, error) {
 	return s.revisions(ctx, ids)
+}
+
+// ReadKeys is s.readKeys: the documents of ids that exist, one _all_docs
+// request per maxReadKeys IDs.
+func ReadKeys(s *Store, ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
+	return s.readKeys(ctx, ids)
 }
 
 // MaxReadKeys is maxReadKeys.

@@ -2,6 +2,7 @@ package couch_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -151,10 +152,35 @@ func TestStore_AFailedPartFailsTheCall(t *testing.T) {
 	}
 }
 
-// TestStore_RevisionReadsOverlap: the revision check of more transfers
-// than one _all_docs request carries sends its parts at once, and finds
-// the revision of each transfer that exists, whichever part holds it.
-func TestStore_RevisionReadsOverlap(t *testing.T) {
+// TestStore_ReadsByIDOverlap: a read by ID of more transfers than one
+// _all_docs request carries (the revision check, the documents) sends its
+// parts at once, and finds each transfer that exists, whichever part holds
+// it, at its revision.
+func TestStore_ReadsByIDOverlap(t *testing.T) {
+	for name, read := range map[string]func(*couch.Store, []string) (map[string]string, error){
+		"revisions": func(s *couch.Store, ids []string) (map[string]string, error) {
+			return couch.Revisions(s, context.Background(), ids)
+		},
+		"documents": func(s *couch.Store, ids []string) (map[string]string, error) {
+			docs, err := couch.ReadKeys(s, context.Background(), ids)
+			revs := map[string]string{}
+			for id, raw := range docs {
+				var d struct {
+					Rev string `json:"_rev"`
+				}
+				if err := json.Unmarshal(raw, &d); err != nil {
+					return nil, err
+				}
+				revs[id] = d.Rev
+			}
+			return revs, err
+		},
+	} {
+		t.Run(name, func(t *testing.T) { readsOverlap(t, read) })
+	}
+}
+
+func readsOverlap(t *testing.T, read func(*couch.Store, []string) (map[string]string, error)) {
 	ov := &overlapping{rt: http.DefaultTransport, suffix: "/_all_docs", second: make(chan struct{})}
 	ov.held.Store(true) // not the reads of the claim
 	s := open(t, newDB(t), newClock(), "alice", "host:1:a", couch.Options{Transport: ov})
@@ -168,7 +194,7 @@ func TestStore_RevisionReadsOverlap(t *testing.T) {
 		}
 	}
 	ov.held.Store(false)
-	revs, err := couch.Revisions(s, context.Background(), ids)
+	revs, err := read(s, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +202,10 @@ func TestStore_RevisionReadsOverlap(t *testing.T) {
 	overlap := ov.overlap
 	ov.mu.Unlock()
 	if !overlap {
-		t.Errorf("the revisions of %d IDs were read one request after the other", len(ids))
+		t.Errorf("%d IDs were read one request after the other", len(ids))
 	}
 	want := map[string]string{claimed[0].ID: claimed[0].Rev, claimed[1].ID: claimed[1].Rev}
 	if !maps.Equal(revs, want) {
-		t.Errorf("revisions = %v, want %v", revs, want)
+		t.Errorf("read %v, want %v", revs, want)
 	}
 }
