@@ -65,8 +65,6 @@ const maxUnprovenRefusals = 1
 // the job's transfers are only retried; a second such refusal stops the
 // run, releasing the rest of the claimed transfers without penalty.
 func (a *Agent) refused(work context.Context, j *pendingJob, err error, ps *PassStats) {
-	a.book.forget(j.sid)
-	ts := a.book.get(j.ids)
 	bad := errors.Is(err, fts.ErrBadRequest)
 	fatal := bad && a.takes[j.endpoint]
 	class := ""
@@ -84,6 +82,8 @@ func (a *Agent) refused(work context.Context, j *pendingJob, err error, ps *Pass
 		}
 		reason += " (retried: FTS accepted no job of this run yet, so the job may not be at fault)"
 	}
+	a.book.forget(j.sid)
+	ts := a.book.get(j.ids)
 	aborts := make([]state.Abort, len(ts))
 	for i, t := range ts {
 		aborts[i] = state.Abort{Transfer: t, Reason: reason, Fatal: fatal, ErrorClass: class}
