@@ -237,7 +237,7 @@ func (a *Agent) loop(stop, work context.Context) error {
 			failing = start
 		}
 		if give := a.cfg.GiveUpAfter; give > 0 && !failing.IsZero() && a.cfg.Now().Sub(failing) >= give {
-			return fmt.Errorf("%w: every pass for %s had errors (the log gives them) and none claimed, submitted or recorded anything; giving up (--give-up-after)",
+			return fmt.Errorf("%w: every pass for %s had errors (the log gives them) and did nothing: no transfer claimed, submitted, recorded or deleted, none heard of as running; giving up (--give-up-after)",
 				ErrNoProgress, a.cfg.Now().Sub(failing).Round(time.Second))
 		}
 		if work.Err() != nil {
