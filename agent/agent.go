@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -25,77 +24,34 @@ const (
 // once (run lock or leases lost).
 var ErrStopped = errors.New("agent stopped")
 
-// Agent is one user's TransferAgent.
+// ErrNoProgress ends a run whose every pass for Config.GiveUpAfter had
+// errors and made no progress: the error is reported (exit 75) rather than
+// retried unseen behind the run lock, which keeps the next runs out.
+var ErrNoProgress = errors.New("no progress")
+
+// Agent is one user's TransferAgent: the loop, which holds the run lock
+// (keeper) and sequences the stages of each pass: claim, submit, then
+// monitor and record one group of jobs at a time. The stages share the
+// ledger (what the agent holds) and the clients; none of them calls
+// another.
 type Agent struct {
 	cfg     Config
-	store   Store
-	pager   state.ActivePager // the store's, if it has the ability; else nil
-	confirm state.Confirmer   // the store's, if it has the ability; else nil
-	fts     FTS
-	sites   Resolver
-	deleter Deleter
-	checker DestinationChecker // the deleter's, if it is one; else nil
 	log     *logrus.Entry
 	metrics *Metrics
-
-	// recoverer and recorder are the store's, if it has the ability; else nil.
-	recoverer state.Recoverer
-	recorder  state.RunRecorder
-	// linkClaimer and ender are the store's, if it has the ability; else nil.
-	linkClaimer state.LinkClaimer
-	ender       state.QueueEnder
-	links       linkCounts
-
-	// book holds the claimed transfers and the pending jobs, and makes
-	// every write that carries their revisions.
-	book *ledger
-	// deletes and checks count, per transfer, the failed and the skipped
-	// deletions of its destination copy and checks of the file there.
-	deletes, checks holds
-	// stale are the source-missing transfers whose destination was found
-	// not to be their own file: deleted without another check.
-	stale map[string]bool
-	// solo are the transfers sent one per job (see destinationTaken).
-	solo map[string]bool
-	// takes are the FTS endpoints that accepted a job of this run, and
-	// unproven counts, by endpoint, the jobs it refused as malformed
-	// before it accepted any (see refused).
-	takes    map[string]bool
-	unproven map[string]int
-
-	keeper *keeper
-	start  time.Time
-	// claimedAt is when the last pass asked for new transfers: one whose
-	// cool-off ended since then was not eligible for that claim.
-	claimedAt time.Time
-	// unconfirmed counts the drain checks in a row that could not read the
-	// agent's own transfers (Confirmer).
-	unconfirmed int
-	// fatal is set when the run must end with an error although ownership
-	// is intact (FTS refused our credentials).
-	fatal atomic.Pointer[error]
-
-	// OpenFTS, if set, opens a client of another FTS endpoint, with the
-	// run's credentials, for the jobs submitted there (see ftsAt).
-	OpenFTS func(ctx context.Context, endpoint string) (FTS, error)
-	// others are the clients opened by OpenFTS, by endpoint.
-	others   map[string]FTS
-	othersMu sync.Mutex
-
-	// OnPass, if set, is called after every pass with its statistics.
-	OnPass func(PassStats)
-	// Report, if set, receives the dry-run plan.
-	Report func(Plan)
+	store   Store // with the metrics' timing and the write fence around it
+	keeper  *keeper
+	book    *ledger
+	claims  *claimer
+	submits *submitter
+	monitor *monitor
+	records *recorder
+	drain   *drainCheck
+	start   time.Time
 }
 
-// New builds an agent. log may be nil (logs are discarded).
+// New builds an agent for the store, FTS client, sites and deleter given.
+// log may be nil (logs are discarded).
 func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.Logger) (*Agent, error) {
-	if c, ok := state.As[state.Configured](store); ok {
-		var err error
-		if cfg, err = cfg.fromStore(c.Config()); err != nil {
-			return nil, err
-		}
-	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -104,48 +60,24 @@ func New(cfg Config, store Store, f FTS, sites Resolver, d Deleter, log *logrus.
 		log = logrus.New()
 		log.SetOutput(discard{})
 	}
-	m := NewMetricsFor(cfg.User)
-	a := &Agent{
-		cfg: cfg, sites: sites,
-		log:      log.WithField(FieldUser, cfg.User),
-		metrics:  m,
-		deletes:  newHolds(),
-		checks:   newHolds(),
-		stale:    map[string]bool{},
-		solo:     map[string]bool{},
-		takes:    map[string]bool{},
-		unproven: map[string]int{},
-		others:   map[string]FTS{},
-	}
-	a.checker, _ = d.(DestinationChecker)
-	a.wrap(store, f, d)
+	a := &Agent{cfg: cfg, log: log.WithField(FieldUser, cfg.User), metrics: NewMetricsFor(cfg.User)}
+	a.keeper = newKeeper(cfg, a.log)
+	a.store = state.Wrap(state.Wrap(store, a.metrics.storeHooks()), a.keeper.hooks())
+	a.keeper.store = a.store
+	a.book = newLedger(a.store)
+	a.keeper.book = a.book
+	eps := newEndpoints(cfg, f, a.metrics, a.keeper, a.log)
+	plan := newPlanner(cfg, sites)
+	a.claims = newClaimer(cfg, a.store, a.book, a.log)
+	a.submits = newSubmitter(cfg, a.book, plan, eps, a.log)
+	a.monitor = newMonitor(cfg, a.store, a.book, eps, a.metrics, a.log)
+	a.records = newRecorder(cfg, a.store, a.book, d, a.keeper, a.metrics, a.log)
+	a.drain = newDrainCheck(cfg, a.store, a.book, a.log)
 	return a, nil
 }
 
 // Metrics returns the agent's metrics (for --metrics-file).
 func (a *Agent) Metrics() *Metrics { return a.metrics }
-
-// fail ends the run after the current pass with err.
-func (a *Agent) fail(err error) { a.fatal.CompareAndSwap(nil, &err) }
-
-// failed returns the error the run must end with, or nil.
-func (a *Agent) failed() error {
-	if p := a.fatal.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// checkFTS asks FTS who we are before any claim, so that unusable
-// credentials stop the run before anything is touched.
-func (a *Agent) checkFTS(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
-	defer cancel()
-	if _, err := a.fts.VO(ctx); err != nil {
-		return fmt.Errorf("FTS whoami: %w", err)
-	}
-	return nil
-}
 
 // Run takes the user's run lock and loops until the queue has drained, ctx is
 // cancelled (SIGTERM: the writes in flight are finished, claimed but
@@ -156,31 +88,13 @@ func (a *Agent) checkFTS(ctx context.Context) error {
 // without touching anything, if another agent holds the lock.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.DryRun {
-		return a.dryRun(ctx)
+		return dryRun(ctx, a.cfg, a.store, a.submits.plan)
 	}
-	start := a.cfg.Now()
-	a.start = start
-	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
-	lock, err := a.store.AcquireLock(lctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
-	}
-	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
-	if err := a.checkFTS(ctx); err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
-		if rerr := a.releaseLock(rctx, lock, err); rerr != nil {
-			a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
-		}
-		cancel()
-		if ctx.Err() != nil {
-			// SIGTERM during the check: a graceful stop, nothing was touched
-			a.log.Info("stopping on request before the first pass")
-			return nil
-		}
+	a.start = a.cfg.Now()
+	lock, err := a.begin(ctx)
+	if err != nil || lock == nil {
 		return err
 	}
-
 	// stop: graceful (SIGTERM, max runtime). work: hard; I/O runs under it,
 	// so writes in flight finish on SIGTERM but not after losing the lock.
 	stop := ctx
@@ -191,15 +105,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	work, abort := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer abort(nil)
-	a.keeper = newKeeper(a, lock, func(err error) {
+	a.keeper.hold(*lock, func(err error) {
 		a.log.WithError(err).Error("lost ownership; stopping all work at once")
 		abort(fmt.Errorf("%w: %w", ErrStopped, err))
 	})
 	kctx, kstop := context.WithCancel(work)
 	var kwg sync.WaitGroup
-	kwg.Add(1)
-	go func() { defer kwg.Done(); a.keeper.run(kctx) }()
-	a.takeBack(work, lock)
+	kwg.Go(func() { a.keeper.run(kctx) })
+	a.takeBack(work, *lock)
 
 	runErr := a.loop(stop, work)
 	kstop()
@@ -207,15 +120,40 @@ func (a *Agent) Run(ctx context.Context) error {
 	if cause := context.Cause(work); cause != nil {
 		return cause
 	}
-	a.shutdown(work, runErr)
-	a.log.WithField("runtime", a.cfg.Now().Sub(start).Round(time.Millisecond).String()).Info("agent finished")
+	runErr = a.shutdown(work, runErr)
+	a.log.WithField("runtime", a.cfg.Now().Sub(a.start).Round(time.Millisecond).String()).Info("agent finished")
 	return runErr
 }
 
-// ErrNoProgress ends a run whose every pass for Config.GiveUpAfter had
-// errors and made no progress: the error is reported (exit 75) rather than
-// retried unseen behind the run lock, which keeps the next runs out.
-var ErrNoProgress = errors.New("no progress")
+// begin takes the run lock and asks FTS who we are, so that unusable
+// credentials stop the run before anything is touched. A nil lock with a
+// nil error is a graceful stop during the check (SIGTERM): nothing was
+// touched.
+func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
+	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	lock, err := a.store.AcquireLock(lctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
+	}
+	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
+	err = a.submits.checkFTS(ctx)
+	if err == nil {
+		return &lock, nil
+	}
+	stopped := ctx.Err() != nil
+	if stopped {
+		// SIGTERM during the check: a graceful stop, nothing was touched
+		a.log.Info("stopping on request before the first pass")
+		err = nil
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
+	defer cancel()
+	if rerr := a.releaseLock(rctx, lock, err); rerr != nil {
+		a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
+	}
+	return nil, err
+}
 
 func (a *Agent) loop(stop, work context.Context) error {
 	var failing time.Time // since when every pass had errors and no progress
@@ -225,10 +163,10 @@ func (a *Agent) loop(stop, work context.Context) error {
 		}
 		start := a.cfg.Now()
 		ps := a.pass(stop, work, n)
-		if a.OnPass != nil {
-			a.OnPass(ps)
+		if a.cfg.OnPass != nil {
+			a.cfg.OnPass(ps)
 		}
-		if err := a.failed(); err != nil {
+		if err := a.submits.failed(); err != nil {
 			return err
 		}
 		if ps.Errors == 0 || ps.progressed() {
@@ -240,133 +178,172 @@ func (a *Agent) loop(stop, work context.Context) error {
 			return fmt.Errorf("%w: every pass for %s had errors (the log gives them) and did nothing: no transfer claimed, submitted, recorded or deleted, none heard of as running; giving up (--give-up-after)",
 				ErrNoProgress, a.cfg.Now().Sub(failing).Round(time.Second))
 		}
-		if work.Err() != nil {
+		switch {
+		case work.Err() != nil:
 			return nil
-		}
-		if stop.Err() != nil {
+		case stop.Err() != nil:
 			a.log.WithField("pass", n).Info("stopping on request")
 			return nil
-		}
-		if a.cfg.Once {
+		case a.cfg.Once:
 			return nil
-		}
-		if ps.drained() && !a.waitingSoon(work) {
+		case ps.drained() && !a.drain.waitingSoon(work, a.start, a.claims.lastClaim()):
 			a.log.WithField("pass", n).Info("queue drained")
 			return nil
-		}
-		if !ps.more {
+		case !ps.more:
 			// a full batch means more is waiting: claim it at once
 			a.cfg.Sleep(a.cfg.Interval, stop.Done())
 		}
 	}
 }
 
-// viewLagGrace bounds how long the agent waits for a lagging view to show a
-// transfer of its own that is due (see waitingSoon).
-const viewLagGrace = 2 * time.Minute
+// pass runs the stages once: claims and submissions, then monitoring and
+// recording, one group of jobs at a time.
+func (a *Agent) pass(stop, work context.Context, n int) PassStats {
+	t := newTally(n, a.metrics, a.log)
+	t0 := a.cfg.Now()
+	a.submitPhase(stop, work, t)
+	t.ps.Submit = a.cfg.Now().Sub(t0)
+	a.monitorPhase(work, t)
+	return t.done()
+}
 
-// maxUnconfirmed bounds the drain checks in a row that find the queue
-// empty but cannot read the agent's own transfers, after which it exits.
-const maxUnconfirmed = 3
+// submitPhase claims in rounds of BatchSize. While claims come back full
+// (more is waiting) it submits only full jobs of MaxFilesPerJob files and
+// keeps the rest held for the next round, so jobs are not cut short by the
+// batch size; it stops claiming once jobsPerPass jobs' worth of transfers
+// were claimed this pass (so the monitor phase keeps its turn), and submits
+// everything held once the queue has no more to give. The next round's
+// claim runs while a full batch is submitted: the store reads and writes
+// the next batch while FTS answers (FTS takes up to seconds per job), and
+// the agent holds the claimed batch only when the submission is over, so
+// that claims and submissions never touch the same transfers.
+func (a *Agent) submitPhase(stop, work context.Context, t *tally) {
+	limit := max(a.cfg.BatchSize, jobsPerPass*a.cfg.MaxFilesPerJob)
+	running := func() bool { return stop.Err() == nil && work.Err() == nil && a.submits.failed() == nil }
+	var next <-chan claimResult
+	if running() {
+		next = a.claims.start(work)
+	}
+	for next != nil {
+		full := a.claims.take(<-next, t)
+		next = nil
+		t.ps.more = full
+		if !full {
+			break
+		}
+		if t.ps.Claimed < limit && running() {
+			next = a.claims.start(work)
+		}
+		a.submits.submitHeld(stop, work, t, false)
+	}
+	a.submits.submitHeld(stop, work, t, !t.ps.more)
+	t.ps.Pending = a.submits.pendingJobs()
+}
 
-// waitingSoon reports whether some transfer of the user will become
-// claimable before the run must end (a cool-off or an expired lease passing
-// before the --max-runtime deadline; any time without one), or became
-// claimable after the last pass's claim, so the agent should wait for it
-// instead of exiting. Transfers blocked only by
-// dependencies are not counted: they become claimable through other
-// transfers' progress, which keeps passes busy anyway. With a
-// state.Confirmer, transfers this agent claimed that are still submitted
-// count too.
-func (a *Agent) waitingSoon(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+// monitorPhase checks the user's active jobs in FTS and records their
+// outcomes, one group of jobs at a time, so that the agent holds the
+// transfers of one group at a time. A group whose listing or status fails
+// is skipped this pass (an error of the pass); the others go on.
+func (a *Agent) monitorPhase(work context.Context, t *tally) {
+	defer a.book.countLinks(t)()
+	start := a.cfg.Now()
+	groups, ok := a.monitor.groups(work, t)
+	t.ps.Monitor += a.cfg.Now().Sub(start)
+	if !ok {
+		return
+	}
+	for _, g := range groups {
+		if work.Err() != nil {
+			return // ownership lost: nothing more may be written
+		}
+		start := a.cfg.Now()
+		outs := a.monitor.check(work, g, t)
+		mid := a.cfg.Now()
+		t.ps.Monitor += mid.Sub(start)
+		a.records.record(work, outs, t)
+		t.ps.Record += a.cfg.Now().Sub(mid)
+	}
+}
+
+// takeBack runs once the run lock is held: no other agent of the user is
+// alive, so the claims of any other owner belong to an agent that died
+// (SIGKILL, a crashed host). They are made claimable at once, in one bulk
+// write, instead of waiting out their leases; the first pass claims them,
+// and those with a submit_sid go through the lookup of their job in FTS by
+// its deterministic ID like any claim that carries one.
+func (a *Agent) takeBack(work context.Context, lock state.Lock) {
+	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout) // fenced by the store's decorator
 	defer cancel()
-	ts, err := a.store.List(ctx, state.Filter{User: a.cfg.User, States: []state.State{state.StateNew, state.StateAcquired}})
+	back, err := a.store.TakeBack(ctx, lock)
 	if err != nil {
-		a.log.WithError(err).Warn("cannot list waiting transfers; exiting anyway")
-		return false
+		a.log.WithError(err).Warn("taking back the claims of dead agents failed; they are claimed once their leases expire")
+		return
 	}
-	if a.confirm != nil {
-		// the lists may lag behind this agent's own writes (a CouchDB
-		// cluster's views): its own transfers are read by ID
-		own, err := a.confirm.Unsettled(ctx)
-		if err != nil {
-			// the views alone may not show them: look again next pass, a
-			// few times, before exiting on what the views show
-			a.unconfirmed++
-			if a.unconfirmed <= maxUnconfirmed {
-				a.log.WithError(err).Warn("cannot confirm the claimed transfers by reading them; not exiting yet")
-				return true
-			}
-			a.log.WithError(err).Error("cannot confirm the claimed transfers by reading them; exiting on what the views show")
-		} else {
-			a.unconfirmed = 0
-		}
-		now := a.cfg.Now()
-		for i := range own {
-			t := &own[i]
-			if t.State == state.StateSubmitted {
-				return true
-			}
-			// one of ours back in the queue and due, but not claimed: the
-			// claim's view had not seen it yet; wait for the view, a while
-			// after it became due: at the end of its cool-off, or when it
-			// was written back without one (a lost job, a release)
-			due := t.RetryAfter.Time
-			if t.LastUpdate.After(due) {
-				due = t.LastUpdate.Time
-			}
-			if t.State == state.StateNew && !due.After(now) && now.Sub(due) < viewLagGrace {
-				return true
-			}
-		}
-		ts = append(ts, own...)
+	if len(back) == 0 {
+		return
 	}
-	horizon := time.Unix(1<<62, 0)
-	if a.cfg.MaxRuntime > 0 {
-		horizon = a.start.Add(a.cfg.MaxRuntime)
-	}
-	for i := range ts {
-		t := &ts[i]
-		if t.State == state.StateAcquired && !t.LeaseExpires.After(horizon) {
-			return true
-		}
-		if t.State == state.StateNew && t.RetryAfter.After(a.claimedAt) && !t.RetryAfter.After(horizon) {
-			return true
+	for _, t := range back {
+		if n := len(t.History); n > 0 {
+			a.log.WithField(FieldTransfer, t.ID).WithField("sid", t.SubmitSID).Info(t.History[n-1].Reason)
 		}
 	}
-	return false
+	a.metrics.count("taken_back", len(back))
+	a.log.WithField("transfers", len(back)).Warn("took back the claims of agents that are no longer running; they are claimed at once")
 }
 
 // shutdown releases what was claimed but not submitted (without penalty;
 // transfers whose submission may have reached FTS keep their sid and lease,
-// so the next agent adopts them) and the run lock.
-func (a *Agent) shutdown(work context.Context, runErr error) {
+// so the next agent adopts them) and the run lock, recording the run. A
+// lock found taken by another agent meanwhile (this one was frozen past
+// its expiry) ends the run with an error wrapping state.ErrLockLost.
+func (a *Agent) shutdown(work context.Context, runErr error) error {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
-	a.retryPending(ctx)
+	t := newTally(0, a.metrics, a.log)
+	a.submits.settlePending(ctx, t)
 	if ids := a.book.unsubmitted(); len(ids) > 0 {
 		res, err := a.book.release(ctx, ids, "agent stopped before submission")
-		a.logResults("shutdown", "release", res, err)
+		t.released("shutdown", res, err)
 	}
-	if err := a.releaseLock(ctx, a.keeper.current(), runErr); err != nil {
+	final := t.done()
+	if a.cfg.OnPass != nil && final.changed() {
+		a.cfg.OnPass(final)
+	}
+	err := a.releaseLock(ctx, a.keeper.current(), runErr)
+	switch {
+	case errors.Is(err, state.ErrLockLost):
+		a.log.WithError(err).Error("the run lock was taken by another agent while this one could not renew it; its run record is that agent's")
+		return errors.Join(runErr, fmt.Errorf("release the run lock: %w", err))
+	case err != nil:
 		a.log.WithError(err).Warn("releasing the run lock failed; it expires by itself")
-	} else {
+	default:
 		a.log.Info("run lock released")
 	}
+	return runErr
 }
 
-func (a *Agent) logResults(phase, what string, res []state.Result, err error) {
-	l := a.log.WithField(FieldPhase, phase)
-	if err != nil {
-		l.WithError(err).Errorf("%s failed", what)
-		return
+// maxRecordedError bounds the error text recorded with a run.
+const maxRecordedError = 500
+
+// releaseLock releases the run lock l and records the run in the same
+// write: its start, its end (now) and the exit code runErr maps to, so
+// that `aso status` shows how the user's last run ended.
+func (a *Agent) releaseLock(ctx context.Context, l state.Lock, runErr error) error {
+	code := 0
+	switch {
+	case a.cfg.ExitCode != nil:
+		code = a.cfg.ExitCode(runErr)
+	case runErr != nil:
+		code = 1
 	}
-	for _, r := range res {
-		if r.Err != nil {
-			l.WithField(FieldTransfer, r.ID).WithError(r.Err).Warnf("%s: item not written", what)
+	run := state.RunRecord{Holder: l.Holder, Started: state.At(a.start), Ended: state.At(a.cfg.Now()), ExitCode: code}
+	if runErr != nil {
+		run.Error = runErr.Error()
+		if len(run.Error) > maxRecordedError {
+			run.Error = run.Error[:maxRecordedError] + "..."
 		}
 	}
+	return a.store.ReleaseLock(ctx, l, &run)
 }
 
 type discard struct{}

@@ -159,33 +159,37 @@ func TestAgent_ConcurrentSubmissions(t *testing.T) {
 	})
 }
 
-// claimCounter counts the claims started on its store.
+// claimCounter counts the claims started on its store, and closes second
+// when the second one starts.
 type claimCounter struct {
 	agent.Store
 	started atomic.Int32
+	second  chan struct{}
 }
 
-func (c *claimCounter) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
-	c.started.Add(1)
-	return c.Store.NewTransfers(ctx, limit)
+func (c *claimCounter) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	if c.started.Add(1) == 2 {
+		close(c.second)
+	}
+	return c.Store.NewTransfers(ctx, r)
 }
 
-// firstWaitsFTS holds the first submission until cond holds (at most two
-// seconds) and records whether it had to give up.
+// firstWaitsFTS holds the first submission until ready is closed (at most
+// two seconds) and records whether it had to give up.
 type firstWaitsFTS struct {
 	agent.FTS
-	cond  func() bool
+	ready <-chan struct{}
 	calls atomic.Int32
 	late  atomic.Bool
 }
 
 func (f *firstWaitsFTS) Submit(ctx context.Context, sub fts.Submission) (string, error) {
 	if f.calls.Add(1) == 1 {
-		deadline := time.Now().Add(2 * time.Second)
-		for !f.cond() && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+		select {
+		case <-f.ready:
+		case <-time.After(2 * time.Second):
+			f.late.Store(true)
 		}
-		f.late.Store(!f.cond())
 	}
 	return f.FTS.Submit(ctx, sub)
 }
@@ -199,8 +203,8 @@ func TestAgent_ClaimsWhileSubmitting(t *testing.T) {
 	cfg := w.config("agent-1")
 	cfg.MaxFilesPerJob = 10
 	reqs := w.goodRequests(100) // claims of 40, 40 and 20: ten jobs
-	store := &claimCounter{Store: w.open("agent-1")}
-	f := &firstWaitsFTS{FTS: w.client, cond: func() bool { return store.started.Load() >= 2 }}
+	store := &claimCounter{Store: w.open("agent-1"), second: make(chan struct{})}
+	f := &firstWaitsFTS{FTS: w.client, ready: store.second}
 	a, err := agent.New(cfg, store, f, w.sites, w.deleter, w.log)
 	must(t, err)
 	must(t, a.Run(context.Background()))

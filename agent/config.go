@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,9 +34,8 @@ const (
 
 // Config parameterises an Agent. Zero values mean the defaults.
 type Config struct {
-	// User, Owner and Policy are the store's when it reports its
-	// configuration (state.Configured): leave them zero, or they must
-	// agree with it.
+	// User, Owner, Policy and Now are those the store handle was opened
+	// with (state.Config): the caller gives the same to both.
 	User  string // whose queue
 	Owner string // this agent's ID, hostname:pid:random
 
@@ -91,36 +91,22 @@ type Config struct {
 	// sends tokens valid for the job's lifetime.
 	UnmanagedTokens bool
 
-	// Now is the clock; nil means time.Now. A store that reports its
-	// configuration (state.Configured) gives its own clock instead.
+	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Sleep waits between passes; nil means a timer. Tests replace it.
 	Sleep func(d time.Duration, stop <-chan struct{})
 	// ExitCode maps the error a run ends with to the process's exit code,
 	// recorded with the run in the lock document; nil: 0 or 1.
 	ExitCode func(error) int
-}
 
-// fromStore takes the user, owner, policy and clock from the store's
-// configuration sc: the store applies them (leases, retries, ownership), so
-// the agent's bookkeeping must work from the same ones. Values set in c
-// must agree with the store's.
-func (c Config) fromStore(sc state.Config) (Config, error) {
-	if c.User != "" && c.User != sc.Agent.User {
-		return c, fmt.Errorf("agent: user %q, but the state store works for %q", c.User, sc.Agent.User)
-	}
-	if c.Owner != "" && c.Owner != sc.Agent.Owner {
-		return c, fmt.Errorf("agent: owner %q, but the state store writes as %q", c.Owner, sc.Agent.Owner)
-	}
-	p := sc.Policy.WithDefaults()
-	if c.Policy != (state.Policy{}) && c.Policy.WithDefaults() != p {
-		return c, fmt.Errorf("agent: policy %+v, but the state store applies %+v", c.Policy.WithDefaults(), p)
-	}
-	c.User, c.Owner, c.Policy = sc.Agent.User, sc.Agent.Owner, p
-	if sc.Now != nil {
-		c.Now = sc.Now
-	}
-	return c, nil
+	// OpenFTS, if set, opens a client of another FTS endpoint, with the
+	// run's credentials, for the jobs submitted there (see endpoints).
+	OpenFTS func(ctx context.Context, endpoint string) (FTS, error)
+	// OnPass, if set, is called after every pass with its statistics, and
+	// once more at shutdown when releasing the claims changed anything.
+	OnPass func(PassStats)
+	// OnPlan, if set, receives the plan of a dry run.
+	OnPlan func(Plan)
 }
 
 func (c Config) withDefaults() (Config, error) {

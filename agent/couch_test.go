@@ -33,7 +33,7 @@ func newCouchWorld(t testing.TB, simOpts ftstest.Options) *world {
 
 // TestAgent_NoClaimPastTheEndOfTheQueue: a claim that took the last due
 // transfers of the queue, a full batch, is not followed by another in the
-// same pass (the store said it saw the end of the queue: state.QueueEnder),
+// same pass (the store said it saw the end of the queue: Claimed.End),
 // and the pass submits all it holds, the short job too.
 func TestAgent_NoClaimPastTheEndOfTheQueue(t *testing.T) {
 	w := newCouchWorld(t, ftstest.Options{})
@@ -42,8 +42,8 @@ func TestAgent_NoClaimPastTheEndOfTheQueue(t *testing.T) {
 	w.goodRequests(2 * cfg.BatchSize)
 	var mu sync.Mutex
 	var claims []int
-	store := state.Wrap(w.open("agent-1"), state.Hooks{After: func(_ context.Context, op string, c state.Call) {
-		if op == "NewTransfers" {
+	store := state.Wrap(w.open("agent-1"), state.Hooks{After: func(_ context.Context, op state.Op, c state.Call) {
+		if op == state.OpNewTransfers {
 			mu.Lock()
 			claims = append(claims, c.Items)
 			mu.Unlock()

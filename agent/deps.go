@@ -9,11 +9,7 @@ import (
 )
 
 // Store is what the agent needs of a state backend.
-type Store interface {
-	state.TransferState
-	state.Locker
-	List(ctx context.Context, f state.Filter) ([]state.Transfer, error)
-}
+type Store = state.AgentStore
 
 // FTS is what the agent needs of an FTS3 server (*fts.Client).
 type FTS interface {

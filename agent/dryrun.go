@@ -32,55 +32,55 @@ type PlanError struct {
 
 // dryRun claims nothing: it lists the transfers that are eligible now (one
 // batch), resolves their PFNs and reports the jobs that would be submitted.
-func (a *Agent) dryRun(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+func dryRun(ctx context.Context, cfg Config, store Store, plan *planner) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.PhaseTimeout)
 	defer cancel()
-	ts, err := a.store.List(ctx, state.Filter{User: a.cfg.User, States: []state.State{state.StateNew}})
+	ts, err := store.List(ctx, state.Filter{User: cfg.User, States: []state.State{state.StateNew}})
 	if err != nil {
-		return fmt.Errorf("dry run: list transfers of %s: %w", a.cfg.User, err)
+		return fmt.Errorf("dry run: list transfers of %s: %w", cfg.User, err)
 	}
-	now := a.cfg.Now()
+	now := cfg.Now()
 	eligible := ts[:0]
 	for _, t := range ts {
-		if state.Claimable(&t, a.cfg.User, now) && !t.KillRequested {
+		if state.Claimable(&t, cfg.User, now) && !t.KillRequested {
 			eligible = append(eligible, t)
 		}
 	}
-	eligible, blocked, err := a.unblocked(ctx, eligible, now)
+	eligible, blocked, err := unblocked(ctx, store, eligible, now, cfg.Policy.DependencyWait)
 	if err != nil {
-		return fmt.Errorf("dry run: dependencies of %s's transfers: %w", a.cfg.User, err)
+		return fmt.Errorf("dry run: dependencies of %s's transfers: %w", cfg.User, err)
 	}
 	state.SortForClaim(eligible)
-	if len(eligible) > a.cfg.BatchSize {
-		eligible = eligible[:a.cfg.BatchSize]
+	if len(eligible) > cfg.BatchSize {
+		eligible = eligible[:cfg.BatchSize]
 	}
-	jobs, aborts := a.plan(eligible)
+	jobs, aborts := plan.plan(eligible, nil)
 	byID := map[string]state.Transfer{}
 	for _, t := range eligible {
 		byID[t.ID] = t
 	}
 	p := Plan{Eligible: len(eligible), Blocked: blocked}
 	for _, j := range jobs {
-		t := byID[j.ids[0]]
+		t := byID[j.files[0].id]
 		p.Jobs = append(p.Jobs, PlanJob{Source: t.Source, Destination: t.Destination, Priority: j.prio, Files: len(j.files),
 			ExampleSource: j.files[0].src, ExampleDest: j.files[0].dst})
 	}
 	for _, ab := range aborts {
 		p.Unresolvable = append(p.Unresolvable, PlanError{ID: ab.Transfer.ID, Reason: ab.Reason})
 	}
-	if a.Report != nil {
-		a.Report(p)
+	if cfg.OnPlan != nil {
+		cfg.OnPlan(p)
 	}
 	return nil
 }
 
 // unblocked returns the transfers of ts whose dependencies are all done,
 // reading the dependencies in one call, and how many were left out.
-func (a *Agent) unblocked(ctx context.Context, ts []state.Transfer, now time.Time) ([]state.Transfer, int, error) {
+func unblocked(ctx context.Context, store Store, ts []state.Transfer, now time.Time, wait time.Duration) ([]state.Transfer, int, error) {
 	g := state.DepGraph{}
 	ids := g.Frontier(ts, nil)
 	if len(ids) > 0 {
-		deps, err := a.store.List(ctx, state.Filter{IDs: ids})
+		deps, err := store.List(ctx, state.Filter{IDs: ids})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -88,7 +88,7 @@ func (a *Agent) unblocked(ctx context.Context, ts []state.Transfer, now time.Tim
 			g.Add(&deps[i])
 		}
 	}
-	d := g.Deps(a.cfg.Policy.DependencyWait)
+	d := g.Deps(wait)
 	out := ts[:0]
 	for _, t := range ts {
 		if v, _ := state.CheckDeps(&t, d, now); v == state.DepsReady {

@@ -4,71 +4,89 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
-// A job stays with the FTS server it was submitted to. Each submission
-// records its endpoint (Transfer.FTSEndpoint) in the same write as its
-// submit_sid, and monitoring, cancelling, adoption and the resubmission of
-// a job FTS never saw all go to that endpoint; Config.FTSEndpoint (the
-// server of --fts) only receives new jobs. Without this, changing --fts
-// between runs would make every active job look lost on the new server and
-// be submitted again: a duplicate transfer.
+// endpoints are the agent's FTS clients. A job stays with the FTS server
+// it was submitted to: each submission records its endpoint
+// (Transfer.FTSEndpoint) in the same write as its submit_sid, and
+// monitoring, cancelling, adoption and the resubmission of a job FTS never
+// saw all go to that endpoint; the agent's own endpoint (the server of
+// --fts) only receives new jobs. Without this, changing --fts between runs
+// would make every active job look lost on the new server and be
+// submitted again: a duplicate transfer.
+type endpoints struct {
+	name    string // the agent's own endpoint ("": none recorded)
+	own     FTS    // its client, timed and fenced
+	open    func(ctx context.Context, endpoint string) (FTS, error)
+	metrics *Metrics
+	fence   *keeper
+	log     *logrus.Entry
 
-// ftsAt returns the client of endpoint: the agent's own for its endpoint,
-// for "" (transfers written before endpoints were recorded) and when the
-// agent has no endpoint name; otherwise one opened by OpenFTS with the
-// run's credentials, once per run.
-func (a *Agent) ftsAt(ctx context.Context, endpoint string) (FTS, error) {
-	if endpoint == "" || a.cfg.FTSEndpoint == "" || endpoint == a.cfg.FTSEndpoint {
-		return a.fts, nil
+	mu     sync.Mutex
+	others map[string]FTS // opened by open, by endpoint
+}
+
+func newEndpoints(cfg Config, f FTS, m *Metrics, k *keeper, log *logrus.Entry) *endpoints {
+	return &endpoints{name: cfg.FTSEndpoint, own: fencedFTS{instrumentedFTS{f, m}, k}, open: cfg.OpenFTS,
+		metrics: m, fence: k, log: log, others: map[string]FTS{}}
+}
+
+// isOwn reports whether endpoint is served by the agent's own client: its
+// own endpoint, "" (transfers written before endpoints were recorded), or
+// any when the agent has no endpoint name.
+func (e *endpoints) isOwn(endpoint string) bool {
+	return endpoint == "" || e.name == "" || endpoint == e.name
+}
+
+// at returns the client of endpoint: the agent's own (see isOwn),
+// otherwise one opened with the run's credentials, once per run.
+func (e *endpoints) at(ctx context.Context, endpoint string) (FTS, error) {
+	if e.isOwn(endpoint) {
+		return e.own, nil
 	}
-	a.othersMu.Lock()
-	defer a.othersMu.Unlock()
-	if f, ok := a.others[endpoint]; ok {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f, ok := e.others[endpoint]; ok {
 		return f, nil
 	}
-	if a.OpenFTS == nil {
+	if e.open == nil {
 		return nil, fmt.Errorf("FTS endpoint %s holds jobs of this user, and this agent cannot reach other endpoints", endpoint)
 	}
-	f, err := a.OpenFTS(ctx, endpoint)
+	f, err := e.open(ctx, endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("FTS endpoint %s (holding earlier jobs): %w", endpoint, err)
 	}
 	// fenced like the agent's own: a resubmission or a cancellation here
 	// is as much an action on the user's queue
-	f = fencedFTS{instrumentedFTS{f, a.metrics}, a}
-	a.others[endpoint] = f
-	a.log.WithField("endpoint", endpoint).Info("following jobs submitted to another FTS endpoint")
+	f = fencedFTS{instrumentedFTS{f, e.metrics}, e.fence}
+	e.others[endpoint] = f
+	e.log.WithField("endpoint", endpoint).Info("following jobs submitted to another FTS endpoint")
 	return f, nil
-}
-
-// endpointOf is the endpoint holding the job of a group of transfers.
-func endpointOf(ts []state.Transfer) string {
-	if len(ts) == 0 {
-		return ""
-	}
-	return ts[0].FTSEndpoint
 }
 
 // statusAt asks each job's endpoint for its status, one bulk request per
 // endpoint, and returns the statuses in the order of jobs. A job whose
 // endpoint cannot be reached gets Err, so it is only skipped this pass.
-// The agent's own endpoint is not asked again when early holds its answer
-// (see early): early's answers are taken for the jobs that are the
-// endpoint's.
-func (a *Agent) statusAt(ctx context.Context, jobs []state.Job, early *earlyStatus) ([]fts.JobStatus, error) {
+// The agent's own endpoint is not asked again when early holds its answer.
+func (e *endpoints) statusAt(ctx context.Context, jobs []state.Job, early *earlyStatus) ([]fts.JobStatus, error) {
 	byEndpoint := map[string][]int{}
 	for i, j := range jobs {
-		ep := endpointOf(j.Transfers)
+		ep := ""
+		if len(j.Transfers) > 0 {
+			ep = j.Transfers[0].FTSEndpoint
+		}
 		byEndpoint[ep] = append(byEndpoint[ep], i)
 	}
 	out := make([]fts.JobStatus, len(jobs))
 	for _, ep := range sortedKeys(byEndpoint) {
 		idx := byEndpoint[ep]
-		if early != nil && a.own(ep) {
+		if early != nil && e.isOwn(ep) {
 			// the early request asked for exactly these jobs when all are the
 			// endpoint's: its failure is theirs (a hung FTS is not waited on
 			// twice); otherwise it may have failed on another endpoint's job
@@ -80,33 +98,55 @@ func (a *Agent) statusAt(ctx context.Context, jobs []state.Job, early *earlyStat
 				continue
 			}
 		}
-		ids := make([]string, len(idx))
-		for k, i := range idx {
-			ids[k] = jobs[i].ID
-		}
-		f, err := a.ftsAt(ctx, ep)
-		if err != nil {
-			for _, i := range idx {
-				out[i] = fts.JobStatus{JobID: jobs[i].ID, Err: err}
-			}
-			continue
-		}
-		sts, err := f.Status(ctx, ids)
-		if err != nil {
+		if err := e.statusOf(ctx, ep, jobs, idx, out); err != nil {
 			return nil, err
-		}
-		for k, i := range idx {
-			if k < len(sts) {
-				out[i] = sts[k]
-			}
 		}
 	}
 	return out, nil
 }
 
-// own reports whether endpoint is served by the agent's own client.
-func (a *Agent) own(endpoint string) bool {
-	return endpoint == "" || a.cfg.FTSEndpoint == "" || endpoint == a.cfg.FTSEndpoint
+// statusOf asks endpoint ep for the status of jobs[idx] into out; an
+// endpoint out of reach sets Err on each of them.
+func (e *endpoints) statusOf(ctx context.Context, ep string, jobs []state.Job, idx []int, out []fts.JobStatus) error {
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = jobs[i].ID
+	}
+	f, err := e.at(ctx, ep)
+	if err != nil {
+		for _, i := range idx {
+			out[i] = fts.JobStatus{JobID: jobs[i].ID, Err: err}
+		}
+		return nil
+	}
+	sts, err := f.Status(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for k, i := range idx {
+		if k < len(sts) {
+			out[i] = sts[k]
+		}
+	}
+	return nil
+}
+
+// askEarly starts asking the agent's own endpoint for the status of ids.
+func (e *endpoints) askEarly(ctx context.Context, ids []string) *earlyStatus {
+	s := &earlyStatus{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		sts, err := e.own.Status(ctx, ids)
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.sts = make(map[string]fts.JobStatus, len(sts))
+		for _, st := range sts {
+			s.sts[st.JobID] = st
+		}
+	}()
+	return s
 }
 
 // earlyStatus is the status of a group's jobs asked of the agent's own
@@ -121,28 +161,10 @@ type earlyStatus struct {
 	err  error
 }
 
-// askEarly starts asking the agent's own endpoint for the status of ids.
-func (a *Agent) askEarly(ctx context.Context, ids []string) *earlyStatus {
-	e := &earlyStatus{done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		sts, err := a.fts.Status(ctx, ids)
-		if err != nil {
-			e.err = err
-			return
-		}
-		e.sts = make(map[string]fts.JobStatus, len(sts))
-		for _, st := range sts {
-			e.sts[st.JobID] = st
-		}
-	}()
-	return e
-}
-
 // wait waits for the answer.
-func (e *earlyStatus) wait() {
-	if e != nil {
-		<-e.done
+func (s *earlyStatus) wait() {
+	if s != nil {
+		<-s.done
 	}
 }
 
@@ -151,16 +173,16 @@ func (e *earlyStatus) wait() {
 // answered one with an error while it also asked for other jobs: the
 // caller asks again. When the request asked for exactly these jobs (same),
 // its failure and its errors are theirs, as a second request's would be.
-func (e *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, same bool) (bool, error) {
-	e.wait()
-	if e.err != nil {
+func (s *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, same bool) (bool, error) {
+	s.wait()
+	if s.err != nil {
 		if same {
-			return false, e.err
+			return false, s.err
 		}
 		return false, nil
 	}
 	for _, i := range idx {
-		st, ok := e.sts[jobs[i].ID]
+		st, ok := s.sts[jobs[i].ID]
 		if !ok || (st.Err != nil && !same) {
 			// an entry with an error may be the doing of another
 			// endpoint's job in the same request: asked again without it
@@ -168,28 +190,9 @@ func (e *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, sam
 		}
 	}
 	for _, i := range idx {
-		out[i] = e.sts[jobs[i].ID]
+		out[i] = s.sts[jobs[i].ID]
 	}
 	return true, nil
-}
-
-// pendingByEndpoint groups the pending jobs by the endpoint their sid was
-// submitted to, endpoints in a stable order.
-func (a *Agent) pendingByEndpoint() ([]string, map[string][]*pendingJob) {
-	m := map[string][]*pendingJob{}
-	for _, p := range a.book.pendingJobs() {
-		m[p.endpoint] = append(m[p.endpoint], p)
-	}
-	return sortedKeys(m), m
-}
-
-// newEndpoint is the endpoint recorded for the jobs this agent submits: its
-// own, when the store records endpoints (state.RecordsEndpoint).
-func (a *Agent) newEndpoint() string {
-	if !state.RecordsEndpoint(a.book.multi) {
-		return ""
-	}
-	return a.cfg.FTSEndpoint
 }
 
 func sortedKeys[V any](m map[string]V) []string {

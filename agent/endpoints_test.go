@@ -34,17 +34,17 @@ func (w *world) runSecond(b *ftstest.Server, cb *fts.Client) []string {
 	w.t.Helper()
 	cfg := w.config("agent-2")
 	cfg.FTSEndpoint = b.URL
+	var opened []string
+	cfg.OpenFTS = opener(&opened, map[string]*fts.Client{w.sim.URL: w.client})
 	a, err := agent.New(cfg, w.open("agent-2"), cb, w.sites, w.deleter, w.log)
 	must(w.t, err)
-	var opened []string
-	a.OpenFTS = opener(&opened, map[string]*fts.Client{w.sim.URL: w.client})
 	if err := a.Run(context.Background()); err != nil {
 		w.t.Fatalf("second run: %v", err)
 	}
 	return opened
 }
 
-// opener is Agent.OpenFTS for the given clients, recording what it opened.
+// opener is Config.OpenFTS for the given clients, recording what it opened.
 func opener(opened *[]string, clients map[string]*fts.Client) func(context.Context, string) (agent.FTS, error) {
 	return func(_ context.Context, endpoint string) (agent.FTS, error) {
 		*opened = append(*opened, endpoint)
@@ -131,14 +131,9 @@ func TestAgent_JobsStayWithTheirEndpoint(t *testing.T) {
 // submitted under their sids but not recorded, as after a crash.
 type commitFails struct {
 	agent.Store
-	state.MultiSubmitter
 }
 
 var errCommit = errors.New("commit lost (test)")
-
-func (commitFails) SetTransferID(context.Context, []state.Commit, string) ([]state.Result, error) {
-	return nil, errCommit
-}
 
 func (commitFails) SetTransferIDs(context.Context, []state.CommitJob) ([][]state.Result, error) {
 	return nil, errCommit
@@ -153,7 +148,7 @@ func TestAgent_AdoptsOnTheSidsEndpoint(t *testing.T) {
 	cfg := w.config("agent-1")
 	cfg.Once, cfg.FTSEndpoint = true, w.sim.URL
 	s := w.open("agent-1")
-	if err := w.agent(cfg, commitFails{s, s.(state.MultiSubmitter)}).Run(context.Background()); err != nil {
+	if err := w.agent(cfg, commitFails{s}).Run(context.Background()); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
 	for _, r := range reqs {
@@ -208,19 +203,19 @@ func TestAgent_FencedOnEveryEndpoint(t *testing.T) {
 		before := w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"]
 		cfgC := w.config("agent-C")
 		cfgC.FTSEndpoint = simB.URL
+		var opened []string
+		cfgC.OpenFTS = opener(&opened, map[string]*fts.Client{w.sim.URL: w.client})
 		c, err := agent.New(cfgC, w.open("agent-C"), clientB, w.sites, w.deleter, w.log)
 		must(t, err)
-		var opened []string
-		c.OpenFTS = opener(&opened, map[string]*fts.Client{w.sim.URL: w.client})
 		cErr = c.Run(ctx)
 		cancelsByC = w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"] - before
 	}}
 	cfgA := w.config("agent-A")
 	cfgA.FTSEndpoint = simB.URL
 	cfgA.UpdateWindow = 24 * time.Hour // no progress to record: the cancel is A's first action after it wakes
+	cfgA.OpenFTS = func(context.Context, string) (agent.FTS, error) { return earlier, nil }
 	a, err := agent.New(cfgA, frozenStore{Store: w.open("agent-A"), frozen: &frozen}, clientB, w.sites, w.deleter, w.log)
 	must(t, err)
-	a.OpenFTS = func(context.Context, string) (agent.FTS, error) { return earlier, nil }
 	before := w.sim.Requests()["cancel_files"] + w.sim.Requests()["cancel"]
 	errA := a.Run(ctx)
 	if cErr != nil {

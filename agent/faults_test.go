@@ -15,6 +15,7 @@ import (
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // goodRequests enqueues n transfers that succeed.
@@ -64,12 +65,12 @@ type hookStore struct {
 	afterClaim func([]state.Transfer)
 }
 
-func (h hookStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
-	ts, err := h.Store.NewTransfers(ctx, n)
+func (h hookStore) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	c, err := h.Store.NewTransfers(ctx, r)
 	if err == nil && h.afterClaim != nil {
-		h.afterClaim(ts)
+		h.afterClaim(c.Transfers)
 	}
-	return ts, err
+	return c, err
 }
 
 // TestAgent_LeaseLostMidRun: the clock passes the lease TTL right after the
@@ -84,7 +85,7 @@ func TestAgent_LeaseLostMidRun(t *testing.T) {
 	store := hookStore{Store: w.open("agent-1"), afterClaim: func(ts []state.Transfer) {
 		once.Do(func() {
 			w.clk.Advance(16 * time.Minute)
-			got, err := thief.NewTransfers(context.Background(), 100)
+			got, err := statetest.Claim(context.Background(), thief, 100)
 			must(t, err)
 			stolen = map[string]state.Transfer{}
 			for _, tr := range got {
@@ -204,7 +205,7 @@ func TestAgent_PausedPastLockExpiry(t *testing.T) {
 			if _, err := successor.AcquireLock(ctx, testUser, "agent-2", 5*time.Minute); err != nil {
 				t.Errorf("successor cannot take the expired lock: %v", err)
 			}
-			got, err := successor.NewTransfers(ctx, 100)
+			got, err := statetest.Claim(ctx, successor, 100)
 			must(t, err)
 			for _, tr := range got {
 				taken[tr.ID] = tr.Rev

@@ -24,15 +24,15 @@ type thawStore struct {
 	afterPrepar bool
 }
 
-func (s *thawStore) NewTransfers(ctx context.Context, n int) ([]state.Transfer, error) {
+func (s *thawStore) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
 	if s.atClaim {
 		s.once.Do(s.freeze)
 	}
-	return s.frozenStore.NewTransfers(ctx, n)
+	return s.frozenStore.NewTransfers(ctx, r)
 }
 
-func (s *thawStore) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
-	res, err := s.frozenStore.PrepareSubmit(ctx, ts, sid)
+func (s *thawStore) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	res, err := s.frozenStore.PrepareSubmits(ctx, jobs)
 	if s.afterPrepar {
 		s.once.Do(s.freeze)
 	}

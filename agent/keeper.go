@@ -8,67 +8,104 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/asyncstageout/aso/state"
 )
 
-// keeper renews the run lock and the leases every third of their TTL, by
-// the agent's clock: the loop calls tick before every pass and a background
+// keeper holds the run lock: it renews the lock and the leases of the held
+// transfers every third of their TTL, by the agent's clock, and is the
+// write fence. The loop calls tick before every pass and a background
 // goroutine calls it every second (more often for short TTLs), so long
 // phases are covered too. If a renewal keeps failing until the lock or a
 // lease would expire, or the lock or a lease is found lost, it calls lost:
 // the agent must stop all work at once.
 type keeper struct {
-	a    *Agent
-	lost func(error)
+	cfg   Config
+	log   *logrus.Entry
+	store Store   // the agent's, decorated
+	book  *ledger // whose leases are renewed
 
 	mu         sync.Mutex
+	lost       func(error)
 	lock       state.Lock
 	next       time.Time // when to renew next
 	leaseUntil time.Time // earliest expiry of the held leases
 
-	// expire is the lock's expiry as last written (unix nanoseconds), and
-	// dead is set once ownership is lost; both are read without mu by the
-	// write fence.
-	expire atomic.Int64
-	dead   atomic.Bool
+	// holding is set once the lock is taken; expire is the lock's expiry
+	// as last written (unix nanoseconds), and dead is set once ownership
+	// is lost; all three are read without mu by the write fence.
+	holding atomic.Bool
+	expire  atomic.Int64
+	dead    atomic.Bool
 }
 
-func newKeeper(a *Agent, lock state.Lock, lost func(error)) *keeper {
-	k := &keeper{a: a, lost: lost, lock: lock, next: a.cfg.Now().Add(a.renewPeriod())}
+func newKeeper(cfg Config, log *logrus.Entry) *keeper {
+	return &keeper{cfg: cfg, log: log}
+}
+
+// hold starts keeping lock, just taken; lost is called once if ownership
+// is lost.
+func (k *keeper) hold(lock state.Lock, lost func(error)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lock, k.lost, k.next = lock, lost, k.cfg.Now().Add(k.renewPeriod())
 	k.expire.Store(lock.Expire.UnixNano())
-	return k
+	k.holding.Store(true)
 }
 
 // fenceMargin is kept between the last moment the agent writes and the
 // lock's expiry, against clock skew between the hosts of two agents.
-func (a *Agent) fenceMargin() time.Duration { return a.cfg.LockTTL / 10 }
+func (k *keeper) fenceMargin() time.Duration { return k.cfg.LockTTL / 10 }
 
-// mayWrite is the write fence: the agent may write to the state store only
-// while the run lock it holds has not expired by its own clock (less a
-// margin). An agent paused past its lock's expiry (SIGSTOP, a long GC, a
-// suspended VM) finds out here before its first write, and stops.
+// mayWrite is the write fence: the agent may write to the state store, act
+// on FTS or delete only while the run lock it holds has not expired by its
+// own clock (less a margin). An agent paused past its lock's expiry
+// (SIGSTOP, a long GC, a suspended VM) finds out here before its first
+// write, and stops. Before the lock is taken nothing is fenced: the agent
+// writes nothing then.
 func (k *keeper) mayWrite() error {
 	if k.dead.Load() {
 		return ErrStopped
 	}
+	if !k.holding.Load() {
+		return nil
+	}
 	exp := time.Unix(0, k.expire.Load())
-	if !k.a.cfg.Now().Before(exp.Add(-k.a.fenceMargin())) {
-		err := fmt.Errorf("run lock of %s expired at %s before this write: %w", k.a.cfg.User, exp.UTC().Format(time.RFC3339), state.ErrLockLost)
+	if !k.cfg.Now().Before(exp.Add(-k.fenceMargin())) {
+		err := fmt.Errorf("run lock of %s expired at %s before this write: %w", k.cfg.User, exp.UTC().Format(time.RFC3339), state.ErrLockLost)
 		k.die(err)
 		return err
 	}
 	return nil
 }
 
-func (a *Agent) renewPeriod() time.Duration {
-	return min(a.cfg.LockTTL, a.cfg.Policy.LeaseTTL) / 3
+// hooks refuse every write to the state store once the agent may no
+// longer own the user's queue. The fence is checked before the call and
+// handed to the backend in the context (state.WithFence), which checks it
+// again once it holds what serialises its writes: an agent paused while it
+// waited there writes nothing after losing its lock.
+func (k *keeper) hooks() state.Hooks {
+	return state.Hooks{Before: func(ctx context.Context, op state.Op) (context.Context, error) {
+		if !op.Writes() {
+			return ctx, nil
+		}
+		if err := k.mayWrite(); err != nil {
+			return nil, err
+		}
+		return state.WithFence(ctx, k.mayWrite), nil
+	}}
+}
+
+func (k *keeper) renewPeriod() time.Duration {
+	return min(k.cfg.LockTTL, k.cfg.Policy.LeaseTTL) / 3
 }
 
 // run ticks until ctx is done or ownership is lost: every second, or twice
 // per renewal period when that is shorter (a short --lock-ttl), so that a
 // long phase never outlives the lock.
 func (k *keeper) run(ctx context.Context) {
-	t := time.NewTicker(max(min(time.Second, k.a.renewPeriod()/2), 10*time.Millisecond))
+	t := time.NewTicker(max(min(time.Second, k.renewPeriod()/2), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -86,16 +123,15 @@ func (k *keeper) run(ctx context.Context) {
 func (k *keeper) tick(ctx context.Context) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	a := k.a
-	now := a.cfg.Now()
+	now := k.cfg.Now()
 	if k.dead.Load() {
 		return false
 	}
 	if now.Before(k.next) {
 		return true
 	}
-	retry := min(a.renewPeriod(), 10*time.Second)
-	k.next = now.Add(a.renewPeriod())
+	retry := min(k.renewPeriod(), 10*time.Second)
+	k.next = now.Add(k.renewPeriod())
 	if err := k.renewLock(ctx); err != nil {
 		if ctx.Err() != nil {
 			// the keeper is being stopped (the run ends): a renewal cut
@@ -103,9 +139,9 @@ func (k *keeper) tick(ctx context.Context) bool {
 			return true
 		}
 		if errors.Is(err, state.ErrLockLost) || !now.Before(k.lock.Expire.Add(-retry)) {
-			return k.die(fmt.Errorf("renew run lock of %s: %w", a.cfg.User, errOr(err, state.ErrLockLost)))
+			return k.die(fmt.Errorf("renew run lock of %s: %w", k.cfg.User, errOr(err, state.ErrLockLost)))
 		}
-		a.log.WithError(err).Warn("renewing the run lock failed; retrying")
+		k.log.WithError(err).Warn("renewing the run lock failed; retrying")
 		k.next = now.Add(retry)
 	}
 	exp, err := k.renewLeases(ctx)
@@ -119,14 +155,14 @@ func (k *keeper) tick(ctx context.Context) bool {
 	case !k.leaseUntil.IsZero() && !now.Before(k.leaseUntil.Add(-retry)):
 		return k.die(fmt.Errorf("renew leases: %w (%w)", err, state.ErrLeaseLost))
 	default:
-		a.log.WithError(err).Warn("renewing leases failed; retrying")
+		k.log.WithError(err).Warn("renewing leases failed; retrying")
 		k.next = now.Add(retry)
 	}
 	return true
 }
 
 func (k *keeper) die(err error) bool {
-	if k.dead.CompareAndSwap(false, true) {
+	if k.dead.CompareAndSwap(false, true) && k.lost != nil {
 		k.lost(err)
 	}
 	return false
@@ -140,9 +176,9 @@ func (k *keeper) current() state.Lock {
 }
 
 func (k *keeper) renewLock(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, k.a.cfg.PhaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.PhaseTimeout)
 	defer cancel()
-	l, err := k.a.store.RenewLock(ctx, k.lock, k.a.cfg.LockTTL)
+	l, err := k.store.RenewLock(ctx, k.lock, k.cfg.LockTTL)
 	if err == nil {
 		k.lock = l
 		k.expire.Store(l.Expire.UnixNano())
@@ -153,10 +189,9 @@ func (k *keeper) renewLock(ctx context.Context) error {
 // renewLeases renews every held transfer and returns the new earliest
 // expiry, as the store wrote it (nothing held: a full lease TTL from now).
 func (k *keeper) renewLeases(ctx context.Context) (time.Time, error) {
-	a := k.a
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.cfg.PhaseTimeout)
 	defer cancel()
-	until, lost, err := a.book.renew(ctx)
+	until, lost, err := k.book.renew(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -164,7 +199,7 @@ func (k *keeper) renewLeases(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("lease of %d transfers lost (first %s: %v): %w", len(lost), lost[0].ID, lost[0].Err, state.ErrLeaseLost)
 	}
 	if until.IsZero() {
-		until = a.cfg.Now().Add(a.cfg.Policy.LeaseTTL)
+		until = k.cfg.Now().Add(k.cfg.Policy.LeaseTTL)
 	}
 	return until, nil
 }

@@ -9,26 +9,41 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// ledger is the agent's bookkeeping, with one owner: the transfers the
-// agent holds (claimed, not yet committed), each with its current revision,
-// and the jobs whose submission is pending. Every write that carries the
-// revision of a held transfer (hold, prepare, commit, release, abort,
-// renew) is made by the ledger itself under its one mutex, so the submit
-// path and the lease keeper never write with a stale revision, and no
-// caller ever holds its lock.
+// ledger is what this agent holds, in one place: the transfers it claimed
+// and has not committed (each at its current revision), the transfers it
+// claimed this run and has not yet seen end (for the drain check), and its
+// submitted transfers per link (for the link cap). Every write that
+// carries the revision of a held transfer (prepare, commit, release,
+// abort, renew) is made by the ledger itself under its one mutex, so the
+// submitter and the lease keeper never write with a stale revision, and
+// no caller ever holds its lock.
 type ledger struct {
 	store Store
-	multi state.MultiSubmitter // the store's, or state.MultiOf's adapter
 
 	mu   sync.Mutex
 	held map[string]*state.Transfer
-	// pending are jobs whose submission outcome is not known yet (an
-	// ambiguous FTS error) or whose commit failed, by sid.
-	pending map[string]*pendingJob
+	// unsettled are the transfers claimed this run that no write or read
+	// has shown terminal yet.
+	unsettled map[string]struct{}
+	links     linkCounts
 }
 
-func newLedger(store Store, multi state.MultiSubmitter) *ledger {
-	return &ledger{store: store, multi: multi, held: map[string]*state.Transfer{}, pending: map[string]*pendingJob{}}
+func newLedger(store Store) *ledger {
+	return &ledger{store: store, held: map[string]*state.Transfer{}, unsettled: map[string]struct{}{}}
+}
+
+// planned is a transfer of a job, with its PFNs and, once FTS has the job,
+// its file ID there.
+type planned struct {
+	id, src, dst string
+	fileID       int64
+}
+
+// jobWrite is the write of one job's sid (prepare) or FTS job ID (commit)
+// on its held transfers.
+type jobWrite struct {
+	sid, endpoint, jobID string
+	files                []planned
 }
 
 // hold keeps the transfers of ts, just claimed, in place: the caller gives
@@ -38,6 +53,7 @@ func (l *ledger) hold(ts []state.Transfer) {
 	defer l.mu.Unlock()
 	for i := range ts {
 		l.held[ts[i].ID] = &ts[i]
+		l.unsettled[ts[i].ID] = struct{}{}
 	}
 }
 
@@ -72,15 +88,6 @@ func (l *ledger) byID(ids []string) map[string]state.Transfer {
 	return out
 }
 
-// countLinks adds the held transfers to m, per link.
-func (l *ledger) countLinks(m map[string]int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, t := range l.held {
-		m[t.Link()]++
-	}
-}
-
 // unsubmitted returns the IDs of the held transfers that carry no sid:
 // no submission of theirs can have reached FTS.
 func (l *ledger) unsubmitted() []string {
@@ -95,31 +102,18 @@ func (l *ledger) unsubmitted() []string {
 	return ids
 }
 
-// toSubmit returns the held transfers that have no submission yet. Held
-// transfers that carry a sid no pending job knows (claimed again after a
-// crash between submission and commit) join the pending job of their sid,
-// to be looked up in FTS; they are returned in found.
-func (l *ledger) toSubmit() (fresh, found []state.Transfer) {
+// toSubmit returns the held transfers that no pending job holds (pending
+// says which): fresh ones without a sid, and found ones carrying a sid
+// (claimed again after a crash between submission and commit: their job
+// is to be looked up in FTS).
+func (l *ledger) toSubmit(pending func(id string) bool) (fresh, found []state.Transfer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	inPending := map[string]bool{}
-	for _, p := range l.pending {
-		for _, id := range p.ids {
-			inPending[id] = true
-		}
-	}
 	fresh = make([]state.Transfer, 0, len(l.held))
 	for _, t := range l.held {
 		switch {
-		case inPending[t.ID]:
+		case pending(t.ID):
 		case t.SubmitSID != "":
-			p := l.pending[t.SubmitSID]
-			if p == nil {
-				p = &pendingJob{sid: t.SubmitSID, endpoint: t.FTSEndpoint, prio: ftsPriority(t.Priority)}
-				l.pending[t.SubmitSID] = p
-			}
-			p.ids = append(p.ids, t.ID)
-			inPending[t.ID] = true
 			found = append(found, *t)
 		default:
 			fresh = append(fresh, *t)
@@ -128,174 +122,82 @@ func (l *ledger) toSubmit() (fresh, found []state.Transfer) {
 	return fresh, found
 }
 
-// pendingJobs returns the pending jobs.
-func (l *ledger) pendingJobs() []*pendingJob {
+// prepare writes each job's sid and endpoint on its held transfers, in
+// one write. ok[k] are the IDs of job k written; lost the items found no
+// longer ours (let go). An error means nothing is known to be written.
+func (l *ledger) prepare(ctx context.Context, jobs []jobWrite) (ok [][]string, lost []state.Result, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]*pendingJob, 0, len(l.pending))
-	for _, p := range l.pending {
-		out = append(out, p)
-	}
-	return out
-}
-
-// npending is the number of pending jobs.
-func (l *ledger) npending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.pending)
-}
-
-// forget drops the pending job of sid (its transfers stay held).
-func (l *ledger) forget(sid string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.pending, sid)
-}
-
-// prepare writes the sid (and endpoint) of each job on its held transfers,
-// ahead of the submission. A job keeps the transfers that were written and
-// becomes pending; ready are the jobs that kept any, lost the items found
-// no longer ours. An error means nothing is known to be written.
-func (l *ledger) prepare(ctx context.Context, jobs []*pendingJob) (ready []*pendingJob, lost []state.Result, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	held := make([][]state.Transfer, len(jobs))
 	preps := make([]state.PrepareJob, len(jobs))
 	for k, j := range jobs {
-		held[k] = l.getLocked(j.ids)
-		preps[k] = state.PrepareJob{Transfers: held[k], SID: j.sid, Endpoint: j.endpoint}
+		preps[k] = state.PrepareJob{Transfers: l.getLocked(idsOf(j.files)), SID: j.sid, Endpoint: j.endpoint}
 	}
-	res, err := l.multi.PrepareSubmits(ctx, preps)
+	res, err := l.store.PrepareSubmits(ctx, preps)
 	if err != nil {
 		return nil, nil, err
 	}
-	for k, j := range jobs {
-		if k >= len(res) {
+	ok = make([][]string, len(jobs))
+	for k := range res {
+		if k >= len(jobs) {
 			break
 		}
-		ok, l2 := l.update(len(held[k]), res[k], func(t *state.Transfer) { t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint })
-		lost = append(lost, l2...)
-		if len(ok) == 0 {
-			continue
-		}
-		keep := make(map[string]bool, len(ok))
-		for _, id := range ok {
-			keep[id] = true
-		}
-		j.files = filterPlanned(j.files, keep)
-		j.ids = j.ids[:0]
-		for _, f := range j.files {
-			j.ids = append(j.ids, f.id)
-		}
-		l.pending[j.sid] = j
-		ready = append(ready, j)
+		j := jobs[k]
+		var lk []state.Result
+		ok[k], lk = l.update(len(preps[k].Transfers), res[k], func(t *state.Transfer) { t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint })
+		lost = append(lost, lk...)
 	}
-	return ready, lost, nil
+	return ok, lost, nil
 }
 
-// jobCommit is what the commit of one job did.
-type jobCommit struct {
-	job   *pendingJob
-	links []string       // of the transfers committed
-	lost  []state.Result // items found no longer ours
-}
-
-// commit records each job's FTS job ID on its held transfers, which are
-// then no longer held, and forgets the job. For a job adopted from an FTS
-// status reply (job.found), only the transfers FTS has are committed, with
-// the PFNs and file IDs FTS gives (release the others first: strays). A job
-// none of whose transfers is held any more is forgotten. An error means
-// nothing is known to be written: the jobs stay pending.
-func (l *ledger) commit(ctx context.Context, jobs []*pendingJob) ([]jobCommit, error) {
+// commit records each job's FTS job ID, and the PFNs and file IDs of its
+// files, on its held transfers, in one write; those written are no longer
+// held, and count as submitted on their links. ok[k] are the IDs of job k
+// committed; lost the items found no longer ours. An error means nothing
+// is known to be written.
+func (l *ledger) commit(ctx context.Context, jobs []jobWrite) (ok [][]string, lost []state.Result, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var list []*pendingJob
+	ok = make([][]string, len(jobs))
 	var cjobs []state.CommitJob
-	for _, j := range jobs {
-		commits := l.commitsOf(j)
-		if len(commits) == 0 {
-			delete(l.pending, j.sid)
-			continue
+	var of []int // the job of each of cjobs
+	for k, j := range jobs {
+		cs := make([]state.Commit, 0, len(j.files))
+		for _, f := range j.files {
+			if t, held := l.held[f.id]; held {
+				cs = append(cs, state.Commit{Transfer: *t, SourcePFN: f.src, DestPFN: f.dst, FileID: f.fileID})
+			}
 		}
-		list = append(list, j)
-		cjobs = append(cjobs, state.CommitJob{Commits: commits, JobID: j.jobID})
+		if len(cs) > 0 {
+			cjobs, of = append(cjobs, state.CommitJob{Commits: cs, JobID: j.jobID}), append(of, k)
+		}
 	}
 	if len(cjobs) == 0 {
-		return nil, nil
+		return ok, nil, nil
 	}
-	res, err := l.multi.SetTransferIDs(ctx, cjobs)
+	res, err := l.store.SetTransferIDs(ctx, cjobs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]jobCommit, 0, len(list))
-	for k, j := range list {
-		if k >= len(res) {
+	for i := range res {
+		if i >= len(cjobs) {
 			break
 		}
-		ok, lost := l.update(len(cjobs[k].Commits), res[k], nil)
-		c := jobCommit{job: j, lost: lost, links: make([]string, 0, len(ok))}
-		for _, id := range ok {
-			c.links = append(c.links, l.held[id].Link())
+		k := of[i]
+		var lk []state.Result
+		ok[k], lk = l.update(len(cjobs[i].Commits), res[i], nil)
+		lost = append(lost, lk...)
+		for _, id := range ok[k] {
+			l.links.committed(l.held[id].Link())
 			delete(l.held, id)
 		}
-		delete(l.pending, j.sid)
-		out = append(out, c)
 	}
-	return out, nil
-}
-
-// commitsOf returns the commits of j's held transfers (see commit).
-func (l *ledger) commitsOf(j *pendingJob) []state.Commit {
-	pfn := make(map[string]*planned, len(j.files))
-	for i := range j.files {
-		pfn[j.files[i].id] = &j.files[i]
-	}
-	commits := make([]state.Commit, 0, len(j.ids))
-	for _, id := range j.ids {
-		t, ok := l.held[id]
-		if !ok {
-			continue
-		}
-		c := state.Commit{Transfer: *t}
-		if p := pfn[t.ID]; p != nil {
-			c.SourcePFN, c.DestPFN = p.src, p.dst
-		}
-		if j.found != nil {
-			f, ok := j.found[t.ID]
-			if !ok {
-				continue // a stray: never submitted
-			}
-			c.SourcePFN, c.DestPFN, c.FileID = f.SourceSURL, f.DestSURL, f.FileID
-		}
-		commits = append(commits, c)
-	}
-	return commits
-}
-
-// strays returns the IDs of j's held transfers that the job FTS has
-// (j.found) does not contain: they were never submitted.
-func (l *ledger) strays(j *pendingJob) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, id := range j.ids {
-		if _, ok := l.held[id]; ok && j.found != nil {
-			if _, in := j.found[id]; !in {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
+	return ok, lost, nil
 }
 
 // release returns the held transfers among ids to new without penalty
-// (their sid is cleared) and lets them go. Shutdown (the transfers never
-// submitted) and a job FTS never accepted both end here.
+// (their sid is cleared) and lets them go.
 func (l *ledger) release(ctx context.Context, ids []string, reason string) ([]state.Result, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ts := l.getLocked(ids)
+	ts := l.get(ids)
 	if len(ts) == 0 {
 		return nil, nil
 	}
@@ -303,30 +205,17 @@ func (l *ledger) release(ctx context.Context, ids []string, reason string) ([]st
 	for i, t := range ts {
 		aborts[i] = state.Abort{Transfer: t, Reason: reason, NoPenalty: true}
 	}
-	res, err := l.store.AbortTransfers(ctx, aborts)
-	if err != nil {
-		l.forgetLocked(aborts)
-	}
-	for _, r := range res {
-		delete(l.held, r.ID)
-	}
+	_, res, err := l.abort(ctx, aborts)
 	return res, err
-}
-
-// forgetLocked lets go of the transfers of aborts, whose write failed: it
-// may have landed (its answer lost), so the held copies, sid and revision
-// included, may be stale, and a stale sid must never be looked up and sent
-// again. Those still ours come back through a claim once their leases
-// expire, read anew from the store.
-func (l *ledger) forgetLocked(aborts []state.Abort) {
-	for _, ab := range aborts {
-		delete(l.held, ab.Transfer.ID)
-	}
 }
 
 // abort ends the held transfers of aborts without a job (with their
 // current revisions), and lets them go. It returns the aborts written, in
-// the order of the results.
+// the order of the results. A write that failed may have landed (its
+// answer lost), so the held copies, sid and revision included, may be
+// stale: they are let go too, and a stale sid is never looked up and sent
+// again; those still ours come back through a claim once their leases
+// expire, read anew from the store.
 func (l *ledger) abort(ctx context.Context, aborts []state.Abort) ([]state.Abort, []state.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -337,13 +226,21 @@ func (l *ledger) abort(ctx context.Context, aborts []state.Abort) ([]state.Abort
 			list = append(list, ab)
 		}
 	}
+	if len(list) == 0 {
+		return nil, nil, nil
+	}
 	res, err := l.store.AbortTransfers(ctx, list)
 	if err != nil {
-		l.forgetLocked(list)
+		for _, ab := range list {
+			delete(l.held, ab.Transfer.ID)
+		}
 		return list, nil, err
 	}
 	for _, r := range res {
 		delete(l.held, r.ID)
+		if r.Err == nil && r.State.Terminal() {
+			delete(l.unsettled, r.ID)
+		}
 	}
 	return list, res, nil
 }
@@ -399,4 +296,133 @@ func (l *ledger) update(n int, res []state.Result, mutate func(*state.Transfer))
 		}
 	}
 	return ok, lost
+}
+
+// ended forgets, for the drain check, the transfers that the results of a
+// write show terminal.
+func (l *ledger) ended(res []state.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range res {
+		if r.Err == nil && r.State.Terminal() {
+			delete(l.unsettled, r.ID)
+		}
+	}
+}
+
+// unsettledIDs returns the transfers claimed this run that no write or
+// read has shown terminal yet.
+func (l *ledger) unsettledIDs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := make([]string, 0, len(l.unsettled))
+	for id := range l.unsettled {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// settled forgets, for the drain check, transfers read terminal or gone.
+func (l *ledger) settled(ids []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		delete(l.unsettled, id)
+	}
+}
+
+// heldPerLink is what the agent holds per link: submitted and claimed.
+func (l *ledger) heldPerLink() map[string]int {
+	m := l.links.snapshot()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.held {
+		m[t.Link()]++
+	}
+	return m
+}
+
+// countLinks starts counting the submitted transfers per link anew, for
+// a monitor phase; the function it returns ends the count (see
+// linkCounts.begin).
+func (l *ledger) countLinks(t *tally) func() { return l.links.begin(t) }
+
+// observeLinks counts a monitored group: its listed transfers, less those
+// that ended.
+func (l *ledger) observeLinks(jobs []state.Job, outs []outcome) { l.links.observe(jobs, outs) }
+
+func idsOf(fs []planned) []string {
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.id
+	}
+	return ids
+}
+
+// linkCounts counts the agent's submitted transfers per link: the last
+// monitor phase's count, plus those committed since.
+type linkCounts struct {
+	mu        sync.Mutex
+	submitted map[string]int
+	next      map[string]int // the count of the monitor phase under way
+}
+
+// begin starts a monitor phase's count; the function it returns ends it.
+// When the phase had errors (a group not listed, say) the new count may
+// miss transfers, so each link keeps the larger of the old and new counts:
+// a link is never thought emptier than it is.
+func (c *linkCounts) begin(t *tally) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = map[string]int{}
+	errs := t.ps.Errors
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.ps.Errors > errs {
+			for k, n := range c.submitted {
+				c.next[k] = max(c.next[k], n)
+			}
+		}
+		c.submitted, c.next = c.next, nil
+	}
+}
+
+// observe counts a monitored group: its listed transfers, less those that
+// ended.
+func (c *linkCounts) observe(jobs []state.Job, outs []outcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.next == nil {
+		c.next = map[string]int{}
+	}
+	for _, j := range jobs {
+		for i := range j.Transfers {
+			c.next[j.Transfers[i].Link()]++
+		}
+	}
+	for _, o := range outs {
+		c.next[o.t.Link()]--
+	}
+}
+
+// committed counts a transfer just committed to an FTS job on link.
+func (c *linkCounts) committed(link string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.submitted == nil {
+		c.submitted = map[string]int{}
+	}
+	c.submitted[link]++
+}
+
+// snapshot returns a copy of the counts.
+func (c *linkCounts) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]int, len(c.submitted))
+	for k, n := range c.submitted {
+		m[k] += n
+	}
+	return m
 }

@@ -21,8 +21,13 @@ const fastSite = "T2_XX_Fast"
 // which the link from srcSite takes an hour per file while fastSite's files
 // finish at once. It enqueues a backlog of slow transfers, then fast ones.
 func linkWorld(t *testing.T, slowN, fastN int) (*world, []state.Request, []state.Request) {
+	return linkWorldOn(t, newWorld, slowN, fastN)
+}
+
+// linkWorldOn is linkWorld on the world newW builds.
+func linkWorldOn(t *testing.T, newW func(testing.TB, ftstest.Options) *world, slowN, fastN int) (*world, []state.Request, []state.Request) {
 	t.Helper()
-	w := newWorld(t, ftstest.Options{TransferTimeOf: func(src, _ string) time.Duration {
+	w := newW(t, ftstest.Options{TransferTimeOf: func(src, _ string) time.Duration {
 		if strings.Contains(src, "/"+srcSite+"/") {
 			return time.Hour
 		}
@@ -102,21 +107,17 @@ func TestAgent_LinkFairness(t *testing.T) {
 }
 
 // TestAgent_LinkFairnessDrains: the run drains both links, and the slow
-// link never has more than its cap of unfinished files in FTS.
-// A store without state.LinkClaimer (here hidden) gets the same cap from
-// the agent, which releases what exceeds it.
+// link never has more than its cap of unfinished files in FTS, on both
+// stores (memfile passes over a link at its cap in its index, CouchDB
+// moves what it passes over to the back of the queue).
 func TestAgent_LinkFairnessDrains(t *testing.T) {
-	for _, hide := range []bool{false, true} {
-		t.Run(fmt.Sprintf("store-claims=%v", !hide), func(t *testing.T) { linkFairnessDrains(t, hide) })
-	}
+	t.Run("memfile", func(t *testing.T) { linkFairnessDrains(t, newWorld) })
+	t.Run("couchdb", func(t *testing.T) { linkFairnessDrains(t, newCouchWorld) })
 }
 
-func linkFairnessDrains(t *testing.T, hide bool) {
+func linkFairnessDrains(t *testing.T, newW func(testing.TB, ftstest.Options) *world) {
 	const slowN, fastN, cap = 90, 10, 30
-	w, slow, fast := linkWorld(t, slowN, fastN)
-	if hide {
-		w.wrap = func(s agent.Store) agent.Store { return plainStore{s} }
-	}
+	w, slow, fast := linkWorldOn(t, newW, slowN, fastN)
 	cfg := w.config("agent-1")
 	cfg.MaxActivePerLink = cap
 	a := w.agent(cfg, nil)
@@ -141,21 +142,21 @@ func linkFairnessDrains(t *testing.T, hide bool) {
 	}
 }
 
-// withoutLinkClaimer is the file store without its LinkClaimer ability,
-// as a CouchDB store is: a capped claim takes the queue's order and
-// releases what is over the cap.
-type withoutLinkClaimer struct {
-	agent.Store
-	state.Recoverer
-}
-
 // TestAgent_CapKeepsTransfersWithASid: an agent died between its FTS
 // submission and the commit; the next run caps the link below what it
 // claims. The transfers carrying the dead agent's sid are kept and looked
 // up in FTS, not released over the cap (a release drops the sid, and they
 // would be submitted again under another): each is submitted once.
 func TestAgent_CapKeepsTransfersWithASid(t *testing.T) {
-	w := newWorld(t, ftstest.Options{QueueDelay: time.Minute})
+	t.Run("memfile", func(t *testing.T) {
+		capKeepsTransfersWithASid(t, newWorld(t, ftstest.Options{QueueDelay: time.Minute}))
+	})
+	t.Run("couchdb", func(t *testing.T) {
+		capKeepsTransfersWithASid(t, newCouchWorld(t, ftstest.Options{QueueDelay: time.Minute}))
+	})
+}
+
+func capKeepsTransfersWithASid(t *testing.T, w *world) {
 	reqs := w.goodRequests(10)
 	ctx := context.Background()
 	dcfg := w.config("agent-dead")
@@ -171,8 +172,7 @@ func TestAgent_CapKeepsTransfersWithASid(t *testing.T) {
 
 	cfg := w.config("agent-next")
 	cfg.MaxActivePerLink = 2
-	s := w.open("agent-next")
-	must(t, w.agent(cfg, withoutLinkClaimer{s, s.(state.Recoverer)}).Run(ctx))
+	must(t, w.agent(cfg, nil).Run(ctx))
 	subs := submissionsByTransfer(w.sim.Files())
 	for _, r := range reqs {
 		if tr := w.get(r.ID()); tr.State != state.StateDone || len(subs[r.ID()]) != 1 {

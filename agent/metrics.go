@@ -44,13 +44,13 @@ func NewMetricsFor(user string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_transfers_total", Help: "Transfer outcomes recorded, by outcome (done, failed, retried, killed, lost).",
+			Name: "aso_transfers_total", Help: "Transfers ended or sent back, by outcome (done, failed, retried, lost, killed, released).",
 		}, []string{"outcome"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_transfer_failures_total", Help: "FTS failures recorded, by outcome (failed, retried) and error class.",
+			Name: "aso_transfer_failures_total", Help: "Failures recorded (by FTS, at submission or at claim), by outcome (failed, retried) and error class.",
 		}, []string{"outcome", "error_class"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_events_total", Help: "Agent events: claimed, submitted, aborted, progress, deleted, delete_failed.",
+			Name: "aso_events_total", Help: "Agent events: claimed, submitted, progress, deleted, delete_failed, taken_back.",
 		}, []string{"event"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "aso_request_duration_seconds", Help: "Duration of state-store and FTS requests, by service and operation.",
@@ -210,26 +210,9 @@ func (f instrumentedFTS) CancelFiles(ctx context.Context, job string, fids []int
 	return f.FTS.CancelFiles(ctx, job, fids)
 }
 
-// storeOps name the state-store calls (state.Hooks) in the op label of
-// the request metrics; the multi-job and link-fair forms of a call count
-// as the call.
-var storeOps = map[string]string{
-	"NewTransfers": "new_transfers", "NewTransfersByLink": "new_transfers",
-	"PrepareSubmit": "prepare_submit", "PrepareSubmits": "prepare_submit",
-	"SetTransferID": "set_transfer_id", "SetTransferIDs": "set_transfer_id",
-	"RenewLeases": "renew_leases", "AbortTransfers": "abort_transfers",
-	"SetTransientState": "set_transient_state", "SetTerminalState": "set_terminal_state",
-	"ActiveTransfers": "active_transfers", "ActiveJobs": "active_jobs", "ActiveTransfersOf": "active_transfers_of",
-	"List": "list", "Unsettled": "unsettled", "TakeBack": "take_back",
-	"AcquireLock": "acquire_lock", "RenewLock": "renew_lock",
-	"ReleaseLock": "release_lock", "ReleaseLockRecord": "release_lock",
-}
-
-// storeHooks time every state-store call.
+// storeHooks time every state-store call, labelled by its op.
 func (m *Metrics) storeHooks() state.Hooks {
-	return state.Hooks{After: func(_ context.Context, op string, c state.Call) {
-		if label, ok := storeOps[op]; ok {
-			m.took("state", label, c.Took, c.Err)
-		}
+	return state.Hooks{After: func(_ context.Context, op state.Op, c state.Call) {
+		m.took("state", op.String(), c.Took, c.Err)
 	}}
 }

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
-// outcome is a terminal result found by the monitor phase, to be recorded.
-// It points at the transfer in the group's listing instead of copying it:
-// the group holds every transfer once, and the record phase copies only
-// those it writes.
+// outcome is a terminal result found by the monitor, to be recorded. It
+// points at the transfer in the group's listing instead of copying it:
+// the group holds every transfer once, and the recorder copies only those
+// it writes.
 type outcome struct {
 	t         *state.Transfer
 	job       string
@@ -28,7 +30,7 @@ type outcome struct {
 	// with "file exists" and says so.
 	deleteDest bool
 	// existing: a failure "destination exists" whose file there is the
-	// transfer's own, recorded done (see checkExisting)
+	// transfer's own, recorded done (see recorder.checkExisting)
 	existing bool
 }
 
@@ -37,41 +39,34 @@ func (o *outcome) terminal() state.Terminal {
 	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, ErrorClass: string(o.class), FTSJob: o.job}
 }
 
-// monitorPhase checks the user's active transfers in FTS and records their
-// outcomes, one group of jobs at a time when the store can list them so
-// (state.ActivePager): for each group it reads the group's transfers,
-// queries FTS, records progress, cancels kills, deletes destinations and
-// records outcomes, and lets the group go before the next, so the agent
-// holds the transfers of one group at a time. Without the ability, every
-// active transfer is one group. A group whose listing or status fails is
-// skipped this pass (an error of the pass); the others go on. The time
-// spent is added to ps.Monitor and ps.Record.
-func (a *Agent) monitorPhase(work context.Context, ps *PassStats) {
-	defer a.links.begin(ps)()
-	if a.pager == nil {
-		a.monitorGroup(work, ps, nil, func(ctx context.Context) ([]state.Job, error) {
-			return a.store.ActiveTransfers(ctx, a.cfg.User)
-		})
-		return
-	}
-	start := a.cfg.Now()
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	refs, err := a.pager.ActiveJobs(ctx, a.cfg.User)
+// monitor asks FTS about the user's active jobs, one group at a time:
+// records the progress of running transfers, cancels those whose kill was
+// requested, and returns the outcomes of those that ended.
+type monitor struct {
+	cfg     Config
+	store   Store
+	book    *ledger
+	eps     *endpoints
+	metrics *Metrics
+	log     *logrus.Entry
+}
+
+func newMonitor(cfg Config, store Store, book *ledger, eps *endpoints, m *Metrics, log *logrus.Entry) *monitor {
+	return &monitor{cfg: cfg, store: store, book: book, eps: eps, metrics: m, log: log.WithField(FieldPhase, "monitor")}
+}
+
+// groups lists the user's active jobs and cuts them into the groups check
+// takes (groupJobs). ok is false when the listing failed (an error of the
+// pass).
+func (m *monitor) groups(work context.Context, t *tally) ([][]string, bool) {
+	ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
+	refs, err := m.store.ActiveJobs(ctx, m.cfg.User)
 	cancel()
-	ps.Monitor += a.cfg.Now().Sub(start)
 	if err != nil {
-		ps.Errors++
-		a.log.WithField(FieldPhase, "monitor").WithError(err).Error("listing active jobs failed; retried next pass")
-		return
+		t.fail("monitor", "listing active jobs failed; retried next pass", err)
+		return nil, false
 	}
-	for _, g := range groupJobs(refs, a.cfg.MonitorGroup, fts.MaxJobsPerQuery) {
-		if work.Err() != nil {
-			return // ownership lost: nothing more may be written
-		}
-		a.monitorGroup(work, ps, g, func(ctx context.Context) ([]state.Job, error) {
-			return a.pager.ActiveTransfersOf(ctx, a.cfg.User, g)
-		})
-	}
+	return groupJobs(refs, m.cfg.MonitorGroup, fts.MaxJobsPerQuery), true
 }
 
 // groupJobs cuts jobs into consecutive groups of whole jobs holding at most
@@ -100,60 +95,43 @@ func groupJobs(jobs []state.JobRef, bound, perQuery int) [][]string {
 	return out
 }
 
-// monitorGroup lists one group's transfers with list (under the phase
-// timeout), checks them in FTS and records their outcomes. When the
-// group's job IDs are known beforehand (ids), the agent's own endpoint is
-// asked for their status while the transfers are read (earlyStatus).
-func (a *Agent) monitorGroup(work context.Context, ps *PassStats, ids []string, list func(context.Context) ([]state.Job, error)) {
-	start := a.cfg.Now()
-	var early *earlyStatus
-	if len(ids) > 0 {
-		early = a.askEarly(work, ids)
-	}
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	jobs, err := list(ctx)
+// check reads the transfers of the jobs ids while it asks the agent's own
+// endpoint for their status (earlyStatus), asks other endpoints for theirs,
+// records progress, cancels kills, and returns the terminal outcomes. A
+// group whose listing or status fails is skipped this pass.
+func (m *monitor) check(work context.Context, ids []string, t *tally) []outcome {
+	early := m.eps.askEarly(work, ids)
+	ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
+	jobs, err := m.store.ActiveTransfersOf(ctx, m.cfg.User, ids)
 	cancel()
 	if err != nil {
 		early.wait()
-		ps.Errors++
-		ps.Monitor += a.cfg.Now().Sub(start)
-		a.log.WithField(FieldPhase, "monitor").WithError(err).Error("listing active transfers failed; retried next pass")
-		return
+		t.fail("monitor", "listing active transfers failed; retried next pass", err)
+		return nil
 	}
-	outs := a.check(work, jobs, ps, early)
+	outs := m.checkJobs(work, jobs, t, early)
 	early.wait()
-	a.links.observe(jobs, outs)
-	mid := a.cfg.Now()
-	ps.Monitor += mid.Sub(start)
-	a.recordPhase(work, outs, ps)
-	ps.Record += a.cfg.Now().Sub(mid)
+	m.book.observeLinks(jobs, outs)
+	return outs
 }
 
-// check queries FTS for jobs in bulk, records progress of running
-// transfers, cancels those with kill_requested, and returns the terminal
-// outcomes (pointing into jobs).
-func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats, early *earlyStatus) []outcome {
+// checkJobs queries FTS for jobs in bulk and settles what the answers say.
+func (m *monitor) checkJobs(work context.Context, jobs []state.Job, t *tally, early *earlyStatus) []outcome {
 	if len(jobs) == 0 {
 		return nil
 	}
-	log := a.log.WithField(FieldPhase, "monitor")
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-	}
 	// the client bounds each request of 100 jobs by its own timeout; a batch
 	// that times out comes back with Err set and is skipped this pass
-	sts, err := a.statusAt(work, jobs, early)
+	sts, err := m.eps.statusAt(work, jobs, early)
 	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("FTS status failed")
+		t.fail("monitor", "FTS status failed", err)
 		return nil
 	}
 	byJob := make(map[string]*fts.JobStatus, len(sts))
 	for i := range sts {
 		byJob[sts[i].JobID] = &sts[i]
 	}
-	now := a.cfg.Now()
+	now := m.cfg.Now()
 	n := 0
 	for _, j := range jobs {
 		n += len(j.Transfers)
@@ -162,19 +140,19 @@ func (a *Agent) check(work context.Context, jobs []state.Job, ps *PassStats, ear
 	for _, j := range jobs {
 		st := byJob[j.ID]
 		if st == nil || st.Err != nil {
-			ps.Errors++
-			ps.Active += len(j.Transfers)
+			t.ps.Errors++
+			t.ps.Active += len(j.Transfers)
 			var serr error
 			if st != nil {
 				serr = st.Err
 			}
-			log.WithField(FieldJob, j.ID).WithError(serr).Warn("no status for job this pass")
+			m.log.WithField(FieldJob, j.ID).WithError(serr).Warn("no status for job this pass")
 			continue
 		}
-		a.checkJob(j, st, now, ps, &c)
+		m.checkJob(j, st, now, t, &c)
 	}
-	a.setTransient(work, c.transients, ps)
-	return a.cancelKilled(work, c.kills, c.outs, ps)
+	m.setTransient(work, c.transients)
+	return m.cancelKilled(work, c.kills, c.outs, t)
 }
 
 // checked is what check found: the terminal outcomes, the progress to
@@ -186,7 +164,7 @@ type checked struct {
 }
 
 // checkJob adds to c what the status st of job j says of its transfers.
-func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *PassStats, c *checked) {
+func (m *monitor) checkJob(j state.Job, st *fts.JobStatus, now time.Time, t *tally, c *checked) {
 	if st.Lost {
 		for i := range j.Transfers {
 			// the destination is left alone (see outcome.deleteDest)
@@ -200,30 +178,30 @@ func (a *Agent) checkJob(j state.Job, st *fts.JobStatus, now time.Time, ps *Pass
 		files[st.Files[i].TransferID()] = i
 	}
 	for i := range j.Transfers {
-		t := &j.Transfers[i]
-		k, ok := files[t.ID]
+		tr := &j.Transfers[i]
+		k, ok := files[tr.ID]
 		if !ok {
 			if fts.TerminalJobState(st.State) {
-				c.outs = append(c.outs, outcome{t: t, job: j.ID, outcome: state.OutcomeLost,
+				c.outs = append(c.outs, outcome{t: tr, job: j.ID, outcome: state.OutcomeLost,
 					reason: fmt.Sprintf("FTS job %s has no file for this transfer", j.ID)})
 			} else {
-				ps.Active++
-				ps.running++
+				t.ps.Active++
+				t.ps.running++
 			}
 			continue
 		}
 		f := &st.Files[k]
-		if o, done := fileOutcome(t, j.ID, f); done {
+		if o, done := fileOutcome(tr, j.ID, f); done {
 			c.outs = append(c.outs, o)
 			continue
 		}
-		ps.Active++
-		ps.running++
-		if t.KillRequested {
-			c.kills = append(c.kills, kill{t: t, job: j.ID, fileID: f.FileID, running: urlCopyRan(f)})
+		t.ps.Active++
+		t.ps.running++
+		if tr.KillRequested {
+			c.kills = append(c.kills, kill{t: tr, job: j.ID, fileID: f.FileID, running: urlCopyRan(f)})
 		}
-		if a.progressDue(t, f, now) {
-			c.transients = append(c.transients, state.Transient{Transfer: *t, Progress: state.Progress{
+		if m.progressDue(tr, f, now) {
+			c.transients = append(c.transients, state.Transient{Transfer: *tr, Progress: state.Progress{
 				FTSState: f.State, Bytes: f.Filesize, Throughput: f.Throughput, Retries: f.Retry, Reason: f.Reason, FileID: f.FileID,
 			}})
 		}
@@ -265,24 +243,24 @@ func urlCopyRan(f *fts.FileStatus) bool {
 // progressDue: record progress when FTS reports something new, or when the
 // transfer was not touched for half the update window (so every active
 // transfer is touched at least once per window).
-func (a *Agent) progressDue(t *state.Transfer, f *fts.FileStatus, now time.Time) bool {
+func (m *monitor) progressDue(t *state.Transfer, f *fts.FileStatus, now time.Time) bool {
 	p := t.Progress
 	if p == nil || p.FTSState != f.State || p.Retries != f.Retry || p.Reason != f.Reason || t.FTSFileID != f.FileID {
 		return true
 	}
-	return now.Sub(t.LastUpdate.Time) >= a.cfg.UpdateWindow/2
+	return now.Sub(t.LastUpdate.Time) >= m.cfg.UpdateWindow/2
 }
 
-func (a *Agent) setTransient(work context.Context, items []state.Transient, ps *PassStats) {
+// setTransient records progress: best effort, never retried.
+func (m *monitor) setTransient(work context.Context, items []state.Transient) {
 	if len(items) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
+	ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
 	defer cancel()
-	res, err := a.store.SetTransientState(ctx, items)
+	res, err := m.store.SetTransientState(ctx, items)
 	if err != nil {
-		// transient state is best effort: never retried
-		a.log.WithField(FieldPhase, "monitor").WithError(err).Warn("recording progress failed")
+		m.log.WithError(err).Warn("recording progress failed")
 		return
 	}
 	n := 0
@@ -291,7 +269,7 @@ func (a *Agent) setTransient(work context.Context, items []state.Transient, ps *
 			n++
 		}
 	}
-	a.metrics.count("progress", n)
+	m.metrics.count("progress", n)
 }
 
 // kill is a running transfer with kill_requested, to cancel in FTS.
@@ -308,7 +286,7 @@ type kill struct {
 // pass. The destination of a file cancelled before FTS started url-copy
 // for it is left alone (urlCopyRan): whatever is there is not its doing (it
 // may be a file FTS would have refused to overwrite).
-func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome, ps *PassStats) []outcome {
+func (m *monitor) cancelKilled(work context.Context, kills []kill, outs []outcome, t *tally) []outcome {
 	// kills are in job order: one request per run of the same job
 	for len(kills) > 0 {
 		n := 1
@@ -321,34 +299,26 @@ func (a *Agent) cancelKilled(work context.Context, kills []kill, outs []outcome,
 		for i, k := range ks {
 			fids[i] = k.fileID
 		}
-		ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-		f, err := a.ftsAt(ctx, ks[0].t.FTSEndpoint)
+		ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
+		f, err := m.eps.at(ctx, ks[0].t.FTSEndpoint)
 		var states []string
 		if err == nil {
 			states, err = f.CancelFiles(ctx, job, fids)
 		}
 		cancel()
-		log := a.log.WithField(FieldPhase, "monitor").WithField(FieldJob, job)
+		log := m.log.WithField(FieldJob, job)
 		if err != nil {
-			ps.Errors++
-			log.WithError(err).Error("cancelling killed transfers failed; retried next pass")
+			t.fail("monitor", "cancelling killed transfers failed; retried next pass", err)
 			continue
 		}
 		for i, k := range ks {
 			log.WithField(FieldTransfer, k.t.ID).Info("kill requested: cancelled in FTS")
 			if i < len(states) && states[i] == "CANCELED" {
-				ps.Active--
+				t.ps.Active--
 				outs = append(outs, outcome{t: k.t, job: job, outcome: state.OutcomeKilled,
 					reason: "killed by request: canceled in FTS", deleteDest: k.running})
 			}
 		}
 	}
 	return outs
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -14,29 +13,22 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// pagedStore lists active transfers a few jobs at a time
-// (state.ActivePager): through the wrapped store's own ability when it has
-// one; otherwise ActiveJobs notes the transfer IDs of each job from
-// ActiveTransfers, and ActiveTransfersOf reads those of the jobs asked for
-// by ID (List), so that it holds only them, as a store with the ability
-// does. It records what the agent asked of it, and fails the
-// ActiveTransfersOf calls fail picks.
+// pagedStore records what the agent asked of the store's listings of
+// active jobs, and fails the ActiveTransfersOf calls fail picks.
 type pagedStore struct {
 	agent.Store
 	// fail, if set, is asked before ActiveTransfersOf call n (from 1);
 	// a non-nil error fails the call.
 	fail func(n int, jobs []string) error
-	// frozen: ActiveJobs answers the listing it last made, without reading
-	// the transfers again, like a store with an index of jobs (for
-	// measurements in which no job ends).
+	// frozen: ActiveJobs answers the listing it last made, without asking
+	// the store again (for measurements in which no job ends).
 	frozen bool
 
 	mu        sync.Mutex
-	refs      []state.JobRef      // the last ActiveJobs listing
-	ids       map[string][]string // job -> its transfer IDs, in order, at the last ActiveJobs
-	lists     int                 // ActiveJobs calls: one per pass
-	of        []pagedCall         // every ActiveTransfersOf call
-	transient []int               // items of every SetTransientState call
+	refs      []state.JobRef // the last ActiveJobs listing
+	lists     int            // ActiveJobs calls: one per pass
+	of        []pagedCall    // every ActiveTransfersOf call
+	transient []int          // items of every SetTransientState call
 }
 
 // pagedCall is one ActiveTransfersOf call.
@@ -47,34 +39,20 @@ type pagedCall struct {
 	err       error
 }
 
-var _ state.ActivePager = (*pagedStore)(nil)
-
 func (p *pagedStore) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	p.mu.Lock()
 	p.lists++
-	p.mu.Unlock()
-	if ap, ok := p.Store.(state.ActivePager); ok {
-		return ap.ActiveJobs(ctx, user)
-	}
-	if p.frozen {
-		p.mu.Lock()
+	if p.frozen && p.refs != nil {
 		defer p.mu.Unlock()
 		return slices.Clone(p.refs), nil
 	}
-	jobs, err := p.Store.ActiveTransfers(ctx, user)
+	p.mu.Unlock()
+	refs, err := p.Store.ActiveJobs(ctx, user)
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]state.JobRef, len(jobs))
-	ids := make(map[string][]string, len(jobs))
-	for i, j := range jobs {
-		refs[i] = state.JobRef{ID: j.ID, Transfers: len(j.Transfers)}
-		for _, t := range j.Transfers {
-			ids[j.ID] = append(ids[j.ID], t.ID)
-		}
-	}
 	p.mu.Lock()
-	p.refs, p.ids = refs, ids
+	p.refs = refs
 	p.mu.Unlock()
 	return refs, nil
 }
@@ -84,7 +62,14 @@ func (p *pagedStore) ActiveTransfersOf(ctx context.Context, user string, jobs []
 	p.of = append(p.of, pagedCall{pass: p.lists, jobs: slices.Clone(jobs)})
 	n := len(p.of)
 	p.mu.Unlock()
-	out, err := p.list(ctx, user, jobs, n)
+	var out []state.Job
+	var err error
+	if p.fail != nil {
+		err = p.fail(n, jobs)
+	}
+	if err == nil {
+		out, err = p.Store.ActiveTransfersOf(ctx, user, jobs)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	call := &p.of[n-1]
@@ -93,56 +78,6 @@ func (p *pagedStore) ActiveTransfersOf(ctx context.Context, user string, jobs []
 		call.transfers += len(j.Transfers)
 	}
 	return out, err
-}
-
-func (p *pagedStore) list(ctx context.Context, user string, jobs []string, n int) ([]state.Job, error) {
-	if p.fail != nil {
-		if err := p.fail(n, jobs); err != nil {
-			return nil, err
-		}
-	}
-	if ap, ok := p.Store.(state.ActivePager); ok {
-		return ap.ActiveTransfersOf(ctx, user, jobs)
-	}
-	// the IDs asked for, ranked in the order of the result
-	var ids []string
-	jobOf := map[string]string{}
-	p.mu.Lock()
-	for _, j := range jobs {
-		for _, id := range p.ids[j] {
-			ids = append(ids, id)
-			jobOf[id] = j
-		}
-	}
-	p.mu.Unlock()
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	rank := make(map[string]int, len(ids))
-	for i, id := range ids {
-		rank[id] = i
-	}
-	ts, err := p.Store.List(ctx, state.Filter{User: user, States: []state.State{state.StateSubmitted}, IDs: ids})
-	if err != nil {
-		return nil, err
-	}
-	kept := ts[:0]
-	for _, t := range ts {
-		if jobOf[t.ID] == t.FTSJob {
-			kept = append(kept, t)
-		}
-	}
-	sort.Slice(kept, func(a, b int) bool { return rank[kept[a].ID] < rank[kept[b].ID] })
-	var out []state.Job
-	for len(kept) > 0 {
-		n := 1
-		for n < len(kept) && kept[n].FTSJob == kept[0].FTSJob {
-			n++
-		}
-		out = append(out, state.Job{ID: kept[0].FTSJob, Transfers: kept[:n:n]})
-		kept = kept[n:]
-	}
-	return out, nil
 }
 
 func (p *pagedStore) SetTransientState(ctx context.Context, items []state.Transient) ([]state.Result, error) {
@@ -223,24 +158,6 @@ func TestAgent_EndToEnd_Paged(t *testing.T) {
 		t.Errorf("no progress recorded")
 	}
 }
-
-// TestAgent_EndToEnd_NoOptionalAbilities is the end-to-end scenario with a
-// store that has none of the optional abilities (no state.ActivePager, no
-// state.MultiSubmitter): all active transfers are checked as one group.
-func TestAgent_EndToEnd_NoOptionalAbilities(t *testing.T) {
-	w := newWorld(t, endToEndSim)
-	w.wrap = func(s agent.Store) agent.Store {
-		p := plainStore{s}
-		if _, ok := agent.Store(p).(state.ActivePager); ok {
-			t.Fatal("plainStore has state.ActivePager")
-		}
-		return p
-	}
-	endToEnd(t, w)
-}
-
-// plainStore hides the optional abilities of the store it wraps.
-type plainStore struct{ agent.Store }
 
 // TestAgent_MonitorGroups: many jobs, running over several passes, are
 // checked in groups of whole jobs never over the bound, one FTS status

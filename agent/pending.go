@@ -1,119 +1,33 @@
 package agent
 
 import (
-	"context"
+	"regexp"
 	"slices"
 
 	"github.com/asyncstageout/aso/fts"
 )
 
-// resolvePending settles submissions whose outcome is unknown: it looks
-// their jobs up by deterministic ID on the FTS endpoint each sid was
-// submitted to (one bulk status request per 100 jobs). A job FTS has is
-// adopted (committed); one FTS has never seen is submitted again with the
-// same sid to the same endpoint, which would refuse it with 409 had the
-// first submission reached it.
-func (a *Agent) resolvePending(work context.Context, ps *PassStats) {
-	if a.book.npending() == 0 || work.Err() != nil {
-		return
-	}
-	endpoints, byEndpoint := a.pendingByEndpoint()
-	for _, ep := range endpoints {
-		a.resolvePendingAt(work, ep, byEndpoint[ep], ps)
-	}
+// pendingJob is a submission whose sid is written: on its way to FTS, or
+// whose outcome is unknown (an ambiguous FTS error, a commit that failed).
+// It is resolved by looking the job up by its deterministic ID, and sent
+// again with the same sid only if FTS has never seen it, so it is never
+// submitted twice.
+type pendingJob struct {
+	job
+	sid      string
+	endpoint string   // the FTS server the sid goes to ("": the agent's own)
+	jobID    string   // known once FTS accepted it or answered 409
+	ids      []string // its transfers; files is empty for a job found by sid in the store (PFNs resolved again when needed)
+	// found are the files of the job FTS has, by transfer ID, once it is
+	// adopted from a status reply; nil for a job FTS just accepted.
+	found map[string]fts.FileStatus
+	// conflict is FTS's message when it answered the last submission with
+	// 409, "" otherwise (see submitter.destinationTaken).
+	conflict string
 }
 
-// resolvePendingAt is resolvePending of the pending jobs of one endpoint.
-func (a *Agent) resolvePendingAt(work context.Context, endpoint string, pending []*pendingJob, ps *PassStats) {
-	log := a.log.WithField(FieldPhase, "submit")
-	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
-	defer cancel()
-	f, err := a.ftsAt(ctx, endpoint)
-	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("pending submissions are retried next pass")
-		return
-	}
-	vo, err := f.VO(ctx)
-	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("FTS whoami failed; pending submissions are retried next pass")
-		return
-	}
-	jobs := make([]*pendingJob, 0, len(pending))
-	ids := make([]string, 0, len(pending))
-	for _, p := range pending {
-		if p.jobID == "" {
-			p.jobID = fts.JobIDFromSID(vo, p.sid)
-		}
-		jobs = append(jobs, p)
-		ids = append(ids, p.jobID)
-	}
-	sts, err := f.Status(ctx, ids)
-	if err != nil {
-		ps.Errors++
-		log.WithError(err).Error("FTS status of pending submissions failed; retried next pass")
-		return
-	}
-	for i, p := range jobs {
-		if i >= len(sts) {
-			break
-		}
-		st := sts[i]
-		switch {
-		case st.Err != nil:
-			log.WithField(FieldJob, p.jobID).WithError(st.Err).Warn("pending submission still unknown")
-		case st.Lost && a.failed() != nil:
-			// the run is ending on an error (FTS refused our credentials):
-			// FTS never saw the job, so its transfers are released without
-			// penalty instead of being sent to be refused again
-			a.releaseJob(ctx, p, "not submitted: "+a.failed().Error(), ps)
-		case st.Lost && p.conflict != "":
-			a.destinationTaken(work, p, ps)
-		case st.Lost:
-			if a.releaseKilled(ctx, p, ps) {
-				a.resubmit(work, p, ps)
-			}
-		default:
-			files := make(map[string]fts.FileStatus, len(st.Files))
-			for _, f := range st.Files {
-				files[f.TransferID()] = f
-			}
-			log.WithField(FieldJob, p.jobID).WithField("files", len(files)).Info("adopting job found by sid")
-			p.found = files
-			a.adopt(work, p, ps)
-		}
-	}
-}
-
-// releaseKilled releases without penalty the transfers of p, a job FTS
-// has never seen, whose kill was requested meanwhile (FTS was not asked to
-// run them: the next claim marks them killed), and takes them out of p. It
-// reports whether p has transfers left to submit again.
-func (a *Agent) releaseKilled(ctx context.Context, p *pendingJob, ps *PassStats) bool {
-	var killed []string
-	keep := p.ids[:0:0]
-	for _, t := range a.book.get(p.ids) {
-		if t.KillRequested {
-			killed = append(killed, t.ID)
-		} else {
-			keep = append(keep, t.ID)
-		}
-	}
-	if len(killed) == 0 {
-		return true
-	}
-	res, err := a.book.release(ctx, killed, "kill requested; FTS never had the job "+p.jobID)
-	a.logResults("submit", "release", res, err)
-	if err != nil {
-		ps.Errors++
-	}
-	if len(keep) == 0 {
-		a.book.forget(p.sid)
-		return false
-	}
-	p.keep(keep)
-	return true
+func newPendingJob(j job) *pendingJob {
+	return &pendingJob{job: j, ids: idsOf(j.files)}
 }
 
 // keep takes out of p every transfer but those of ids.
@@ -128,40 +42,84 @@ func (p *pendingJob) keep(ids []string) {
 	p.files = files
 }
 
-// resubmit sends a job FTS has never seen again, with the same sid.
-func (a *Agent) resubmit(work context.Context, p *pendingJob, ps *PassStats) {
-	if len(p.files) == 0 {
-		// recovered from the store after a crash: resolve the PFNs again
-		jobs, aborts := a.plan(a.book.get(p.ids))
-		a.abort(work, aborts, ps)
-		p.files = p.files[:0]
-		p.ids = p.ids[:0]
-		for _, j := range jobs {
-			p.files = append(p.files, j.files...)
-			p.ids = append(p.ids, j.ids...)
+// write is the ledger's write of p: its sid, endpoint and job ID on its
+// files, with the PFNs and file IDs FTS gives for a job adopted from a
+// status reply (only the files FTS has).
+func (p *pendingJob) write() jobWrite {
+	w := jobWrite{sid: p.sid, endpoint: p.endpoint, jobID: p.jobID, files: p.files}
+	if p.found != nil {
+		w.files = make([]planned, 0, len(p.found))
+		for _, id := range p.ids {
+			if f, ok := p.found[id]; ok {
+				w.files = append(w.files, planned{id: id, src: f.SourceSURL, dst: f.DestSURL, fileID: f.FileID})
+			}
 		}
-		if len(p.ids) == 0 {
-			a.book.forget(p.sid)
-			return
+	} else if len(w.files) == 0 {
+		w.files = make([]planned, len(p.ids))
+		for i, id := range p.ids {
+			w.files[i] = planned{id: id}
 		}
 	}
-	p.jobID, p.found = "", nil
-	a.sendJobs(work, []*pendingJob{p}, ps)
+	return w
 }
 
-// releaseJob forgets the pending job j, which FTS never accepted, and
-// returns its transfers to new without penalty.
-func (a *Agent) releaseJob(ctx context.Context, j *pendingJob, reason string, ps *PassStats) {
-	a.book.forget(j.sid)
-	res, err := a.book.release(ctx, j.ids, reason)
-	a.logResults("submit", "release", res, err)
-	if err != nil {
-		ps.Errors++
+// strays returns the IDs of p's transfers that the job FTS has (p.found)
+// does not contain: they were never submitted.
+func (p *pendingJob) strays() []string {
+	if p.found == nil {
+		return nil
 	}
+	var out []string
+	for _, id := range p.ids {
+		if _, in := p.found[id]; !in {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
-// retryPending is the last attempt, at shutdown, to settle pending jobs.
-func (a *Agent) retryPending(ctx context.Context) {
-	var ps PassStats
-	a.resolvePending(ctx, &ps)
+// duplicateEntry finds the key the database refused in FTS's "The
+// submission is duplicated" message: MySQL's "Duplicate entry '<key>' for
+// key 'dest_surl_uuid'" (the key column's name varies with the server's
+// version; the value is the UUID FTS derives from a destination URL).
+var duplicateEntry = regexp.MustCompile(`Duplicate entry '([0-9A-Fa-f-]{36})'`)
+
+// collided returns the transfers of p whose destination has the
+// dest_surl_uuid that FTS's 409 message names, if any.
+func (p *pendingJob) collided() map[string]bool {
+	m := duplicateEntry.FindStringSubmatch(p.conflict)
+	if m == nil {
+		return nil
+	}
+	busy := map[string]bool{}
+	for _, f := range p.files {
+		if fts.DestinationUUID(f.dst) == m[1] {
+			busy[f.id] = true
+		}
+	}
+	return busy
+}
+
+// pendingJobs are the submitter's pending jobs, by sid.
+type pendingJobs map[string]*pendingJob
+
+// holding returns the set of transfers the pending jobs hold.
+func (ps pendingJobs) holding() map[string]bool {
+	m := map[string]bool{}
+	for _, p := range ps {
+		for _, id := range p.ids {
+			m[id] = true
+		}
+	}
+	return m
+}
+
+// byEndpoint groups the pending jobs by the endpoint their sid was
+// submitted to, endpoints in a stable order.
+func (ps pendingJobs) byEndpoint() ([]string, map[string][]*pendingJob) {
+	m := map[string][]*pendingJob{}
+	for _, p := range ps {
+		m[p.endpoint] = append(m[p.endpoint], p)
+	}
+	return sortedKeys(m), m
 }

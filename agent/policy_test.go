@@ -11,37 +11,30 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// TestNew_PolicyFromStore: the agent works from the store's user, owner
-// and policy; a configuration that says otherwise is refused, naming both.
-func TestNew_PolicyFromStore(t *testing.T) {
+// TestNew_NeedsItsIdentity: the caller gives the agent its user and owner
+// (the same the store handle was opened with); without them New refuses.
+func TestNew_NeedsItsIdentity(t *testing.T) {
 	w := newWorld(t, ftstest.Options{})
 	store := w.open("agent-1")
 	for _, tc := range []struct {
 		name string
 		edit func(*agent.Config)
-		want string
 	}{
-		{"user", func(c *agent.Config) { c.User = "bob" }, `user "bob", but the state store works for "` + store.(state.Configured).Config().Agent.User + `"`},
-		{"owner", func(c *agent.Config) { c.Owner = "agent-2" }, `owner "agent-2", but the state store writes as "agent-1"`},
-		{"lease", func(c *agent.Config) { c.Policy.LeaseTTL = time.Minute }, "LeaseTTL:1m0s"},
+		{"no user", func(c *agent.Config) { c.User = "" }},
+		{"no owner", func(c *agent.Config) { c.Owner = "" }},
 	} {
 		cfg := w.config("agent-1")
 		tc.edit(&cfg)
-		_, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: New: %v, want an error with %q", tc.name, err, tc.want)
+		if _, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log); err == nil || !strings.Contains(err.Error(), "user and owner are required") {
+			t.Errorf("%s: New: %v, want an error naming the user and owner", tc.name, err)
 		}
-	}
-	cfg := w.config("")
-	cfg.User, cfg.Policy = "", state.Policy{}
-	if _, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log); err != nil {
-		t.Fatalf("New with the identity and policy left to the store: %v", err)
 	}
 }
 
 // TestAgent_CountsRetriesAsTheStoreWrote: whether a failure is retried is
 // the store's decision, by its policy; the agent counts what the store
-// wrote. The store allows 2 attempts and the agent is told nothing of it.
+// wrote. The store allows 2 attempts, and the agent's own configuration
+// says 3: the store's results decide.
 func TestAgent_CountsRetriesAsTheStoreWrote(t *testing.T) {
 	w := newWorld(t, ftstest.Options{Seed: 3, FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}})
 	var reqs []state.Request
@@ -57,9 +50,7 @@ func TestAgent_CountsRetriesAsTheStoreWrote(t *testing.T) {
 	})
 	must(t, err)
 	defer store.Close()
-	cfg := w.config("")
-	cfg.User, cfg.Policy = "", state.Policy{}
-	a := w.agent(cfg, store)
+	a := w.agent(w.config("agent-1"), store)
 	var total agent.PassStats
 	a.OnPass = func(ps agent.PassStats) { total.Retried += ps.Retried; total.Failed += ps.Failed }
 	if err := a.Run(context.Background()); err != nil {

@@ -17,7 +17,7 @@ import (
 // lock and its claims stay.
 type dieAtCommit struct{ agent.Store }
 
-func (dieAtCommit) SetTransferID(context.Context, []state.Commit, string) ([]state.Result, error) {
+func (dieAtCommit) SetTransferIDs(context.Context, []state.CommitJob) ([][]state.Result, error) {
 	runtime.Goexit()
 	return nil, nil
 }
@@ -83,8 +83,8 @@ func TestAgent_TakesBackDeadAgentsClaimsAtOnce(t *testing.T) {
 // sids, before it submitted anything.
 type dieAfterPrepare struct{ agent.Store }
 
-func (s dieAfterPrepare) PrepareSubmit(ctx context.Context, ts []state.Transfer, sid string) ([]state.Result, error) {
-	if _, err := s.Store.PrepareSubmit(ctx, ts, sid); err != nil {
+func (s dieAfterPrepare) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
+	if _, err := s.Store.PrepareSubmits(ctx, jobs); err != nil {
 		return nil, err
 	}
 	runtime.Goexit()

@@ -24,7 +24,7 @@ func TestAgent_RecordsRunInLock(t *testing.T) {
 	ctx := context.Background()
 	lastRun := func() *state.RunRecord {
 		t.Helper()
-		ls, err := w.store.(state.LockAdmin).Locks(ctx, testUser)
+		ls, err := w.store.Locks(ctx, testUser)
 		if err != nil || len(ls) != 1 {
 			t.Fatalf("Locks: %+v, %v", ls, err)
 		}

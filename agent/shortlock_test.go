@@ -11,16 +11,16 @@ import (
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
-// slowActive is a store whose ActiveTransfers takes d of real time, like a
+// slowActive is a store whose ActiveJobs takes d of real time, like a
 // monitor phase on a busy database.
 type slowActive struct {
 	agent.Store
 	d time.Duration
 }
 
-func (s slowActive) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+func (s slowActive) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	time.Sleep(s.d)
-	return s.Store.ActiveTransfers(ctx, user)
+	return s.Store.ActiveJobs(ctx, user)
 }
 
 // TestAgent_ShortLockTTLSurvivesLongPhases: with a run lock of 300 ms (real

@@ -12,7 +12,7 @@ import (
 )
 
 // slowRenewal is a store whose lock renewal, once armed, hangs until its
-// context ends (a slow CouchDB), and whose ActiveTransfers runs a hook.
+// context ends (a slow CouchDB), and whose ActiveJobs runs a hook.
 type slowRenewal struct {
 	agent.Store
 	armed    atomic.Bool
@@ -29,9 +29,9 @@ func (s *slowRenewal) RenewLock(ctx context.Context, l state.Lock, ttl time.Dura
 	return state.Lock{}, ctx.Err()
 }
 
-func (s *slowRenewal) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+func (s *slowRenewal) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	s.onActive()
-	return s.Store.ActiveTransfers(ctx, user)
+	return s.Store.ActiveJobs(ctx, user)
 }
 
 // TestAgent_StopDuringLockRenewal: the agent finishes its run while its

@@ -18,6 +18,7 @@ import (
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // TestMain stops the CouchDB test server when one was started.
@@ -100,7 +101,7 @@ func touchesOnlyItsUser(t *testing.T, w *world, st sharedStore) {
 	}
 	// bob's own agent, earlier: claims 12, submits 8 to a job, finishes 2,
 	// asks to kill one submitted and one new, and dies holding 4 leases.
-	claimed, err := st.bob.NewTransfers(ctx, 12)
+	claimed, err := statetest.Claim(ctx, st.bob, 12)
 	must(t, err)
 	if len(claimed) != 12 {
 		t.Fatalf("bob claimed %d, want 12", len(claimed))
@@ -109,7 +110,7 @@ func touchesOnlyItsUser(t *testing.T, w *world, st sharedStore) {
 	for i, tr := range claimed[:8] {
 		commits[i] = state.Commit{Transfer: tr, SourcePFN: "file:///bob/src", DestPFN: "file:///bob/dst", FileID: int64(i + 1)}
 	}
-	res, err := st.bob.SetTransferID(ctx, commits, "bob-job-0001")
+	res, err := statetest.Commit(ctx, st.bob, commits, "bob-job-0001")
 	mustResults(t, res, err)
 	var done []state.Terminal
 	for _, r := range res[:2] {

@@ -8,6 +8,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // slowMonitor is a store on which the monitor phase takes d of the clock,
@@ -17,9 +18,9 @@ type slowMonitor struct {
 	advance func()
 }
 
-func (s slowMonitor) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
+func (s slowMonitor) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	s.advance()
-	return s.Store.ActiveTransfers(ctx, user)
+	return s.Store.ActiveJobs(ctx, user)
 }
 
 // TestAgent_WaitsForRetryDueDuringPass: a transfer whose cool-off ends
@@ -32,7 +33,7 @@ func TestAgent_WaitsForRetryDueDuringPass(t *testing.T) {
 	w.enqueue([]state.Request{r})
 	ctx := context.Background()
 	other := w.open("other-agent")
-	ts, err := other.NewTransfers(ctx, 1)
+	ts, err := statetest.Claim(ctx, other, 1)
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim: %v, %d transfers", err, len(ts))
 	}

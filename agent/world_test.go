@@ -133,7 +133,13 @@ func (w *world) config(owner string) agent.Config {
 	}
 }
 
-func (w *world) agent(cfg agent.Config, store agent.Store) *agent.Agent {
+// testAgent is an agent whose OnPass a test may set after building it.
+type testAgent struct {
+	*agent.Agent
+	OnPass func(agent.PassStats)
+}
+
+func (w *world) agent(cfg agent.Config, store agent.Store) *testAgent {
 	w.t.Helper()
 	if store == nil {
 		store = w.open(cfg.Owner)
@@ -141,9 +147,18 @@ func (w *world) agent(cfg agent.Config, store agent.Store) *agent.Agent {
 			store = w.wrap(store)
 		}
 	}
+	ta := &testAgent{}
+	if cfg.OnPass == nil {
+		cfg.OnPass = func(ps agent.PassStats) {
+			if ta.OnPass != nil {
+				ta.OnPass(ps)
+			}
+		}
+	}
 	a, err := agent.New(cfg, store, w.client, w.sites, w.deleter, w.log)
 	must(w.t, err)
-	return a
+	ta.Agent = a
+	return ta
 }
 
 // request makes the request of a file; with a source, it writes the source

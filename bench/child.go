@@ -96,13 +96,13 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 	if log.Level, err = logrus.ParseLevel(level); err != nil {
 		return err
 	}
-	acfg := agent.Config{User: user, Owner: owner, BatchSize: batch, Interval: interval}
+	var r childResult
+	acfg := agent.Config{User: user, Owner: owner, BatchSize: batch, Interval: interval,
+		OnPass: func(ps agent.PassStats) { r.Passes++; r.Done += ps.Done; r.Jobs += ps.Jobs }}
 	ag, err := agent.New(acfg, counted(store, cnt), client, sites, &srm.Deleter{Command: "gfal-rm", Timeout: time.Minute}, log)
 	if err != nil {
 		return err
 	}
-	var r childResult
-	ag.OnPass = func(ps agent.PassStats) { r.Passes++; r.Done += ps.Done; r.Jobs += ps.Jobs }
 
 	stopProf, err := startProfile(prof)
 	if err != nil {

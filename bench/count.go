@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,27 +23,24 @@ type CallCount struct {
 	Seconds    float64 `json:"seconds"`     // time spent in the calls
 }
 
-// phaseOf maps a state-store call to the phase of a transfer's life it
-// belongs to; "upkeep" is the run lock, lease renewal and the drain check.
+// phaseOf maps a state-store call (state.Op's name) to the phase of a
+// transfer's life it belongs to; "upkeep" is the run lock, lease renewal
+// and the drain check.
 var phaseOf = map[string]string{
-	"NewTransfers":       "claim",
-	"PrepareSubmit":      "submit",
-	"SetTransferID":      "submit",
-	"AbortTransfers":     "submit",
-	"ActiveTransfers":    "monitor",
-	"ActiveJobs":         "monitor",
-	"ActiveTransfersOf":  "monitor",
-	"SetTransientState":  "monitor",
-	"SetTerminalState":   "record",
-	"AcquireLock":        "upkeep",
-	"RenewLock":          "upkeep",
-	"ReleaseLock":        "upkeep",
-	"RenewLeases":        "upkeep",
-	"List":               "upkeep",
-	"NewTransfersByLink": "claim",
-	"TakeBack":           "upkeep",
-	"ReleaseLockRecord":  "upkeep",
-	"Unsettled":          "upkeep",
+	state.OpNewTransfers.String():      "claim",
+	state.OpPrepareSubmits.String():    "submit",
+	state.OpSetTransferIDs.String():    "submit",
+	state.OpAbortTransfers.String():    "submit",
+	state.OpActiveJobs.String():        "monitor",
+	state.OpActiveTransfersOf.String(): "monitor",
+	state.OpSetTransientState.String(): "monitor",
+	state.OpSetTerminalState.String():  "record",
+	state.OpAcquireLock.String():       "upkeep",
+	state.OpRenewLock.String():         "upkeep",
+	state.OpReleaseLock.String():       "upkeep",
+	state.OpRenewLeases.String():       "upkeep",
+	state.OpList.String():              "upkeep",
+	state.OpTakeBack.String():          "upkeep",
 }
 
 // Phases lists the phases in table order.
@@ -84,23 +80,19 @@ type callStart struct {
 	before memfile.Stats
 }
 
-// names maps the multi-job calls to the one-job calls they stand for, so
-// that tables of runs with and without the ability compare.
-var names = map[string]string{"PrepareSubmits": "PrepareSubmit", "SetTransferIDs": "SetTransferID"}
-
 // hooks count every call of a store (state.Wrap) and its items, time and,
 // for memfile, the fsyncs and journal records it made.
 func (c *counter) hooks() state.Hooks {
 	return state.Hooks{
-		Before: func(ctx context.Context, op string) (context.Context, error) {
-			cs := &callStart{name: cmp.Or(names[op], op)}
+		Before: func(ctx context.Context, op state.Op) (context.Context, error) {
+			cs := &callStart{name: op.String()}
 			if c.mf != nil {
 				c.mfMu.Lock() // released in After
 				cs.before = c.mf.Stats()
 			}
 			return context.WithValue(ctx, callKey{}, cs), nil
 		},
-		After: func(ctx context.Context, _ string, call state.Call) {
+		After: func(ctx context.Context, _ state.Op, call state.Call) {
 			cs := ctx.Value(callKey{}).(*callStart)
 			c.mu.Lock()
 			defer c.mu.Unlock()
@@ -118,8 +110,7 @@ func (c *counter) hooks() state.Hooks {
 	}
 }
 
-// counted returns s counted by c; its optional abilities, counted too,
-// are found with state.As.
+// counted returns s counted by c.
 func counted(s agent.Store, c *counter) agent.Store { return state.Wrap(s, c.hooks()) }
 
 // snapshot returns a copy of the counts.

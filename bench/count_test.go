@@ -29,29 +29,35 @@ func queued(t *testing.T, n int) *memfile.Store {
 }
 
 // TestCounter_Memfile: each call is charged the fsyncs and records it
-// made, and the counted store keeps the multi-job ability the agent uses.
+// made, under its op's name.
 func TestCounter_Memfile(t *testing.T) {
 	ctx := context.Background()
 	mf := queued(t, 4)
 	c := newCounter(mf)
 	s := counted(mf, c)
-	ts, err := s.NewTransfers(ctx, 10)
+	cl, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 10})
+	ts := cl.Transfers
 	if err != nil || len(ts) != 4 {
 		t.Fatalf("NewTransfers: %d, %v", len(ts), err)
 	}
-	m, ok := state.As[state.MultiSubmitter](s)
-	if !ok {
-		t.Fatal("the counted memfile store lost state.MultiSubmitter")
-	}
-	if _, err := m.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts[:2], SID: "a"}, {Transfers: ts[2:], SID: "b"}}); err != nil {
+	if _, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts[:2], SID: "a"}, {Transfers: ts[2:], SID: "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	got := c.snapshot()
-	if n := got["NewTransfers"]; n.Calls != 1 || n.Items != 4 || n.RoundTrips != 1 || n.Records != 1 {
+	if n := got["new_transfers"]; n.Calls != 1 || n.Items != 4 || n.RoundTrips != 1 || n.Records != 1 {
 		t.Errorf("NewTransfers counted %+v, want 1 call, 4 items, 1 fsync, 1 record", n)
 	}
-	if p := got["PrepareSubmit"]; p.Calls != 1 || p.Items != 4 || p.RoundTrips != 1 || p.Records != 1 {
+	if p := got["prepare_submit"]; p.Calls != 1 || p.Items != 4 || p.RoundTrips != 1 || p.Records != 1 {
 		t.Errorf("PrepareSubmits counted %+v, want 1 call, 4 items, 1 fsync, 1 record", p)
+	}
+}
+
+// TestPhaseOf_EveryOp: every call of the contract is charged to a phase.
+func TestPhaseOf_EveryOp(t *testing.T) {
+	for _, op := range state.Ops() {
+		if !slices.Contains(Phases, phaseOf[op.String()]) {
+			t.Errorf("op %s has phase %q", op, phaseOf[op.String()])
+		}
 	}
 }
 
@@ -71,16 +77,16 @@ func TestCounter_HTTP(t *testing.T) {
 		resp.Body.Close()
 	}
 	h := c.hooks()
-	ctx, err := h.Before(context.Background(), "SetTerminalState")
+	ctx, err := h.Before(context.Background(), state.OpSetTerminalState)
 	if err != nil {
 		t.Fatal(err)
 	}
 	get(ctx)
 	get(ctx)
-	h.After(ctx, "SetTerminalState", state.Call{Items: 7})
+	h.After(ctx, state.OpSetTerminalState, state.Call{Items: 7})
 	get(context.Background())
 	got := c.snapshot()
-	if s := got["SetTerminalState"]; s.Calls != 1 || s.Items != 7 || s.RoundTrips != 2 {
+	if s := got["set_terminal_state"]; s.Calls != 1 || s.Items != 7 || s.RoundTrips != 2 {
 		t.Errorf("SetTerminalState counted %+v, want 1 call, 7 items, 2 requests", s)
 	}
 	if o := got["open"]; o.RoundTrips != 1 {
@@ -88,79 +94,45 @@ func TestCounter_HTTP(t *testing.T) {
 	}
 }
 
-// pagedMemfile is a memfile store that lists active transfers a few jobs
-// at a time (state.ActivePager), by filtering ActiveTransfers, until the
-// store has the ability itself.
-type pagedMemfile struct{ *memfile.Store }
-
-func (p pagedMemfile) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	jobs, err := p.ActiveTransfers(ctx, user)
-	refs := make([]state.JobRef, len(jobs))
-	for i, j := range jobs {
-		refs[i] = state.JobRef{ID: j.ID, Transfers: len(j.Transfers)}
-	}
-	return refs, err
-}
-
-func (p pagedMemfile) ActiveTransfersOf(ctx context.Context, user string, ids []string) ([]state.Job, error) {
-	jobs, err := p.ActiveTransfers(ctx, user)
-	var out []state.Job
-	for _, j := range jobs {
-		if slices.Contains(ids, j.ID) {
-			out = append(out, j)
-		}
-	}
-	return out, err
-}
-
-// TestCounter_Paged: the counted store keeps state.ActivePager next to
-// state.MultiSubmitter, and its calls are counted in the monitor phase.
-func TestCounter_Paged(t *testing.T) {
+// TestCounter_Monitor: the listings of active jobs are counted in the
+// monitor phase.
+func TestCounter_Monitor(t *testing.T) {
 	ctx := context.Background()
 	mf := queued(t, 5)
-	ts, err := mf.NewTransfers(ctx, 10)
+	cl, err := mf.NewTransfers(ctx, state.ClaimRequest{Limit: 10})
+	ts := cl.Transfers
 	if err != nil || len(ts) != 5 {
 		t.Fatalf("NewTransfers: %d, %v", len(ts), err)
 	}
+	var jobs []state.CommitJob
 	for i, job := range []string{"job-a", "job-b"} {
 		var cs []state.Commit
 		for _, tr := range ts[i*3 : min(len(ts), i*3+3)] {
 			cs = append(cs, state.Commit{Transfer: tr, SourcePFN: "davs://src/" + tr.ID, DestPFN: "davs://dst/" + tr.ID})
 		}
-		if _, err := mf.SetTransferID(ctx, cs, job); err != nil {
-			t.Fatal(err)
-		}
+		jobs = append(jobs, state.CommitJob{Commits: cs, JobID: job})
+	}
+	if _, err := mf.SetTransferIDs(ctx, jobs); err != nil {
+		t.Fatal(err)
 	}
 	c := newCounter(mf)
-	s := counted(pagedMemfile{mf}, c)
-	if _, ok := state.As[state.MultiSubmitter](s); !ok {
-		t.Error("the counted paged store lost state.MultiSubmitter")
-	}
-	p, ok := state.As[state.ActivePager](s)
-	if !ok {
-		t.Fatal("the counted paged store lost state.ActivePager")
-	}
-	refs, err := p.ActiveJobs(ctx, benchUser)
+	s := counted(mf, c)
+	refs, err := s.ActiveJobs(ctx, benchUser)
 	if err != nil || len(refs) != 2 {
 		t.Fatalf("ActiveJobs: %+v, %v", refs, err)
 	}
-	jobs, err := p.ActiveTransfersOf(ctx, benchUser, []string{"job-b"})
-	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != 2 {
-		t.Fatalf("ActiveTransfersOf(job-b): %+v, %v", jobs, err)
+	got, err := s.ActiveTransfersOf(ctx, benchUser, []string{"job-b"})
+	if err != nil || len(got) != 1 || len(got[0].Transfers) != 2 {
+		t.Fatalf("ActiveTransfersOf(job-b): %+v, %v", got, err)
 	}
-	got := c.snapshot()
-	if j := got["ActiveJobs"]; j.Calls != 1 || j.Items != 0 || phaseOf["ActiveJobs"] != "monitor" {
-		t.Errorf("ActiveJobs counted %+v in phase %q, want 1 call, 0 items, monitor", j, phaseOf["ActiveJobs"])
+	n := c.snapshot()
+	if j := n["active_jobs"]; j.Calls != 1 || j.Items != 0 || phaseOf["active_jobs"] != "monitor" {
+		t.Errorf("ActiveJobs counted %+v in phase %q, want 1 call, 0 items, monitor", j, phaseOf["active_jobs"])
 	}
-	if o := got["ActiveTransfersOf"]; o.Calls != 1 || o.Items != 2 || phaseOf["ActiveTransfersOf"] != "monitor" {
-		t.Errorf("ActiveTransfersOf counted %+v in phase %q, want 1 call, 2 items, monitor", o, phaseOf["ActiveTransfersOf"])
-	}
-	if _, ok := state.As[state.ActivePager](counted(mf, c)); ok != isPager(mf) {
-		t.Errorf("counted memfile store: ActivePager %v, the store itself %v", ok, isPager(mf))
+	if o := n["active_transfers_of"]; o.Calls != 1 || o.Items != 2 || phaseOf["active_transfers_of"] != "monitor" {
+		t.Errorf("ActiveTransfersOf counted %+v in phase %q, want 1 call, 2 items, monitor", o, phaseOf["active_transfers_of"])
 	}
 }
-
-func isPager(s any) bool { _, ok := s.(state.ActivePager); return ok }
 
 // TestTraceLog: a request's line names the call, the method, the path
 // without the database and the query (no user information, no view keys),
@@ -172,14 +144,14 @@ func TestTraceLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl.add(time.Now(), "NewTransfers", r, 200)
+	tl.add(time.Now(), "new_transfers", r, 200)
 	r, _ = http.NewRequest(http.MethodGet, "http://127.0.0.1:5984/aso", nil)
 	tl.add(time.Now(), "open", r, 404)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 3 || lines[0] != "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds" {
 		t.Fatalf("trace:\n%s", b.String())
 	}
-	for i, want := range [][]string{{"NewTransfers", "POST", "/_all_docs", "true", "200"}, {"open", "GET", "/", "false", "404"}} {
+	for i, want := range [][]string{{"new_transfers", "POST", "/_all_docs", "true", "200"}, {"open", "GET", "/", "false", "404"}} {
 		f := strings.Split(lines[i+1], "\t")
 		if len(f) != 7 || strings.Join(f[1:6], " ") != strings.Join(want, " ") {
 			t.Errorf("line %d = %q, want fields %v", i+1, lines[i+1], want)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // pastAgent works on a store file as an agent of user whose clock is ago in
@@ -30,7 +31,7 @@ func newPastAgent(t testing.TB, path, user string, ago time.Duration) *pastAgent
 // claim claims one transfer and returns it.
 func (a *pastAgent) claim() state.Transfer {
 	a.t.Helper()
-	ts, err := a.st.NewTransfers(context.Background(), 1)
+	ts, err := statetest.Claim(context.Background(), a.st, 1)
 	if err != nil || len(ts) != 1 {
 		a.t.Fatalf("claim: %v, %d transfers", err, len(ts))
 	}
@@ -41,7 +42,7 @@ func (a *pastAgent) claim() state.Transfer {
 func (a *pastAgent) submit(job string) state.Transfer {
 	a.t.Helper()
 	t := a.claim()
-	res, err := a.st.SetTransferID(context.Background(), []state.Commit{{Transfer: t, SourcePFN: "file:///src" + t.SourceLFN, DestPFN: "file:///dst" + t.DestinationLFN, FileID: 7}}, job)
+	res, err := statetest.Commit(context.Background(), a.st, []state.Commit{{Transfer: t, SourcePFN: "file:///src" + t.SourceLFN, DestPFN: "file:///dst" + t.DestinationLFN, FileID: 7}}, job)
 	if err != nil || res[0].Err != nil {
 		a.t.Fatalf("commit %s: %v %v", t.ID, err, res)
 	}

@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -55,7 +54,7 @@ type fleet struct {
 	g      *Globals
 	id     string // this fleet's agent ID, in its log lines
 	log    *logrus.Entry
-	lister state.UserLister
+	lister state.Admin
 	exe    string
 	base   []string // the arguments of every agent, before the per-user ones
 	start  time.Time
@@ -117,10 +116,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 		return err
 	}
 	defer store.Close()
-	lister, ok := store.(state.UserLister)
-	if !ok {
-		return permanentError{errors.New("--all-users: this state store cannot list the users with due work")}
-	}
+	lister := store
 	id := agentID()
 	f := &fleet{
 		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, exe: exe,

@@ -48,7 +48,8 @@ func (v *progressView) finish() {
 	t := v.total
 	v.g.Log.WithFields(logrus.Fields{
 		"passes": t.Pass, "duration": time.Since(v.start).Round(time.Millisecond).String(),
-		"submitted": t.Submitted, "fts_jobs": t.Jobs, "done": t.Done, "failed": t.Failed, "retried": t.Retried,
-		"killed": t.Killed, "lost": t.Lost, "aborted": t.Aborted, "deleted": t.Deleted, "existing": t.Existing,
+		"claimed": t.Claimed, "settled": t.Settled, "submitted": t.Submitted, "fts_jobs": t.Jobs, "done": t.Done,
+		"failed": t.Failed, "retried": t.Retried, "lost": t.Lost, "killed": t.Killed, "released": t.Released,
+		"moved": t.Moved, "deleted": t.Deleted, "existing": t.Existing,
 	}).Info("run summary")
 }

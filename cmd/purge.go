@@ -66,11 +66,7 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 		po.Archive = a
 	}
 	return withStore(ctx, g, user, func(st state.Store) error {
-		p, ok := st.(state.Purger)
-		if !ok {
-			return fmt.Errorf("purge: the state store %T cannot purge", st)
-		}
-		n, err := p.Purge(ctx, po)
+		n, err := st.Purge(ctx, po)
 		if o.JSON {
 			if werr := newJSONLines(g.Stdout).write(purgeJSON{User: user, Purged: n, Before: po.Before.UTC(), Archive: o.Archive}); werr != nil {
 				return werr

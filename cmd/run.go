@@ -145,7 +145,8 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 
 	owner := agentID()
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
-	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy})
+	sc := state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy.WithDefaults()}
+	store, err := g.OpenStore(ctx, sc)
 	if err != nil {
 		return stoppedEarly(ctx, g, err)
 	}
@@ -165,25 +166,26 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	defer closeFTS()
 
-	cfg := o.Agent // user, owner, policy and clock: the store's (state.Configured)
+	cfg := o.Agent // the user, owner and policy the store was opened with
+	cfg.User, cfg.Owner, cfg.Policy = sc.Agent.User, sc.Agent.Owner, sc.Policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = ExitCode
+	cfg.OpenFTS = o.FTS.openOther(g)
+	view := newProgressView(g, o.Progress)
+	cfg.OnPass = func(ps agent.PassStats) {
+		view.pass(ps)
+		rep.pass(ps)
+		metrics.pass(ctx)
+	}
+	cfg.OnPlan = func(p agent.Plan) { printPlan(g, p) }
 	del := &srm.Deleter{Command: o.GfalRm, Timeout: cfg.DeleteTimeout, Proxy: o.FTS.proxyPath(g), TokenFile: o.FTS.tokenFile(g), CertDir: o.FTS.gfalCertDir(g, sites)}
 	ag, err := agent.New(cfg, store, countingFTS{client, rep}, sites, del, g.Log)
 	if err != nil {
 		return err
 	}
-	ag.OpenFTS = o.FTS.openOther(g)
-	view := newProgressView(g, o.Progress)
 	if metrics != nil {
 		metrics.agent = ag.Metrics()
 	}
-	ag.OnPass = func(ps agent.PassStats) {
-		view.pass(ps)
-		rep.pass(ps)
-		metrics.pass(ctx)
-	}
-	ag.Report = func(p agent.Plan) { printPlan(g, p) }
 	rep.phase("setup")
 	err = ag.Run(ctx)
 	rep.phase("run")

@@ -31,7 +31,7 @@ func TestRunReport_NextRetryAndCounts(t *testing.T) {
 	if _, err := st.Enqueue(ctx, []state.Request{statetest.Req("alice", 1), statetest.Req("alice", 2), statetest.Req("alice", 3)}); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := st.NewTransfers(ctx, 2)
+	ts, err := statetest.Claim(ctx, st, 2)
 	if err != nil || len(ts) != 2 {
 		t.Fatalf("claim: %d, %v", len(ts), err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // TestStatus_ErrorClasses: failed transfers are counted by error class in
@@ -26,7 +27,7 @@ func TestStatus_ErrorClasses(t *testing.T) {
 			t.Fatalf("prepare %d: %v %v", i, err, res)
 		}
 		tr, _ = agent.st.Get(ctx, tr.ID)
-		cres, err := agent.st.SetTransferID(ctx, []state.Commit{{Transfer: tr, FileID: int64(i + 1)}}, "job-x")
+		cres, err := statetest.Commit(ctx, agent.st, []state.Commit{{Transfer: tr, FileID: int64(i + 1)}}, "job-x")
 		if err != nil || cres[0].Err != nil {
 			t.Fatalf("commit %d: %v %v", i, err, cres)
 		}

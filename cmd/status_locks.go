@@ -27,14 +27,9 @@ type LockView struct {
 	LastRun *state.RunRecord `json:"last_run,omitempty"`
 }
 
-// lockViews reads the run locks of user ("" every user), or nil when the
-// store cannot list them.
+// lockViews reads the run locks of user ("" every user).
 func lockViews(ctx context.Context, st state.Store, user string, now time.Time) ([]LockView, error) {
-	la, ok := st.(state.LockAdmin)
-	if !ok {
-		return nil, nil
-	}
-	ls, err := la.Locks(ctx, user)
+	ls, err := st.Locks(ctx, user)
 	if err != nil {
 		return nil, fmt.Errorf("status: run locks: %w", err)
 	}

@@ -49,11 +49,7 @@ func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
 		return usagef("unlock %q: %v", o.User, err)
 	}
 	return withStore(ctx, g, o.User, func(st state.Store) error {
-		la, ok := st.(state.LockAdmin)
-		if !ok {
-			return fmt.Errorf("unlock: the state store %T cannot list run locks", st)
-		}
-		ls, err := la.Locks(ctx, o.User)
+		ls, err := st.Locks(ctx, o.User)
 		if err != nil {
 			return fmt.Errorf("unlock %s: %w", o.User, err)
 		}
@@ -74,7 +70,7 @@ func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
 		}
 		host, _ := os.Hostname()
 		note := fmt.Sprintf("lock released by aso unlock on %s (%s)", host, why)
-		if err := la.Unlock(ctx, o.User, l.Holder, note); err != nil {
+		if err := st.Unlock(ctx, o.User, l.Holder, note); err != nil {
 			if errors.Is(err, state.ErrLockLost) {
 				return fmt.Errorf("unlock %s: the lock changed meanwhile (%v); run aso status and try again", o.User, err)
 			}

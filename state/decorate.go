@@ -5,24 +5,84 @@ import (
 	"time"
 )
 
-// AgentStore is what an agent needs of a store: the TransferState
-// contract, the run lock and List. Wrap decorates it.
-type AgentStore interface {
-	TransferState
-	Locker
-	List(ctx context.Context, f Filter) ([]Transfer, error)
+// Op names one call of AgentStore, for the hooks of a decorated store
+// (Wrap): the write fence, metrics and the bench's counters all decide by
+// it, so they cannot disagree about which calls write.
+type Op uint8
+
+// The calls of AgentStore.
+const (
+	OpNewTransfers Op = iota
+	OpPrepareSubmits
+	OpSetTransferIDs
+	OpAbortTransfers
+	OpRenewLeases
+	OpSetTransientState
+	OpSetTerminalState
+	OpActiveJobs
+	OpActiveTransfersOf
+	OpTakeBack
+	OpList
+	OpAcquireLock
+	OpRenewLock
+	OpReleaseLock
+	numOps
+)
+
+// opInfo says, per Op, its name in metrics and whether it writes on the
+// agent's behalf (the lock calls do not: they are how ownership is kept
+// and given up).
+var opInfo = [numOps]struct {
+	label  string
+	writes bool
+}{
+	OpNewTransfers:      {"new_transfers", true},
+	OpPrepareSubmits:    {"prepare_submit", true},
+	OpSetTransferIDs:    {"set_transfer_id", true},
+	OpAbortTransfers:    {"abort_transfers", true},
+	OpRenewLeases:       {"renew_leases", true},
+	OpSetTransientState: {"set_transient_state", true},
+	OpSetTerminalState:  {"set_terminal_state", true},
+	OpActiveJobs:        {"active_jobs", false},
+	OpActiveTransfersOf: {"active_transfers_of", false},
+	OpTakeBack:          {"take_back", true},
+	OpList:              {"list", false},
+	OpAcquireLock:       {"acquire_lock", false},
+	OpRenewLock:         {"renew_lock", false},
+	OpReleaseLock:       {"release_lock", false},
 }
+
+// Ops returns every Op, in order.
+func Ops() []Op {
+	out := make([]Op, numOps)
+	for i := range out {
+		out[i] = Op(i)
+	}
+	return out
+}
+
+// String is the op's name in metrics, e.g. "set_terminal_state".
+func (o Op) String() string {
+	if o >= numOps {
+		return "unknown"
+	}
+	return opInfo[o].label
+}
+
+// Writes reports whether the call writes transfers on the agent's behalf,
+// and so must pass the agent's write fence.
+func (o Op) Writes() bool { return o < numOps && opInfo[o].writes }
 
 // Hooks run around every call of a decorated store (Wrap). Either may be
 // nil.
 type Hooks struct {
-	// Before runs before the call op (the method's name, e.g.
-	// "PrepareSubmits"). An error is returned instead of making the call,
-	// and After does not run. The context it returns is the call's.
-	Before func(ctx context.Context, op string) (context.Context, error)
+	// Before runs before the call op. An error is returned instead of
+	// making the call, and After does not run. The context it returns is
+	// the call's.
+	Before func(ctx context.Context, op Op) (context.Context, error)
 	// After runs once the call op that Before let through has returned,
 	// with the context Before returned.
-	After func(ctx context.Context, op string, c Call)
+	After func(ctx context.Context, op Op, c Call)
 }
 
 // Call is what After learns of one call.
@@ -35,88 +95,17 @@ type Call struct {
 	Err   error
 }
 
-// Wrap returns s with h run around each of its calls, and around each call
-// of every optional ability of s (MultiSubmitter, ActivePager, Confirmer,
-// Recoverer, RunRecorder, LinkClaimer, QueueEnder, UserLister, LockAdmin,
-// Purger).
-//
-// The decorator has the methods of AgentStore only; it forwards the
-// abilities of s through As, the way errors.As sees through wrapped
-// errors: As[MultiSubmitter](Wrap(s, h)) finds the ability exactly when s
-// has it (directly or through its own decorators), and returns it with h
-// around its calls. One decorator type thus serves every combination of
-// abilities, where one type per combination would be 2^9 types, and
-// none of them claims an ability its store lacks. Code that may hold a
-// decorated store finds abilities with As, never with a type assertion.
+// Wrap returns s with h run around each of its calls.
 func Wrap(s AgentStore, h Hooks) AgentStore { return &decorated{s: s, h: h} }
-
-// As returns the optional ability T of s (an interface such as
-// MultiSubmitter): s itself if it has the methods, else the ability a
-// decorator (Wrap) forwards from the store it wraps. ok is false if
-// neither has it.
-func As[T any](s any) (ability T, ok bool) {
-	if t, ok := s.(T); ok {
-		return t, true
-	}
-	if f, isDecorator := s.(forwarder); isDecorator {
-		ok = f.forward(&ability)
-	}
-	return ability, ok
-}
-
-// forwarder is implemented by the decorator only.
-type forwarder interface {
-	// forward sets *target (a pointer to an ability interface) to the
-	// ability of the wrapped store, decorated, and reports whether the
-	// store has it.
-	forward(target any) bool
-}
 
 type decorated struct {
 	s AgentStore
 	h Hooks
 }
 
-// find sets *p to the ability T of d's store, decorated by mk.
-func find[T any](d *decorated, p *T, mk func(T) T) bool {
-	a, ok := As[T](d.s)
-	if ok {
-		*p = mk(a)
-	}
-	return ok
-}
-
-func (d *decorated) forward(target any) bool {
-	switch p := target.(type) {
-	case *MultiSubmitter:
-		return find(d, p, func(a MultiSubmitter) MultiSubmitter { return multiHooked{d, a} })
-	case *ActivePager:
-		return find(d, p, func(a ActivePager) ActivePager { return pagerHooked{d, a} })
-	case *Confirmer:
-		return find(d, p, func(a Confirmer) Confirmer { return confirmerHooked{d, a} })
-	case *Recoverer:
-		return find(d, p, func(a Recoverer) Recoverer { return recovererHooked{d, a} })
-	case *RunRecorder:
-		return find(d, p, func(a RunRecorder) RunRecorder { return recorderHooked{d, a} })
-	case *LinkClaimer:
-		return find(d, p, func(a LinkClaimer) LinkClaimer { return linksHooked{d, a} })
-	case *QueueEnder:
-		return find(d, p, func(a QueueEnder) QueueEnder { return enderHooked{d, a} })
-	case *UserLister:
-		return find(d, p, func(a UserLister) UserLister { return usersHooked{d, a} })
-	case *LockAdmin:
-		return find(d, p, func(a LockAdmin) LockAdmin { return lockAdminHooked{d, a} })
-	case *Purger:
-		return find(d, p, func(a Purger) Purger { return purgerHooked{d, a} })
-	case *Configured: // no I/O: nothing to hook
-		return find(d, p, func(a Configured) Configured { return a })
-	}
-	return false
-}
-
 // call runs f as the call op with d's hooks around it; items counts what
 // it returned.
-func call[T any](d *decorated, ctx context.Context, op string, items func(T) int, f func(context.Context) (T, error)) (T, error) {
+func call[T any](d *decorated, ctx context.Context, op Op, items func(T) int, f func(context.Context) (T, error)) (T, error) {
 	if d.h.Before != nil {
 		c, err := d.h.Before(ctx, op)
 		if err != nil {
@@ -138,7 +127,7 @@ func call[T any](d *decorated, ctx context.Context, op string, items func(T) int
 }
 
 // call0 is call of a method that returns only an error.
-func call0(d *decorated, ctx context.Context, op string, f func(context.Context) error) error {
+func call0(d *decorated, ctx context.Context, op Op, f func(context.Context) error) error {
 	_, err := call(d, ctx, op, nil, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
 	return err
 }
@@ -161,72 +150,84 @@ func resultItems(rs [][]Result) int {
 	return n
 }
 
-func (d *decorated) NewTransfers(ctx context.Context, limit int) ([]Transfer, error) {
-	return call(d, ctx, "NewTransfers", count[Transfer], func(ctx context.Context) ([]Transfer, error) {
-		return d.s.NewTransfers(ctx, limit)
+func (d *decorated) NewTransfers(ctx context.Context, r ClaimRequest) (Claimed, error) {
+	return call(d, ctx, OpNewTransfers, func(c Claimed) int { return len(c.Transfers) + len(c.Settled) }, func(ctx context.Context) (Claimed, error) {
+		return d.s.NewTransfers(ctx, r)
 	})
 }
 
-func (d *decorated) PrepareSubmit(ctx context.Context, ts []Transfer, sid string) ([]Result, error) {
-	return call(d, ctx, "PrepareSubmit", count[Result], func(ctx context.Context) ([]Result, error) {
-		return d.s.PrepareSubmit(ctx, ts, sid)
+func (d *decorated) PrepareSubmits(ctx context.Context, jobs []PrepareJob) ([][]Result, error) {
+	return call(d, ctx, OpPrepareSubmits, resultItems, func(ctx context.Context) ([][]Result, error) {
+		return d.s.PrepareSubmits(ctx, jobs)
 	})
 }
 
-func (d *decorated) RenewLeases(ctx context.Context, ts []Transfer) ([]Result, error) {
-	return call(d, ctx, "RenewLeases", count[Result], func(ctx context.Context) ([]Result, error) {
-		return d.s.RenewLeases(ctx, ts)
-	})
-}
-
-func (d *decorated) SetTransferID(ctx context.Context, cs []Commit, job string) ([]Result, error) {
-	return call(d, ctx, "SetTransferID", count[Result], func(ctx context.Context) ([]Result, error) {
-		return d.s.SetTransferID(ctx, cs, job)
+func (d *decorated) SetTransferIDs(ctx context.Context, jobs []CommitJob) ([][]Result, error) {
+	return call(d, ctx, OpSetTransferIDs, resultItems, func(ctx context.Context) ([][]Result, error) {
+		return d.s.SetTransferIDs(ctx, jobs)
 	})
 }
 
 func (d *decorated) AbortTransfers(ctx context.Context, ab []Abort) ([]Result, error) {
-	return call(d, ctx, "AbortTransfers", count[Result], func(ctx context.Context) ([]Result, error) {
+	return call(d, ctx, OpAbortTransfers, count[Result], func(ctx context.Context) ([]Result, error) {
 		return d.s.AbortTransfers(ctx, ab)
 	})
 }
 
+func (d *decorated) RenewLeases(ctx context.Context, ts []Transfer) ([]Result, error) {
+	return call(d, ctx, OpRenewLeases, count[Result], func(ctx context.Context) ([]Result, error) {
+		return d.s.RenewLeases(ctx, ts)
+	})
+}
+
 func (d *decorated) SetTransientState(ctx context.Context, it []Transient) ([]Result, error) {
-	return call(d, ctx, "SetTransientState", count[Result], func(ctx context.Context) ([]Result, error) {
+	return call(d, ctx, OpSetTransientState, count[Result], func(ctx context.Context) ([]Result, error) {
 		return d.s.SetTransientState(ctx, it)
 	})
 }
 
-func (d *decorated) ActiveTransfers(ctx context.Context, user string) ([]Job, error) {
-	return call(d, ctx, "ActiveTransfers", jobTransfers, func(ctx context.Context) ([]Job, error) {
-		return d.s.ActiveTransfers(ctx, user)
-	})
-}
-
 func (d *decorated) SetTerminalState(ctx context.Context, o []Terminal) ([]Result, error) {
-	return call(d, ctx, "SetTerminalState", count[Result], func(ctx context.Context) ([]Result, error) {
+	return call(d, ctx, OpSetTerminalState, count[Result], func(ctx context.Context) ([]Result, error) {
 		return d.s.SetTerminalState(ctx, o)
 	})
 }
 
+func (d *decorated) ActiveJobs(ctx context.Context, user string) ([]JobRef, error) {
+	return call(d, ctx, OpActiveJobs, nil, func(ctx context.Context) ([]JobRef, error) {
+		return d.s.ActiveJobs(ctx, user)
+	})
+}
+
+func (d *decorated) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]Job, error) {
+	return call(d, ctx, OpActiveTransfersOf, jobTransfers, func(ctx context.Context) ([]Job, error) {
+		return d.s.ActiveTransfersOf(ctx, user, jobs)
+	})
+}
+
+func (d *decorated) TakeBack(ctx context.Context, l Lock) ([]Transfer, error) {
+	return call(d, ctx, OpTakeBack, count[Transfer], func(ctx context.Context) ([]Transfer, error) {
+		return d.s.TakeBack(ctx, l)
+	})
+}
+
 func (d *decorated) List(ctx context.Context, f Filter) ([]Transfer, error) {
-	return call(d, ctx, "List", count[Transfer], func(ctx context.Context) ([]Transfer, error) {
+	return call(d, ctx, OpList, count[Transfer], func(ctx context.Context) ([]Transfer, error) {
 		return d.s.List(ctx, f)
 	})
 }
 
 func (d *decorated) AcquireLock(ctx context.Context, user, holder string, ttl time.Duration) (Lock, error) {
-	return call(d, ctx, "AcquireLock", nil, func(ctx context.Context) (Lock, error) {
+	return call(d, ctx, OpAcquireLock, nil, func(ctx context.Context) (Lock, error) {
 		return d.s.AcquireLock(ctx, user, holder, ttl)
 	})
 }
 
 func (d *decorated) RenewLock(ctx context.Context, l Lock, ttl time.Duration) (Lock, error) {
-	return call(d, ctx, "RenewLock", nil, func(ctx context.Context) (Lock, error) {
+	return call(d, ctx, OpRenewLock, nil, func(ctx context.Context) (Lock, error) {
 		return d.s.RenewLock(ctx, l, ttl)
 	})
 }
 
-func (d *decorated) ReleaseLock(ctx context.Context, l Lock) error {
-	return call0(d, ctx, "ReleaseLock", func(ctx context.Context) error { return d.s.ReleaseLock(ctx, l) })
+func (d *decorated) ReleaseLock(ctx context.Context, l Lock, run *RunRecord) error {
+	return call0(d, ctx, OpReleaseLock, func(ctx context.Context) error { return d.s.ReleaseLock(ctx, l, run) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -11,24 +12,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
 )
-
-// Stand-ins for abilities the memfile store lacks, each returning what
-// the test can recognise.
-type confirmer struct{}
-
-func (confirmer) Unsettled(context.Context) ([]state.Transfer, error) {
-	return []state.Transfer{{ID: "unsettled"}}, nil
-}
-
-type pager struct{}
-
-func (pager) ActiveJobs(context.Context, string) ([]state.JobRef, error) {
-	return []state.JobRef{{ID: "job", Transfers: 1}}, nil
-}
-
-func (pager) ActiveTransfersOf(context.Context, string, []string) ([]state.Job, error) {
-	return []state.Job{{ID: "job", Transfers: []state.Transfer{{ID: "a"}, {ID: "b"}}}}, nil
-}
 
 func openMemfile(t *testing.T, n int) *memfile.Store {
 	t.Helper()
@@ -48,124 +31,32 @@ func openMemfile(t *testing.T, n int) *memfile.Store {
 	return mf
 }
 
-func has[T any](s any) bool { _, ok := state.As[T](s); return ok }
-
-// optional are the optional abilities of a store.
-var optional = []struct {
-	name string
-	has  func(any) bool
-}{
-	{"MultiSubmitter", has[state.MultiSubmitter]}, {"ActivePager", has[state.ActivePager]},
-	{"Confirmer", has[state.Confirmer]}, {"Recoverer", has[state.Recoverer]},
-	{"RunRecorder", has[state.RunRecorder]}, {"LinkClaimer", has[state.LinkClaimer]}, {"QueueEnder", has[state.QueueEnder]},
-	{"UserLister", has[state.UserLister]}, {"LockAdmin", has[state.LockAdmin]}, {"Purger", has[state.Purger]},
-	{"Configured", has[state.Configured]},
-}
-
-// abilities reports which optional abilities As finds on s.
-func abilities(s any) []string {
-	var out []string
-	for _, o := range optional {
-		if o.has(s) {
-			out = append(out, o.name)
-		}
-	}
-	return out
-}
-
-// TestWrap_KeepsExactlyTheAbilities: a decorated store has, through As,
-// exactly the optional abilities of the store it wraps, also under a
-// second decorator; the decorator itself claims none of them.
-func TestWrap_KeepsExactlyTheAbilities(t *testing.T) {
-	mf := openMemfile(t, 0)
-	cases := []struct {
-		name  string
-		store state.AgentStore
-		want  []string
-	}{
-		{"none", struct{ state.AgentStore }{mf}, nil},
-		{"multi", struct {
-			state.AgentStore
-			state.MultiSubmitter
-		}{mf, mf}, []string{"MultiSubmitter"}},
-		{"pager and confirmer", struct {
-			state.AgentStore
-			pager
-			confirmer
-		}{mf, pager{}, confirmer{}}, []string{"ActivePager", "Confirmer"}},
-		{"recovery, run record, links", struct {
-			state.AgentStore
-			state.Recoverer
-			state.RunRecorder
-			state.LinkClaimer
-		}{mf, mf, mf, mf}, []string{"Recoverer", "RunRecorder", "LinkClaimer"}},
-		{"admin abilities", struct {
-			state.AgentStore
-			state.UserLister
-			state.LockAdmin
-			state.Purger
-		}{mf, mf, mf, mf}, []string{"UserLister", "LockAdmin", "Purger"}},
-		{"memfile", mf, abilities(mf)},
-		{"memfile with a confirmer", struct {
-			*memfile.Store
-			confirmer
-		}{mf, confirmer{}}, append(slices.Clone(abilities(mf)), "Confirmer")},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			slices.Sort(tc.want)
-			raw := abilities(tc.store)
-			slices.Sort(raw)
-			if !slices.Equal(raw, tc.want) {
-				t.Fatalf("the test store has %v, want %v", raw, tc.want)
-			}
-			once := state.Wrap(tc.store, state.Hooks{})
-			twice := state.Wrap(once, state.Hooks{})
-			for name, s := range map[string]state.AgentStore{"wrapped": once, "wrapped twice": twice} {
-				got := abilities(s)
-				slices.Sort(got)
-				if !slices.Equal(got, tc.want) {
-					t.Errorf("%s: As finds %v, want %v", name, got, tc.want)
-				}
-				if _, ok := s.(state.MultiSubmitter); ok {
-					t.Errorf("%s: the decorator itself claims MultiSubmitter", name)
-				}
-				if _, ok := s.(state.Confirmer); ok {
-					t.Errorf("%s: the decorator itself claims Confirmer", name)
-				}
-			}
-		})
-	}
-	if len(abilities(mf)) < 5 {
-		t.Errorf("memfile has only %v: the table no longer covers a store with many abilities", abilities(mf))
-	}
-}
-
 type event struct {
-	when, op string
-	items    int
-	err      error
+	when  string
+	op    state.Op
+	items int
+	err   error
 }
 
 // recorder is hooks that record each call, and refuse the ops in refuse.
 type recorder struct {
 	events []event
-	refuse map[string]error
+	refuse map[state.Op]error
 }
 
 type ctxKey struct{}
 
 func (r *recorder) hooks() state.Hooks {
 	return state.Hooks{
-		Before: func(ctx context.Context, op string) (context.Context, error) {
+		Before: func(ctx context.Context, op state.Op) (context.Context, error) {
 			r.events = append(r.events, event{when: "before", op: op})
 			if err := r.refuse[op]; err != nil {
 				return nil, err
 			}
 			return context.WithValue(ctx, ctxKey{}, op), nil
 		},
-		After: func(ctx context.Context, op string, c state.Call) {
-			if got, _ := ctx.Value(ctxKey{}).(string); got != op {
+		After: func(ctx context.Context, op state.Op, c state.Call) {
+			if got, _ := ctx.Value(ctxKey{}).(state.Op); got != op {
 				panic("After did not get the context Before returned")
 			}
 			r.events = append(r.events, event{when: "after", op: op, items: c.Items, err: c.Err})
@@ -173,28 +64,22 @@ func (r *recorder) hooks() state.Hooks {
 	}
 }
 
-// TestWrap_HooksAroundEachCall: Before and After run around every call of
-// the store and of its abilities, in order, After with the number of
-// items and the call's error.
+// TestWrap_HooksAroundEachCall: Before and After run around every call, in
+// order, After with the number of items and the call's error.
 func TestWrap_HooksAroundEachCall(t *testing.T) {
 	ctx := context.Background()
 	mf := openMemfile(t, 3)
 	var r recorder
-	s := state.Wrap(struct {
-		state.AgentStore
-		state.MultiSubmitter
-		pager
-	}{mf, mf, pager{}}, r.hooks())
-	ts, err := s.NewTransfers(ctx, 10)
-	if err != nil || len(ts) != 3 {
-		t.Fatalf("NewTransfers: %d, %v", len(ts), err)
+	s := state.Wrap(mf, r.hooks())
+	c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 10})
+	if err != nil || len(c.Transfers) != 3 {
+		t.Fatalf("NewTransfers: %d, %v", len(c.Transfers), err)
 	}
-	m, _ := state.As[state.MultiSubmitter](s)
-	if _, err := m.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts[:1], SID: "a"}, {Transfers: ts[1:], SID: "b"}}); err != nil {
+	ts := c.Transfers
+	if _, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts[:1], SID: "a"}, {Transfers: ts[1:], SID: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := state.As[state.ActivePager](s)
-	if _, err := p.ActiveTransfersOf(ctx, "u", []string{"job"}); err != nil {
+	if _, err := s.ActiveTransfersOf(ctx, "u", []string{"job"}); err != nil {
 		t.Fatal(err)
 	}
 	_, lockErr := s.RenewLock(ctx, state.Lock{User: "u", Holder: "nobody"}, time.Minute)
@@ -202,10 +87,10 @@ func TestWrap_HooksAroundEachCall(t *testing.T) {
 		t.Fatal("renewing a lock never taken succeeded")
 	}
 	want := []event{
-		{"before", "NewTransfers", 0, nil}, {"after", "NewTransfers", 3, nil},
-		{"before", "PrepareSubmits", 0, nil}, {"after", "PrepareSubmits", 3, nil},
-		{"before", "ActiveTransfersOf", 0, nil}, {"after", "ActiveTransfersOf", 2, nil},
-		{"before", "RenewLock", 0, nil}, {"after", "RenewLock", 0, lockErr},
+		{"before", state.OpNewTransfers, 0, nil}, {"after", state.OpNewTransfers, 3, nil},
+		{"before", state.OpPrepareSubmits, 0, nil}, {"after", state.OpPrepareSubmits, 3, nil},
+		{"before", state.OpActiveTransfersOf, 0, nil}, {"after", state.OpActiveTransfersOf, 0, nil},
+		{"before", state.OpRenewLock, 0, nil}, {"after", state.OpRenewLock, 0, lockErr},
 	}
 	if !slices.Equal(r.events, want) {
 		t.Errorf("hooks saw\n%v\nwant\n%v", r.events, want)
@@ -219,29 +104,92 @@ func TestWrap_RefusalStopsTheCall(t *testing.T) {
 	ctx := context.Background()
 	mf := openMemfile(t, 2)
 	fenced := errors.New("fenced")
-	r := recorder{refuse: map[string]error{"NewTransfers": fenced, "NewTransfersByLink": fenced}}
+	r := recorder{refuse: map[state.Op]error{state.OpNewTransfers: fenced}}
 	s := state.Wrap(mf, r.hooks())
-	if ts, err := s.NewTransfers(ctx, 10); !errors.Is(err, fenced) || ts != nil {
-		t.Fatalf("NewTransfers refused: %v, %v", ts, err)
+	if c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 10}); !errors.Is(err, fenced) || c.Transfers != nil {
+		t.Fatalf("NewTransfers refused: %v, %v", c, err)
 	}
-	lc, _ := state.As[state.LinkClaimer](s)
-	if ts, err := lc.NewTransfersByLink(ctx, 10, state.ClaimOptions{}); !errors.Is(err, fenced) || ts != nil {
-		t.Fatalf("NewTransfersByLink refused: %v, %v", ts, err)
-	}
-	qe, _ := state.As[state.QueueEnder](s)
-	if ts, end, err := qe.NewTransfersEnd(ctx, 10); !errors.Is(err, fenced) || ts != nil || end {
-		t.Fatalf("NewTransfersEnd refused: %v, %v, %v", ts, end, err)
+	if c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 10, MaxPerLink: 1}); !errors.Is(err, fenced) || c.Transfers != nil {
+		t.Fatalf("a capped NewTransfers refused: %v, %v", c, err)
 	}
 	left, err := s.List(ctx, state.Filter{States: []state.State{state.StateNew}})
 	if err != nil || len(left) != 2 {
 		t.Fatalf("after the refusals: %d new transfers (%v), want 2 unclaimed", len(left), err)
 	}
 	want := []event{
-		{"before", "NewTransfers", 0, nil}, {"before", "NewTransfersByLink", 0, nil},
-		{"before", "NewTransfers", 0, nil}, // NewTransfersEnd is a claim to the hooks
-		{"before", "List", 0, nil}, {"after", "List", 2, nil},
+		{"before", state.OpNewTransfers, 0, nil}, {"before", state.OpNewTransfers, 0, nil},
+		{"before", state.OpList, 0, nil}, {"after", state.OpList, 2, nil},
 	}
 	if !slices.Equal(r.events, want) {
 		t.Errorf("hooks saw\n%v\nwant\n%v", r.events, want)
 	}
+}
+
+// TestWrap_EveryMethodIsHooked: every method of AgentStore goes through
+// the hooks as its own Op, so a call added to the contract cannot bypass
+// the write fence or the metrics.
+func TestWrap_EveryMethodIsHooked(t *testing.T) {
+	mf := openMemfile(t, 1)
+	var r recorder
+	s := state.Wrap(mf, r.hooks())
+	typ := reflect.TypeOf((*state.AgentStore)(nil)).Elem()
+	v := reflect.ValueOf(s)
+	seen := map[state.Op]bool{}
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		fn := v.MethodByName(m.Name)
+		args := make([]reflect.Value, fn.Type().NumIn())
+		args[0] = reflect.ValueOf(context.Background())
+		for k := 1; k < len(args); k++ {
+			args[k] = reflect.Zero(fn.Type().In(k))
+		}
+		n := len(r.events)
+		fn.Call(args)
+		if len(r.events) == n || r.events[n].when != "before" {
+			t.Errorf("%s: no hook ran", m.Name)
+			continue
+		}
+		op := r.events[n].op
+		if op.String() != snake(m.Name) && !(m.Name == "PrepareSubmits" || m.Name == "SetTransferIDs") {
+			t.Errorf("%s ran as op %s", m.Name, op)
+		}
+		if seen[op] {
+			t.Errorf("%s: op %s is also another method's", m.Name, op)
+		}
+		seen[op] = true
+	}
+	if len(seen) != len(state.Ops()) {
+		t.Errorf("the methods ran as %d ops; there are %d", len(seen), len(state.Ops()))
+	}
+}
+
+// TestOp_Writes: exactly the calls that write transfers on the agent's
+// behalf pass the write fence; reads and the lock calls do not.
+func TestOp_Writes(t *testing.T) {
+	var writes []string
+	for _, op := range state.Ops() {
+		if op.Writes() {
+			writes = append(writes, op.String())
+		}
+	}
+	want := []string{"new_transfers", "prepare_submit", "set_transfer_id", "abort_transfers", "renew_leases",
+		"set_transient_state", "set_terminal_state", "take_back"}
+	if !slices.Equal(writes, want) {
+		t.Fatalf("writing ops %v, want %v", writes, want)
+	}
+}
+
+// snake is name in snake case: "SetTerminalState" -> "set_terminal_state".
+func snake(name string) string {
+	var out []rune
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			if i > 0 {
+				out = append(out, '_')
+			}
+			c += 'a' - 'A'
+		}
+		out = append(out, c)
+	}
+	return string(out)
 }

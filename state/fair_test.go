@@ -32,7 +32,7 @@ func TestSpreadOrder(t *testing.T) {
 }
 
 func TestLinkBudget(t *testing.T) {
-	b := state.NewLinkBudget(state.ClaimOptions{MaxPerLink: 3, Active: map[string]int{"S->H": 2}})
+	b := state.NewLinkBudget(state.ClaimRequest{MaxPerLink: 3, Held: map[string]int{"S->H": 2}})
 	if !b.Take("S->H") || b.Take("S->H") {
 		t.Fatal("a link with 2 active and a cap of 3 must take exactly one more")
 	}
@@ -48,7 +48,7 @@ func TestLinkBudget(t *testing.T) {
 	if b.Take("F->H") {
 		t.Fatal("a fourth take of a link capped at 3")
 	}
-	if !state.NewLinkBudget(state.ClaimOptions{}).Take("X->Y") {
+	if !state.NewLinkBudget(state.ClaimRequest{}).Take("X->Y") {
 		t.Fatal("no cap refuses")
 	}
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"time"
 )
 
@@ -29,15 +28,4 @@ type PurgeOptions struct {
 // of o.User (any user when empty), last updated before o.Before.
 func (o PurgeOptions) Purgeable(t *Transfer) bool {
 	return t.State.Terminal() && (o.User == "" || t.User == o.User) && t.LastUpdate.Before(o.Before)
-}
-
-// Purger is an optional ability of a Store, found with As:
-// removing terminal transfers in bulk, so that they do not pile up.
-type Purger interface {
-	// Purge removes the transfers o selects, archiving them first when
-	// o.Archive is set, in a few bulk operations, and returns how many it
-	// removed. A transfer that changed since it was read (retried by
-	// `aso retry`) is left in place. After an error, some transfers may
-	// have been removed (each of them archived first).
-	Purge(ctx context.Context, o PurgeOptions) (int, error)
 }

@@ -1,28 +1,9 @@
 package state
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
-
-// Recoverer is an optional ability of a Store, found with As:
-// taking back at once the claims of an agent that died, instead of waiting
-// for their leases to expire.
-type Recoverer interface {
-	// TakeBack is called by the holder of the live run lock l of l.User,
-	// which therefore knows that no other agent of that user is alive. The
-	// acquired transfers of l.User whose owner is not l.Holder and whose
-	// lease has not expired get an expired lease (now), so that the next
-	// NewTransfers claims them, in one bulk write; each one's history says
-	// whose claim was taken back. A transfer that carries a submit_sid
-	// keeps it: its submission may have reached FTS, and the agent that
-	// claims it looks the job up by its deterministic ID before anything
-	// else (never resubmits it blindly). It returns the transfers taken
-	// back (as written). It fails with ErrLockLost, writing nothing, if l
-	// is not the live lock of l.User.
-	TakeBack(ctx context.Context, l Lock) ([]Transfer, error)
-}
 
 // TakeBackClaim applies TakeBack to t: it reports false (and leaves t
 // alone) unless t is an acquired transfer of l.User under a live lease of

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -19,50 +18,42 @@ type RunRecord struct {
 	Error string `json:"error,omitempty"`
 }
 
-// RunRecorder is an optional ability of a Locker, found with As.
-type RunRecorder interface {
-	// ReleaseLockRecord is ReleaseLock that also records run as the last
-	// run of the user, in the same write. Like ReleaseLock, it leaves a
-	// lock that is no longer held alone (and records nothing).
-	ReleaseLockRecord(ctx context.Context, l Lock, run RunRecord) error
-}
-
-// LockAdmin is an optional ability of a Store, found with As: what
-// `aso status` and `aso unlock` need of the run locks.
-type LockAdmin interface {
-	// Locks returns the stored run locks of user, or of every user when
-	// user is "", ordered by user.
-	Locks(ctx context.Context, user string) ([]LockDoc, error)
-	// Unlock releases the lock of user if holder still holds it (expired
-	// or not), recording a last run of holder that ended now with exit
-	// code -1 and note as its error. ErrLockLost if the lock is held by
-	// someone else or not held at all (nothing is written).
-	Unlock(ctx context.Context, user, holder, note string) error
-}
-
 // UnlockDoc applies Unlock to the stored lock d at now.
 func UnlockDoc(d *LockDoc, user, holder, note string, now time.Time) error {
-	if d == nil || d.Holder != holder || d.Expire.IsZero() {
-		h := "nobody"
-		if d != nil && !d.Expire.IsZero() {
-			h = d.Holder
-		}
-		return &lockLostError{user: user, holder: h, want: holder}
+	if err := NotHeldBy(d, user, holder); err != nil {
+		return err
 	}
 	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note}
 	d.Expire = Time{}
 	return nil
 }
 
-// ReleaseDoc applies ReleaseLockRecord to the stored lock d: it reports
+// ReleaseDoc applies ReleaseLock with a run record to the stored lock d: it reports
 // false when d is not held by l.Holder (nothing to write).
-func ReleaseDoc(d *LockDoc, l Lock, run RunRecord) bool {
+func ReleaseDoc(d *LockDoc, l Lock, run *RunRecord) bool {
 	if d == nil || d.Holder != l.Holder || d.Expire.IsZero() {
 		return false
 	}
 	d.Expire = Time{}
-	d.LastRun = &run
+	if run != nil {
+		r := *run
+		d.LastRun = &r
+	}
 	return true
+}
+
+// NotHeldBy returns an error wrapping ErrLockLost, naming the holder, if
+// the stored lock d of user (nil if none) is not held by holder (expired
+// or not); nil if it is.
+func NotHeldBy(d *LockDoc, user, holder string) error {
+	if d != nil && d.Holder == holder && !d.Expire.IsZero() {
+		return nil
+	}
+	h := "nobody"
+	if d != nil && !d.Expire.IsZero() {
+		h = d.Holder
+	}
+	return &lockLostError{user: user, holder: h, want: holder}
 }
 
 type lockLostError struct{ user, holder, want string }

@@ -233,6 +233,6 @@ type LockDoc struct {
 
 	// Since is when Holder took the lock (kept through renewals).
 	Since Time `json:"since,omitzero"`
-	// LastRun is the last run that released the lock (see RunRecorder).
+	// LastRun is the last run that released the lock (see AgentStore.ReleaseLock).
 	LastRun *RunRecord `json:"last_run,omitempty"`
 }

@@ -2,27 +2,11 @@ package state
 
 import (
 	"cmp"
-	"context"
 	"slices"
 	"time"
 )
 
-// UserLister is an optional ability of a Store, found with As:
-// finding, in one query, the users that have work due, so that one command
-// can run an agent for each of them (`aso run --all-users`) without asking
-// the store once per user.
-type UserLister interface {
-	// DueUsers returns every user with work due at now, in one backend
-	// query: new transfers whose retry_after has passed (and, where the
-	// backend can tell, whose dependencies are met), acquired transfers
-	// whose lease has expired, and submitted transfers to monitor and
-	// record. Each user's run lock is read in the same query. The users come oldest Since first, then by name (SortDue).
-	// Users with nothing due are left out. Errors are those of the
-	// backend's reads (the store could not be reached).
-	DueUsers(ctx context.Context, now time.Time) ([]UserDue, error)
-}
-
-// UserDue is one user with due work: see UserLister.
+// UserDue is one user with due work: see Admin.DueUsers.
 type UserDue struct {
 	User string `json:"user"`
 	// Since is when the oldest of the user's due work became due: the

@@ -11,6 +11,7 @@ import (
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +57,7 @@ func TestCheck(t *testing.T) {
 		Agent: state.Agent{User: "zoe", Owner: "dead:1:beef"}, Now: func() time.Time { return time.Now().Add(-time.Hour) }})
 	must(t, err)
 	defer past.Close()
-	if ts, err := past.NewTransfers(context.Background(), 1); err != nil || len(ts) != 1 {
+	if ts, err := statetest.Claim(context.Background(), past, 1); err != nil || len(ts) != 1 {
 		t.Fatalf("claim: %v %d", err, len(ts))
 	}
 	// a second FTS submission of the done transfer

@@ -10,39 +10,8 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// activePage bounds the transfers ActiveTransfers reads in one request.
-const activePage = 5000
-
 // maxJobKeys bounds the jobs ActiveTransfersOf asks for in one request.
 const maxJobKeys = 1000
-
-var _ state.ActivePager = (*Store)(nil)
-
-// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
-// the job with the oldest last_update first, transfers by FTS file ID: one
-// grouped query of the view, then the transfers of about
-// activePage at a time.
-func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
-	refs, err := s.ActiveJobs(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	jobs := []state.Job{}
-	for len(refs) > 0 {
-		n, ids := 0, []string{}
-		for len(refs) > 0 && (len(ids) == 0 || n+refs[0].Transfers <= activePage) {
-			n += refs[0].Transfers
-			ids = append(ids, refs[0].ID)
-			refs = refs[1:]
-		}
-		page, err := s.ActiveTransfersOf(ctx, user, ids)
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, page...)
-	}
-	return jobs, nil
-}
 
 // ActiveJobs lists the FTS jobs of user's submitted transfers with their
 // number of transfers, the job with the oldest last_update first (then by

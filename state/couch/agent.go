@@ -43,12 +43,8 @@ func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) 
 	return items
 }
 
-// PrepareSubmit writes submit_sid and renews the lease (one _bulk_docs).
-func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
-	return state.PrepareOne(ctx, s, transfers, sid)
-}
-
-// PrepareSubmits is PrepareSubmit of several jobs in one _bulk_docs.
+// PrepareSubmits writes the sid and endpoint of each job on its claimed
+// transfers and renews their leases (one _bulk_docs).
 func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
 	var ts []state.Transfer
@@ -76,12 +72,8 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 	return s.wrap("renew leases")(s.mutate(ctx, items, reapply))
 }
 
-// SetTransferID commits claimed transfers to FTS job jobID (one _bulk_docs).
-func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	return state.CommitOne(ctx, s, commits, jobID)
-}
-
-// SetTransferIDs is SetTransferID of several jobs in one _bulk_docs.
+// SetTransferIDs commits each job's claimed transfers to its FTS job (one
+// _bulk_docs).
 func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
 	a, now := s.cfg.Agent, s.now()
 	var ts []state.Transfer
@@ -112,7 +104,7 @@ func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]sta
 		ts[i] = aborts[i].Transfer
 	}
 	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.ApplyAbort(t, a, aborts[i], p, now) })
-	return s.wrap("abort transfers")(s.settled(s.mutate(ctx, items, reapply)))
+	return s.wrap("abort transfers")(s.mutate(ctx, items, reapply))
 }
 
 // SetTransientState records progress (one _bulk_docs; a conflict is
@@ -140,7 +132,7 @@ func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal)
 			return state.ApplyTerminal(t, a, o, p, now)
 		}}
 	}
-	return s.wrap("set terminal state")(s.settled(s.mutate(ctx, items, reapply)))
+	return s.wrap("set terminal state")(s.mutate(ctx, items, reapply))
 }
 
 // wrap adds the call's name to a whole-call error.

@@ -10,6 +10,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 func TestStore_InvalidDocuments(t *testing.T) {
@@ -35,7 +36,7 @@ func TestStore_InvalidDocuments(t *testing.T) {
 	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 3))
 
-	got, err := s.NewTransfers(ctx, 10)
+	got, err := statetest.Claim(ctx, s, 10)
 	if err != nil {
 		t.Fatalf("NewTransfers with an invalid document in the queue: %v", err)
 	}
@@ -83,7 +84,7 @@ func TestStore_ConflictReapplied(t *testing.T) {
 	// An operator asks to kill the first one: its revision moves on.
 	res, err := a.RequestKill(ctx, []string{got[0].ID})
 	mustOK(t, res, err)
-	res, err = a.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "d0"}, {Transfer: got[1], DestPFN: "d1"}}, "job-1")
+	res, err = statetest.Commit(ctx, a, []state.Commit{{Transfer: got[0], DestPFN: "d0"}, {Transfer: got[1], DestPFN: "d1"}}, "job-1")
 	mustOK(t, res, err)
 	t0, err := a.Get(ctx, got[0].ID)
 	if err != nil {
@@ -101,23 +102,23 @@ func TestStore_LeaseTakenOver(t *testing.T) {
 	a := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	b := open(t, u, c, "alice", "host:2:b", couch.Options{})
 	enqueue(t, a, requests("alice", 1))
-	ga, err := a.NewTransfers(ctx, 1)
+	ga, err := statetest.Claim(ctx, a, 1)
 	if err != nil || len(ga) != 1 {
 		t.Fatalf("a.NewTransfers = %d, %v", len(ga), err)
 	}
 	c.Add(state.DefaultLeaseTTL + time.Second)
-	gb, err := b.NewTransfers(ctx, 1)
+	gb, err := statetest.Claim(ctx, b, 1)
 	if err != nil || len(gb) != 1 {
 		t.Fatalf("b.NewTransfers after the lease expired = %d, %v", len(gb), err)
 	}
-	res, err := a.SetTransferID(ctx, []state.Commit{{Transfer: ga[0]}}, "job-a")
+	res, err := statetest.Commit(ctx, a, []state.Commit{{Transfer: ga[0]}}, "job-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(res[0].Err, state.ErrLeaseLost) {
 		t.Fatalf("commit by the old owner: %v, want ErrLeaseLost", res[0].Err)
 	}
-	res, err = b.SetTransferID(ctx, []state.Commit{{Transfer: gb[0]}}, "job-b")
+	res, err = statetest.Commit(ctx, b, []state.Commit{{Transfer: gb[0]}}, "job-b")
 	mustOK(t, res, err)
 	tr, _ := b.Get(ctx, gb[0].ID)
 	if tr.FTSJob != "job-b" {
@@ -130,10 +131,10 @@ func TestStore_TransientConflict(t *testing.T) {
 	c := newClock()
 	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 2))
-	got, _ := s.NewTransfers(ctx, 2)
-	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0]}, {Transfer: got[1]}}, "job-1")
+	got, _ := statetest.Claim(ctx, s, 2)
+	res, err := statetest.Commit(ctx, s, []state.Commit{{Transfer: got[0]}, {Transfer: got[1]}}, "job-1")
 	mustOK(t, res, err)
-	jobs, _ := s.ActiveTransfers(ctx, "alice")
+	jobs, _ := statetest.Active(ctx, s, "alice")
 	ts := jobs[0].Transfers
 	// Move both on: one stays submitted (kill requested), one ends.
 	res, err = s.RequestKill(ctx, []string{ts[0].ID})

@@ -10,8 +10,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.QueueEnder = (*Store)(nil)
-
 // maxClaimRounds bounds the rounds (candidates read, claimed) one
 // NewTransfers call makes to fill its limit when candidates are skipped
 // (dependencies waiting, invalid documents, claims lost to another agent).
@@ -69,31 +67,28 @@ func (c *claimCursor) set(key json.RawMessage, head bool, now time.Time) {
 	}
 }
 
-// NewTransfers claims up to limit eligible transfers of the agent's user
-// (see state.TransferState and NewTransfersEnd).
-func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
-	ts, _, err := s.NewTransfersEnd(ctx, limit)
-	return ts, err
-}
-
-// NewTransfersEnd claims like NewTransfers and reports whether the claim
-// saw the end of the queue (state.QueueEnder). Each round reads the due
-// candidates from the queue rows of the view (without documents), their
-// documents in one bulk read, at most one bulk read of dependencies and
-// one _bulk_docs (plus one re-read if claims conflicted); a claim that
-// loses a race is skipped and the next round goes on further down the
-// queue. Within state.StaleClaimWindow of a claim from the head, a claim starts
-// where the last one stopped, on the view as it is.
-func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfer, bool, error) {
-	out := []state.Transfer{}
+// NewTransfers claims up to r.Limit eligible transfers of the agent's user
+// (see state.AgentStore). Each round reads the due candidates from the
+// queue rows of the view (without documents), their documents in one bulk
+// read, at most one bulk read of dependencies and one _bulk_docs (plus one
+// re-read if claims conflicted); a claim that loses a race is skipped and
+// the next round goes on further down the queue. Within
+// state.StaleClaimWindow of a claim from the head, a claim starts where the
+// last one stopped, on the view as it is. With a link cap, the candidates
+// of one round take turns by link, and those of links at the cap are
+// passed over (passOver).
+func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	out := state.Claimed{Transfers: []state.Transfer{}}
+	limit := r.Limit
 	if limit <= 0 {
-		return out, false, nil
+		return out, nil
 	}
 	a, now := s.cfg.Agent, s.now()
+	budget := state.NewLinkBudget(r)
 	after, stale := s.cursor.start(now)
-	head, end := !stale, false
-	for round := 0; round < maxClaimRounds && len(out) < limit; round++ {
-		need := limit - len(out)
+	head := !stale
+	for round := 0; round < maxClaimRounds && len(out.Transfers) < limit; round++ {
+		need := limit - len(out.Transfers)
 		want := need + need/8 + 4 // a little extra in case some are skipped
 		cands, next, last, err := s.dueCandidates(ctx, a.User, now, after, want, stale)
 		if err == nil && stale && len(cands) < need {
@@ -102,15 +97,15 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 			cands, next, last, err = s.dueCandidates(ctx, a.User, now, nil, want, false)
 		}
 		if err != nil {
-			return nil, false, fmt.Errorf("couch: new transfers: %w", err)
+			return state.Claimed{}, fmt.Errorf("couch: new transfers: %w", err)
 		}
-		got, stop, err := s.claimCandidates(ctx, cands, need)
+		got, stop, passed, err := s.claimCandidates(ctx, cands, need, r, budget)
 		if err != nil {
-			return nil, false, fmt.Errorf("couch: new transfers: %w", err)
+			return state.Claimed{}, fmt.Errorf("couch: new transfers: %w", err)
 		}
-		out = append(out, got...)
-		s.remember(got)
-		if stale && len(got) < need && len(out) < limit {
+		out.Transfers = append(out.Transfers, got.Transfers...)
+		out.Settled = append(out.Settled, got.Settled...)
+		if stale && len(got.Transfers)+passed < need && len(out.Transfers) < limit {
 			// rows due on the view as last indexed were not (killed,
 			// deleted, settled): go on from the head, afresh
 			stale, head, after = false, true, nil
@@ -119,19 +114,19 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 		if stop > 0 {
 			next = cands[stop-1].key // the rest stay candidates of the next claim
 		}
-		after, end = next, last && stop == 0
+		after, out.End = next, last && stop == 0
 		if last {
 			break
 		}
 	}
-	if end {
+	if out.End {
 		after = nil // the next claim reads the head
 	}
 	if head {
 		s.written.indexed(now)
 	}
 	s.cursor.set(after, head, now)
-	return out, end, nil
+	return out, nil
 }
 
 // candidate is a transfer due in the queue, with its claim key.
@@ -189,15 +184,16 @@ func due(v json.RawMessage, now time.Time) bool {
 
 // claimCandidates reads the documents of cands and claims up to need of
 // them (see claimFrom); stop is the number of candidates it got to before
-// it had need, 0 if it went through them all.
-func (s *Store) claimCandidates(ctx context.Context, cands []candidate, need int) ([]state.Transfer, int, error) {
+// it had need, 0 if it went through them all; passed is how many it passed
+// over for their links' cap.
+func (s *Store) claimCandidates(ctx context.Context, cands []candidate, need int, r state.ClaimRequest, budget *state.LinkBudget) (got state.Claimed, stop, passed int, err error) {
 	ids := make([]string, len(cands))
 	for i, c := range cands {
 		ids[i] = c.id
 	}
 	docs, err := s.readKeys(ctx, ids)
 	if err != nil {
-		return nil, 0, err
+		return state.Claimed{}, 0, 0, err
 	}
 	raws := make([]json.RawMessage, 0, len(ids))
 	for _, id := range ids {
@@ -205,42 +201,56 @@ func (s *Store) claimCandidates(ctx context.Context, cands []candidate, need int
 			raws = append(raws, raw)
 		}
 	}
-	got, stopID, err := s.claimFrom(ctx, raws, need)
+	got, stopID, passed, err := s.claimFrom(ctx, raws, need, r, budget)
 	if err != nil || stopID == "" {
-		return got, 0, err
+		return got, 0, passed, err
 	}
 	for i, c := range cands {
 		if c.id == stopID {
-			return got, i, nil
+			return got, i, passed, nil
 		}
 	}
-	return got, 0, nil
+	return got, 0, passed, nil
 }
 
-// claimFrom claims up to need of the candidate documents, in their order,
-// settling those that can never run, and returns the claimed transfers and
-// the ID of the first candidate it did not get to ("" if none).
-// Documents that do not decode are moved to failed in the same write, with
-// the reason naming the field (see quarantine).
-func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int) ([]state.Transfer, string, error) {
-	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+// claimKind says what a claim's write does to one candidate.
+type claimKind uint8
+
+const (
+	kindClaim    claimKind = iota // claimed for the agent
+	kindSettle                    // ended: it can never run (dependency, kill request)
+	kindInvalid                   // moved to failed: the document does not validate
+	kindPassOver                  // left new, moved to the back of the queue: its link is at the cap
+)
+
+// claimFrom claims up to need of the candidate documents, in their order
+// (in state.SpreadOrder when r has a link cap), settling those that can
+// never run, and returns what it did and the ID of the first candidate it
+// did not get to ("" if none). Documents that do not decode are moved to
+// failed in the same write, with the reason naming the field (see
+// quarantine). A candidate of a link at its cap is passed over (passOver).
+func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int, r state.ClaimRequest, budget *state.LinkBudget) (state.Claimed, string, int, error) {
+	a, now := s.cfg.Agent, s.now()
 	cands := make([]state.Transfer, 0, len(docs))
 	var items []item
-	var claims []bool
+	var kinds []claimKind
 	for _, raw := range docs {
 		t, err := decode(raw)
 		if err == nil {
 			cands = append(cands, t)
 		} else if it, ok := quarantine(raw, err, a, now); ok {
 			items = append(items, it)
-			claims = append(claims, false)
+			kinds = append(kinds, kindInvalid)
 		}
 	}
 	deps, err := s.depGraph(ctx, cands)
 	if err != nil {
-		return nil, "", err
+		return state.Claimed{}, "", 0, err
 	}
-	nClaims, stop := 0, ""
+	if r.MaxPerLink > 0 {
+		cands = spread(cands)
+	}
+	nClaims, nPassed, stop := 0, 0, ""
 	for i := range cands {
 		if nClaims == need {
 			stop = cands[i].ID
@@ -248,42 +258,95 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int)
 		}
 		t := &cands[i]
 		probe := cloneTransfer(t)
-		if state.SettleUnrunnable(probe, deps, now, a.Owner) {
-			items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
-				if !state.Claimable(t, a.User, now) {
-					return false, fmt.Errorf("transfer %s: %w", t.ID, state.ErrLeaseLost)
-				}
-				return state.SettleUnrunnable(t, deps, now, a.Owner), nil
-			}})
-			claims = append(claims, false)
-			continue
+		switch {
+		case state.SettleUnrunnable(probe, deps, now, a.Owner):
+			items, kinds = append(items, s.settleItem(t, deps, now)), append(kinds, kindSettle)
+		case !state.ReadyToClaim(t, deps, now):
+		case t.SubmitSID == "" && !budget.Take(t.Link()):
+			// a transfer with a sid may already be in FTS: it is claimed
+			// whatever the cap, to be looked up by its sid
+			if t.State == state.StateNew {
+				items, kinds = append(items, passOver(t, now, nPassed)), append(kinds, kindPassOver)
+				nPassed++
+			}
+		default:
+			items, kinds = append(items, s.claimItem(t, now)), append(kinds, kindClaim)
+			nClaims++
 		}
-		if !state.ReadyToClaim(t, deps, now) {
-			continue
-		}
-		items = append(items, item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
-			return true, state.Claim(t, a, now, ttl)
-		}})
-		claims = append(claims, true)
-		nClaims++
 	}
 	// A conflicting claim is re-read once (no retry): it is ours if the
 	// write landed though its answer was lost, otherwise skipped.
 	res, err := s.mutate(ctx, items, report)
 	if err != nil {
-		return nil, "", err
+		return state.Claimed{}, "", 0, err
 	}
-	var got []state.Transfer
+	return s.claimedOf(items, kinds, res, now), stop, nPassed, nil
+}
+
+// claimItem is the claim of t for the agent.
+func (s *Store) claimItem(t *state.Transfer, now time.Time) item {
+	a, ttl := s.cfg.Agent, s.policy.LeaseTTL
+	return item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+		return true, state.Claim(t, a, now, ttl)
+	}}
+}
+
+// settleItem ends t, which can never run (state.SettleUnrunnable).
+func (s *Store) settleItem(t *state.Transfer, deps state.Deps, now time.Time) item {
+	a := s.cfg.Agent
+	return item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+		if !state.Claimable(t, a.User, now) {
+			return false, fmt.Errorf("transfer %s: %w", t.ID, state.ErrLeaseLost)
+		}
+		return state.SettleUnrunnable(t, deps, now, a.Owner), nil
+	}}
+}
+
+// passOver moves t, a new transfer of a link at its cap, to the back of
+// the queue: its last_update becomes now, plus n microseconds for the n-th
+// passed over in this call, so that those passed over keep their order.
+// Without the move the next claims would read the same head of the queue
+// again and again while other links wait behind it.
+func passOver(t *state.Transfer, now time.Time, n int) item {
+	at := state.At(now.Add(time.Duration(n) * time.Microsecond))
+	return item{id: t.ID, t: t, rule: func(t *state.Transfer) (bool, error) {
+		if t.State != state.StateNew || t.RetryAfter.After(now) {
+			return false, fmt.Errorf("transfer %s: %w", t.ID, state.ErrLeaseLost)
+		}
+		t.LastUpdate = at
+		return true, nil
+	}}
+}
+
+// claimedOf is what the write of items (of kinds) did, from its results.
+func (s *Store) claimedOf(items []item, kinds []claimKind, res []state.Result, now time.Time) state.Claimed {
+	a, ttl := s.cfg.Agent, s.policy.LeaseTTL
+	var out state.Claimed
 	for k, r := range res {
-		switch {
-		case r.Err != nil:
-			// refused, or claimed or settled by another agent
-		case claims[k]:
-			t := cloneTransfer(items[k].t)
+		if r.Err != nil {
+			continue // refused, or claimed or settled by another agent
+		}
+		t := cloneTransfer(items[k].t)
+		switch kinds[k] {
+		case kindClaim:
 			_ = state.Claim(t, a, now, ttl)
 			t.Rev = r.Rev
-			got = append(got, *t)
+			out.Transfers = append(out.Transfers, *t)
+		case kindSettle, kindInvalid:
+			_, _ = items[k].rule(t)
+			t.Rev = r.Rev
+			out.Settled = append(out.Settled, *t)
 		}
 	}
-	return got, stop, nil
+	return out
+}
+
+// spread puts cands, in claim order, in state.SpreadOrder.
+func spread(cands []state.Transfer) []state.Transfer {
+	order := state.SpreadOrder(len(cands), func(i int) int { return cands[i].Priority }, func(i int) string { return cands[i].Link() })
+	out := make([]state.Transfer, len(order))
+	for i, k := range order {
+		out[i] = cands[k]
+	}
+	return out
 }

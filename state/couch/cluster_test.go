@@ -24,6 +24,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // withoutValidation runs f with the design document of validate_doc_update
@@ -273,7 +274,7 @@ func TestClaims_Accepted202(t *testing.T) {
 	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
 
 	cl.Accept202.Store(true)
-	got, err := s.NewTransfers(ctx, 3)
+	got, err := statetest.Claim(ctx, s, 3)
 	if err != nil || len(got) != 3 {
 		t.Fatalf("claims answered 202 without a conflict: %d, %v; want 3 (they read back as ours)", len(got), err)
 	}
@@ -293,7 +294,7 @@ func TestClaims_Accepted202(t *testing.T) {
 		d["owner"] = "host:2:b"
 		return d
 	}
-	got, err = s.NewTransfers(ctx, 3)
+	got, err = statetest.Claim(ctx, s, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,44 +315,6 @@ func TestClaims_Accepted202(t *testing.T) {
 	}
 }
 
-// TestStore_Unsettled reads the transfers a store claimed by ID: those not
-// terminal are returned whatever the views say, terminal ones are
-// forgotten, and transfers it never claimed are not its business.
-func TestStore_Unsettled(t *testing.T) {
-	ctx, c := context.Background(), newClock()
-	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{})
-	enqueue(t, s, requests("alice", 4))
-	if got, err := s.Unsettled(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("before any claim: %d, %v", len(got), err)
-	}
-	got, err := s.NewTransfers(ctx, 3)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("claims: %d, %v", len(got), err)
-	}
-	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "file:///d0"}, {Transfer: got[1], DestPFN: "file:///d1"}}, "job-1")
-	mustOK(t, res, err)
-	done, err := s.Get(ctx, got[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err = s.SetTerminalState(ctx, []state.Terminal{{Transfer: done, Outcome: state.OutcomeDone, FTSJob: "job-1"}})
-	mustOK(t, res, err)
-
-	for i := 0; i < 2; i++ {
-		un, err := s.Unsettled(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		states := map[string]state.State{}
-		for _, tr := range un {
-			states[tr.ID] = tr.State
-		}
-		if len(un) != 2 || states[got[1].ID] != state.StateSubmitted || states[got[2].ID] != state.StateAcquired {
-			t.Fatalf("call %d: unsettled %v, want %s submitted and %s acquired", i+1, states, got[1].ID, got[2].ID)
-		}
-	}
-}
-
 // countReads counts the requests that read documents by ID.
 type countReads struct {
 	rt http.RoundTripper
@@ -363,45 +326,6 @@ func (c countReads) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.n.Add(1)
 	}
 	return c.rt.RoundTrip(r)
-}
-
-// TestStore_UnsettledForgetsWhatItWroteTerminal: transfers whose terminal
-// state the store wrote itself (a confirmed write) are not read again by
-// Unsettled, so the drain check of a run costs nothing for them.
-func TestStore_UnsettledForgetsWhatItWroteTerminal(t *testing.T) {
-	ctx, c := context.Background(), newClock()
-	var reads atomic.Int32
-	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return countReads{rt, &reads} },
-	})
-	enqueue(t, s, requests("alice", 3))
-	got, err := s.NewTransfers(ctx, 3)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("claims: %d, %v", len(got), err)
-	}
-	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: got[0], DestPFN: "file:///d0"}, {Transfer: got[1], DestPFN: "file:///d1"}}, "job-1")
-	mustOK(t, res, err)
-	var terms []state.Terminal
-	for _, tr := range got[:2] {
-		cur, err := s.Get(ctx, tr.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		terms = append(terms, state.Terminal{Transfer: cur, Outcome: state.OutcomeDone, FTSJob: "job-1"})
-	}
-	res, err = s.SetTerminalState(ctx, terms)
-	mustOK(t, res, err)
-	res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: got[2], Reason: "no such site", Fatal: true}})
-	mustOK(t, res, err)
-
-	before := reads.Load()
-	un, err := s.Unsettled(ctx)
-	if err != nil || len(un) != 0 {
-		t.Fatalf("unsettled after every transfer ended: %d, %v", len(un), err)
-	}
-	if n := reads.Load() - before; n != 0 {
-		t.Errorf("Unsettled read documents %d times; the store wrote every one terminal itself", n)
-	}
 }
 
 // TestEnqueue_Accepted202 enqueues through a proxy that answers 202: a

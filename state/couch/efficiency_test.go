@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // countingTransport counts the HTTP requests that pass through it.
@@ -51,7 +52,7 @@ func TestStore_RequestsPerTransfer(t *testing.T) {
 	var claimed []state.Transfer
 	phase("claim", func() {
 		for len(claimed) < total {
-			got, err := s.NewTransfers(ctx, batch)
+			got, err := statetest.Claim(ctx, s, batch)
 			if err != nil || len(got) == 0 {
 				t.Fatalf("NewTransfers after %d: %d, %v", len(claimed), len(got), err)
 			}
@@ -64,13 +65,13 @@ func TestStore_RequestsPerTransfer(t *testing.T) {
 			for _, tr := range claimed[i : i+batch] {
 				cs = append(cs, state.Commit{Transfer: tr, DestPFN: "file:///d" + tr.DestinationLFN})
 			}
-			res, err := s.SetTransferID(ctx, cs, "job")
+			res, err := statetest.Commit(ctx, s, cs, "job")
 			mustOK(t, res, err)
 		}
 	})
 	var active []state.Transfer
 	phase("active", func() {
-		jobs, err := s.ActiveTransfers(ctx, "alice")
+		jobs, err := statetest.Active(ctx, s, "alice")
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("ActiveTransfers: %d jobs, %v", len(jobs), err)
 		}
@@ -118,7 +119,7 @@ func TestStore_CallsLargerThanOneRequest(t *testing.T) {
 	ct := &countingTransport{rt: http.DefaultTransport}
 	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{Transport: ct})
 	enqueue(t, s, requests("alice", total))
-	claimed, err := s.NewTransfers(ctx, total)
+	claimed, err := statetest.Claim(ctx, s, total)
 	if err != nil || len(claimed) != total {
 		t.Fatalf("NewTransfers = %d, %v; want %d", len(claimed), err, total)
 	}
@@ -127,7 +128,7 @@ func TestStore_CallsLargerThanOneRequest(t *testing.T) {
 		cs[i] = state.Commit{Transfer: tr, DestPFN: "file:///d" + tr.DestinationLFN}
 	}
 	before := ct.n.Load()
-	res, err := s.SetTransferID(ctx, cs, "job")
+	res, err := statetest.Commit(ctx, s, cs, "job")
 	mustOK(t, res, err)
 	if n := ct.n.Load() - before; n != 2 {
 		t.Errorf("SetTransferID of %d transfers made %d requests, want 2", total, n)
@@ -137,7 +138,7 @@ func TestStore_CallsLargerThanOneRequest(t *testing.T) {
 			t.Fatalf("result %d: %s rev %q; want %s with a new revision", i, r.ID, r.Rev, claimed[i].ID)
 		}
 	}
-	jobs, err := s.ActiveTransfers(ctx, "alice")
+	jobs, err := statetest.Active(ctx, s, "alice")
 	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != total {
 		t.Fatalf("ActiveTransfers = %d jobs, %v; want 1 job of %d", len(jobs), err, total)
 	}
@@ -196,7 +197,7 @@ func TestStore_ClaimsGoOnDownTheQueue(t *testing.T) {
 	claim := func(limit, n int, want []bool, why string) {
 		t.Helper()
 		vr.take()
-		if got, err := s.NewTransfers(ctx, limit); err != nil || len(got) != n {
+		if got, err := statetest.Claim(ctx, s, limit); err != nil || len(got) != n {
 			t.Fatalf("NewTransfers(%d) = %d, %v; want %d", limit, len(got), err, n)
 		}
 		if got := vr.take(); !slices.Equal(got, want) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // faultProxy sits between the store and the server and breaks requests on
@@ -96,7 +97,7 @@ func TestStore_LostAnswers(t *testing.T) {
 	enqueue(t, s, requests("alice", 4))
 
 	p.loseBulk.Store(1)
-	got, err := s.NewTransfers(ctx, 4)
+	got, err := statetest.Claim(ctx, s, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestStore_LostAnswers(t *testing.T) {
 	for i, tr := range got {
 		cs[i] = state.Commit{Transfer: tr, DestPFN: "file:///d"}
 	}
-	res, err := s.SetTransferID(ctx, cs, "job-1")
+	res, err := statetest.Commit(ctx, s, cs, "job-1")
 	mustOK(t, res, err)
 	for i, r := range res {
 		tr, err := s.Get(ctx, r.ID)
@@ -121,12 +122,12 @@ func TestStore_LostAnswers(t *testing.T) {
 	}
 
 	p.fail503.Store(2)
-	jobs, err := s.ActiveTransfers(ctx, "alice")
+	jobs, err := statetest.Active(ctx, s, "alice")
 	if err != nil || len(jobs) != 1 || len(jobs[0].Transfers) != 4 {
 		t.Fatalf("ActiveTransfers through two 503s: %v, %v", jobs, err)
 	}
 	p.fail503.Store(100)
-	if _, err := s.ActiveTransfers(ctx, "alice"); err == nil {
+	if _, err := statetest.Active(ctx, s, "alice"); err == nil {
 		t.Fatal("ActiveTransfers succeeded with the server down")
 	}
 	p.fail503.Store(0)

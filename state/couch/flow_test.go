@@ -6,6 +6,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 func TestStore_Flow(t *testing.T) {
@@ -13,7 +14,7 @@ func TestStore_Flow(t *testing.T) {
 	c := newClock()
 	s := open(t, newDB(t), c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 5))
-	got, err := s.NewTransfers(ctx, 3)
+	got, err := statetest.Claim(ctx, s, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,9 +25,9 @@ func TestStore_Flow(t *testing.T) {
 	for i, tr := range got {
 		commits[i] = state.Commit{Transfer: tr, SourcePFN: "file:///s", DestPFN: "file:///d", FileID: int64(i)}
 	}
-	res, err := s.SetTransferID(ctx, commits, "job-1")
+	res, err := statetest.Commit(ctx, s, commits, "job-1")
 	mustOK(t, res, err)
-	jobs, err := s.ActiveTransfers(ctx, "alice")
+	jobs, err := statetest.Active(ctx, s, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

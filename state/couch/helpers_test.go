@@ -11,6 +11,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(couchtest.Main(m)) }
@@ -88,7 +89,7 @@ func enqueue(t testing.TB, s *couch.Store, reqs []state.Request) {
 // exactly n.
 func claim(t testing.TB, s *couch.Store, n int) []state.Transfer {
 	t.Helper()
-	got, err := s.NewTransfers(context.Background(), n)
+	got, err := statetest.Claim(context.Background(), s, n)
 	if err != nil || len(got) != n {
 		t.Fatalf("NewTransfers = %d, %v; want %d", len(got), err, n)
 	}

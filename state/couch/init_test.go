@@ -12,6 +12,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // designRevs returns the revision of every design document.
@@ -148,7 +149,7 @@ func TestInit_UpgradesMangoQueueIndexes(t *testing.T) {
 		}
 	}
 	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
-	got, err := s.NewTransfers(ctx, 5)
+	got, err := statetest.Claim(ctx, s, 5)
 	if err != nil || len(got) != 5 {
 		t.Fatalf("NewTransfers after the upgrade = %d, %v", len(got), err)
 	}

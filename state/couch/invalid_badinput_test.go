@@ -14,6 +14,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // wrongField is one field of a transfer document given a value of the
@@ -107,7 +108,7 @@ func TestStore_WrongTypeInEachField(t *testing.T) {
 	s := open(t, u, newClock(), "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 3))
 
-	got, err := s.NewTransfers(ctx, 100)
+	got, err := statetest.Claim(ctx, s, 100)
 	if err != nil {
 		t.Fatalf("NewTransfers with %d invalid documents in the queue: %v", len(want), err)
 	}

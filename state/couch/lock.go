@@ -204,12 +204,17 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 	return l, nil
 }
 
-// ReleaseLock frees a held lock (expire removed). A lock that is no longer
-// ours is left alone.
-func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
-	rev := l.Rev
+// ReleaseLock frees a held lock (expire removed) and records run, if not
+// nil, in the same write: one revision-checked write with the revision of
+// l; on a conflict the lock is read again. ErrLockLost when the lock is no
+// longer held by l.Holder.
+func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRecord) error {
+	rev, last := l.Rev, l.LastRun
+	if run != nil {
+		last = run
+	}
 	err := lockLoop(ctx, func() error {
-		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: l.LastRun})
+		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: last})
 		if errors.Is(err, errNoQuorum) {
 			return nil // the lock expires by itself
 		}
@@ -218,8 +223,8 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
 			if rerr != nil {
 				return rerr
 			}
-			if !ok || d.Holder != l.Holder || !d.Expire.After(s.now()) {
-				return nil // not ours any more
+			if !ok || d.Holder != l.Holder || d.Expire.IsZero() {
+				return releasedBy(l, d, ok)
 			}
 			rev = d.Rev
 		}
@@ -229,4 +234,18 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
 		return fmt.Errorf("couch: release lock of %s: %w", l.User, err)
 	}
 	return nil
+}
+
+// releasedBy is the error of a release that found the lock d (ok: stored)
+// no longer held by l.Holder.
+func releasedBy(l state.Lock, d state.LockDoc, ok bool) error {
+	switch {
+	case !ok:
+		return fmt.Errorf("run lock of %s is gone: %w", l.User, state.ErrLockLost)
+	case d.Holder != l.Holder && !d.Expire.IsZero():
+		return fmt.Errorf("run lock of %s is held by %s until %s: %w", l.User, d.Holder, d.Expire, state.ErrLockLost)
+	case d.Holder != l.Holder:
+		return fmt.Errorf("run lock of %s was taken by %s and released since: %w", l.User, d.Holder, state.ErrLockLost)
+	}
+	return fmt.Errorf("run lock of %s was released by someone else: %w", l.User, state.ErrLockLost)
 }

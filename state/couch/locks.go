@@ -10,24 +10,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var (
-	_ state.RunRecorder = (*Store)(nil)
-	_ state.LockAdmin   = (*Store)(nil)
-)
-
-// ReleaseLockRecord frees a held lock and records run in the lock document
-// (see state.RunRecorder): read, change, revision-checked write.
-func (s *Store) ReleaseLockRecord(ctx context.Context, l state.Lock, run state.RunRecord) error {
-	err := s.changeLock(ctx, l.User, func(d *state.LockDoc) (bool, error) {
-		return state.ReleaseDoc(d, l, run), nil
-	})
-	if err != nil {
-		return fmt.Errorf("couch: release lock of %s: %w", l.User, err)
-	}
-	return nil
-}
-
-// Unlock releases the lock of user held by holder (see state.LockAdmin).
+// Unlock releases the lock of user held by holder (see state.Admin).
 func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 	now := s.now()
 	err := s.changeLock(ctx, user, func(d *state.LockDoc) (bool, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // closedURL returns the URL of a database on a loopback port nothing
@@ -40,7 +41,7 @@ func TestStore_FailsOver(t *testing.T) {
 	list := closedURL(t, db) + "," + hung.dbURL(u) + ", " + good.dbURL(u)
 	s := open(t, list, c, "alice", "host:1:a", couch.Options{Timeout: 300 * time.Millisecond})
 	enqueue(t, s, requests("alice", 4))
-	got, err := s.NewTransfers(ctx, 4)
+	got, err := statetest.Claim(ctx, s, 4)
 	if err != nil || len(got) != 4 {
 		t.Fatalf("claims through the third node: %d, %v", len(got), err)
 	}

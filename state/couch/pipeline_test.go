@@ -15,6 +15,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // overlapping holds the first POST to a path ending in suffix until a
@@ -78,7 +79,7 @@ func TestStore_PartsOfACallOverlap(t *testing.T) {
 	s := open(t, newDB(t), newClock(), "alice", "host:1:a", couch.Options{Transport: ov})
 	claimed, cs := commitsOf(t, s, total)
 	ov.held.Store(false) // hold the first write of the commit
-	res, err := s.SetTransferID(context.Background(), cs, "job")
+	res, err := statetest.Commit(context.Background(), s, cs, "job")
 	mustOK(t, res, err)
 	ov.mu.Lock()
 	overlap := ov.overlap
@@ -121,7 +122,7 @@ func TestStore_AFailedPartFailsTheCall(t *testing.T) {
 	claimed, cs := commitsOf(t, s, total)
 	f.count.Store(0)
 	f.n = 2
-	res, err := s.SetTransferID(context.Background(), cs, "job")
+	res, err := statetest.Commit(context.Background(), s, cs, "job")
 	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
 		t.Fatalf("SetTransferID with a part refused = %d results, %v; want the refusal", len(res), err)
 	}

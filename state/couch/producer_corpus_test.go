@@ -14,6 +14,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // producerDoc is one document of the producer corpus: a transfer document
@@ -250,7 +251,7 @@ func TestValidate_AgreesWithGo(t *testing.T) {
 	}
 
 	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
-	got, err := s.NewTransfers(context.Background(), 1000)
+	got, err := statetest.Claim(context.Background(), s, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestClaim_QuarantineKeepsEmptyFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
-	if got, err := s.NewTransfers(ctx, 10); err != nil || len(got) != 0 {
+	if got, err := statetest.Claim(ctx, s, 10); err != nil || len(got) != 0 {
 		t.Fatalf("NewTransfers = %d, %v; want none claimed", len(got), err)
 	}
 	raw := getRaw(t, rawDB(t, u), id)

@@ -8,8 +8,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.Purger = (*Store)(nil)
-
 // Purge removes the terminal transfers o selects (see state.Purger): it
 // pages through _all_docs like Summary and, every maxBulkDocs selected
 // transfers, archives them (synced) and deletes them with one _bulk_docs

@@ -8,8 +8,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.Recoverer = (*Store)(nil)
-
 // TakeBack expires the claims of l.User's other agents (see
 // state.Recoverer): it checks the lock document, pages through the queue
 // rows of the user (without documents) for those under a live lease or

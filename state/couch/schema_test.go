@@ -15,6 +15,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 const schemaPath = "../../docs/transfer.schema.json"
@@ -151,12 +152,12 @@ func TestSchema_Corpus(t *testing.T) {
 	s := open(t, u, c, "alice", "host:1:a", couch.Options{})
 	enqueue(t, s, requests("alice", 4))
 	got := claim(t, s, 3)
-	res, err := s.PrepareSubmit(ctx, got[:2], "sid-1")
+	res, err := statetest.Prepare(ctx, s, got[:2], "sid-1")
 	mustOK(t, res, err)
 	for i := range got[:2] {
 		got[i].Rev = res[i].Rev
 	}
-	res, err = s.SetTransferID(ctx, []state.Commit{
+	res, err = statetest.Commit(ctx, s, []state.Commit{
 		{Transfer: got[0], SourcePFN: "davs://a/x", DestPFN: "davs://b/x", FileID: 1},
 		{Transfer: got[1], SourcePFN: "davs://a/y", DestPFN: "davs://b/y", FileID: 2},
 	}, "job-1")

@@ -57,18 +57,13 @@ type Store struct {
 	// readQuorum is the r of the database's cluster (0: not a cluster,
 	// or the server does not say)
 	readQuorum int
-	// mine: the transfers claimed, for Unsettled
-	mine claimed
 	// written: the submitted transfers written, for the monitor's reads
 	written written
 	// cursor: where the next claim goes on down the queue
 	cursor claimCursor
 }
 
-var (
-	_ state.Store          = (*Store)(nil)
-	_ state.MultiSubmitter = (*Store)(nil)
-)
+var _ state.Store = (*Store)(nil)
 
 // target is a parsed Options.URL.
 type target struct {
@@ -265,9 +260,4 @@ func (s *Store) Close() error {
 		return fmt.Errorf("couch: close: %w", err)
 	}
 	return nil
-}
-
-// Config is the configuration the store applies (state.Configured).
-func (s *Store) Config() state.Config {
-	return state.Config{Agent: s.cfg.Agent, Policy: s.policy, Now: s.now}
 }

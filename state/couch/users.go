@@ -13,8 +13,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.UserLister = (*Store)(nil)
-
 // The view of the design document ViewsID that DueUsers reads: [user,
 // kind] -> a time in microseconds since the epoch, reduced by _stats (see
 // users_map.js). It lives in the same design document as the work view so

@@ -14,6 +14,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // viewRows returns the rows of the view for the keys [user, part, ...].
@@ -57,10 +58,10 @@ func TestViews(t *testing.T) {
 	enqueue(t, alice, requests("alice", 22))
 	c.Add(time.Second)
 	claimed := claim(t, alice, 20)
-	res, err := alice.SetTransferID(ctx, []state.Commit{{Transfer: claimed[0]}, {Transfer: claimed[1]}}, "job-1")
+	res, err := statetest.Commit(ctx, alice, []state.Commit{{Transfer: claimed[0]}, {Transfer: claimed[1]}}, "job-1")
 	mustOK(t, res, err)
 	c.Add(time.Second)
-	res, err = alice.SetTransferID(ctx, []state.Commit{{Transfer: claimed[2]}}, "job-2")
+	res, err = statetest.Commit(ctx, alice, []state.Commit{{Transfer: claimed[2]}}, "job-2")
 	mustOK(t, res, err)
 
 	t.Run("queue rows hold the queue of the user in claim order", func(t *testing.T) {
@@ -155,7 +156,7 @@ func TestViews_WritesDuringTheQuery(t *testing.T) {
 			reqs[i].DestinationLFN += fmt.Sprintf(".%d", r)
 		}
 		enqueue(t, s, reqs)
-		claimed, err := s.NewTransfers(ctx, batch)
+		claimed, err := statetest.Claim(ctx, s, batch)
 		if err != nil || len(claimed) != batch {
 			t.Fatalf("round %d: NewTransfers = %d, %v", r, len(claimed), err)
 		}

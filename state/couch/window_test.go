@@ -8,6 +8,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // TestStore_MonitorWithinTheClaimWindow: within state.StaleClaimWindow of
@@ -24,7 +25,7 @@ func TestStore_MonitorWithinTheClaimWindow(t *testing.T) {
 	// a claim from the head begins a new window, on a view that shows both
 	// jobs; a then records job-a's transfers done: the stale view still
 	// shows them, the listing does not
-	if _, err := l.a.NewTransfers(context.Background(), 1); err != nil {
+	if _, err := statetest.Claim(context.Background(), l.a, 1); err != nil {
 		t.Fatal(err)
 	}
 	l.finish("job-a")
@@ -40,7 +41,7 @@ func TestStore_MonitorAfterTransfersWentBack(t *testing.T) {
 	c := newClock()
 	l := newWindowWorld(t, c)
 	c.Add(state.StaleClaimWindow)
-	if _, err := l.a.NewTransfers(context.Background(), 1); err != nil {
+	if _, err := statetest.Claim(context.Background(), l.a, 1); err != nil {
 		t.Fatal(err)
 	}
 	l.end("job-b", state.OutcomeLost)
@@ -93,9 +94,9 @@ func newWindowWorld(t *testing.T, c *clock) *windowWorld {
 	b := open(t, u, c, "alice", "host:2:b", couch.Options{})
 	enqueue(t, a, requests("alice", 20))
 	ca, cb := claimCommits(t, a, 10), claimCommits(t, b, 10)
-	res, err := a.SetTransferID(ctx, ca, "job-a")
+	res, err := statetest.Commit(ctx, a, ca, "job-a")
 	mustOK(t, res, err)
-	res, err = b.SetTransferID(ctx, cb, "job-b")
+	res, err = statetest.Commit(ctx, b, cb, "job-b")
 	mustOK(t, res, err)
 	return &windowWorld{t, a, vr}
 }
@@ -165,11 +166,11 @@ func TestStore_MonitorAfterTheIndexCaughtUp(t *testing.T) {
 	u := newDB(t)
 	old := open(t, u, c, "alice", "host:0:old", couch.Options{})
 	enqueue(t, old, requests("alice", 10))
-	res, err := old.SetTransferID(ctx, claimCommits(t, old, 10), "job-j")
+	res, err := statetest.Commit(ctx, old, claimCommits(t, old, 10), "job-j")
 	mustOK(t, res, err)
 
 	s := open(t, u, c, "alice", "host:1:new", couch.Options{})
-	if _, err := s.NewTransfers(ctx, 1); err != nil { // reads the head: the window begins
+	if _, err := statetest.Claim(ctx, s, 1); err != nil { // reads the head: the window begins
 		t.Fatal(err)
 	}
 	jobs, err := s.ActiveTransfersOf(ctx, "alice", []string{"job-j"})
@@ -183,7 +184,7 @@ func TestStore_MonitorAfterTheIndexCaughtUp(t *testing.T) {
 	res, err = s.SetTerminalState(ctx, outs)
 	mustOK(t, res, err)
 	bob := open(t, u, c, "bob", "host:2:b", couch.Options{})
-	if _, err := bob.NewTransfers(ctx, 1); err != nil { // brings the index up to date
+	if _, err := statetest.Claim(ctx, bob, 1); err != nil { // brings the index up to date
 		t.Fatal(err)
 	}
 	refs, err := s.ActiveJobs(ctx, "alice")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // bodyTransport records the path of each request and the size of each
@@ -61,7 +62,7 @@ func TestStore_MonitorReadsOnlyChangedDocuments(t *testing.T) {
 	for i, tr := range claimed {
 		cs[i] = state.Commit{Transfer: tr, DestPFN: "davs://d.example.org" + tr.DestinationLFN}
 	}
-	res, err := s.SetTransferID(ctx, cs, "job-1")
+	res, err := statetest.Commit(ctx, s, cs, "job-1")
 	mustOK(t, res, err)
 
 	// another store (an operator's aso kill) changes one transfer

@@ -10,8 +10,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.ActivePager = (*Store)(nil)
-
 // activeJob is an FTS job with submitted transfers of one user.
 type activeJob struct {
 	id     string
@@ -19,8 +17,8 @@ type activeJob struct {
 	oldest int64 // the oldest last_update of its transfers
 }
 
-// activeJobs returns the jobs of user's submitted transfers in the order
-// of ActiveTransfers: the job with the oldest last_update first, then by ID.
+// activeJobs returns the jobs of user's submitted transfers, the job with
+// the oldest last_update first, then by ID.
 func (d *db) activeJobs(user string) []activeJob {
 	ui := d.userOf(user)
 	if ui == nil {
@@ -67,23 +65,8 @@ func (x *tx) readJobs(jobs []activeJob) ([]state.Job, error) {
 	return out, nil
 }
 
-// ActiveTransfers lists the submitted transfers of user grouped by FTS job,
-// the job with the oldest last_update first.
-func (s *Store) ActiveTransfers(ctx context.Context, user string) ([]state.Job, error) {
-	var jobs []state.Job
-	err := s.view(ctx, "active transfers", func(x *tx, _ time.Time) error {
-		var err error
-		jobs, err = x.readJobs(x.d.activeJobs(user))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return jobs, nil
-}
-
-// ActiveJobs lists the FTS jobs of user's submitted transfers, in the order
-// of ActiveTransfers, with their number of submitted transfers. It reads
+// ActiveJobs lists the FTS jobs of user's submitted transfers, oldest last_update
+// first, with their number of submitted transfers. It reads
 // nothing from the file.
 func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	var refs []state.JobRef
@@ -102,7 +85,7 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 }
 
 // ActiveTransfersOf returns the submitted transfers of user in the given
-// jobs, grouped as ActiveTransfers does, in the order of jobs; it reads only
+// jobs, each job's by file ID (state.SortJob), in the order of jobs; it reads only
 // their documents. A job without submitted transfers of user is left out.
 func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
 	var out []state.Job

@@ -327,17 +327,3 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 	}
 	return out, nil
 }
-
-// ReleaseLock frees a held lock; a lock held by another holder is left alone.
-func (s *Store) ReleaseLock(ctx context.Context, l state.Lock) error {
-	return s.update(ctx, "release lock", true, func(x *tx, _ time.Time) error {
-		cur := x.getLock(state.LockID(l.User))
-		if cur == nil || cur.Holder != l.Holder || cur.Expire.IsZero() {
-			return nil
-		}
-		n := *cur
-		n.Expire = state.Time{}
-		x.putLock(&n)
-		return nil
-	})
-}

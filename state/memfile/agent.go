@@ -73,31 +73,32 @@ func transferIDs(ts []state.Transfer) []string {
 	return ids
 }
 
-var _ state.QueueEnder = (*Store)(nil)
-
-// NewTransfers claims up to limit eligible transfers of the agent's user.
-func (s *Store) NewTransfers(ctx context.Context, limit int) ([]state.Transfer, error) {
-	ts, _, err := s.NewTransfersEnd(ctx, limit)
-	return ts, err
+// NewTransfers claims up to r.Limit eligible transfers of the agent's user
+// (see state.AgentStore): in queue order, or, with a link cap, in
+// state.SpreadOrder within the cap (claimByLink).
+func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	if r.MaxPerLink > 0 {
+		return s.claimByLink(ctx, r)
+	}
+	return s.claimInOrder(ctx, r.Limit)
 }
 
-// NewTransfersEnd claims like NewTransfers and reports whether the claim
-// walked the queue to its end (state.QueueEnder).
-func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfer, bool, error) {
-	var out []state.Transfer
-	var end bool
+// claimInOrder claims in queue order and reports whether the claim walked
+// the queue to its end.
+func (s *Store) claimInOrder(ctx context.Context, limit int) (state.Claimed, error) {
+	var out state.Claimed
 	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
-		out, end = nil, false
+		out = state.Claimed{}
 		if limit <= 0 {
 			return nil
 		}
 		ui := x.d.userOf(s.agent.User)
 		if ui == nil {
-			end = true
+			out.End = true
 			return nil
 		}
 		last, more := int32(-1), true
-		for more && len(out) < limit {
+		for more && len(out.Transfers) < limit {
 			// the next claimable transfers in claim order, as many as are
 			// still wanted, read at once
 			var slots []int32
@@ -110,7 +111,7 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 				if st := x.d.stub(&x.d.metas[i], false); state.Claimable(&st, s.agent.User, now) {
 					slots = append(slots, i)
 				}
-				more = len(slots) >= limit-len(out)
+				more = len(slots) >= limit-len(out.Transfers)
 				return !more
 			}
 			if last < 0 {
@@ -124,26 +125,20 @@ func (s *Store) NewTransfersEnd(ctx context.Context, limit int) ([]state.Transfe
 			}
 			deps := txDeps(x, s.policy.DependencyWait)
 			for k := range ts {
-				if s.tryClaim(x, &ts[k], deps, now) {
-					out = append(out, ts[k])
-				}
+				s.tryClaim(x, &ts[k], deps, now, &out)
 			}
 		}
-		end = !more
+		out.End = !more
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return state.Claimed{}, err
 	}
-	return out, end, nil
+	return out, nil
 }
 
-// PrepareSubmit writes submit_sid on held transfers and renews their lease.
-func (s *Store) PrepareSubmit(ctx context.Context, transfers []state.Transfer, sid string) ([]state.Result, error) {
-	return state.PrepareOne(ctx, s, transfers, sid)
-}
-
-// PrepareSubmits is PrepareSubmit of several jobs in one record and fsync.
+// PrepareSubmits writes the sid and endpoint of each job on its held
+// transfers and renews their leases, in one record and fsync.
 func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
 	var ids []string
 	var of []*state.PrepareJob
@@ -172,12 +167,8 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 	})
 }
 
-// SetTransferID commits held transfers to FTS job jobID.
-func (s *Store) SetTransferID(ctx context.Context, commits []state.Commit, jobID string) ([]state.Result, error) {
-	return state.CommitOne(ctx, s, commits, jobID)
-}
-
-// SetTransferIDs is SetTransferID of several jobs in one record and fsync.
+// SetTransferIDs commits each job's held transfers to its FTS job, in one
+// record and fsync.
 func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
 	var ids, jobIDs []string
 	var commits []*state.Commit

@@ -42,14 +42,14 @@ func BenchmarkDrain(b *testing.B) {
 func drain(b testing.TB, s *memfile.Store, n int) {
 	done := 0
 	for job := 0; ; job++ {
-		ts, err := s.NewTransfers(ctx, 200)
+		ts, err := statetest.Claim(ctx, s, 200)
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(ts) == 0 {
 			break
 		}
-		res, err := s.PrepareSubmit(ctx, ts, fmt.Sprint("sid-", job))
+		res, err := statetest.Prepare(ctx, s, ts, fmt.Sprint("sid-", job))
 		must(b, res, err)
 		commits := make([]state.Commit, len(ts))
 		for i, tr := range ts {
@@ -57,9 +57,9 @@ func drain(b testing.TB, s *memfile.Store, n int) {
 			commits[i] = state.Commit{Transfer: tr, DestPFN: "file:///dst" + tr.DestinationLFN, FileID: int64(i)}
 		}
 		id := fmt.Sprint("job-", job)
-		res, err = s.SetTransferID(ctx, commits, id)
+		res, err = statetest.Commit(ctx, s, commits, id)
 		must(b, res, err)
-		jobs, err := s.ActiveTransfers(ctx, statetest.Alice)
+		jobs, err := statetest.Active(ctx, s, statetest.Alice)
 		if err != nil || len(jobs) != 1 {
 			b.Fatal(jobs, err)
 		}

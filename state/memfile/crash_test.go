@@ -168,7 +168,7 @@ func crashChild(path, gen string) {
 			ids = append(ids, r.ID)
 		}
 		report("enqueued", ids)
-		ts, err := s.NewTransfers(ctx, 4)
+		ts, err := statetest.Claim(ctx, s, 4)
 		if err != nil {
 			os.Exit(1)
 		}
@@ -178,7 +178,7 @@ func crashChild(path, gen string) {
 			commits[i] = state.Commit{Transfer: tr, DestPFN: "file:///dst" + tr.DestinationLFN, FileID: int64(i + 1)}
 		}
 		job := fmt.Sprintf("job-%s-%d", gen, n)
-		cres, err := s.SetTransferID(ctx, commits, job)
+		cres, err := statetest.Commit(ctx, s, commits, job)
 		if err != nil {
 			os.Exit(1)
 		}

@@ -8,35 +8,34 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.LinkClaimer = (*Store)(nil)
-
-// NewTransfersByLink claims up to limit eligible transfers of the agent's
-// user in state.SpreadOrder, passing over links at o.MaxPerLink (see
-// state.LinkClaimer). The queue's index holds each transfer's link,
+// claimByLink claims up to r.Limit eligible transfers of the agent's user
+// in state.SpreadOrder, passing over links at r.MaxPerLink (see
+// state.AgentStore.NewTransfers) without writing them. The queue's index holds each transfer's link,
 // priority and age, so the queue is ordered without reading a document;
 // only the transfers tried are read. It keeps at most limit candidates of
 // a link (no more could be claimed), and stops walking the queue once the
 // priorities above the current one offer twice limit candidates.
-func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.ClaimOptions) ([]state.Transfer, error) {
-	var out []state.Transfer
+func (s *Store) claimByLink(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	var out state.Claimed
+	limit := r.Limit
 	err := s.update(ctx, "new transfers", true, func(x *tx, now time.Time) error {
-		out = nil
+		out = state.Claimed{}
 		ui := x.d.userOf(s.agent.User)
 		if ui == nil || limit <= 0 {
 			return nil
 		}
-		cands := fairCandidates(x, ui, s.agent.User, now, limit, o)
+		cands := fairCandidates(x, ui, s.agent.User, now, limit, r)
 		order := state.SpreadOrder(len(cands), func(i int) int { return cands[i].prio }, func(i int) linkKey { return cands[i].link })
-		budget := state.NewLinkBudget(o)
+		budget := state.NewLinkBudget(r)
 		deps := txDeps(x, s.policy.DependencyWait)
-		for len(order) > 0 && len(out) < limit {
+		for len(order) > 0 && len(out.Transfers) < limit {
 			// the next candidates of links with room, as many as are still wanted
 			var pick []int32
 			var links []string
 			rest := order[:0:0]
 			for _, k := range order {
 				c := cands[k]
-				if len(pick) >= limit-len(out) {
+				if len(pick) >= limit-len(out.Transfers) {
 					rest = append(rest, k)
 				} else if name := x.d.linkName(c.link); budget.Take(name) {
 					pick, links = append(pick, c.slot), append(links, name)
@@ -51,9 +50,7 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 				return fmt.Errorf("memfile: new transfers: %w", err)
 			}
 			for k := range ts {
-				if s.tryClaim(x, &ts[k], deps, now) {
-					out = append(out, ts[k])
-				} else {
+				if !s.tryClaim(x, &ts[k], deps, now, &out) {
 					budget.Return(links[k])
 				}
 			}
@@ -61,7 +58,7 @@ func (s *Store) NewTransfersByLink(ctx context.Context, limit int, o state.Claim
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return state.Claimed{}, err
 	}
 	return out, nil
 }
@@ -82,7 +79,7 @@ type fairCandidate struct {
 // claimable transfers that a fair claim of limit could take: at most limit
 // per link, less what the link's cap leaves; the walk stops at a new
 // priority once the higher ones hold limit candidates.
-func fairCandidates(x *tx, ui *userIndex, user string, now time.Time, limit int, o state.ClaimOptions) []fairCandidate {
+func fairCandidates(x *tx, ui *userIndex, user string, now time.Time, limit int, r state.ClaimRequest) []fairCandidate {
 	var out []fairCandidate
 	left := map[linkKey]int{} // how many more candidates a link may have
 	prio := 0
@@ -102,8 +99,8 @@ func fairCandidates(x *tx, ui *userIndex, user string, now time.Time, limit int,
 		n, seen := left[l]
 		if !seen {
 			n = limit
-			if o.MaxPerLink > 0 {
-				n = min(n, o.MaxPerLink-o.Active[x.d.linkName(l)])
+			if r.MaxPerLink > 0 {
+				n = min(n, r.MaxPerLink-r.Held[x.d.linkName(l)])
 			}
 		}
 		if n > 0 {
@@ -116,11 +113,13 @@ func fairCandidates(x *tx, ui *userIndex, user string, now time.Time, limit int,
 	return out
 }
 
-// tryClaim claims the candidate c in x, or settles it when it can never
-// run; it reports whether c was claimed.
-func (s *Store) tryClaim(x *tx, c *state.Transfer, deps state.Deps, now time.Time) bool {
+// tryClaim claims the candidate c in x, adding it to out.Transfers, or
+// settles it when it can never run, adding it to out.Settled; it reports
+// whether c was claimed.
+func (s *Store) tryClaim(x *tx, c *state.Transfer, deps state.Deps, now time.Time, out *state.Claimed) bool {
 	if state.SettleUnrunnable(c, deps, now, s.agent.Owner) {
 		x.put(c)
+		out.Settled = append(out.Settled, *c)
 		return false
 	}
 	if !state.ReadyToClaim(c, deps, now) {
@@ -130,5 +129,6 @@ func (s *Store) tryClaim(x *tx, c *state.Transfer, deps state.Deps, now time.Tim
 		return false
 	}
 	x.put(c)
+	out.Transfers = append(out.Transfers, *c)
 	return true
 }

@@ -261,7 +261,7 @@ func TestInvalidDocuments(t *testing.T) {
 	if res, err := s.Enqueue(ctx, []state.Request{r}); err != nil || res[0].Status != state.AlreadyQueued {
 		t.Fatalf("Enqueue over an invalid document: %+v %v (it must not be overwritten)", res, err)
 	}
-	if got, err := s.NewTransfers(ctx, 10); err != nil || len(got) != 1 || got[0].ID != good.ID {
+	if got, err := statetest.Claim(ctx, s, 10); err != nil || len(got) != 1 || got[0].ID != good.ID {
 		t.Fatalf("NewTransfers: %v %v", got, err)
 	}
 	if err := s.Compact(ctx); err != nil {
@@ -326,12 +326,12 @@ func TestCommitCost(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.aso")
 	s := open(t, path, memfile.Options{})
 	enqueue(t, s, 0, 2000)
-	ts, err := s.NewTransfers(ctx, 1)
+	ts, err := statetest.Claim(ctx, s, 1)
 	if err != nil || len(ts) != 1 {
 		t.Fatal(ts, err)
 	}
 	before, st := size(t, path), s.Stats()
-	res, err := s.SetTransferID(ctx, []state.Commit{{Transfer: ts[0], DestPFN: "file:///x"}}, "job-1")
+	res, err := statetest.Commit(ctx, s, []state.Commit{{Transfer: ts[0], DestPFN: "file:///x"}}, "job-1")
 	if err != nil || res[0].Err != nil {
 		t.Fatal(res, err)
 	}
@@ -358,7 +358,7 @@ func TestOpen_LastVersionWins(t *testing.T) {
 	s := open(t, path, memfile.Options{})
 	ids := enqueue(t, s, 0, 3)
 	for round := 0; round < 5; round++ {
-		ts, err := s.NewTransfers(ctx, 2)
+		ts, err := statetest.Claim(ctx, s, 2)
 		if err != nil || len(ts) != 2 {
 			t.Fatal(ts, err)
 		}
@@ -452,7 +452,7 @@ func FuzzOpen(f *testing.F) {
 	path := filepath.Join(dir, "seed.aso")
 	s := open(f, path, memfile.Options{})
 	enqueue(f, s, 0, 3)
-	if ts, err := s.NewTransfers(ctx, 1); err != nil || len(ts) != 1 {
+	if ts, err := statetest.Claim(ctx, s, 1); err != nil || len(ts) != 1 {
 		f.Fatal(ts, err)
 	}
 	s.Close()
@@ -475,7 +475,7 @@ func FuzzOpen(f *testing.F) {
 		if _, err := s.Summary(ctx, state.SummaryOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.NewTransfers(ctx, 10); err != nil {
+		if _, err := statetest.Claim(ctx, s, 10); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {

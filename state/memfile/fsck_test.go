@@ -9,6 +9,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // recordOffsets returns the offsets of the journal record headers of path.
@@ -45,10 +46,10 @@ func flipBit(t *testing.T, path string, off int64) {
 func TestFsck_FlippedBit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.aso")
 	s := open(t, path, memfile.Options{})
-	first := enqueue(t, s, 0, 3)           // record 1
-	second := enqueue(t, s, 3, 2)          // record 2
-	third := enqueue(t, s, 5, 2)           // record 3
-	claimed, err := s.NewTransfers(ctx, 1) // record 4: first[0] becomes acquired
+	first := enqueue(t, s, 0, 3)               // record 1
+	second := enqueue(t, s, 3, 2)              // record 2
+	third := enqueue(t, s, 5, 2)               // record 3
+	claimed, err := statetest.Claim(ctx, s, 1) // record 4: first[0] becomes acquired
 	if err != nil || len(claimed) != 1 {
 		t.Fatal(claimed, err)
 	}

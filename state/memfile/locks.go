@@ -10,22 +10,19 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var (
-	_ state.RunRecorder = (*Store)(nil)
-	_ state.LockAdmin   = (*Store)(nil)
-)
-
-// ReleaseLockRecord frees a held lock and records run (see state.RunRecorder).
-func (s *Store) ReleaseLockRecord(ctx context.Context, l state.Lock, run state.RunRecord) error {
+// ReleaseLock frees a held lock and records run, if not nil. ErrLockLost
+// when the lock is no longer held by l.Holder (nothing is written).
+func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRecord) error {
 	return s.update(ctx, "release lock", true, func(x *tx, _ time.Time) error {
 		cur := x.getLock(state.LockID(l.User))
 		if cur == nil {
-			return nil
+			return fmt.Errorf("memfile: release lock of %s: it is gone: %w", l.User, state.ErrLockLost)
 		}
 		n := *cur
-		if state.ReleaseDoc(&n, l, run) {
-			x.putLock(&n)
+		if !state.ReleaseDoc(&n, l, run) {
+			return fmt.Errorf("memfile: release lock: %w", state.NotHeldBy(cur, l.User, l.Holder))
 		}
+		x.putLock(&n)
 		return nil
 	})
 }

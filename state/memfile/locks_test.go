@@ -25,7 +25,7 @@ func TestLockRecordSurvivesCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := state.RunRecord{Holder: "h:1:x", Started: state.At(l.Since), Ended: state.At(time.Now()), ExitCode: 4, Error: "e"}
-	if err := s.ReleaseLockRecord(ctx, l, run); err != nil {
+	if err := s.ReleaseLock(ctx, l, &run); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Compact(ctx); err != nil {

@@ -96,7 +96,7 @@ func claimChild(path string) {
 		os.Exit(1)
 	}
 	for {
-		ts, err := s.NewTransfers(ctx, 3)
+		ts, err := statetest.Claim(ctx, s, 3)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

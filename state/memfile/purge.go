@@ -7,8 +7,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.Purger = (*Store)(nil)
-
 // purgeChunk is how many transfers are read back and archived at a time.
 const purgeChunk = 10000
 

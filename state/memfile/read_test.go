@@ -20,11 +20,11 @@ func TestStagedWritesVisible(t *testing.T) {
 	if err != nil || res[0].Status != state.Stored || res[1].Status != state.AlreadyQueued {
 		t.Fatalf("one request twice in a call: %+v, %v; want stored, then already queued", res, err)
 	}
-	ts, err := s.NewTransfers(ctx, 5)
+	ts, err := statetest.Claim(ctx, s, 5)
 	if err != nil || len(ts) != 1 {
 		t.Fatal(ts, err)
 	}
-	cres, err := s.SetTransferID(ctx, []state.Commit{{Transfer: ts[0], DestPFN: "file:///d"}}, "job-1")
+	cres, err := statetest.Commit(ctx, s, []state.Commit{{Transfer: ts[0], DestPFN: "file:///d"}}, "job-1")
 	must(t, cres, err)
 	done := state.Terminal{Transfer: ts[0], Outcome: state.OutcomeDone, FTSJob: "job-1"}
 	tres, err := s.SetTerminalState(ctx, []state.Terminal{done, done})
@@ -47,7 +47,7 @@ func TestReadBack_ManyAndLarge(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.aso")
 	s := open(t, path, memfile.Options{})
 	ids := enqueue(t, s, 0, 3000) // about 2.5 MiB of documents
-	ts, err := s.NewTransfers(ctx, 1)
+	ts, err := statetest.Claim(ctx, s, 1)
 	if err != nil || len(ts) != 1 {
 		t.Fatal(ts, err)
 	}

@@ -53,7 +53,7 @@ func TestReadOnly(t *testing.T) {
 		if !errors.Is(err, memfile.ErrReadOnly) {
 			t.Fatalf("enqueue on a read-only store: %v", err)
 		}
-		if _, err := ro.NewTransfers(ctx, 1); !errors.Is(err, memfile.ErrReadOnly) {
+		if _, err := statetest.Claim(ctx, ro, 1); !errors.Is(err, memfile.ErrReadOnly) {
 			t.Fatalf("claim on a read-only store: %v", err)
 		}
 		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {

@@ -8,8 +8,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.Recoverer = (*Store)(nil)
-
 // TakeBack expires the claims of l.User's other agents (see
 // state.Recoverer), in one record, under the file lock that also
 // serialises the run lock, so the check that l is live and the write are

@@ -479,8 +479,3 @@ func (s *Store) setFile(f *os.File) {
 	s.f = f
 	s.src.f = f
 }
-
-// Config is the configuration the store applies (state.Configured).
-func (s *Store) Config() state.Config {
-	return state.Config{Agent: s.agent, Policy: s.policy, Now: s.now}
-}

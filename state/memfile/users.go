@@ -9,8 +9,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-var _ state.UserLister = (*Store)(nil)
-
 // depsProbe bounds the due queued transfers of one user that DueUsers
 // reads back from the file to check their dependencies: a user whose
 // first depsProbe due transfers all wait is reported DepsOnly.

@@ -72,7 +72,7 @@ var claimCases = []testCase{
 		if len(got) != 1 || got[0].ID != a {
 			e.t.Fatalf("claimed %v, want only %s", ids(got), a)
 		}
-		res, err := s.SetTransferID(ctx, commitsOf(got), "job-1")
+		res, err := Commit(ctx, s, commitsOf(got), "job-1")
 		e.ok("SetTransferID", res, err, 1)
 		if got := e.claim(s, 10); len(got) != 0 {
 			e.t.Fatalf("claimed %v while the dependency is submitted", ids(got))
@@ -134,7 +134,7 @@ var claimCases = []testCase{
 		a, b := e.store(Alice, "agent-a"), e.store(Alice, "agent-b")
 		id := e.enqueue(a, Req(Alice, 1))[0]
 		got := e.claim(a, 1)
-		res, err := a.PrepareSubmit(ctx, got, "sid-of-the-dead")
+		res, err := Prepare(ctx, a, got, "sid-of-the-dead")
 		e.ok("PrepareSubmit", res, err, 1)
 		res, err = a.RequestKill(ctx, []string{id})
 		e.ok("RequestKill", res, err, 1)
@@ -193,7 +193,8 @@ var claimCases = []testCase{
 			go func() {
 				defer wg.Done()
 				for {
-					ts, err := stores[i].NewTransfers(ctx, 7)
+					c, err := stores[i].NewTransfers(ctx, state.ClaimRequest{Limit: 7})
+					ts := c.Transfers
 					if err != nil || len(ts) == 0 {
 						errs[i] = err
 						return

@@ -60,7 +60,7 @@ var commitCases = []testCase{
 		e.enqueue(s, Req(Alice, 1))
 		ts := e.claim(s, 1)
 		e.clock.Advance(time.Minute)
-		res, err := s.PrepareSubmit(ctx, ts, "sid-42")
+		res, err := Prepare(ctx, s, ts, "sid-42")
 		e.ok("PrepareSubmit", res, err, 1)
 		other := e.store(Alice, "observer")
 		for _, h := range []state.Store{s, other} {
@@ -74,7 +74,7 @@ var commitCases = []testCase{
 		}
 		// the new revision is what the next call carries
 		ts[0].Rev = res[0].Rev
-		res, err = s.SetTransferID(ctx, commitsOf(ts), "job-42")
+		res, err = Commit(ctx, s, commitsOf(ts), "job-42")
 		e.ok("SetTransferID", res, err, 1)
 		if tr := e.wantState(other, ts[0].ID, state.StateSubmitted); tr.SubmitSID != "sid-42" && tr.SubmitSID != "" {
 			e.t.Fatalf("submit_sid %q", tr.SubmitSID)
@@ -88,7 +88,7 @@ var commitCases = []testCase{
 		e.clock.Advance(time.Second)
 		jobB := e.submit(s, 2, "job-b")
 		e.submit(b, 1, "job-c")
-		jobs, err := s.ActiveTransfers(ctx, Alice)
+		jobs, err := Active(ctx, s, Alice)
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ var commitCases = []testCase{
 				}
 			}
 		}
-		if jobs, err := s.ActiveTransfers(ctx, Bob); err != nil || len(jobs) != 1 || jobs[0].ID != "job-c" {
+		if jobs, err := Active(ctx, s, Bob); err != nil || len(jobs) != 1 || jobs[0].ID != "job-c" {
 			e.t.Fatalf("bob's jobs %+v, %v", jobs, err)
 		}
 	}},

@@ -16,7 +16,7 @@ type leaseOp struct {
 
 var leaseOps = []leaseOp{
 	{"SetTransferID", func(s state.Store, ts []state.Transfer) ([]state.Result, error) {
-		return s.SetTransferID(ctx, commitsOf(ts), "job-1")
+		return Commit(ctx, s, commitsOf(ts), "job-1")
 	}, func(e *env, tr state.Transfer) {
 		if tr.State != state.StateSubmitted || tr.FTSJob != "job-1" || tr.DestPFN == "" || tr.FTSFileID == 0 {
 			e.t.Fatalf("committed %+v", tr)
@@ -45,7 +45,7 @@ var leaseOps = []leaseOp{
 		}
 	}},
 	{"PrepareSubmit", func(s state.Store, ts []state.Transfer) ([]state.Result, error) {
-		return s.PrepareSubmit(ctx, ts, "sid-1")
+		return Prepare(ctx, s, ts, "sid-1")
 	}, func(e *env, tr state.Transfer) {
 		if tr.State != state.StateAcquired || tr.SubmitSID != "sid-1" {
 			e.t.Fatalf("prepared %+v", tr)

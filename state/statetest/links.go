@@ -8,12 +8,8 @@ import (
 )
 
 var linkCases = []testCase{
-	{"LinkClaimer/SpreadAndCap", func(e *env) {
+	{"NewTransfers/SpreadAndCap", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		lc, ok := s.(state.LinkClaimer)
-		if !ok {
-			e.t.Skip("the backend claims in queue order only (no state.LinkClaimer)")
-		}
 		// a slow link's backlog first, then two transfers of a fast link
 		var slow, fast []string
 		for i := 0; i < 6; i++ {
@@ -29,7 +25,8 @@ var linkCases = []testCase{
 		}
 		slowLink := Src + "->" + Dst
 		// 2 of the slow link are held already: the cap of 3 leaves room for one
-		got, err := lc.NewTransfersByLink(ctx, 10, state.ClaimOptions{MaxPerLink: 3, Active: map[string]int{slowLink: 2}})
+		c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 10, MaxPerLink: 3, Held: map[string]int{slowLink: 2}})
+		got := c.Transfers
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -41,7 +38,8 @@ var linkCases = []testCase{
 		}
 		e.wantState(s, slow[1], state.StateNew)
 		// without a cap the links take turns: the rest of the slow link
-		got, err = lc.NewTransfersByLink(ctx, 2, state.ClaimOptions{})
+		c, err = s.NewTransfers(ctx, state.ClaimRequest{Limit: 2, MaxPerLink: 10})
+		got = c.Transfers
 		if err != nil {
 			e.t.Fatal(err)
 		}

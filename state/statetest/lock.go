@@ -37,7 +37,7 @@ var lockCases = []testCase{
 		if _, err := b.AcquireLock(ctx, Alice, "agent-b", time.Minute); !errors.Is(err, state.ErrLocked) {
 			e.t.Fatalf("AcquireLock under a renewed lock: %v", err)
 		}
-		if err := a.ReleaseLock(ctx, l); err != nil {
+		if err := a.ReleaseLock(ctx, l, nil); err != nil {
 			e.t.Fatal(err)
 		}
 		lb, err := b.AcquireLock(ctx, Alice, "agent-b", time.Minute)
@@ -47,9 +47,10 @@ var lockCases = []testCase{
 		if _, err := a.RenewLock(ctx, l, time.Minute); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("RenewLock of a released lock: %v, want ErrLockLost", err)
 		}
-		// releasing a lock no longer held must not free the new holder's
-		if err := a.ReleaseLock(ctx, l); err != nil {
-			e.t.Fatal(err)
+		// releasing a lock no longer held must not free the new holder's,
+		// and says that it was lost
+		if err := a.ReleaseLock(ctx, l, nil); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("ReleaseLock of a lock taken by another: %v, want ErrLockLost", err)
 		}
 		if _, err := a.AcquireLock(ctx, Alice, "agent-a", time.Minute); !errors.Is(err, state.ErrLocked) {
 			e.t.Fatalf("a stale release freed the lock of agent-b: %v", err)

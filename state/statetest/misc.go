@@ -52,13 +52,13 @@ var miscCases = []testCase{
 		cancel()
 		calls := map[string]func() error{
 			"Enqueue":           func() error { _, err := s.Enqueue(c, []state.Request{Req(Alice, 3)}); return err },
-			"NewTransfers":      func() error { _, err := s.NewTransfers(c, 5); return err },
-			"PrepareSubmit":     func() error { _, err := s.PrepareSubmit(c, []state.Transfer{acq}, "sid"); return err },
+			"NewTransfers":      func() error { _, err := s.NewTransfers(c, state.ClaimRequest{Limit: 5}); return err },
+			"PrepareSubmits":    func() error { _, err := Prepare(c, s, []state.Transfer{acq}, "sid"); return err },
 			"RenewLeases":       func() error { _, err := s.RenewLeases(c, []state.Transfer{acq}); return err },
-			"SetTransferID":     func() error { _, err := s.SetTransferID(c, commitsOf([]state.Transfer{acq}), "j"); return err },
+			"SetTransferIDs":    func() error { _, err := Commit(c, s, commitsOf([]state.Transfer{acq}), "j"); return err },
 			"AbortTransfers":    func() error { _, err := s.AbortTransfers(c, []state.Abort{{Transfer: acq}}); return err },
 			"SetTransientState": func() error { _, err := s.SetTransientState(c, []state.Transient{{Transfer: sub}}); return err },
-			"ActiveTransfers":   func() error { _, err := s.ActiveTransfers(c, Alice); return err },
+			"ActiveTransfers":   func() error { _, err := Active(c, s, Alice); return err },
 			"SetTerminalState": func() error {
 				_, err := s.SetTerminalState(c, []state.Terminal{{Transfer: sub, Outcome: state.OutcomeDone, FTSJob: "job-1"}})
 				return err
@@ -73,7 +73,7 @@ var miscCases = []testCase{
 				_, err := s.RenewLock(c, state.Lock{User: Alice, Holder: "agent-a"}, time.Minute)
 				return err
 			},
-			"ReleaseLock": func() error { return s.ReleaseLock(c, state.Lock{User: Alice, Holder: "agent-a"}) },
+			"ReleaseLock": func() error { return s.ReleaseLock(c, state.Lock{User: Alice, Holder: "agent-a"}, nil) },
 		}
 		for name, call := range calls {
 			if err := call(); !errors.Is(err, context.Canceled) {

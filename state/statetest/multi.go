@@ -7,12 +7,9 @@ import (
 )
 
 var multiCases = []testCase{
-	{"MultiSubmitter/PerJobResults", func(e *env) {
+	{"PrepareSubmits/PerJobResults", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		m, ok := s.(state.MultiSubmitter)
-		if !ok {
-			e.t.Skip("the backend writes one job at a time (no state.MultiSubmitter)")
-		}
+		m := s
 		all := e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Alice, 4))
 		ts := e.claim(s, 3)
 		if len(ts) != 3 {

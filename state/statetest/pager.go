@@ -13,7 +13,7 @@ import (
 var pagerCases = []testCase{
 	{"ActivePager/AgreesWithActiveTransfers", func(e *env) {
 		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
-		p := e.pager(s)
+		p := s
 		var reqs []state.Request
 		for n := 1; n <= 9; n++ {
 			reqs = append(reqs, Req(Alice, n))
@@ -39,14 +39,14 @@ var pagerCases = []testCase{
 		res, err := s.SetTransientState(ctx, items)
 		e.ok("SetTransientState", res, err, len(items))
 		e.checkPager(s, p, Alice, "job-b", "job-c", "job-a")
-		e.checkPager(b, e.pager(b), Bob, "job-bob")
+		e.checkPager(b, b, Bob, "job-bob")
 		if got, err := p.ActiveTransfersOf(ctx, Alice, []string{"job-bob"}); err != nil || len(got) != 0 {
 			e.t.Fatalf("alice's transfers in bob's job: %+v, %v; want none", got, err)
 		}
 	}},
 	{"ActivePager/EndedAndUnknownJobs", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		p := e.pager(s)
+		p := s
 		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Alice, 4))
 		a := e.submit(s, 2, "job-a")
 		bs := e.submit(s, 2, "job-b")
@@ -74,21 +74,13 @@ var pagerCases = []testCase{
 	}},
 }
 
-// pager returns s as a state.ActivePager, or skips the test.
-func (e *env) pager(s state.Store) state.ActivePager {
+// checkPager checks that ActiveJobs lists the jobs of user, which must be
+// want in order, with their numbers of transfers, and that
+// ActiveTransfersOf gives the same jobs asked one at a time, all at once
+// and in reverse order; it returns them.
+func (e *env) checkPager(s state.Store, p state.AgentStore, user string, want ...string) []state.Job {
 	e.t.Helper()
-	p, ok := s.(state.ActivePager)
-	if !ok {
-		e.t.Skip("the store does not implement state.ActivePager")
-	}
-	return p
-}
-
-// checkPager checks that ActiveJobs and ActiveTransfersOf give what
-// ActiveTransfers gives, whose jobs must be want in order, and returns it.
-func (e *env) checkPager(s state.Store, p state.ActivePager, user string, want ...string) []state.Job {
-	e.t.Helper()
-	all, err := s.ActiveTransfers(ctx, user)
+	all, err := Active(ctx, s, user)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -97,18 +89,18 @@ func (e *env) checkPager(s state.Store, p state.ActivePager, user string, want .
 		names = append(names, j.ID)
 	}
 	if !slices.Equal(names, want) {
-		e.t.Fatalf("ActiveTransfers(%s) gives jobs %v, want %v", user, names, want)
+		e.t.Fatalf("the active jobs of %s are %v, want %v", user, names, want)
 	}
 	refs, err := p.ActiveJobs(ctx, user)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if len(refs) != len(all) {
-		e.t.Fatalf("ActiveJobs(%s) = %+v; ActiveTransfers has jobs %v", user, refs, names)
+		e.t.Fatalf("ActiveJobs(%s) = %+v; ActiveTransfersOf gives jobs %v", user, refs, names)
 	}
 	for i, r := range refs {
 		if r.ID != all[i].ID || r.Transfers != len(all[i].Transfers) {
-			e.t.Fatalf("ActiveJobs(%s)[%d] = %+v; ActiveTransfers has %s with %d transfers", user, i, r, all[i].ID, len(all[i].Transfers))
+			e.t.Fatalf("ActiveJobs(%s)[%d] = %+v; ActiveTransfersOf gives %s with %d transfers", user, i, r, all[i].ID, len(all[i].Transfers))
 		}
 	}
 	// one job at a time, then all of them in reverse order

@@ -30,16 +30,6 @@ func (a *memArchive) Sync() error {
 	return nil
 }
 
-// ability returns the optional ability T of s, failing if it has none.
-func ability[T any](e *env, s state.Store) T {
-	e.t.Helper()
-	v, ok := s.(T)
-	if !ok {
-		e.t.Fatalf("%T does not implement %T", s, (*T)(nil))
-	}
-	return v
-}
-
 // finish submits the transfers s claims (n of them) and ends them with outcome.
 func (e *env) finish(s state.Store, n int, job string, outcome state.Outcome) []string {
 	e.t.Helper()
@@ -64,7 +54,7 @@ var purgeCases = []testCase{
 		e.enqueue(a, Req(Alice, 5))
 		recent := e.finish(a, 1, "job-4", state.OutcomeDone)
 		waiting := e.enqueue(a, Req(Alice, 4))[0]
-		p := ability[state.Purger](e, a)
+		p := a
 
 		broken := &memArchive{fail: errors.New("disk full")}
 		if n, err := p.Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: broken}); err == nil || n != 0 {

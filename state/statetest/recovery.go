@@ -22,12 +22,12 @@ var recoveryCases = []testCase{
 		if len(claimed) != 3 {
 			e.t.Fatalf("claimed %d, want 3", len(claimed))
 		}
-		res, err := dead.PrepareSubmit(ctx, claimed[:1], "sid-of-the-dead")
+		res, err := Prepare(ctx, dead, claimed[:1], "sid-of-the-dead")
 		e.ok("PrepareSubmit", res, err, 1)
 		bobs := e.claim(bob, 1)
 		// the dead agent's lock expires; its leases (10 min) do not
 		e.clock.Advance(2 * time.Minute)
-		r := ability[state.Recoverer](e, next)
+		r := next
 		if _, err := r.TakeBack(ctx, state.Lock{User: Alice, Holder: "agent-next"}); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("TakeBack without holding the lock: %v, want ErrLockLost", err)
 		}
@@ -80,15 +80,15 @@ var recoveryCases = []testCase{
 		s := e.store(Alice, "agent-a")
 		id := e.enqueue(s, Req(Alice, 1))[0]
 		fenced := state.WithFence(ctx, func() error { return fmt.Errorf("thawed too late: %w", state.ErrLockLost) })
-		if _, err := s.NewTransfers(fenced, 10); !errors.Is(err, state.ErrLockLost) {
+		if _, err := s.NewTransfers(fenced, state.ClaimRequest{Limit: 10}); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("NewTransfers under a closed fence: %v, want ErrLockLost", err)
 		}
 		if got := e.wantState(s, id, state.StateNew); got.Owner != "" {
 			e.t.Fatalf("claimed under a closed fence: %+v", got)
 		}
 		open := state.WithFence(ctx, func() error { return nil })
-		if got, err := s.NewTransfers(open, 10); err != nil || len(got) != 1 {
-			e.t.Fatalf("NewTransfers under an open fence: %d, %v", len(got), err)
+		if got, err := s.NewTransfers(open, state.ClaimRequest{Limit: 10}); err != nil || len(got.Transfers) != 1 {
+			e.t.Fatalf("NewTransfers under an open fence: %d, %v", len(got.Transfers), err)
 		}
 	}},
 }

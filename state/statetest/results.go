@@ -9,21 +9,6 @@ import (
 // resultCases check that a write's results say what the store wrote: the
 // state its rules decided and the lease, as a read then shows them.
 var resultCases = []testCase{
-	{"Configured/ReportsItsConfig", func(e *env) {
-		s := e.store(Alice, "agent-a")
-		c, ok := s.(state.Configured)
-		if !ok {
-			e.t.Skip("the backend does not report its configuration (no state.Configured)")
-		}
-		got := c.Config()
-		if got.Agent != (state.Agent{User: Alice, Owner: "agent-a"}) || got.Policy != Policy.WithDefaults() {
-			e.t.Fatalf("Config: agent %+v policy %+v; want alice/agent-a and %+v", got.Agent, got.Policy, Policy.WithDefaults())
-		}
-		e.clock.Advance(time.Hour)
-		if got.Now == nil || !got.Now().Equal(e.clock.Now()) {
-			e.t.Fatal("Config: the clock is not the one the store was opened with")
-		}
-	}},
 	{"Results/StateAndLease", func(e *env) {
 		s := e.store(Alice, "agent-a")
 		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Alice, 4), Req(Alice, 5))
@@ -32,7 +17,7 @@ var resultCases = []testCase{
 			e.t.Fatalf("claimed %d, want 5", len(ts))
 		}
 		e.clock.Advance(time.Minute)
-		res, err := s.PrepareSubmit(ctx, ts[:1], "sid-1")
+		res, err := Prepare(ctx, s, ts[:1], "sid-1")
 		e.ok("PrepareSubmit", res, err, 1)
 		e.wrote(s, "PrepareSubmit", res, state.StateAcquired, e.clock.Now().Add(Policy.LeaseTTL))
 
@@ -42,7 +27,7 @@ var resultCases = []testCase{
 		e.wrote(s, "RenewLeases", res, state.StateAcquired, e.clock.Now().Add(Policy.LeaseTTL))
 
 		cur := e.current(s, ts)
-		res, err = s.SetTransferID(ctx, commitsOf(cur[:2]), "job-1")
+		res, err = Commit(ctx, s, commitsOf(cur[:2]), "job-1")
 		e.ok("SetTransferID", res, err, 2)
 		e.wrote(s, "SetTransferID", res, state.StateSubmitted, time.Time{})
 

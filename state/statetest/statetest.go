@@ -136,11 +136,11 @@ func (e *env) enqueue(s state.Store, reqs ...state.Request) []string {
 
 func (e *env) claim(s state.Store, limit int) []state.Transfer {
 	e.t.Helper()
-	ts, err := s.NewTransfers(ctx, limit)
+	c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: limit})
 	if err != nil {
 		e.t.Fatalf("NewTransfers(%d): %v", limit, err)
 	}
-	return ts
+	return c.Transfers
 }
 
 func (e *env) get(s state.Store, id string) state.Transfer {
@@ -220,7 +220,7 @@ func (e *env) submit(s state.Store, n int, job string) []state.Transfer {
 	if len(ts) != n {
 		e.t.Fatalf("claimed %d transfers, want %d", len(ts), n)
 	}
-	res, err := s.SetTransferID(ctx, commitsOf(ts), job)
+	res, err := Commit(ctx, s, commitsOf(ts), job)
 	e.ok("SetTransferID", res, err, n)
 	out := make([]state.Transfer, n)
 	for i, tr := range ts {
@@ -233,4 +233,43 @@ func (e *env) submit(s state.Store, n int, job string) []state.Transfer {
 func ReqID(user string, n int) string {
 	r := Req(user, n)
 	return r.ID()
+}
+
+// Claim is NewTransfers of up to limit transfers in queue order, for tests
+// that want the transfers claimed only.
+func Claim(ctx context.Context, s state.AgentStore, limit int) ([]state.Transfer, error) {
+	c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: limit})
+	return c.Transfers, err
+}
+
+// Prepare is PrepareSubmits of one job.
+func Prepare(ctx context.Context, s state.AgentStore, ts []state.Transfer, sid string) ([]state.Result, error) {
+	res, err := s.PrepareSubmits(ctx, []state.PrepareJob{{Transfers: ts, SID: sid}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// Commit is SetTransferIDs of one job.
+func Commit(ctx context.Context, s state.AgentStore, cs []state.Commit, job string) ([]state.Result, error) {
+	res, err := s.SetTransferIDs(ctx, []state.CommitJob{{Commits: cs, JobID: job}})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// Active lists every active job of user with its transfers: ActiveJobs,
+// then ActiveTransfersOf all of them.
+func Active(ctx context.Context, s state.AgentStore, user string) ([]state.Job, error) {
+	refs, err := s.ActiveJobs(ctx, user)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	jobs := make([]string, len(refs))
+	for i, r := range refs {
+		jobs[i] = r.ID
+	}
+	return s.ActiveTransfersOf(ctx, user, jobs)
 }

@@ -34,7 +34,7 @@ var terminalCases = []testCase{
 			e.t.Fatalf("failed transfer %+v", tr)
 		}
 		e.wantState(s, ts[2].ID, state.StateKilled)
-		if jobs, err := s.ActiveTransfers(ctx, Alice); err != nil || len(jobs) != 0 {
+		if jobs, err := Active(ctx, s, Alice); err != nil || len(jobs) != 0 {
 			e.t.Fatalf("active after the end: %+v %v", jobs, err)
 		}
 	}},
@@ -109,7 +109,7 @@ var terminalCases = []testCase{
 			e.t.Fatal(res, err)
 		}
 		wantErr(e.t, "abort of a done transfer", res[0].Err, state.ErrLeaseLost)
-		res, err = s.SetTransferID(ctx, commitsOf([]state.Transfer{done}), "job-2")
+		res, err = Commit(ctx, s, commitsOf([]state.Transfer{done}), "job-2")
 		if err != nil || len(res) != 1 {
 			e.t.Fatal(res, err)
 		}
@@ -120,7 +120,7 @@ var terminalCases = []testCase{
 		}
 		wantErr(e.t, "kill of a done transfer", res[0].Err, state.ErrTerminal)
 		for name, call := range map[string]func() ([]state.Result, error){
-			"PrepareSubmit": func() ([]state.Result, error) { return s.PrepareSubmit(ctx, []state.Transfer{done}, "sid-2") },
+			"PrepareSubmit": func() ([]state.Result, error) { return Prepare(ctx, s, []state.Transfer{done}, "sid-2") },
 			"RenewLeases":   func() ([]state.Result, error) { return s.RenewLeases(ctx, []state.Transfer{done}) },
 			"SetTransientState": func() ([]state.Result, error) {
 				return s.SetTransientState(ctx, []state.Transient{{Transfer: done, Progress: state.Progress{FTSState: "ACTIVE"}}})

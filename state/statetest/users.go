@@ -18,7 +18,7 @@ const (
 var usersCases = []testCase{
 	{"DueUsers/KindsAndOrder", func(e *env) {
 		s, b, c := e.store(Alice, "agent-a"), e.store(Bob, "agent-b"), e.store(Carol, "agent-c")
-		l := e.lister(s)
+		l := s
 		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Dave, 1))
 		e.clock.Advance(time.Minute)
 		e.enqueue(s, Req(Bob, 1), Req(Carol, 1))
@@ -46,7 +46,7 @@ var usersCases = []testCase{
 	}},
 	{"DueUsers/LiveAndExpiredLease", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		l := e.lister(s)
+		l := s
 		e.enqueue(s, Req(Alice, 1))
 		claimed := e.claim(s, 1)
 		e.checkDue(l, nil) // held by a live agent
@@ -56,14 +56,14 @@ var usersCases = []testCase{
 	}},
 	{"DueUsers/RunLock", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		l := e.lister(s)
+		l := s
 		e.enqueue(s, Req(Alice, 1))
 		lock, err := s.AcquireLock(ctx, Alice, "agent-a", time.Minute)
 		if err != nil {
 			e.t.Fatalf("AcquireLock: %v", err)
 		}
 		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 1, LockedUntil: Start.Add(time.Minute)}})
-		if err := s.ReleaseLock(ctx, lock); err != nil {
+		if err := s.ReleaseLock(ctx, lock, nil); err != nil {
 			e.t.Fatalf("ReleaseLock: %v", err)
 		}
 		e.checkDue(l, []state.UserDue{{User: Alice, Since: Start, Queued: 1}})
@@ -75,7 +75,7 @@ var usersCases = []testCase{
 	}},
 	{"DueUsers/Dependencies", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		l := e.lister(s)
+		l := s
 		w := Req(Alice, 1)
 		w.DependsOn = []string{ReqID(Alice, 99)} // never enqueued: waits
 		e.enqueue(s, w)
@@ -94,7 +94,7 @@ var usersCases = []testCase{
 	}},
 	{"DueUsers/DependencyDone", func(e *env) {
 		s := e.store(Bob, "agent-b")
-		l := e.lister(s)
+		l := s
 		dep := e.enqueue(s, Req(Bob, 1))[0]
 		d := Req(Bob, 2)
 		d.DependsOn = []string{dep}
@@ -116,17 +116,8 @@ var usersCases = []testCase{
 	}},
 }
 
-func (e *env) lister(s state.Store) state.UserLister {
-	e.t.Helper()
-	l, ok := s.(state.UserLister)
-	if !ok {
-		e.t.Skip("the store does not implement state.UserLister")
-	}
-	return l
-}
-
 // checkDue fails unless DueUsers at the clock's time gives want.
-func (e *env) checkDue(l state.UserLister, want []state.UserDue) {
+func (e *env) checkDue(l state.Admin, want []state.UserDue) {
 	e.t.Helper()
 	got, err := l.DueUsers(ctx, e.clock.Now())
 	if err != nil {

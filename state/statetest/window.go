@@ -63,18 +63,14 @@ var windowCases = []testCase{
 			e.t.Fatalf("claimed %d transfers after the first claim, want %d", len(all), len(backlog)-1)
 		}
 	}},
-	{"QueueEnder/End", func(e *env) {
+	{"NewTransfers/End", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		qe, ok := s.(state.QueueEnder)
-		if !ok {
-			e.t.Skip("the backend does not say when a claim saw the end of the queue (no state.QueueEnder)")
-		}
 		e.enqueueEach(s, 0, 7, 0)
 		claim := func(limit, want int, wantEnd bool) {
 			e.t.Helper()
-			ts, end, err := qe.NewTransfersEnd(ctx, limit)
-			if err != nil || len(ts) != want || end != wantEnd {
-				e.t.Fatalf("NewTransfersEnd(%d) = %d, end %v, %v; want %d, end %v", limit, len(ts), end, err, want, wantEnd)
+			c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: limit})
+			if err != nil || len(c.Transfers) != want || c.End != wantEnd {
+				e.t.Fatalf("NewTransfers(%d) = %d, end %v, %v; want %d, end %v", limit, len(c.Transfers), c.End, err, want, wantEnd)
 			}
 		}
 		claim(3, 3, false) // four are due behind them

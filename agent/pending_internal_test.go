@@ -13,7 +13,7 @@ import (
 func TestCollided(t *testing.T) {
 	a, b := "davs://se.example:443/store/user/alice/a.root", "davs://se.example:443/store/user/alice/b.root"
 	ua, ub := fts.DestinationUUID(a), fts.DestinationUUID(b)
-	p := &pendingJob{files: []planned{{id: "A", dst: a}, {id: "B", dst: b}}}
+	p := &pendingJob{job: job{files: []planned{{id: "A", dst: a}, {id: "B", dst: b}}}}
 	for _, c := range []struct {
 		msg  string
 		want string
@@ -25,7 +25,7 @@ func TestCollided(t *testing.T) {
 		{"The submission is duplicated", ""},
 	} {
 		p.conflict = c.msg
-		got := (&Agent{}).collided(p)
+		got := p.collided()
 		if c.want == "" && len(got) != 0 || c.want != "" && (len(got) != 1 || !got[c.want]) {
 			t.Errorf("%q: %v, want %q", c.msg, got, c.want)
 		}

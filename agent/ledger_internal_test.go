@@ -12,7 +12,7 @@ func TestLinkCounts(t *testing.T) {
 	tr := func(src string) state.Transfer { return state.Transfer{Source: src, Destination: "H"} }
 	jobs := []state.Job{{ID: "j", Transfers: []state.Transfer{tr("S"), tr("S"), tr("F")}}}
 	var l linkCounts
-	ps := &PassStats{}
+	ps := &tally{}
 	done := l.begin(ps)
 	l.observe(jobs, []outcome{{t: &jobs[0].Transfers[2]}}) // F's transfer ended
 	done()
@@ -21,7 +21,7 @@ func TestLinkCounts(t *testing.T) {
 	}
 	done = l.begin(ps)
 	l.observe([]state.Job{{ID: "k", Transfers: []state.Transfer{tr("F")}}}, nil)
-	ps.Errors++ // a group could not be listed
+	ps.ps.Errors++ // a group could not be listed
 	done()
 	if l.submitted["S->H"] != 2 || l.submitted["F->H"] != 1 {
 		t.Fatalf("after a phase with an error %v, want S->H kept at 2 and F->H 1", l.submitted)

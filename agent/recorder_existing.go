@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/srm"
@@ -48,8 +49,8 @@ const checkParallel = 4
 // recorded with its destination left in place. A check the phase's time
 // ran out before it started is not an attempt (MaxDeleteSkips times at
 // most); one that was running counts, as a deletion that hangs does.
-func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStats) map[string]bool {
-	if a.checker == nil {
+func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally) map[string]bool {
+	if r.checker == nil {
 		return nil
 	}
 	var idx []int
@@ -57,7 +58,7 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 		o := &outs[i]
 		switch {
 		case o.outcome != state.OutcomeFailed || o.t.DestPFN == "":
-		case o.class == fts.ClassSourceMissing && o.deleteDest && a.stale[o.t.ID]:
+		case o.class == fts.ClassSourceMissing && o.deleteDest && r.stale[o.t.ID]:
 			// read in an earlier pass and not its own: its deletion was
 			// held (failed or skipped), not its check
 		case o.class == fts.ClassSourceMissing && o.deleteDest,
@@ -72,17 +73,17 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 	}
 	// those held before go first, so that a budget spent on others cannot
 	// starve them
-	sort.SliceStable(idx, func(x, y int) bool { return a.checks.held(outs[idx[x]].t.ID) > a.checks.held(outs[idx[y]].t.ID) })
-	found, unstarted := a.readExisting(work, outs, idx)
+	sort.SliceStable(idx, func(x, y int) bool { return r.checks.held(outs[idx[x]].t.ID) > r.checks.held(outs[idx[y]].t.ID) })
+	found, unstarted := r.readExisting(work, outs, idx)
 	held := map[string]bool{}
 	for k, i := range idx {
 		id := outs[i].t.ID
-		if a.settleExisting(&outs[i], found[k], unstarted[k]) {
+		if r.settleExisting(&outs[i], found[k], unstarted[k]) {
 			held[id] = true
-			ps.Unrecorded++
+			t.ps.Unrecorded++
 			continue
 		}
-		a.checks.forget(id)
+		r.checks.forget(id)
 	}
 	return held
 }
@@ -90,16 +91,16 @@ func (a *Agent) checkExisting(work context.Context, outs []outcome, ps *PassStat
 // settleExisting applies to o what its check e found (see checkExisting);
 // unstarted: the phase's time ran out before the check began. It reports
 // whether o is held for the next pass.
-func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held bool) {
+func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held bool) {
 	id, exists, sum := o.t.ID, o.class == fts.ClassDestinationExists, o.t.Checksum()
-	log := a.log.WithField(FieldPhase, "record").WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
+	log := r.log.WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
 	switch {
-	case e.Err != nil && unstarted && a.checks.skips[id] < MaxDeleteSkips:
-		a.checks.skips[id]++
+	case e.Err != nil && unstarted && r.checks.skips[id] < MaxDeleteSkips:
+		r.checks.skips[id]++
 		return true
 	case e.Err != nil:
-		a.checks.failures[id]++
-		if a.checks.failures[id] < MaxCheckAttempts {
+		r.checks.failures[id]++
+		if r.checks.failures[id] < MaxCheckAttempts {
 			log.WithError(e.Err).Warn("checking the file at the destination failed; retried next pass")
 			return true
 		}
@@ -115,7 +116,7 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 		o.reason += "; the destination was empty when checked"
 		o.retryable = true
 	case e.Missing:
-		a.stale[id] = true // nothing to keep
+		r.stale[id] = true // nothing to keep
 	case sum != "" && strings.EqualFold(e.Adler32, sum) && (e.Size == o.t.Size || o.t.Size == 0):
 		o.outcome, o.class, o.retryable, o.existing, o.deleteDest = state.OutcomeDone, "", false, true, false
 		what := fmt.Sprintf("size %d and adler32 %s match", e.Size, e.Adler32)
@@ -134,7 +135,7 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 			"and without an adler32 to compare it was left in place", e.Size)
 		o.deleteDest = false
 	default:
-		a.stale[id] = true // source missing, a file not its own: deleted, not read again
+		r.stale[id] = true // source missing, a file not its own: deleted, not read again
 	}
 	return false
 }
@@ -142,26 +143,22 @@ func (a *Agent) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held
 // readExisting checks the destinations of outs[idx], in that order,
 // checkParallel at a time, under the deletion timeout. unstarted[k] says
 // that the time ran out before found[k] was read.
-func (a *Agent) readExisting(work context.Context, outs []outcome, idx []int) (found []srm.Existing, unstarted []bool) {
-	ctx, cancel := context.WithTimeout(work, a.cfg.DeleteTimeout)
+func (r *recorder) readExisting(work context.Context, outs []outcome, idx []int) (found []srm.Existing, unstarted []bool) {
+	ctx, cancel := context.WithTimeout(work, r.cfg.DeleteTimeout)
 	defer cancel()
 	found, unstarted = make([]srm.Existing, len(idx)), make([]bool, len(idx))
-	sem := make(chan struct{}, checkParallel)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(checkParallel)
 	for k, i := range idx {
-		sem <- struct{}{} // in order: the first ones start first
-		if unstarted[k] = ctx.Err() != nil; unstarted[k] {
-			<-sem
-			found[k].Err = ctx.Err()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			found[k] = a.checker.Check(ctx, outs[i].t.DestPFN, outs[i].t.Size)
-		}()
+		g.Go(func() error { // in order: the first ones start first
+			if unstarted[k] = ctx.Err() != nil; unstarted[k] {
+				found[k].Err = ctx.Err()
+				return nil
+			}
+			found[k] = r.checker.Check(ctx, outs[i].t.DestPFN, outs[i].t.Size)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // each check's result is in found
 	return found, unstarted
 }
