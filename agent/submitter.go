@@ -253,6 +253,10 @@ func (s *submitter) sent(work context.Context, j *pendingJob, jobID string, err 
 		// unless it has no such job (see destinationTaken)
 		j.jobID, j.conflict = dup.JobID, orDefault(dup.Message, "409 Conflict")
 		log.WithField(FieldJob, dup.JobID).Info("sid already submitted; adopting the job")
+	case errors.Is(err, ErrStopped) || errors.Is(err, state.ErrLockLost):
+		// the write fence refused the submission: ownership is lost, and
+		// nothing more is written; the job stays pending under its sid
+		log.WithError(err).Warn("not submitted: ownership lost")
 	case fts.IsTransient(err) || errors.Is(err, context.DeadlineExceeded):
 		log.WithError(err).Warn("submission outcome unknown; will look the job up before any resubmission")
 	case errors.Is(err, ErrStorageToken):
