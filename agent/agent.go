@@ -114,13 +114,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	kwg.Go(func() { a.keeper.run(kctx) })
 	a.takeBack(work, *lock)
 
-	runErr := a.loop(stop, work)
+	last, runErr := a.loop(stop, work)
 	kstop()
 	kwg.Wait()
 	if cause := context.Cause(work); cause != nil {
 		return cause
 	}
-	runErr = a.shutdown(work, runErr)
+	runErr = a.shutdown(work, last, runErr)
 	a.log.WithField("runtime", a.cfg.Now().Sub(a.start).Round(time.Millisecond).String()).Info("agent finished")
 	return runErr
 }
@@ -155,19 +155,21 @@ func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 	return nil, err
 }
 
-func (a *Agent) loop(stop, work context.Context) error {
+// loop runs passes until the run ends, and returns the last pass.
+func (a *Agent) loop(stop, work context.Context) (PassStats, error) {
 	var failing time.Time // since when every pass had errors and no progress
+	var ps PassStats
 	for n := 1; ; n++ {
 		if !a.keeper.tick(work) {
-			return nil
+			return ps, nil
 		}
 		start := a.cfg.Now()
-		ps := a.pass(stop, work, n)
+		ps = a.pass(stop, work, n)
 		if a.cfg.OnPass != nil {
 			a.cfg.OnPass(ps)
 		}
 		if err := a.submits.failed(); err != nil {
-			return err
+			return ps, err
 		}
 		if ps.Errors == 0 || ps.progressed() {
 			failing = time.Time{}
@@ -175,20 +177,20 @@ func (a *Agent) loop(stop, work context.Context) error {
 			failing = start
 		}
 		if give := a.cfg.GiveUpAfter; give > 0 && !failing.IsZero() && a.cfg.Now().Sub(failing) >= give {
-			return fmt.Errorf("%w: every pass for %s had errors (the log gives them) and did nothing: no transfer claimed, submitted, recorded or deleted, none heard of as running; giving up (--give-up-after)",
+			return ps, fmt.Errorf("%w: every pass for %s had errors (the log gives them) and did nothing: no transfer claimed, submitted, recorded or deleted, none heard of as running; giving up (--give-up-after)",
 				ErrNoProgress, a.cfg.Now().Sub(failing).Round(time.Second))
 		}
 		switch {
 		case work.Err() != nil:
-			return nil
+			return ps, nil
 		case stop.Err() != nil:
 			a.log.WithField("pass", n).Info("stopping on request")
-			return nil
+			return ps, nil
 		case a.cfg.Once:
-			return nil
+			return ps, nil
 		case ps.drained() && !a.drain.waitingSoon(work, a.start, a.claims.lastClaim()):
 			a.log.WithField("pass", n).Info("queue drained")
-			return nil
+			return ps, nil
 		case !ps.more:
 			// a full batch means more is waiting: claim it at once
 			a.cfg.Sleep(a.cfg.Interval, stop.Done())
@@ -293,10 +295,11 @@ func (a *Agent) takeBack(work context.Context, lock state.Lock) {
 
 // shutdown releases what was claimed but not submitted (without penalty;
 // transfers whose submission may have reached FTS keep their sid and lease,
-// so the next agent adopts them) and the run lock, recording the run. A
-// lock found taken by another agent meanwhile (this one was frozen past
-// its expiry) ends the run with an error wrapping state.ErrLockLost.
-func (a *Agent) shutdown(work context.Context, runErr error) error {
+// so the next agent adopts them) and the run lock, recording the run; what
+// it settled is counted as part of the last pass, last. A lock found taken
+// by another agent meanwhile (this one was frozen past its expiry) ends the
+// run with an error wrapping state.ErrLockLost.
+func (a *Agent) shutdown(work context.Context, last PassStats, runErr error) error {
 	ctx, cancel := context.WithTimeout(work, a.cfg.PhaseTimeout)
 	defer cancel()
 	t := newTally(0, a.metrics, a.log)
@@ -306,6 +309,7 @@ func (a *Agent) shutdown(work context.Context, runErr error) error {
 		t.released("shutdown", res, err)
 	}
 	final := t.done()
+	final.Pass, final.Active, final.Unrecorded, final.Pending = last.Pass, last.Active, last.Unrecorded, a.submits.pendingJobs()
 	if a.cfg.OnPass != nil && final.changed() {
 		a.cfg.OnPass(final)
 	}

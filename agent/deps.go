@@ -26,9 +26,10 @@ type Resolver interface {
 	ResolveFor(site, lfn, other string) (string, error)
 }
 
-// Deleter deletes destination copies (*srm.Deleter).
+// Deleter deletes destination copies (*srm.Deleter); it refuses a target
+// that names its transfer's source.
 type Deleter interface {
-	Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error)
+	Delete(ctx context.Context, targets []srm.Target) ([]srm.DeleteResult, error)
 }
 
 // DestinationChecker reads the size of the file at a destination, and its

@@ -36,9 +36,9 @@ type fencedDeleter struct {
 	k *keeper
 }
 
-func (d fencedDeleter) Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error) {
+func (d fencedDeleter) Delete(ctx context.Context, targets []srm.Target) ([]srm.DeleteResult, error) {
 	if err := d.k.mayWrite(); err != nil {
 		return nil, err
 	}
-	return d.Deleter.Delete(ctx, urls)
+	return d.Deleter.Delete(ctx, targets)
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -66,7 +67,8 @@ func ftsPriority(p int) int {
 // plan groups transfers by link and priority, resolves their PFNs, and
 // splits them into jobs of at most MaxFilesPerJob files, a transfer in
 // solo in a job of its own. A transfer whose PFNs cannot be resolved is
-// aborted.
+// aborted, and one whose PFNs name one file (srm.SameFile, through any pair
+// of sites) fails at once: it is never sent to FTS.
 func (p *planner) plan(ts []state.Transfer, solo map[string]bool) ([]job, []state.Abort) {
 	groups := map[jobKey][]planned{}
 	var aborts []state.Abort
@@ -75,6 +77,12 @@ func (p *planner) plan(ts []state.Transfer, solo map[string]bool) ([]job, []stat
 		if err == nil {
 			var dst string
 			dst, err = p.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Destination)
+			if err == nil && srm.SameFile(src, dst) {
+				aborts = append(aborts, state.Abort{Transfer: t, Fatal: true, ErrorClass: string(fts.ClassSameFile),
+					Reason: fmt.Sprintf("source and destination are one file (%s at %s, %s at %s: %s): not submitted, it would overwrite its own source",
+						t.SourceLFN, t.Source, t.DestinationLFN, t.Destination, dst)})
+				continue
+			}
 			if err == nil {
 				k := jobKey{t.Source, t.Destination, ftsPriority(t.Priority), ""}
 				if solo[t.ID] {

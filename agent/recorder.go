@@ -65,7 +65,7 @@ func (r *recorder) record(work context.Context, outs []outcome, t *tally) {
 	}
 	held := r.checkExisting(work, outs, t)
 	deleted := t.ps.Deleted
-	failedDelete, skipped := r.deleteDestinations(work, outs, t)
+	dels := r.deleteDestinations(work, outs, t)
 	// a skip is charged only when gfal-rm deleted nothing: while it gets
 	// through some URLs each pass, those behind a hang wait their turn
 	progress := t.ps.Deleted > deleted
@@ -77,14 +77,19 @@ func (r *recorder) record(work context.Context, outs []outcome, t *tally) {
 		if held[id] {
 			continue // the file at the destination is checked again next pass
 		}
-		if msg, failed := failedDelete[id]; failed && r.deletionHeld(id, skipped[id], progress) {
-			t.ps.Unrecorded++
-			continue
-		} else if failed {
-			o.reason += "; destination copy not deleted: " + msg
-			r.log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
+		term := o.terminal()
+		if d, ok := dels[id]; ok {
+			if d.failed() && d.status != srm.StatusRefused && r.deletionHeld(id, d.status == srm.StatusSkipped, progress) {
+				t.ps.Unrecorded++
+				continue
+			}
+			term.Notes = append(term.Notes, r.deletionNote(o, d))
+			if d.failed() && d.status != srm.StatusRefused {
+				term.Reason += "; destination copy not deleted: " + d.msg
+				r.log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
+			}
 		}
-		terms = append(terms, o.terminal())
+		terms = append(terms, term)
 		existing = append(existing, o.existing)
 	}
 	r.write(work, terms, existing, t)
@@ -149,55 +154,95 @@ func (r *recorder) forget(id string) {
 	delete(r.stale, id)
 }
 
+// deletion is what became of a transfer's destination copy.
+type deletion struct {
+	pfn    string
+	status string // srm's: DELETED, MISSING, FAILED, SKIPPED or REFUSED ("" no result)
+	msg    string // why it failed
+}
+
+func (d deletion) failed() bool {
+	return d.status != srm.StatusDeleted && d.status != srm.StatusMissing
+}
+
+// deletionNote is the history entry of d on o's transfer: what was done to
+// its destination copy, why and with what result.
+func (r *recorder) deletionNote(o *outcome, d deletion) string {
+	why := "the transfer failed after FTS started copying it"
+	switch {
+	case o.outcome == state.OutcomeKilled:
+		why = "the transfer was killed after FTS started copying it"
+	case r.stale[o.t.ID]:
+		why = "the file there is not this transfer's (a stale partial copy)"
+	}
+	switch d.status {
+	case srm.StatusDeleted:
+		return "deleted the destination copy " + d.pfn + ": " + why
+	case srm.StatusMissing:
+		return "the destination copy " + d.pfn + " to delete (" + why + ") was already gone"
+	case srm.StatusRefused:
+		return "did not delete " + d.pfn + ": it is the transfer's source"
+	}
+	return "could not delete the destination copy " + d.pfn + " (" + why + "): " + d.msg
+}
+
 // deleteDestinations deletes the destination PFNs that must go and returns
-// the transfers whose deletion failed, with the reason, and among them
-// those gfal-rm did not attempt (skipped after a hang on their storage).
-func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *tally) (map[string]string, map[string]bool) {
-	var urls []string
+// what became of each, by transfer. A PFN the deleter refuses because it
+// is the transfer's source is logged at error: such a transfer should not
+// have reached FTS.
+func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *tally) map[string]deletion {
+	var targets []srm.Target
 	owner := map[string]string{}
 	for _, o := range outs {
 		if o.deleteDest && o.t.DestPFN != "" {
-			urls = append(urls, o.t.DestPFN)
+			targets = append(targets, srm.Target{URL: o.t.DestPFN, Source: o.t.SourcePFN})
 			owner[o.t.DestPFN] = o.t.ID
 		}
+	}
+	out := map[string]deletion{}
+	if len(targets) == 0 {
+		return out
 	}
 	// the URLs whose deletion failed or was skipped before go first:
 	// gfal-rm works through them in order, and a URL that hangs cuts the
 	// run short, so new ones listed first could keep them from their turn
 	// until they are recorded with their copy left
-	sort.SliceStable(urls, func(i, j int) bool { return r.deletes.held(owner[urls[i]]) > r.deletes.held(owner[urls[j]]) })
-	failed, skipped := map[string]string{}, map[string]bool{}
-	if len(urls) == 0 {
-		return failed, skipped
-	}
+	sort.SliceStable(targets, func(i, j int) bool {
+		return r.deletes.held(owner[targets[i].URL]) > r.deletes.held(owner[targets[j].URL])
+	})
 	ctx, cancel := context.WithTimeout(work, r.cfg.DeleteTimeout)
 	defer cancel()
-	res, err := r.deleter.Delete(ctx, urls)
-	r.metrics.deletes(len(urls), err)
+	res, err := r.deleter.Delete(ctx, targets)
+	r.metrics.deletes(len(targets), err)
 	if err != nil {
 		r.log.WithError(err).Error("deleting destination copies failed")
 	}
-	seen := map[string]bool{}
 	for _, d := range res {
-		seen[d.URL] = true
-		if d.Err != nil {
-			failed[owner[d.URL]] = d.Err.Error()
-			skipped[owner[d.URL]] = d.Status == srm.StatusSkipped
-			r.log.WithField(FieldTransfer, owner[d.URL]).WithField("pfn", d.URL).WithError(d.Err).Warn("deleting the destination copy failed")
-			continue
+		id := owner[d.URL]
+		log := r.log.WithField(FieldTransfer, id).WithField("pfn", d.URL)
+		out[id] = deletion{pfn: d.URL, status: d.Status}
+		switch {
+		case d.Status == srm.StatusRefused:
+			out[id] = deletion{pfn: d.URL, status: d.Status, msg: d.Err.Error()}
+			log.WithError(d.Err).Error("refused to delete the destination copy: it is the transfer's source")
+		case d.Err != nil:
+			out[id] = deletion{pfn: d.URL, status: d.Status, msg: d.Err.Error()}
+			log.WithError(d.Err).Warn("deleting the destination copy failed")
+		default:
+			t.ps.Deleted++
+			log.WithField("result", d.Status).Info("destination copy deleted")
 		}
-		t.ps.Deleted++
 	}
-	for _, u := range urls {
-		if !seen[u] {
+	for _, tg := range targets {
+		if _, ok := out[owner[tg.URL]]; !ok {
 			msg := "no result from the deletion"
 			if err != nil {
 				msg = err.Error()
 			}
-			failed[owner[u]] = msg
+			out[owner[tg.URL]] = deletion{pfn: tg.URL, msg: msg}
 		}
 	}
-	return failed, skipped
+	return out
 }
 
 // holds counts, per transfer, the passes an action on it failed and the

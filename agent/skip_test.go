@@ -21,15 +21,15 @@ type skippingDeleter struct {
 	skips int
 }
 
-func (d *skippingDeleter) Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error) {
+func (d *skippingDeleter) Delete(ctx context.Context, targets []srm.Target) ([]srm.DeleteResult, error) {
 	if d.skips <= 0 {
-		return d.real.Delete(ctx, urls)
+		return d.real.Delete(ctx, targets)
 	}
 	d.skips--
 	err := fmt.Errorf("srm: file:// timed out on file:///elsewhere: %w", srm.ErrTimeout)
-	out := make([]srm.DeleteResult, len(urls))
-	for i, u := range urls {
-		out[i] = srm.DeleteResult{URL: u, Status: srm.StatusSkipped, Message: "not attempted: " + err.Error(), Err: err}
+	out := make([]srm.DeleteResult, len(targets))
+	for i, tg := range targets {
+		out[i] = srm.DeleteResult{URL: tg.URL, Status: srm.StatusSkipped, Message: "not attempted: " + err.Error(), Err: err}
 	}
 	return out, err
 }
@@ -64,14 +64,14 @@ func TestAgent_SkippedDeletionIsNoAttempt(t *testing.T) {
 // the others SKIPPED, as gfal-rm does when the URL after the first hangs.
 type oneAPassDeleter struct{ real agent.Deleter }
 
-func (d *oneAPassDeleter) Delete(ctx context.Context, urls []string) ([]srm.DeleteResult, error) {
-	out, err := d.real.Delete(ctx, urls[:1])
+func (d *oneAPassDeleter) Delete(ctx context.Context, targets []srm.Target) ([]srm.DeleteResult, error) {
+	out, err := d.real.Delete(ctx, targets[:1])
 	if err != nil {
 		return out, err
 	}
-	skip := fmt.Errorf("srm: file:// timed out on %s: %w", urls[0], srm.ErrTimeout)
-	for _, u := range urls[1:] {
-		out = append(out, srm.DeleteResult{URL: u, Status: srm.StatusSkipped, Message: "not attempted: " + skip.Error(), Err: skip})
+	skip := fmt.Errorf("srm: file:// timed out on %s: %w", targets[0].URL, srm.ErrTimeout)
+	for _, tg := range targets[1:] {
+		out = append(out, srm.DeleteResult{URL: tg.URL, Status: srm.StatusSkipped, Message: "not attempted: " + skip.Error(), Err: skip})
 	}
 	return out, skip
 }

@@ -59,7 +59,11 @@ func runRm(ctx context.Context, o *RmOptions, g *Globals) error {
 	if d.CertDir == "" {
 		d.CertDir = g.Getenv("X509_CERT_DIR")
 	}
-	results, batchErr := d.Delete(ctx, o.URLs)
+	targets := make([]srm.Target, len(o.URLs))
+	for i, u := range o.URLs {
+		targets[i] = srm.Target{URL: u} // an operator's own choice: no transfer's source to guard
+	}
+	results, batchErr := d.Delete(ctx, targets)
 	failed := 0
 	out := newJSONLines(g.Stdout)
 	for _, r := range results {

@@ -169,7 +169,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg := o.Agent // the user, owner and policy the store was opened with
 	cfg.User, cfg.Owner, cfg.Policy = sc.Agent.User, sc.Agent.Owner, sc.Policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
-	cfg.ExitCode = ExitCode
+	cfg.ExitCode = func(err error) int { return ExitCode(tokenError(err)) } // as the process will exit
 	cfg.OpenFTS = o.FTS.openOther(g)
 	view := newProgressView(g, o.Progress)
 	cfg.OnPass = func(ps agent.PassStats) {

@@ -94,16 +94,26 @@ type RunReport struct {
 	ByErrorClass map[string]int                 `json:"by_error_class"`
 	ByLink       map[string]map[state.State]int `json:"by_link"`
 	// FTS: jobs created (or adopted) and status requests / job polls.
-	FTSJobsCreated int                `json:"fts_jobs_created"`
-	FTSStatusCalls int                `json:"fts_status_calls"`
-	FTSJobsPolled  int                `json:"fts_jobs_polled"`
-	Deletions      int                `json:"deletions"`
-	Claimed        int                `json:"claimed"`
-	Done           int                `json:"done"`
-	Failed         int                `json:"failed"`
-	Retried        int                `json:"retried"`
-	NextRetry      *time.Time         `json:"next_retry,omitempty"`
-	PhaseSeconds   map[string]float64 `json:"phase_seconds"`
+	FTSJobsCreated int `json:"fts_jobs_created"`
+	FTSStatusCalls int `json:"fts_status_calls"`
+	FTSJobsPolled  int `json:"fts_jobs_polled"`
+	Deletions      int `json:"deletions"`
+	// Claimed and Settled are the transfers the run's claims took: claimed,
+	// or ended at once (a failed dependency, a kill request). Done, Failed,
+	// Retried, Lost, Killed and Released count every transfer the run
+	// ended or sent back, once each; Moved those another writer had
+	// changed when the run wrote their outcome.
+	Claimed      int                `json:"claimed"`
+	Settled      int                `json:"settled"`
+	Done         int                `json:"done"`
+	Failed       int                `json:"failed"`
+	Retried      int                `json:"retried"`
+	Lost         int                `json:"lost"`
+	Killed       int                `json:"killed"`
+	Released     int                `json:"released"`
+	Moved        int                `json:"moved"`
+	NextRetry    *time.Time         `json:"next_retry,omitempty"`
+	PhaseSeconds map[string]float64 `json:"phase_seconds"`
 }
 
 // runReport collects a RunReport during a run.
@@ -156,7 +166,8 @@ func (r *runReport) pass(ps agent.PassStats) {
 	r.total.Add(ps)
 	t := &r.total
 	r.Passes, r.FTSJobsCreated, r.Deletions = t.Pass, t.Jobs, t.Deleted
-	r.Claimed, r.Done, r.Failed, r.Retried = t.Claimed, t.Done, t.Failed, t.Retried
+	r.Claimed, r.Settled, r.Done, r.Failed, r.Retried = t.Claimed, t.Settled, t.Done, t.Failed, t.Retried
+	r.Lost, r.Killed, r.Released, r.Moved = t.Lost, t.Killed, t.Released, t.Moved
 	r.PhaseSeconds["submit"] = t.Submit.Seconds()
 	r.PhaseSeconds["monitor"] = t.Monitor.Seconds()
 	r.PhaseSeconds["record"] = t.Record.Seconds()

@@ -26,14 +26,18 @@ const (
 	ClassCanceled           ErrorClass = "canceled"
 	ClassCredentials        ErrorClass = "credentials"
 	ClassUnsupported        ErrorClass = "unsupported"
-	ClassUnknown            ErrorClass = "unknown"
+	// ClassSameFile is not FTS's: the source and destination PFNs of a
+	// transfer name one file, and aso never submits it (it would overwrite
+	// its own source, and the cleanup of a failed attempt delete it).
+	ClassSameFile ErrorClass = "same_file"
+	ClassUnknown  ErrorClass = "unknown"
 )
 
 // ErrorClasses lists every class, in the order the status command shows them.
 var ErrorClasses = []ErrorClass{
 	ClassSourceMissing, ClassSourcePermission, ClassDestinationExists, ClassDestinationPermission,
 	ClassDestinationBusy, ClassNoSpace, ClassChecksumMismatch, ClassTimeout, ClassStorageUnavailable, ClassQueueExpired,
-	ClassCanceled, ClassCredentials, ClassUnsupported, ClassUnknown,
+	ClassCanceled, ClassCredentials, ClassUnsupported, ClassSameFile, ClassUnknown,
 }
 
 // Valid reports whether c is one of ErrorClasses.
@@ -59,9 +63,10 @@ var classRetries = map[ErrorClass]bool{
 // (destination_exists), nor when the transfer never left FTS's queue
 // (queue_expired), nor when FTS refused to take it because another transfer
 // writes there (destination_busy): whatever is there was not written by
-// this transfer.
+// this transfer; nor, above all, when the destination is the source
+// (same_file).
 func (c ErrorClass) DestinationOurs() bool {
-	return c != ClassDestinationExists && c != ClassQueueExpired && c != ClassDestinationBusy
+	return c != ClassDestinationExists && c != ClassQueueExpired && c != ClassDestinationBusy && c != ClassSameFile
 }
 
 // Failure is the classification of one failed file.

@@ -21,6 +21,7 @@ const (
 	StatusMissing = "MISSING" // there was no such file: as good as deleted
 	StatusFailed  = "FAILED"  // gfal-rm tried and failed; Errno and Message say why
 	StatusSkipped = "SKIPPED" // not attempted; Err says why
+	StatusRefused = "REFUSED" // not attempted: the URL is its transfer's source (ErrIsSource)
 )
 
 // Errors of Delete.
@@ -33,7 +34,18 @@ var (
 	// ErrBadURL: a URL was not passed to gfal-rm because it has no scheme
 	// or contains control characters.
 	ErrBadURL = errors.New("bad URL")
+	// ErrIsSource: a URL to delete names the source of the transfer whose
+	// copy it is; it was not passed to gfal-rm. aso deletes only what its
+	// transfers wrote, and a transfer's source is never that.
+	ErrIsSource = errors.New("is the transfer's source")
 )
+
+// Target is a destination copy to delete: its URL, and the source PFN of
+// the transfer that wrote it, which Delete refuses to delete in its place.
+type Target struct {
+	URL    string
+	Source string
+}
 
 // Defaults of a Deleter.
 const (
@@ -84,9 +96,12 @@ type DeleteResult struct {
 	Err     error // nil for DELETED and MISSING
 }
 
-// Delete removes urls with gfal-rm, BatchSize URLs per process, and returns
-// one result per URL in input order (a URL given twice is deleted once and
-// gets the same result twice). gfal-rm stops at the first URL it fails to
+// Delete removes the URLs of targets with gfal-rm, BatchSize URLs per
+// process, and returns one result per target in input order (a URL given
+// twice is deleted once and gets the same result twice). A URL that names
+// its target's own source (SameFile) is REFUSED with ErrIsSource and never
+// given to gfal-rm: a request whose destination is its source must not
+// lose its source to the cleanup of a failed attempt. gfal-rm stops at the first URL it fails to
 // delete; the URLs after it are run again in a new process, so one bad URL
 // never blocks the others. After a timeout, the batch's other URLs on the
 // same endpoint (scheme://host:port) are SKIPPED rather than tried.
@@ -96,12 +111,21 @@ type DeleteResult struct {
 // process killed by the timeout (ErrTimeout), or ctx ending. The results of
 // the URLs it affected carry it too. A URL that is not a URL is FAILED with
 // ErrBadURL without failing the batch.
-func (d *Deleter) Delete(ctx context.Context, urls []string) ([]DeleteResult, error) {
-	results := make([]DeleteResult, len(urls))
+func (d *Deleter) Delete(ctx context.Context, targets []Target) ([]DeleteResult, error) {
+	results := make([]DeleteResult, len(targets))
+	urls := make([]string, len(targets))
 	first := map[string]int{} // URL -> index of its first occurrence
 	var todo []string
-	for i, u := range urls {
-		results[i].URL = u
+	for i, tg := range targets {
+		u := tg.URL
+		urls[i], results[i].URL = u, u
+		if SameFile(u, tg.Source) {
+			// a refusal is the target's own: the same URL given for
+			// another transfer is judged on its own
+			err := fmt.Errorf("srm: delete %s: %w", u, ErrIsSource)
+			results[i] = DeleteResult{URL: u, Status: StatusRefused, Message: "refused: the URL is the transfer's source", Err: err}
+			continue
+		}
 		if _, dup := first[u]; dup {
 			continue // gets its first occurrence's result below
 		}
@@ -118,7 +142,9 @@ func (d *Deleter) Delete(ctx context.Context, urls []string) ([]DeleteResult, er
 		results[first[r.URL]] = r
 	}
 	for i, u := range urls {
-		results[i] = results[first[u]]
+		if k, ok := first[u]; ok && results[i].Status != StatusRefused {
+			results[i] = results[k]
+		}
 	}
 	return results, err
 }

@@ -49,7 +49,7 @@ func TestDeleter_HostileURLIsOneArgument(t *testing.T) {
 	keep := filepath.Join(dir, "a b")
 	touch(t, hostile, keep)
 	urls := []string{"file://" + hostile, "mock://host/p?errno=2"}
-	got, err := (&srm.Deleter{Command: wrapper, Timeout: 30 * time.Second}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: wrapper, Timeout: 30 * time.Second}).Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -83,7 +83,7 @@ func TestDeleter_OnlyAllowedEnvironment(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	d := &srm.Deleter{Command: wrapper, Proxy: proxy, CertDir: "/etc/grid-security/certificates", Timeout: 30 * time.Second}
-	if _, err := d.Delete(context.Background(), []string{"mock://host/path"}); err != nil {
+	if _, err := d.Delete(context.Background(), targets("mock://host/path")); err != nil {
 		t.Fatal(err)
 	}
 	argv, env := record()
@@ -124,7 +124,7 @@ func TestDeleter_TokenInEnvironmentOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &srm.Deleter{Command: wrapper, TokenFile: tokenFile, CertDir: "/etc/grid-security/certificates", Timeout: 30 * time.Second}
-	if _, err := d.Delete(context.Background(), []string{"mock://host/path"}); err != nil {
+	if _, err := d.Delete(context.Background(), targets("mock://host/path")); err != nil {
 		t.Fatal(err)
 	}
 	argv, env := record()
@@ -136,7 +136,7 @@ func TestDeleter_TokenInEnvironmentOnly(t *testing.T) {
 		t.Errorf("the token reached argv %q", argv)
 	}
 	d.TokenFile = filepath.Join(t.TempDir(), "missing")
-	res, err := d.Delete(context.Background(), []string{"mock://host/path"})
+	res, err := d.Delete(context.Background(), targets("mock://host/path"))
 	if !errors.Is(err, srm.ErrGfalRm) || res[0].Status == srm.StatusDeleted {
 		t.Fatalf("missing token file: %v %+v, want ErrGfalRm and no deletion", err, res)
 	}

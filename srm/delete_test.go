@@ -119,7 +119,7 @@ func TestDeleter_Delete(t *testing.T) {
 		"mock://host/path",
 	}
 	d := &srm.Deleter{Timeout: 30 * time.Second}
-	got, err := d.Delete(context.Background(), urls)
+	got, err := d.Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestDeleter_ContinuesAfterFailure(t *testing.T) {
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	touch(t, a, b)
 	urls := []string{"mock://h/p?errno=13", "file://" + a, "mock://h/q?errno=5", "mock://h/r?errno=2", "file://" + b}
-	got, err := (&srm.Deleter{Command: wrapper}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: wrapper}).Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -179,7 +179,7 @@ func TestDeleter_ContinuesAfterFailure(t *testing.T) {
 func TestDeleter_Batches(t *testing.T) {
 	wrapper, runs := countingWrapper(t)
 	urls := []string{"mock://h/1", "mock://h/2", "mock://h/3", "mock://h/2", "mock://h/4", "mock://h/5"}
-	got, err := (&srm.Deleter{Command: wrapper, BatchSize: 2, Timeout: 20 * time.Second}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: wrapper, BatchSize: 2, Timeout: 20 * time.Second}).Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -197,7 +197,7 @@ func TestDeleter_Batches(t *testing.T) {
 func TestDeleter_BadURLs(t *testing.T) {
 	wrapper, runs := countingWrapper(t)
 	urls := []string{"relative/path", "-rf", "/absolute/path", "file:///x\nfile:///y", ""}
-	got, err := (&srm.Deleter{Command: wrapper}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: wrapper}).Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -218,7 +218,7 @@ func TestDeleter_Environment(t *testing.T) {
 	script := writeScript(t, dir, "gfal-rm-env", "env > '"+envFile+"'\nexec '"+gfal+"' \"$@\"")
 	t.Setenv("ASO_COUCH_PASSWORD", "s3cret")
 	d := &srm.Deleter{Command: script, Proxy: "/tmp/x509up_u1000", CertDir: "/etc/grid-security/certificates"}
-	if _, err := d.Delete(context.Background(), []string{"mock://h/p"}); err != nil {
+	if _, err := d.Delete(context.Background(), targets("mock://h/p")); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(envFile)
@@ -243,7 +243,7 @@ func TestDeleter_Timeout(t *testing.T) {
 	script := writeScript(t, dir, "gfal-rm-hangs", "sleep 60 &\nwait")
 	d := &srm.Deleter{Command: script, Timeout: time.Second}
 	start := time.Now()
-	got, err := d.Delete(context.Background(), []string{"mock://h/1", "mock://h/2"})
+	got, err := d.Delete(context.Background(), targets("mock://h/1", "mock://h/2"))
 	if elapsed := time.Since(start); elapsed > 4*time.Second {
 		t.Fatalf("Delete returned after %v with a 1s timeout", elapsed)
 	}
@@ -270,7 +270,7 @@ for u in "$@"; do
 done`)
 	urls := []string{"mock://slow/1", "mock://fast/1", "mock://slow:8443/2", "mock://slow/3?x", "mock://fast/2"}
 	start := time.Now()
-	got, err := (&srm.Deleter{Command: script, Timeout: time.Second}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: script, Timeout: time.Second}).Delete(context.Background(), targets(urls...))
 	if elapsed := time.Since(start); elapsed > 8*time.Second {
 		t.Fatalf("Delete took %v", elapsed)
 	}
@@ -290,7 +290,7 @@ done`)
 func TestDeleter_GfalTimeoutSkipsEndpoint(t *testing.T) {
 	requireGfalRm(t)
 	urls := []string{"mock://h/p?errno=110", "mock://h/q", "mock://other/r"}
-	got, err := (&srm.Deleter{}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{}).Delete(context.Background(), targets(urls...))
 	if err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
@@ -320,7 +320,7 @@ func TestDeleter_BatchFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			script := writeScript(t, dir, strings.ReplaceAll(tt.name, " ", "-"), tt.script)
-			got, err := (&srm.Deleter{Command: script}).Delete(context.Background(), urls)
+			got, err := (&srm.Deleter{Command: script}).Delete(context.Background(), targets(urls...))
 			if !errors.Is(err, srm.ErrGfalRm) {
 				t.Fatalf("Delete: %v, want ErrGfalRm", err)
 			}
@@ -331,7 +331,7 @@ func TestDeleter_BatchFailures(t *testing.T) {
 
 func TestDeleter_NoGfalRm(t *testing.T) {
 	urls := []string{"mock://h/1", "mock://h/2"}
-	got, err := (&srm.Deleter{Command: "/nonexistent/gfal-rm"}).Delete(context.Background(), urls)
+	got, err := (&srm.Deleter{Command: "/nonexistent/gfal-rm"}).Delete(context.Background(), targets(urls...))
 	if !errors.Is(err, srm.ErrGfalRm) || !strings.Contains(err.Error(), srm.GfalRmInstallHint()) {
 		t.Fatalf("Delete: %v, want ErrGfalRm with the install hint", err)
 	}
@@ -343,7 +343,7 @@ func TestDeleter_CanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	urls := []string{"mock://h/1", "mock://h/2"}
-	got, err := (&srm.Deleter{Command: wrapper}).Delete(ctx, urls)
+	got, err := (&srm.Deleter{Command: wrapper}).Delete(ctx, targets(urls...))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Delete: %v, want context.Canceled", err)
 	}
@@ -351,4 +351,14 @@ func TestDeleter_CanceledContext(t *testing.T) {
 	if r := runs(); len(r) != 0 {
 		t.Fatalf("gfal-rm ran with a canceled context: %q", r)
 	}
+}
+
+// targets are the deletion targets of urls, each of a transfer whose source
+// is elsewhere.
+func targets(urls ...string) []srm.Target {
+	out := make([]srm.Target, len(urls))
+	for i, u := range urls {
+		out[i] = srm.Target{URL: u, Source: "mock://elsewhere/source"}
+	}
+	return out
 }

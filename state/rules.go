@@ -190,6 +190,9 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 		return false, err
 	}
 	p = p.WithDefaults()
+	for _, n := range o.Notes {
+		t.History = appendHistory(t.History, Transition{At: At(now), From: t.State, To: t.State, By: a.Owner, Reason: n})
+	}
 	switch o.Outcome {
 	case OutcomeDone:
 		// a reason says how it was found done (the file was already at the

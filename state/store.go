@@ -135,6 +135,10 @@ type Terminal struct {
 	// the stored transfer still points at this job (empty for a transfer that
 	// was never submitted, e.g. a kill of an acquired one).
 	FTSJob string
+	// Notes are written into the transfer's history before the outcome:
+	// what the agent did on the way to it (a deletion of the destination
+	// copy and its result).
+	Notes []string
 }
 
 // Job groups the active transfers of one FTS job.
