@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ func (c *claimer) start(work context.Context) <-chan claimResult {
 func (c *claimer) take(r claimResult, t *tally) bool {
 	if r.err != nil {
 		t.fail("submit", "claiming transfers failed; retrying next pass", r.err)
+	}
+	if n := r.c.Contended; n > 0 {
+		// those transfers may still be due: the queue has not drained
+		t.fail("submit", "claims not confirmed; claiming again next pass",
+			fmt.Errorf("%d due transfers could not be claimed: another write changed them first, or the cluster did not confirm the claim", n))
 	}
 	t.claimed(r.c)
 	c.book.hold(r.c.Transfers)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
@@ -55,5 +57,36 @@ func TestAgent_NoClaimPastTheEndOfTheQueue(t *testing.T) {
 	}
 	if got := len(w.sim.Files()); got != 2*cfg.BatchSize {
 		t.Errorf("the simulator holds %d files after the pass, want %d: every claimed transfer submitted", got, 2*cfg.BatchSize)
+	}
+}
+
+// TestAgent_UnconfirmedClaimsAreNoDrain: on a cluster whose coordinator
+// answers the first claims 202 and loses them (the writes never reach a
+// quorum, as with two coordinators racing), the agent's first claim gets
+// nothing while every transfer is still due. It must not take that for a
+// drained queue: it claims again, and every transfer ends done.
+func TestAgent_UnconfirmedClaimsAreNoDrain(t *testing.T) {
+	u := couchtest.DB(t)
+	if err := couch.Init(context.Background(), couch.Options{URL: u}); err != nil {
+		t.Fatalf("init the database: %v", err)
+	}
+	cl := couchtest.NewCluster(t, u, time.Minute)
+	const n = 6
+	var lost atomic.Int32
+	cl.Lost = func(doc map[string]any) bool {
+		return doc["state"] == "acquired" && lost.Add(1) <= n // the first claim of each
+	}
+	w := newWorldOn(t, ftstest.Options{}, func(cfg state.Config) (state.Store, error) {
+		return couch.Open(context.Background(), couch.Options{URL: cl.URL(0)}, cfg)
+	})
+	reqs := w.goodRequests(n)
+	must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
+	if lost.Load() < n {
+		t.Fatalf("the proxy lost %d claims: the test tests nothing", lost.Load())
+	}
+	for _, r := range reqs {
+		if got := w.get(r.ID()); got.State != state.StateDone {
+			t.Errorf("%s: %s after the run (%q), want done: the agent took unconfirmed claims for a drained queue", r.ID()[:8], got.State, got.Reason)
+		}
 	}
 }

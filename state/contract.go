@@ -217,6 +217,11 @@ type Claimed struct {
 	// queue as it read it: a claim that returned Limit transfers need not
 	// be followed by another at once. false says nothing.
 	End bool
+	// Contended counts the due transfers whose claim write lost to another
+	// write, or could not be confirmed (a cluster's 202 that does not read
+	// back as the document's only leaf): they may still be due, so the
+	// queue has not drained.
+	Contended int
 }
 
 // PrepareJob is the submit_sid write of one FTS job (PrepareSubmits).

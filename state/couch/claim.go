@@ -2,6 +2,7 @@ package couch
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -105,6 +106,7 @@ func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.C
 		}
 		out.Transfers = append(out.Transfers, got.Transfers...)
 		out.Settled = append(out.Settled, got.Settled...)
+		out.Contended += got.Contended
 		if stale && len(got.Transfers)+passed < need && len(out.Transfers) < limit {
 			// rows due on the view as last indexed were not (killed,
 			// deleted, settled): go on from the head, afresh
@@ -324,7 +326,12 @@ func (s *Store) claimedOf(items []item, kinds []claimKind, res []state.Result, n
 	var out state.Claimed
 	for k, r := range res {
 		if r.Err != nil {
-			continue // refused, or claimed or settled by another agent
+			// refused, or claimed or settled by another agent; a claim
+			// whose write lost or was not confirmed may still be due
+			if kinds[k] == kindClaim && (errors.Is(r.Err, state.ErrConflict) || errors.Is(r.Err, state.ErrNotFound)) {
+				out.Contended++
+			}
+			continue
 		}
 		t := cloneTransfer(items[k].t)
 		switch kinds[k] {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,19 +314,6 @@ func TestClaims_Accepted202(t *testing.T) {
 	}
 }
 
-// countReads counts the requests that read documents by ID.
-type countReads struct {
-	rt http.RoundTripper
-	n  *atomic.Int32
-}
-
-func (c countReads) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(r.URL.Path, "/_all_docs") || strings.HasSuffix(r.URL.Path, "/_bulk_get") {
-		c.n.Add(1)
-	}
-	return c.rt.RoundTrip(r)
-}
-
 // TestEnqueue_Accepted202 enqueues through a proxy that answers 202: a
 // request read back as written is stored; one whose write never reached a
 // replica that kept it is reported not stored, naming the 202, and can be
@@ -451,5 +437,46 @@ func TestLock_ReadsFromTheReadQuorum(t *testing.T) {
 				t.Errorf("cluster %v: lock read with %q, want r=%q", cluster, q, want)
 			}
 		}
+	}
+}
+
+// TestClaims_LostAreContended: claims answered 202 that never reached a
+// quorum read back as not ours; the claim says how many due transfers it
+// could not confirm, and they are still new.
+func TestClaims_LostAreContended(t *testing.T) {
+	ctx, c, u, cl := newCluster(t)
+	enqueue(t, open(t, u, c, "", "", couch.Options{}), requests("alice", 4))
+	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	cl.Lost = func(doc map[string]any) bool { return doc["state"] == "acquired" }
+	got, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Transfers) != 0 || got.Contended != 4 {
+		t.Fatalf("claims lost by the cluster: %d claimed, %d contended; want 0 and 4", len(got.Transfers), got.Contended)
+	}
+	for _, r := range requests("alice", 4) {
+		if tr, err := s.Get(ctx, r.ID()); err != nil || tr.State != state.StateNew {
+			t.Errorf("%s: %s, %v; want new", r.ID(), tr.State, err)
+		}
+	}
+}
+
+// TestUnlock_Retries202: an unlock whose write is answered 202 (fewer
+// replicas than the quorum) is written again until a quorum holds it: the
+// lock is released, not left held with an error.
+func TestUnlock_Retries202(t *testing.T) {
+	ctx, c, _, cl := newCluster(t)
+	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	if _, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cl.Accept202Next.Store(2)
+	if err := s.Unlock(ctx, "alice", "host:1:a", "released by the operator"); err != nil {
+		t.Fatalf("Unlock with its first writes answered 202: %v", err)
+	}
+	ls, err := s.Locks(ctx, "alice")
+	if err != nil || len(ls) != 1 || !ls[0].Expire.IsZero() || ls[0].LastRun == nil || ls[0].LastRun.Error != "released by the operator" {
+		t.Fatalf("lock after the unlock: %+v, %v", ls, err)
 	}
 }

@@ -73,6 +73,16 @@ func heldByOther(leaves []state.LockDoc, holder string, now time.Time) (state.Lo
 // such writes of one revision may both be answered 202 (or one 202 and one
 // 201), while two quorum writes of one revision cannot both succeed.
 func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) {
+	rev, err := s.writeLockKeep202(ctx, d)
+	if errors.Is(err, errNoQuorum) {
+		s.deleteRevs(ctx, state.LockID(d.User), rev)
+	}
+	return rev, err
+}
+
+// writeLockKeep202 is writeLock that leaves a revision answered 202 in
+// place, returning it with errNoQuorum.
+func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, error) {
 	d.ID, d.Type = state.LockID(d.User), state.LockDocType
 	res, accepted, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
@@ -85,8 +95,7 @@ func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) 
 		return "", fmt.Errorf("lock document %s: %w", d.ID, e)
 	}
 	if accepted[0] {
-		s.deleteRevs(ctx, d.ID, res[0].Rev)
-		return "", errNoQuorum
+		return res[0].Rev, errNoQuorum
 	}
 	return res[0].Rev, nil
 }

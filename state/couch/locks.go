@@ -3,6 +3,7 @@ package couch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/go-kivik/kivik/v4"
@@ -10,37 +11,40 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Unlock releases the lock of user held by holder (see state.Admin).
+// Unlock releases the lock of user held by holder (see state.Admin): read,
+// change, revision-checked write. A write answered 202 (fewer replicas
+// than the quorum) is kept, not undone as a lock taken so would be: the
+// lock is read again, and written again until a quorum read shows it
+// released with this unlock's record.
 func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 	now := s.now()
-	err := s.changeLock(ctx, user, func(d *state.LockDoc) (bool, error) {
-		return true, state.UnlockDoc(d, user, holder, note, now)
-	})
-	if err != nil {
-		return fmt.Errorf("couch: unlock %s: %w", user, err)
-	}
-	return nil
-}
-
-// changeLock applies f to the stored lock of user (nil if none) and writes
-// it when f says so, re-reading on a conflict.
-func (s *Store) changeLock(ctx context.Context, user string, f func(*state.LockDoc) (bool, error)) error {
-	return lockLoop(ctx, func() error {
+	var wrote *state.RunRecord // the record of this unlock's last write answered 202
+	err := lockLoop(ctx, func() error {
 		d, _, ok, err := s.readLock(ctx, user)
 		if err != nil {
 			return err
+		}
+		if wrote != nil && ok && d.Expire.IsZero() && d.LastRun != nil && *d.LastRun == *wrote {
+			return nil // the write answered 202 has reached a quorum
 		}
 		cur := &d
 		if !ok {
 			cur = nil
 		}
-		write, err := f(cur)
-		if err != nil || !write {
+		if err := state.UnlockDoc(cur, user, holder, note, now); err != nil {
 			return err
 		}
-		_, err = s.writeLock(ctx, d)
+		_, err = s.writeLockKeep202(ctx, d)
+		if errors.Is(err, errNoQuorum) {
+			wrote = d.LastRun
+			return errConflict // read and, if need be, write again
+		}
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("couch: unlock %s: %w", user, err)
+	}
+	return nil
 }
 
 // Locks returns the stored run locks of user ("" every user): one read of

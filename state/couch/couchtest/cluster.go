@@ -50,6 +50,9 @@ type Cluster struct {
 	Split atomic.Bool
 	// Accept202 answers every _bulk_docs 202.
 	Accept202 atomic.Bool
+	// Accept202Next answers this many of the next _bulk_docs 202 (each
+	// one it answers so counts it down).
+	Accept202Next atomic.Int64
 	// ViewLag, when > 0, delays view answers (a time.Duration).
 	ViewLag atomic.Int64
 	// Branched counts the writes stored as conflicting revisions.
@@ -284,7 +287,7 @@ func (c *Cluster) bulkDocs(front int, w http.ResponseWriter, r *http.Request, bo
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	accepted := c.Accept202.Load()
+	accepted := c.Accept202.Load() || c.Accept202Next.Add(-1) >= 0
 	for k, rr := range res {
 		id, _ := rr["id"].(string)
 		q := byID[id]
