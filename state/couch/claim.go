@@ -2,8 +2,8 @@ package couch
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
