@@ -321,6 +321,10 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		ByErrorClass: map[string]int{},
 		Stale:        []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},
 	}
+	// a user's transfers not terminal in the scan are read again by ID, from
+	// a quorum: a scan of a cluster reads one copy of each shard, which may
+	// not show an agent's last writes yet (its own summary after a run)
+	var unsettled []state.Transfer
 	err := s.scanAll(ctx, func(raw json.RawMessage) {
 		_, kind := classify(raw)
 		if kind == kindOther {
@@ -337,8 +341,15 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		if o.User != "" && t.User != o.User {
 			return
 		}
+		if o.User != "" && !t.State.Terminal() {
+			unsettled = append(unsettled, t) // counted as read by ID, below
+			return
+		}
 		count(&sum, &t, now, o)
 	})
+	if err == nil {
+		err = s.countByID(ctx, &sum, unsettled, now, o)
+	}
 	if err != nil {
 		return state.Summary{}, fmt.Errorf("couch: summary: %w", err)
 	}
@@ -355,6 +366,29 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		sum.StuckAcquired = sum.StuckAcquired[:o.MaxListed]
 	}
 	return sum, nil
+}
+
+// countByID counts ts as a read by ID shows them (each as scanned when the
+// read does not show it).
+func (s *Store) countByID(ctx context.Context, sum *state.Summary, ts []state.Transfer, now time.Time, o state.SummaryOptions) error {
+	ids := make([]string, len(ts))
+	for i := range ts {
+		ids[i] = ts[i].ID
+	}
+	docs, err := s.readKeysAsStored(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		t := &ts[i]
+		if raw, ok := docs[t.ID]; ok {
+			if cur, err := decode(raw); err == nil && cur.User == o.User {
+				t = &cur
+			}
+		}
+		count(sum, t, now, o)
+	}
+	return nil
 }
 
 func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.SummaryOptions) {

@@ -480,3 +480,30 @@ func TestUnlock_Retries202(t *testing.T) {
 		t.Fatalf("lock after the unlock: %+v, %v", ls, err)
 	}
 }
+
+// TestSummary_ShowsTheAgentsOwnWrites: a summary of a user read through a
+// coordinator whose scans lag behind the writes (one copy of each shard)
+// still counts the transfers as the agent last wrote them: those the scan
+// shows unfinished are read again by ID.
+func TestSummary_ShowsTheAgentsOwnWrites(t *testing.T) {
+	ctx, c, u, cl := newCluster(t)
+	enqueue(t, open(t, u, c, "", "", couch.Options{}), requests("alice", 3))
+	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	cl.ScanLag.Store(int64(time.Hour))
+	if sum, err := s.Summary(ctx, state.SummaryOptions{User: "alice"}); err != nil || sum.ByState[state.StateNew] != 3 {
+		t.Fatalf("summary before the claims: %+v, %v", sum.ByState, err)
+	}
+	got, err := statetest.Claim(ctx, s, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("claims: %d, %v", len(got), err)
+	}
+	res, err := statetest.Commit(ctx, s, []state.Commit{{Transfer: got[0], DestPFN: "file:///d"}}, "job-1")
+	mustOK(t, res, err)
+	sum, err := s.Summary(ctx, state.SummaryOptions{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ByState[state.StateSubmitted] != 1 || sum.ByState[state.StateAcquired] != 2 || sum.ByState[state.StateNew] != 0 {
+		t.Errorf("summary after the writes, through a lagging scan: %v; want 1 submitted and 2 acquired", sum.ByState)
+	}
+}

@@ -238,6 +238,27 @@ func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.Raw
 	return out, nil
 }
 
+// readKeysAsStored is readKeys without resolving conflicts: a conflicted
+// document is its winning revision as read. A reader that must not write
+// (a summary) uses it.
+func (s *Store) readKeysAsStored(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
+	parts := make([]map[string]json.RawMessage, numParts(len(ids), maxReadKeys))
+	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
+		docs, conflicted, err := s.readKeysOnce(ctx, ids[lo:hi])
+		maps.Copy(docs, conflicted)
+		parts[k] = docs
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]json.RawMessage, len(ids))
+	for _, p := range parts {
+		maps.Copy(out, p)
+	}
+	return out, nil
+}
+
 // readKeysOnce is readKeys of at most maxReadKeys IDs, in one request,
 // before the conflicts are resolved: the documents, and apart those with
 // conflicts.

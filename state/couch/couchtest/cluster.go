@@ -55,6 +55,10 @@ type Cluster struct {
 	Accept202Next atomic.Int64
 	// ViewLag, when > 0, delays view answers (a time.Duration).
 	ViewLag atomic.Int64
+	// ScanLag, when > 0, delays the answers of a scan of _all_docs
+	// (without keys) as ViewLag delays views: a scan reads one copy of
+	// each shard.
+	ScanLag atomic.Int64
 	// Branched counts the writes stored as conflicting revisions.
 	Branched atomic.Int64
 	// Lost, when set (before use), selects the documents of a _bulk_docs
@@ -124,6 +128,9 @@ func (c *Cluster) serve(front int, w http.ResponseWriter, r *http.Request) {
 	case !ok:
 	case r.Method == http.MethodPost && rest == "/_bulk_docs" && r.URL.Query().Get("new_edits") != "false":
 		c.bulkDocs(front, w, r, body)
+		return
+	case r.Method == http.MethodGet && rest == "/_all_docs":
+		c.lagged(front, w, r, body, time.Duration(c.ScanLag.Load()))
 		return
 	case r.Method == http.MethodPost && rest == "/_all_docs":
 		status, out, h := c.forward(r, body)
@@ -456,6 +463,12 @@ func (c *Cluster) view(front int, w http.ResponseWriter, r *http.Request, body [
 	if r.URL.Query().Get("include_docs") == "true" || bytes.Contains(body, []byte(`"include_docs":true`)) {
 		lag = 0
 	}
+	c.lagged(front, w, r, body, lag)
+}
+
+// lagged serves r through front from the answer to the same query through
+// the same front if that is younger than lag.
+func (c *Cluster) lagged(front int, w http.ResponseWriter, r *http.Request, body []byte, lag time.Duration) {
 	key := r.Method + " " + r.URL.String() + " " + string(body)
 	c.mu.Lock()
 	old, ok := c.views[front][key]
