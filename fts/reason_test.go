@@ -68,8 +68,9 @@ func TestClassify_Corpus(t *testing.T) {
 		}
 	}
 	for _, c := range fts.ErrorClasses {
-		// destination_busy is a refused submission's, never a file's reason
-		if seen[c] == 0 && c != fts.ClassDestinationBusy {
+		// destination_busy is a refused submission's, never a file's
+		// reason, and same_file aso's own, before any submission
+		if seen[c] == 0 && c != fts.ClassDestinationBusy && c != fts.ClassSameFile {
 			t.Errorf("no reason of the corpus is classified %s", c)
 		}
 	}
@@ -136,7 +137,7 @@ func TestClassify_RecoverableDecidesUnknown(t *testing.T) {
 
 func TestErrorClass_DestinationOurs(t *testing.T) {
 	for _, c := range fts.ErrorClasses {
-		want := c != fts.ClassDestinationExists && c != fts.ClassQueueExpired && c != fts.ClassDestinationBusy
+		want := c != fts.ClassDestinationExists && c != fts.ClassQueueExpired && c != fts.ClassDestinationBusy && c != fts.ClassSameFile
 		if got := c.DestinationOurs(); got != want {
 			t.Errorf("%s.DestinationOurs() = %v, want %v", c, got, want)
 		}
