@@ -31,11 +31,25 @@ func (o PurgeOptions) Purgeable(t *Transfer) bool {
 	return t.State.Terminal() && (o.User == "" || t.User == o.User) && t.LastUpdate.Before(o.Before)
 }
 
+// PurgedReason is the reason of the last history entry of a transfer in
+// the archive of a purge (see NotePurged).
+const PurgedReason = "purged"
+
+// NotePurged adds to each of ts, as the archive of a purge keeps it, a
+// history entry saying who purged it (by) and when (now).
+func NotePurged(ts []Transfer, by string, now time.Time) {
+	for i := range ts {
+		ts[i].Note(now, by, PurgedReason)
+	}
+}
+
 // Purger is an optional ability of a Store, found with As:
 // removing terminal transfers in bulk, so that they do not pile up.
 type Purger interface {
 	// Purge removes the transfers o selects, archiving them first when
-	// o.Archive is set, in a few bulk operations, and returns how many it
+	// o.Archive is set (each with a last history entry naming the store's
+	// agent owner, for the command line the operator, and the time: see
+	// NotePurged), in a few bulk operations, and returns how many it
 	// removed. A transfer that changed since it was read (retried by
 	// `aso retry`) is left in place. After an error, some transfers may
 	// have been removed (each of them archived first).

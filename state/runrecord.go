@@ -14,9 +14,12 @@ type RunRecord struct {
 	Started  Time   `json:"started"`
 	Ended    Time   `json:"ended"`
 	ExitCode int    `json:"exit_code"`
-	// Error is why the run ended with an error, or who released a lock
-	// whose holder had died (ExitCode -1: unknown).
+	// Error is why the run ended with an error, or why a lock whose holder
+	// had died was released (ExitCode -1: unknown).
 	Error string `json:"error,omitempty"`
+	// By is who released the lock by hand (aso unlock: the operator's
+	// login@host), at Ended; empty for a run that released its own lock.
+	By string `json:"by,omitempty"`
 }
 
 // RunRecorder is an optional ability of a Locker, found with As.
@@ -35,13 +38,14 @@ type LockAdmin interface {
 	Locks(ctx context.Context, user string) ([]LockDoc, error)
 	// Unlock releases the lock of user if holder still holds it (expired
 	// or not), recording a last run of holder that ended now with exit
-	// code -1 and note as its error. ErrLockLost if the lock is held by
-	// someone else or not held at all (nothing is written).
+	// code -1, note as its error, and the store's agent owner (for the
+	// command line, the operator) as who released it. ErrLockLost if the
+	// lock is held by someone else or not held at all (nothing is written).
 	Unlock(ctx context.Context, user, holder, note string) error
 }
 
-// UnlockDoc applies Unlock to the stored lock d at now.
-func UnlockDoc(d *LockDoc, user, holder, note string, now time.Time) error {
+// UnlockDoc applies Unlock by by to the stored lock d at now.
+func UnlockDoc(d *LockDoc, user, holder, by, note string, now time.Time) error {
 	if d == nil || d.Holder != holder || d.Expire.IsZero() {
 		h := "nobody"
 		if d != nil && !d.Expire.IsZero() {
@@ -49,7 +53,7 @@ func UnlockDoc(d *LockDoc, user, holder, note string, now time.Time) error {
 		}
 		return &lockLostError{user: user, holder: h, want: holder}
 	}
-	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note}
+	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note, By: by}
 	d.Expire = Time{}
 	return nil
 }

@@ -29,9 +29,9 @@ func (s *Store) ReleaseLockRecord(ctx context.Context, l state.Lock, run state.R
 
 // Unlock releases the lock of user held by holder (see state.LockAdmin).
 func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
-	now := s.now()
+	now, by := s.now(), s.by()
 	err := s.changeLock(ctx, user, func(d *state.LockDoc) (bool, error) {
-		return true, state.UnlockDoc(d, user, holder, note, now)
+		return true, state.UnlockDoc(d, user, holder, by, note, now)
 	})
 	if err != nil {
 		return fmt.Errorf("couch: unlock %s: %w", user, err)
