@@ -109,7 +109,7 @@ func TestConfig_SearchPath(t *testing.T) {
 
 func TestConfig_Command(t *testing.T) {
 	cfg := writeConfig(t, "cool-off: 5m\nstate: http://admin:filesecret@db.example:5984/aso\n")
-	env := map[string]string{"ASO_COUCHDB_PASSWORD": "envsecret", "ASO_INTERVAL": "3s"}
+	env := map[string]string{"ASO_COUCHDB_PASSWORD": "envsecret", "ASO_INTERVAL": "3s", "ASO_YES": "true"}
 	r := invocation{env: env}.run(t, "--config", cfg, "--log-level", "warn", "config").wantCode(t, 0)
 	if strings.Contains(r.stdout, "filesecret") || strings.Contains(r.stdout, "envsecret") {
 		t.Fatalf("a secret shows:\n%s", r.stdout)
@@ -123,6 +123,9 @@ func TestConfig_Command(t *testing.T) {
 		`(?m)^run\s+interval\s+3s\s+environment ASO_INTERVAL$`,
 		`(?m)^run\s+lease-ttl\s+15m0s\s+default$`,
 		`(?m)^status\s+stale-after\s+45m0s\s+default$`, // the value status uses, not a placeholder
+		`(?m)^kill\s+yes\s+true\s+environment ASO_YES$`, `(?m)^purge\s+yes\s+true\s+environment ASO_YES$`,
+		`(?m)^retry\s+yes\s+true\s+environment ASO_YES$`, `(?m)^kill\s+dry-run\s+false\s+default$`,
+		`(?m)^purge\s+dry-run\s+false\s+default$`, `(?m)^retry\s+dry-run\s+false\s+default$`,
 	)
 	if strings.Contains(r.stdout, "fleet-agent") {
 		t.Errorf("config shows the hidden flag aso sets on a fleet's agents:\n%s", r.stdout)
