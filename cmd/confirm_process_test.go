@@ -188,6 +188,16 @@ func TestConfirm_OnATerminal(t *testing.T) {
 	}
 	wantCounts(t, queue("bob"), map[state.State]int{state.StateKilled: 120})
 
+	// more than 100 IDs given on the command line ask too
+	ids := listIDs(t, flag, "--user", "bob", "list")
+	p = onTerminal(t, env, append([]string{"retry"}, ids...)...)
+	p.waitFor("retry 120 transfers of 1 user? [y/N] ")
+	p.answer("n")
+	if code, _ := p.exit(); code != cmd.ExitError {
+		t.Fatalf("retry of 120 IDs answered no: exit %d", code)
+	}
+	wantCounts(t, queue("bob"), map[state.State]int{state.StateKilled: 120})
+
 	// no terminal: never asked, done as asked
 	c := exec.CommandContext(context.Background(), proctest.Binary(t), "retry", "--all-users", "--in-state", "killed")
 	c.Env, c.Stdin = append(os.Environ(), env...), strings.NewReader("n\n")

@@ -31,7 +31,8 @@ func TestFsck(t *testing.T) {
 		t.Fatal(err)
 	}
 	// every command refuses it, as needing a person, and says what to run
-	for _, args := range [][]string{{"status"}, {"enqueue"}, {"kill", "--all"}, {"init"}} {
+	sites, _, _ := localSites(t, 1)
+	for _, args := range [][]string{{"status"}, {"enqueue"}, {"kill", "--all"}, {"init"}, {"run", "--sites", sites, "--once", "--progress", "never"}} {
 		r := aso(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
 		for _, want := range []string{"journal record fails its checksum", "aso fsck --state file:" + path, "aso fsck --repair"} {
 			if !strings.Contains(r.stderr, want) {

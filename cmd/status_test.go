@@ -178,7 +178,9 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if doc.ID != q.acquired.ID || doc.State != state.StateAcquired || !doc.KillRequested || doc.Owner != "worker:42:test" || len(doc.History) != 2 {
+	// enqueued, claimed, and the kill request, which keeps the state
+	if doc.ID != q.acquired.ID || doc.State != state.StateAcquired || !doc.KillRequested || doc.Owner != "worker:42:test" || len(doc.History) != 3 ||
+		doc.History[2].Reason != "kill requested" || doc.History[2].From != state.StateAcquired || doc.History[2].To != state.StateAcquired {
 		t.Errorf("status --json ID: %+v", doc)
 	}
 
