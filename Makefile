@@ -29,10 +29,11 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the size rules: no no
 	$(GO) tool staticcheck ./...
 	$(GO) test -count=1 ./internal/habits
 
-demo: build test-setup ## the main job offline (installs gfal-rm first, as test does): enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
+demo: build test-setup ## the main job offline (installs gfal-rm first, as test does): create a file store, enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
 	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
 	$(GO) run ./internal/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
+	echo "+ aso init"; $(BIN) init; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
 	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
 	echo "+ aso status"; $(BIN) status; \

@@ -166,7 +166,7 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	if err := writeFleetRequests(reqs, o.users, o.perUser); err != nil {
 		return r, err
 	}
-	st, agentsState := "file:"+filepath.Join(dir, "state.aso"), ""
+	var st, agentsState string
 	var proxy *countingProxy
 	if b == "couch" {
 		r.Server, r.Parents = cs.name, o.parents
@@ -182,6 +182,9 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		defer proxy.close()
 		agentsState = proxy.url + db
 	} else {
+		if st, err = newFileStore(ctx, o.aso, dir); err != nil {
+			return r, err
+		}
 		agentsState = st
 	}
 

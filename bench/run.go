@@ -82,7 +82,7 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	if err := writeInputs(sites, reqs, n); err != nil {
 		return r, err
 	}
-	st := "file:" + filepath.Join(dir, "state.aso")
+	var st string
 	if b == "couch" {
 		r.Server = cs.name
 		db, drop, err := cs.freshDB(ctx, o.aso, o.keep)
@@ -91,6 +91,8 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 		}
 		defer drop()
 		st = cs.dbURL(db)
+	} else if st, err = newFileStore(ctx, o.aso, dir); err != nil {
+		return r, err
 	}
 
 	t0 := time.Now()
@@ -275,6 +277,16 @@ func tail(b []byte) string {
 const envState = "ASO_BENCH_STATE"
 
 // asoCommand runs aso with --state st given as ASO_STATE, out of argv.
+// newFileStore creates a file store in dir with `aso init`, as a user
+// does, and returns its --state URL.
+func newFileStore(ctx context.Context, aso, dir string) (string, error) {
+	st := "file:" + filepath.Join(dir, "state.aso")
+	if out, err := asoCommand(ctx, aso, st, "init", "--log-level", "warn").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("aso init: %v: %s", err, tail(out))
+	}
+	return st, nil
+}
+
 func asoCommand(ctx context.Context, aso, st string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, aso, args...)
 	cmd.Env = append(os.Environ(), "ASO_STATE="+st)

@@ -64,19 +64,27 @@ func idsOf(ts []state.Transfer) []string {
 // prefixes) given on the command line, or the transfers the filters or the
 // all-flag select, handled a batch or a page of IDs at a time.
 type idCommand struct {
+	verb    string        // "kill", "retry": the question and the dry run name it
 	allFlag string        // the flag that selects all: "all", "failed"
 	all     bool          // whether it was given
 	states  []state.State // the states the all-flag selects, and the filters by default
 	sel     *SelectOptions
 	json    bool
+	act     ActOptions
 	// batch acts on one batch of IDs; report prints each outcome.
 	batch func(ctx context.Context, st state.Store, ids []string, report *idReport) error
+	// would says what batch would do to t, and whether that changes it:
+	// for a dry run and the question.
+	would func(t *state.Transfer) (IDOutcome, bool)
+	// effect says what the changes are, for the dry run's summary.
+	effect string
 }
 
 // run acts on ids (or on the selection) and returns the user acted for
 // ("" for any) and the tally. Given IDs are acted on only when they
 // belong to --user, if given; a selection is of --user, else of the login
-// name, unless --all-users.
+// name, unless --all-users. A dry run reads and changes nothing; on a
+// terminal, a large action or the all-flag asks first (confirm).
 func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, idTally, error) {
 	rep := &idReport{g: g}
 	if c.json {
@@ -103,23 +111,131 @@ func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, i
 		}
 		user = f.User
 	}
+	if c.act.DryRun {
+		ctx = readOnly(ctx)
+	}
 	err := withStore(ctx, g, user, func(st state.Store) error {
-		if selecting {
-			return eachPage(ctx, st, f, 0, func(ts []state.Transfer) error { return c.batch(ctx, st, idsOf(ts), rep) })
+		t := idTargets{st: st, user: user, filter: f, selecting: selecting}
+		if !selecting {
+			var err error
+			if t.ids, err = resolveIDs(ctx, st, user, ids); err != nil {
+				return err
+			}
 		}
-		full, err := resolveIDs(ctx, st, user, ids)
+		if c.act.DryRun {
+			p := newPlan(c.verb)
+			if err := t.each(ctx, rep, c.dryBatch(p)); err != nil {
+				return err
+			}
+			if !c.json {
+				p.print(g.Stdout, c.effect, rep.tally.rest(c.verb))
+			}
+			p.log(g, user)
+			return nil
+		}
+		if err := c.confirm(ctx, g, &t); err != nil {
+			return err
+		}
+		return t.each(ctx, rep, c.batch)
+	})
+	return user, rep.tally, err
+}
+
+// idTargets are the transfers an idCommand acts on: the IDs given, or the
+// selection of filter.
+type idTargets struct {
+	st        state.Store
+	user      string // --user, if given: the owner of the given IDs
+	filter    state.Filter
+	selecting bool
+	ids       []string // full IDs, when not selecting
+}
+
+// each calls batch on every page of the selection, or every batch of the
+// given IDs (those of another user than t.user reported not found).
+func (t *idTargets) each(ctx context.Context, rep *idReport, batch func(context.Context, state.Store, []string, *idReport) error) error {
+	if t.selecting {
+		return eachPage(ctx, t.st, t.filter, 0, func(ts []state.Transfer) error { return batch(ctx, t.st, idsOf(ts), rep) })
+	}
+	return inBatches(ctx, t.ids, func(ids []string) error {
+		mine, err := rep.othersOf(ctx, t.st, t.user, ids)
 		if err != nil {
 			return err
 		}
-		return inBatches(ctx, full, func(batch []string) error {
-			mine, err := rep.othersOf(ctx, st, user, batch)
-			if err != nil {
-				return err
-			}
-			return c.batch(ctx, st, mine, rep)
-		})
+		return batch(ctx, t.st, mine, rep)
 	})
-	return user, rep.tally, err
+}
+
+// transfers calls fn on the stored transfers of every page or batch, one
+// store call each, without reporting anything.
+func (t *idTargets) transfers(ctx context.Context, fn func([]state.Transfer)) error {
+	if t.selecting {
+		return eachPage(ctx, t.st, t.filter, 0, func(ts []state.Transfer) error { fn(ts); return nil })
+	}
+	return inBatches(ctx, t.ids, func(ids []string) error {
+		ts, err := t.st.List(ctx, state.Filter{IDs: ids, User: t.user})
+		if err != nil {
+			return fmt.Errorf("read transfers: %w", err)
+		}
+		fn(ts)
+		return nil
+	})
+}
+
+// confirm asks on a terminal, unless --yes, before the all-flag or an
+// action that would change more than askAbove transfers: errNotConfirmed
+// unless the answer is yes. Without a terminal it never asks.
+func (c idCommand) confirm(ctx context.Context, g *Globals, t *idTargets) error {
+	if c.act.Yes || !g.stdinTerminal() || (!t.selecting && len(t.ids) <= askAbove) {
+		return nil
+	}
+	p := newPlan(c.verb)
+	err := t.transfers(ctx, func(ts []state.Transfer) {
+		for i := range ts {
+			if _, changes := c.would(&ts[i]); changes {
+				p.add(&ts[i])
+			}
+		}
+	})
+	if err != nil || p.total == 0 || (!c.all && p.total <= askAbove) {
+		return err
+	}
+	return ask(g, p.question())
+}
+
+// dryBatch returns the batch function of a dry run: it reads the
+// transfers of ids, counts in p those the command would change, and
+// reports each as what would be done to it.
+func (c idCommand) dryBatch(p *plan) func(context.Context, state.Store, []string, *idReport) error {
+	return func(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
+		if len(ids) == 0 {
+			return nil
+		}
+		ts, err := st.List(ctx, state.Filter{IDs: ids})
+		if err != nil {
+			return fmt.Errorf("read transfers: %w", err)
+		}
+		byID := make(map[string]*state.Transfer, len(ts))
+		for i := range ts {
+			byID[ts[i].ID] = &ts[i]
+		}
+		for _, id := range ids {
+			t, ok := byID[id]
+			if !ok {
+				rep.line(IDOutcome{ID: id, Outcome: "not_found", DryRun: true}, &rep.tally.notFound)
+				continue
+			}
+			o, changes := c.would(t)
+			o.ID, o.User, o.State, o.DryRun = id, t.User, string(t.State), true
+			counter := &rep.tally.skipped
+			if changes {
+				p.add(t)
+				counter = &rep.tally.done
+			}
+			rep.quietLine(o, counter)
+		}
+		return nil
+	}
 }
 
 // idReport prints the outcome of each ID, as text or JSON lines, and
@@ -136,6 +252,10 @@ type IDOutcome struct {
 	Outcome string `json:"outcome"`
 	State   string `json:"state,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// User and DryRun are set by a dry run, whose outcomes say what would
+	// be done.
+	User   string `json:"user,omitempty"`
+	DryRun bool   `json:"dry_run,omitempty"`
 	// text replaces the outcome and detail in the text output.
 	text string
 }
@@ -155,6 +275,16 @@ func (r *idReport) line(o IDOutcome, counter *int) {
 		text += " (" + o.Detail + ")"
 	}
 	fmt.Fprintf(r.g.Stdout, "%s: %s\n", o.ID, text)
+}
+
+// quietLine counts o, and prints it only as JSON: the text output of a
+// dry run is its table.
+func (r *idReport) quietLine(o IDOutcome, counter *int) {
+	if r.out.enc == nil {
+		*counter++
+		return
+	}
+	r.line(o, counter)
 }
 
 // othersOf reports the IDs of ids that belong to another user than user
@@ -202,6 +332,16 @@ type idTally struct {
 	skipped  int // nothing to do: already terminal (kill) or still active (retry)
 	notFound int
 	failed   int
+}
+
+// rest says, for a dry run's summary, what was found that would not
+// change.
+func (t idTally) rest(verb string) string {
+	skipped := "already terminal"
+	if verb == "retry" {
+		skipped = "not terminal"
+	}
+	return fmt.Sprintf("%d %s, %d not found", t.skipped, skipped, t.notFound)
 }
 
 // err returns the error the command exits with: an ID that was not found

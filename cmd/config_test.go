@@ -49,7 +49,8 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 
 func TestConfig_UnknownKeys(t *testing.T) {
 	cfg := writeConfig(t, "user: alice\ncool-off: 5m\nstate: file:"+filepath.Join(t.TempDir(), "s.aso")+"\n")
-	// cool-off is a setting of run, not of enqueue: one file serves all commands.
+	// cool-off is a setting of run, not of init or enqueue: one file serves all commands.
+	aso(t, "--config", cfg, "init").wantCode(t, 0)
 	aso(t, "--config", cfg, "enqueue").wantCode(t, 0)
 
 	cfg = writeConfig(t, "user: alice\ncooloff: 5m\nrun:\n  interval: 1s\n")
@@ -94,23 +95,21 @@ func TestConfig_SearchPath(t *testing.T) {
 		})
 	}
 	// ASO_CONFIG set but empty: no file, so the default file store is used
-	// (enqueue creates it).
-	state := t.TempDir()
-	invocation{env: map[string]string{"HOME": home, "ASO_CONFIG": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue").wantCode(t, 0)
-	if _, err := os.Stat(filepath.Join(state, "aso", "state.aso")); err != nil {
-		t.Fatalf("the default store was not used: %v", err)
-	}
-	// ASO_STATE set but empty: the default store, not the file's value.
-	state = t.TempDir()
-	invocation{env: map[string]string{"HOME": home, "ASO_STATE": "", "XDG_STATE_HOME": state}}.run(t, "--user", "alice", "enqueue").wantCode(t, 0)
-	if _, err := os.Stat(filepath.Join(state, "aso", "state.aso")); err != nil {
-		t.Fatalf("the default store was not used: %v", err)
+	// (init creates it); ASO_STATE set but empty: the default store, not
+	// the file's value.
+	for _, unset := range []string{"ASO_CONFIG", "ASO_STATE"} {
+		env := map[string]string{"HOME": home, unset: "", "XDG_STATE_HOME": t.TempDir()}
+		invocation{env: env}.run(t, "init").wantCode(t, 0)
+		if _, err := os.Stat(filepath.Join(env["XDG_STATE_HOME"], "aso", "state.aso")); err != nil {
+			t.Fatalf("%s=: the default store was not created: %v", unset, err)
+		}
+		invocation{env: env}.run(t, "--user", "alice", "enqueue").wantCode(t, 0)
 	}
 }
 
 func TestConfig_Command(t *testing.T) {
 	cfg := writeConfig(t, "cool-off: 5m\nstate: http://admin:filesecret@db.example:5984/aso\n")
-	env := map[string]string{"ASO_COUCHDB_PASSWORD": "envsecret", "ASO_INTERVAL": "3s"}
+	env := map[string]string{"ASO_COUCHDB_PASSWORD": "envsecret", "ASO_INTERVAL": "3s", "ASO_YES": "true"}
 	r := invocation{env: env}.run(t, "--config", cfg, "--log-level", "warn", "config").wantCode(t, 0)
 	if strings.Contains(r.stdout, "filesecret") || strings.Contains(r.stdout, "envsecret") {
 		t.Fatalf("a secret shows:\n%s", r.stdout)
@@ -124,6 +123,9 @@ func TestConfig_Command(t *testing.T) {
 		`(?m)^run\s+interval\s+3s\s+environment ASO_INTERVAL$`,
 		`(?m)^run\s+lease-ttl\s+15m0s\s+default$`,
 		`(?m)^status\s+stale-after\s+45m0s\s+default$`, // the value status uses, not a placeholder
+		`(?m)^kill\s+yes\s+true\s+environment ASO_YES$`, `(?m)^purge\s+yes\s+true\s+environment ASO_YES$`,
+		`(?m)^retry\s+yes\s+true\s+environment ASO_YES$`, `(?m)^kill\s+dry-run\s+false\s+default$`,
+		`(?m)^purge\s+dry-run\s+false\s+default$`, `(?m)^retry\s+dry-run\s+false\s+default$`,
 	)
 	if strings.Contains(r.stdout, "fleet-agent") {
 		t.Errorf("config shows the hidden flag aso sets on a fleet's agents:\n%s", r.stdout)

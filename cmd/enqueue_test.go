@@ -169,6 +169,37 @@ func TestEnqueue_BadRecordsRejectedGoodOnesStored(t *testing.T) {
 	}
 }
 
+// TestEnqueue_TransferOntoItsSourceRejected: a request whose destination
+// is its source (the same site and LFN) is rejected, its line and the
+// fault named, and nothing of it is stored; a request between two LFNs of
+// one site, or of one LFN to another site, is stored.
+func TestEnqueue_TransferOntoItsSourceRejected(t *testing.T) {
+	st := newState(t)
+	in := strings.Join([]string{
+		`{"user": "erin", "source": "T2_US_MIT", "destination": "T2_US_MIT", "source_lfn": "/store/user/erin/a.root", "destination_lfn": "/store/user/erin/b.root", "size": 1}`,
+		`{"user": "erin", "source": "T2_US_MIT", "destination": "T2_US_MIT", "source_lfn": "/store/user/erin/a.root", "destination_lfn": "/store/user/erin/a.root", "size": 1}`,
+		`{"user": "erin", "source": "T2_US_MIT", "destination": "T1_US_FNAL", "source_lfn": "/store/user/erin/a.root", "destination_lfn": "/store/user/erin/a.root", "size": 1}`,
+	}, "\n")
+	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue", "--json").wantCode(t, 2)
+	var got []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("enqueue --json: %v\n%s", err, r.stdout)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 3 || got[0]["status"] != "stored" || got[2]["status"] != "stored" || got[1]["status"] != "rejected" || got[1]["line"] != 2.0 {
+		t.Fatalf("enqueue --json:\n%s", r.stdout)
+	}
+	if msg, _ := got[1]["error"].(string); !strings.HasPrefix(msg, `destination_lfn "/store/user/erin/a.root": the same file as the source`) {
+		t.Errorf("rejection %q does not name the field and the fault", msg)
+	}
+	if n := statusOf(t, st, "--user", "erin")["total"]; n != 2.0 {
+		t.Errorf("erin has %v transfers, want the 2 valid ones", n)
+	}
+}
+
 func TestEnqueue_ArraySyntaxErrorKeepsEarlierRecords(t *testing.T) {
 	st := newState(t)
 	r := aso(t, st, "enqueue", "-f", requestsDir+"mixed.json").wantCode(t, 2)

@@ -9,6 +9,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
 )
 
 // Exit codes for cron and systemd beyond ExitOK..ExitLocked, from
@@ -64,10 +65,12 @@ func isTemporary(err error) bool {
 }
 
 // isPermanent reports whether err needs a person: a marked configuration
-// error, or credentials FTS does not accept.
+// error, credentials FTS does not accept, or a file store that is missing
+// (`aso init` creates one), damaged (`aso fsck`) or not a state file.
 func isPermanent(err error) bool {
 	var pe permanentError
-	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation)
+	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) ||
+		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile)
 }
 
 // severity orders exit codes from the least to the most severe, for

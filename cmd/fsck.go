@@ -52,13 +52,16 @@ func runFsck(_ context.Context, o *FsckOptions, g *Globals) error {
 	if !strings.HasPrefix(u, "file:") {
 		return usagef("fsck checks a file store (--state file:PATH); %s is not one", RedactURL(u))
 	}
-	path := strings.TrimPrefix(strings.TrimPrefix(u, "file:"), "//")
+	path, err := memfilePath(u)
+	if err != nil {
+		return err
+	}
 	if o.Output != "" && !o.Repair {
 		return usagef("--output is the file --repair writes: give --repair too")
 	}
 	rep, err := memfile.Check(path)
 	if err != nil {
-		return err
+		return fileStoreError(err, path)
 	}
 	out := ""
 	if o.Repair && rep.Damaged() {

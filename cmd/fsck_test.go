@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 func TestFsck(t *testing.T) {
@@ -28,11 +30,17 @@ func TestFsck(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := aso(t, flag, "--user", "alice", "status").wantCode(t, 1)
-	if !strings.Contains(r.stderr, "checksum") {
-		t.Fatalf("status of a damaged store: %q", r.stderr)
+	// every command refuses it, as needing a person, and says what to run
+	sites, _, _ := localSites(t, 1)
+	for _, args := range [][]string{{"status"}, {"enqueue"}, {"kill", "--all"}, {"init"}, {"run", "--sites", sites, "--once", "--progress", "never"}} {
+		r := aso(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{"journal record fails its checksum", "aso fsck --state file:" + path, "aso fsck --repair"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v on a damaged store: stderr %q lacks %q", args, r.stderr, want)
+			}
+		}
 	}
-	r = aso(t, flag, "fsck").wantCode(t, 1)
+	r := aso(t, flag, "fsck").wantCode(t, 1)
 	r.wantStdout(t, "journal record of 3 documents fails its checksum; it is dropped", "reverted: ")
 	if !strings.Contains(r.stderr, "aso fsck --repair") {
 		t.Errorf("stderr %q", r.stderr)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -53,18 +52,22 @@ func aso(t testing.TB, args ...string) result {
 	return invocation{}.run(t, args...)
 }
 
-// newState returns a --state flag naming a fresh file store.
+// newState returns a --state flag naming a fresh file store, created by
+// aso init.
 func newState(t testing.TB) string {
 	t.Helper()
 	flag, _ := stateFile(t)
 	return flag
 }
 
-// stateFile returns a --state flag naming a fresh file store, and its path.
+// stateFile returns a --state flag naming a fresh file store, created by
+// aso init, and its path.
 func stateFile(t testing.TB) (flag, path string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "s.aso")
-	return "--state=file:" + path, path
+	flag = "--state=file:" + path
+	createStore(t, flag)
+	return flag, path
 }
 
 // wantCode fails the test when r did not exit with code.
@@ -116,13 +119,9 @@ func wantQueue(t testing.TB, want map[state.State]int, args ...string) {
 	}
 }
 
-// createStore creates the empty store named by a --state flag, as an
-// enqueue of nothing does: read-only commands do not create one.
+// createStore creates the empty store named by a --state flag with aso
+// init: no other command creates one.
 func createStore(t testing.TB, stateFlag string) {
 	t.Helper()
-	empty := filepath.Join(t.TempDir(), "empty.jsonl")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	aso(t, stateFlag, "enqueue", "-f", empty).wantCode(t, 0)
+	aso(t, stateFlag, "init").wantCode(t, 0)
 }

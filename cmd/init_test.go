@@ -25,6 +25,36 @@ func runAso(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// TestInit_FileStore: init creates a file store and its directory, says
+// so, and leaves an existing one as it is, saying that; it refuses a file
+// that is not a store, and a store of another scheme.
+func TestInit_FileStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "dir", "state.aso")
+	st := "--state=file:" + path
+	aso(t, st, "init").wantCode(t, 0).wantStdout(t, "created the file store "+path)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, st, "enqueue").wantCode(t, 0)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aso(t, "--state=file://"+path, "init").wantCode(t, 0).wantStdout(t, path+" is already a file store: nothing to do")
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Fatal("init changed an existing store")
+	}
+	if n := statusOf(t, st, "--user", "alice")["total"]; n != 3.0 {
+		t.Fatalf("%v transfers after a second init, want 3", n)
+	}
+
+	notes := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notes, []byte("not a store\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := aso(t, "--state=file:"+notes, "init").wantCode(t, cmd.ExitConfig); !strings.Contains(r.stderr, "not an aso state file") {
+		t.Errorf("init over another file: stderr %q", r.stderr)
+	}
+	aso(t, "--state=ftp://host/x", "init").wantCode(t, cmd.ExitUsage)
+}
+
 func TestInitCommand(t *testing.T) {
 	for _, k := range []string{"ASO_COUCHDB_CREDENTIALS", "ASO_COUCHDB_USER", "ASO_COUCHDB_PASSWORD", "ASO_CONFIG"} {
 		t.Setenv(k, "")
@@ -39,11 +69,6 @@ func TestInitCommand(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "initialised") {
 				t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i+1, code, out, errs)
 			}
-		}
-	})
-	t.Run("needs --state", func(t *testing.T) {
-		if code, _, _ := runAso(t, "init"); code != cmd.ExitUsage {
-			t.Fatalf("exit %d, want %d", code, cmd.ExitUsage)
 		}
 	})
 	t.Run("passwords stay out of errors", func(t *testing.T) {

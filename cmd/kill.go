@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 type KillOptions struct {
 	All    bool
 	JSON   bool
+	Act    ActOptions
 	Select SelectOptions
 	IDs    []string
 }
@@ -23,6 +25,7 @@ type KillOptions struct {
 func (o *KillOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.All, "all", false, "kill every transfer of the user that has not ended (new, acquired, submitted)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
+	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a kill of more than %d transfers, or of --all,", askAbove))
 	o.Select.AddFlags(cmd.Flags())
 }
 
@@ -41,7 +44,9 @@ func newKillCommand(g *Globals) *cobra.Command {
 			"--all kills every unfinished transfer of --user; the filters of `aso list` (--in-state,\n" +
 			"--link, --lfn, --fts-job, --since, --all-users) select the transfers to kill instead,\n" +
 			"the unfinished ones unless --in-state is given. The history of each transfer records who\n" +
-			"asked (login@host). Exits 1 if an ID is unknown.",
+			"asked (login@host) and when. --dry-run prints what would change and changes nothing. On a\n" +
+			"terminal, a kill of --all or of more than 100 transfers asks first (--yes does not).\n" +
+			"Exits 1 if an ID is unknown.",
 		RunE: func(cmd *cobra.Command, args []string) error { o.IDs = args; return runKill(cmd.Context(), o, g) },
 	}
 	o.AddFlags(cmd)
@@ -49,10 +54,11 @@ func newKillCommand(g *Globals) *cobra.Command {
 }
 
 func runKill(ctx context.Context, o *KillOptions, g *Globals) error {
-	c := idCommand{allFlag: "all", all: o.All, batch: killBatch, states: activeStates, sel: &o.Select, json: o.JSON}
+	c := idCommand{verb: "kill", allFlag: "all", all: o.All, batch: killBatch, states: activeStates, sel: &o.Select, json: o.JSON,
+		act: o.Act, would: killWould, effect: "new: killed at once; acquired, submitted: kill requested, the agent cancels them"}
 	user, tally, err := c.run(ctx, g, o.IDs)
-	if err != nil {
-		return err
+	if err != nil || o.Act.DryRun {
+		return cmp.Or(err, tally.err("killed"))
 	}
 	if !o.JSON {
 		fmt.Fprintf(g.Stdout, "%d killed, %d kill requested, %d already terminal, %d not found, %d failed\n",
@@ -61,6 +67,17 @@ func runKill(ctx context.Context, o *KillOptions, g *Globals) error {
 	g.Log.WithFields(logrus.Fields{FieldUser: user, "killed": tally.done, "kill_requested": tally.pending,
 		"already_terminal": tally.skipped, "not_found": tally.notFound, "failed": tally.failed}).Info("kill finished")
 	return tally.err("killed")
+}
+
+// killWould says what a kill would do to t.
+func killWould(t *state.Transfer) (IDOutcome, bool) {
+	switch {
+	case t.State.Terminal():
+		return IDOutcome{Outcome: "already_terminal", Detail: string(t.State)}, false
+	case t.State == state.StateNew:
+		return IDOutcome{Outcome: "would_kill"}, true
+	}
+	return IDOutcome{Outcome: "would_request_kill", Detail: "the agent would cancel it"}, true
 }
 
 // killBatch requests the kill of ids and reports each. It re-reads the

@@ -9,12 +9,15 @@ import (
 
 func TestKill_ExitCodes(t *testing.T) {
 	q := newQueue(t)
-	r := aso(t, q.flag, "kill", q.done.ID, q.submitted.ID).wantCode(t, 0)
+	r := invocation{env: map[string]string{"USER": "dora"}}.run(t, q.flag, "kill", q.done.ID, q.submitted.ID).wantCode(t, 0)
 	r.wantStdout(t,
 		q.done.ID+": already terminal (done)\n",
 		q.submitted.ID+": kill requested (submitted; the agent cancels it)\n",
 		"0 killed, 1 kill requested, 1 already terminal, 0 not found, 0 failed\n",
 	)
+	// the request is in the transfer's history: who asked, and when
+	wantMatch(t, aso(t, q.flag, "status", q.submitted.ID).wantCode(t, 0).stdout,
+		`(?m)^History: \d+$`, `(?m)^20\d\d-\S+\s+submitted\s+submitted\s+dora@\S+:cli\s+kill requested$`)
 
 	r = aso(t, q.flag, "kill", unknownID, q.retried.ID).wantCode(t, 1)
 	if !strings.Contains(r.stdout, unknownID+": not found\n") || !strings.Contains(r.stdout, q.retried.ID+": killed\n") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -20,6 +21,7 @@ type PurgeOptions struct {
 	Archive   string
 	AllUsers  bool
 	JSON      bool
+	Act       ActOptions
 }
 
 // AddFlags registers the flags of `aso purge`.
@@ -28,7 +30,8 @@ func (o *PurgeOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.OlderThan, "older-than", 0, "remove terminal transfers last updated longer ago than this (required, e.g. 720h)")
 	f.StringVar(&o.Archive, "archive", "", "append the removed transfers to this JSON-lines file first (synced before anything is removed)")
 	f.BoolVar(&o.AllUsers, "all-users", false, "purge the transfers of every user, not only --user's")
-	f.BoolVar(&o.JSON, "json", false, `print {"user", "purged", "before", "archive"} as one JSON line`)
+	f.BoolVar(&o.JSON, "json", false, `print {"user", "purged", "before", "archive"} as one JSON line (with --dry-run: one line per transfer)`)
+	o.Act.AddFlags(f, fmt.Sprintf("a purge of more than %d transfers", askAbove))
 }
 
 func newPurgeCommand(g *Globals) *cobra.Command {
@@ -39,8 +42,10 @@ func newPurgeCommand(g *Globals) *cobra.Command {
 		Long: "purge removes the terminal transfers (done, failed, killed) of --user (--all-users:\n" +
 			"everyone) whose last update is older than --older-than, in bulk. With --archive they\n" +
 			"are first appended to FILE as JSON lines (one transfer, with its history, a line) and\n" +
-			"the file is synced to disk before any of them is removed. Transfers waiting or\n" +
-			"running are never touched.",
+			"the file is synced to disk before any of them is removed; each archived transfer's history\n" +
+			"ends with who purged it (login@host) and when. Transfers waiting or running are never\n" +
+			"touched. --dry-run prints what would be removed and changes nothing. On a terminal, a\n" +
+			"purge of more than 100 transfers asks first (--yes does not).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPurge(cmd.Context(), o, g) },
 	}
@@ -57,15 +62,23 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 		return err
 	}
 	po := state.PurgeOptions{User: user, Before: time.Now().Add(-o.OlderThan)}
-	if o.Archive != "" {
-		a, err := openArchive(o.Archive)
-		if err != nil {
-			return err
-		}
-		defer a.f.Close()
-		po.Archive = a
+	if o.Act.DryRun {
+		return withStore(readOnly(ctx), g, user, func(st state.Store) error { return dryPurge(ctx, g, st, o, po) })
 	}
 	return withStore(ctx, g, user, func(st state.Store) error {
+		if !o.Act.Yes && g.stdinTerminal() {
+			if err := confirmPurge(ctx, g, st, po); err != nil {
+				return err
+			}
+		}
+		if o.Archive != "" {
+			a, err := openArchive(o.Archive)
+			if err != nil {
+				return err
+			}
+			defer a.f.Close()
+			po.Archive = a
+		}
 		n, err := st.Purge(ctx, po)
 		if o.JSON {
 			if werr := newJSONLines(g.Stdout).write(purgeJSON{User: user, Purged: n, Before: po.Before.UTC(), Archive: o.Archive}); werr != nil {
@@ -87,6 +100,73 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 		}
 		return nil
 	})
+}
+
+// purgeable calls fn on every page of the transfers po selects, one store
+// call a page.
+func purgeable(ctx context.Context, st state.Store, po state.PurgeOptions, fn func([]state.Transfer) error) error {
+	f := state.Filter{User: po.User, States: []state.State{state.StateDone, state.StateFailed, state.StateKilled}}
+	return eachPage(ctx, st, f, 0, func(ts []state.Transfer) error {
+		return fn(slices.DeleteFunc(ts, func(t state.Transfer) bool { return !po.Purgeable(&t) }))
+	})
+}
+
+// confirmPurge asks, on a terminal, before a purge of more than askAbove
+// transfers.
+func confirmPurge(ctx context.Context, g *Globals, st state.Store, po state.PurgeOptions) error {
+	p := newPlan("purge")
+	err := purgeable(ctx, st, po, func(ts []state.Transfer) error {
+		for i := range ts {
+			p.add(&ts[i])
+		}
+		return nil
+	})
+	if err != nil || p.total <= askAbove {
+		return err
+	}
+	return ask(g, p.question())
+}
+
+// dryPurge prints what a purge would remove: counts by user and state, or
+// with --json one line per transfer; it changes nothing, and writes no
+// archive.
+func dryPurge(ctx context.Context, g *Globals, st state.Store, o *PurgeOptions, po state.PurgeOptions) error {
+	p := newPlan("purge")
+	out := newJSONLines(g.Stdout)
+	err := purgeable(ctx, st, po, func(ts []state.Transfer) error {
+		for i := range ts {
+			p.add(&ts[i])
+			if o.JSON {
+				line := purgeDryJSON{ID: ts[i].ID, User: ts[i].User, State: ts[i].State, LastUpdate: ts[i].LastUpdate, Outcome: "would_purge", DryRun: true}
+				if err := out.write(line); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !o.JSON {
+		effect := "removed: ended and last updated before " + po.Before.UTC().Format(time.RFC3339)
+		if o.Archive != "" {
+			effect += ", archived first to " + o.Archive
+		}
+		p.print(g.Stdout, effect, "")
+	}
+	p.log(g, po.User)
+	return nil
+}
+
+// purgeDryJSON is one line of aso purge --dry-run --json.
+type purgeDryJSON struct {
+	ID         string      `json:"id"`
+	User       string      `json:"user"`
+	State      state.State `json:"state"`
+	LastUpdate state.Time  `json:"last_update"`
+	Outcome    string      `json:"outcome"`
+	DryRun     bool        `json:"dry_run"`
 }
 
 // purgeJSON is what aso purge --json prints: user is "" for every user.

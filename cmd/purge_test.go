@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -27,8 +28,11 @@ func TestPurge(t *testing.T) {
 	aso(t, "purge", st, "--user", "alice", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 0 ")
 
 	arch := filepath.Join(t.TempDir(), "archive.jsonl")
-	aso(t, "purge", st, "--user", "bob", "--older-than", "1ns", "--archive", arch).wantCode(t, 0).
+	host, _ := os.Hostname()
+	before := time.Now()
+	invocation{env: map[string]string{"USER": "dora"}}.run(t, "purge", st, "--user", "bob", "--older-than", "1ns", "--archive", arch).wantCode(t, 0).
 		wantStdout(t, "purged 5 terminal transfers of user bob", "archived to "+arch)
+	after := time.Now()
 	f, err := os.Open(arch)
 	if err != nil {
 		t.Fatal(err)
@@ -42,8 +46,14 @@ func TestPurge(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &tr); err != nil {
 			t.Fatalf("archive line %d: %v", n+1, err)
 		}
-		if tr.State != state.StateDone || tr.User != "bob" || len(tr.History) < 4 {
-			t.Errorf("archive line %d: %s of %s with %d history entries", n+1, tr.State, tr.User, len(tr.History))
+		if tr.State != state.StateDone || tr.User != "bob" || len(tr.History) < 5 {
+			t.Fatalf("archive line %d: %s of %s with %d history entries", n+1, tr.State, tr.User, len(tr.History))
+		}
+		// each archived record says who purged it and when
+		last := tr.History[len(tr.History)-1]
+		if last.By != "dora@"+host+":cli" || last.Reason != "purged" || last.From != state.StateDone || last.To != state.StateDone ||
+			last.At.Before(before.Add(-time.Millisecond)) || last.At.After(after) || !tr.LastUpdate.Before(before) {
+			t.Errorf("archive line %d: last history entry %+v, last update %s; want purged by dora@%s between %s and %s", n+1, last, tr.LastUpdate, host, before, after)
 		}
 		n++
 	}

@@ -5,21 +5,57 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
-// TestReadOnlyCommands: status and list never create a store, and read one
-// they may not write.
-func TestReadOnlyCommands(t *testing.T) {
-	typo := filepath.Join(t.TempDir(), "stat.aso")
-	for _, args := range [][]string{{"status"}, {"list"}, {"status", "deadbeefdeadbeef"}} {
-		r := aso(t, append([]string{"--state=file:" + typo, "--user", "alice"}, args...)...).wantCode(t, 1)
-		if !strings.Contains(r.stderr, "no such state file") {
-			t.Errorf("%v on a missing store: stderr %q", args, r.stderr)
+// TestMissingStore_EveryCommandRefuses: only init creates a file store.
+// Every other command given a store that does not exist (a typo in
+// --state, or the default store before init) exits 78, naming the path and
+// aso init, and creates nothing: neither the file nor its directory.
+func TestMissingStore_EveryCommandRefuses(t *testing.T) {
+	sites, requests, _ := localSites(t, 1)
+	id := strings.Repeat("ab", 32)
+	commands := [][]string{
+		{"run", "--sites", sites, "--once", "--progress", "never"},
+		{"run", "--sites", sites, "--dry-run"},
+		{"run", "--all-users", "--sites", sites, "--once"},
+		{"enqueue", "-f", requests},
+		{"kill", id}, {"kill", "--all"},
+		{"retry", id}, {"retry", "--failed"},
+		{"purge", "--older-than", "1h"},
+		{"unlock", "alice"},
+		{"status"}, {"status", id}, {"list"},
+		{"fsck"},
+	}
+	for _, args := range commands {
+		dir := filepath.Join(t.TempDir(), "typo")
+		path := filepath.Join(dir, "state.aso")
+		r := invocation{env: map[string]string{"USER": "alice"}}.run(t, append([]string{"--state=file:" + path}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{"no such state file", path, "aso init --state file:" + path} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v on a missing store: stderr %q lacks %q", args, r.stderr, want)
+			}
 		}
-		if _, err := os.Stat(typo); !os.IsNotExist(err) {
-			t.Fatalf("%v created the store: %v", args, err)
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("%v created %s: %v", args, dir, err)
 		}
 	}
+
+	// the default store, before init
+	home := t.TempDir()
+	env := map[string]string{"XDG_STATE_HOME": home, "USER": "alice"}
+	path := filepath.Join(home, "aso", "state.aso")
+	r := invocation{env: env}.run(t, "status").wantCode(t, cmd.ExitConfig)
+	if !strings.Contains(r.stderr, path) || !strings.Contains(r.stderr, "aso init") {
+		t.Errorf("status on the missing default store: stderr %q", r.stderr)
+	}
+	invocation{env: env}.run(t, "init").wantCode(t, 0).wantStdout(t, "created the file store "+path)
+	invocation{env: env}.run(t, "status").wantCode(t, 0)
+}
+
+// TestReadOnlyCommands: status and list read a store they may not write.
+func TestReadOnlyCommands(t *testing.T) {
 	flag, path := stateFile(t)
 	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
 	if err := os.Chmod(path, 0o444); err != nil {

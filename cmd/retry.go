@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 type RetryOptions struct {
 	Failed bool
 	JSON   bool
+	Act    ActOptions
 	Select SelectOptions
 	IDs    []string
 }
@@ -23,6 +25,7 @@ type RetryOptions struct {
 func (o *RetryOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.Failed, "failed", false, "retry every failed transfer of the user (killed ones are left alone)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
+	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a retry of more than %d transfers, or of --failed,", askAbove))
 	o.Select.AddFlags(cmd.Flags())
 }
 
@@ -36,8 +39,9 @@ func newRetryCommand(g *Globals) *cobra.Command {
 			"With --user, only that user's transfers are retried. --failed retries every failed\n" +
 			"transfer of --user; the filters of `aso list` (--in-state, --link, --lfn, --fts-job, --since,\n" +
 			"--all-users) select the transfers to retry instead, the failed ones unless --in-state is\n" +
-			"given. The history of each transfer records who asked (login@host).\n" +
-			"Exits 1 if an ID is unknown.",
+			"given. The history of each transfer records who asked (login@host) and when. --dry-run\n" +
+			"prints what would change and changes nothing. On a terminal, a retry of --failed or of\n" +
+			"more than 100 transfers asks first (--yes does not). Exits 1 if an ID is unknown.",
 		RunE: func(cmd *cobra.Command, args []string) error { o.IDs = args; return runRetry(cmd.Context(), o, g) },
 	}
 	o.AddFlags(cmd)
@@ -45,10 +49,11 @@ func newRetryCommand(g *Globals) *cobra.Command {
 }
 
 func runRetry(ctx context.Context, o *RetryOptions, g *Globals) error {
-	c := idCommand{allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}, sel: &o.Select, json: o.JSON}
+	c := idCommand{verb: "retry", allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}, sel: &o.Select,
+		json: o.JSON, act: o.Act, would: retryWould, effect: "queued again as new, attempts reset"}
 	user, tally, err := c.run(ctx, g, o.IDs)
-	if err != nil {
-		return err
+	if err != nil || o.Act.DryRun {
+		return cmp.Or(err, tally.err("retried"))
 	}
 	if !o.JSON {
 		fmt.Fprintf(g.Stdout, "%d queued again, %d not terminal, %d not found, %d failed\n", tally.done, tally.skipped, tally.notFound, tally.failed)
@@ -56,6 +61,14 @@ func runRetry(ctx context.Context, o *RetryOptions, g *Globals) error {
 	g.Log.WithFields(logrus.Fields{FieldUser: user, "retried": tally.done, "not_terminal": tally.skipped,
 		"not_found": tally.notFound, "failed": tally.failed}).Info("retry finished")
 	return tally.err("retried")
+}
+
+// retryWould says what a retry would do to t.
+func retryWould(t *state.Transfer) (IDOutcome, bool) {
+	if !t.State.Terminal() {
+		return IDOutcome{Outcome: "not_terminal", text: "not terminal, nothing to retry"}, false
+	}
+	return IDOutcome{Outcome: "would_queue_again"}, true
 }
 
 // retryBatch retries ids and reports each.

@@ -73,6 +73,9 @@ func lockRow(l *LockView) string {
 		if r.ExitCode < 0 {
 			code = "unknown: " + r.Error
 		}
+		if r.By != "" {
+			code += " (by " + r.By + ")"
+		}
 	}
 	return strings.Join([]string{l.User, lock, host, pid, since, exp, started, ended, code}, "\t")
 }

@@ -19,7 +19,7 @@ const extraRequests = `{"user": "alice", "source": "T2_A", "destination": "T2_B"
 // queue is a store holding alice's transfers in every state, set up through
 // aso and an agent working two hours ago; bob has one new transfer.
 type queue struct {
-	flag string
+	flag, path string
 	// submitted (stale), acquired (stuck, kill requested), failed, done,
 	// retried (new again after failing) and killed (from new).
 	submitted, acquired, failed, done, retried, killed state.Transfer
@@ -30,7 +30,7 @@ func newQueue(t *testing.T) *queue {
 	flag, path := stateFile(t)
 	aso(t, flag, "enqueue", "-f", requestsDir+"good.jsonl").wantCode(t, 0)
 	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
-	q := &queue{flag: flag}
+	q := &queue{flag: flag, path: path}
 	agent := newPastAgent(t, path, "alice", 2*time.Hour)
 	q.submitted = agent.submit("job-1")
 	q.acquired = agent.claim()
@@ -178,7 +178,9 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if doc.ID != q.acquired.ID || doc.State != state.StateAcquired || !doc.KillRequested || doc.Owner != "worker:42:test" || len(doc.History) != 2 {
+	// enqueued, claimed, and the kill request, which keeps the state
+	if doc.ID != q.acquired.ID || doc.State != state.StateAcquired || !doc.KillRequested || doc.Owner != "worker:42:test" || len(doc.History) != 3 ||
+		doc.History[2].Reason != "kill requested" || doc.History[2].From != state.StateAcquired || doc.History[2].To != state.StateAcquired {
 		t.Errorf("status --json ID: %+v", doc)
 	}
 

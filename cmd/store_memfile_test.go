@@ -2,17 +2,26 @@ package cmd_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
 )
 
 func TestOpenStore_File(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "new", "dir", "state.aso")
 	cfg := state.Config{Agent: state.Agent{User: "alice", Owner: "test"}}
+	missing := &cmd.Globals{StateURL: "file:" + path, Getenv: func(string) string { return "" }}
+	if _, err := missing.OpenStore(ctx, cfg); !errors.Is(err, memfile.ErrNoStore) || cmd.ExitCode(err) != cmd.ExitConfig {
+		t.Fatalf("open of a missing store: %v (exit %d), want ErrNoStore, exit %d", err, cmd.ExitCode(err), cmd.ExitConfig)
+	}
+	if _, err := memfile.Create(path); err != nil {
+		t.Fatal(err)
+	}
 	r := state.Request{User: "alice", Source: "T2_A", Destination: "T1_B", SourceLFN: "/a", DestinationLFN: "/b"}
 	for i, url := range []string{"file:" + path, "file://" + path} {
 		g := &cmd.Globals{StateURL: url, Getenv: func(string) string { return "" }}

@@ -36,7 +36,8 @@ func newUnlockCommand(g *Globals) *cobra.Command {
 			"(its agent stopped renewing it), or the holder ran on this host and its process is\n" +
 			"gone. A live lock of a holder that may be running is refused (exit 3) unless --force;\n" +
 			"a forced unlock makes a running agent stop at its next renewal, before it writes again.\n" +
-			"The release is recorded as the user's last run, with exit code unknown.",
+			"The release is recorded as the user's last run, with exit code unknown and who\n" +
+			"released it (login@host), which aso status shows.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { o.User = args[0]; return runUnlock(cmd.Context(), o, g) },
 	}
@@ -68,8 +69,8 @@ func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
 			}
 			why = "forced: " + why
 		}
-		host, _ := os.Hostname()
-		note := fmt.Sprintf("lock released by aso unlock on %s (%s)", host, why)
+		// the store records who released it: the operator (see withStore)
+		note := fmt.Sprintf("lock released by aso unlock (%s)", why)
 		if err := st.Unlock(ctx, o.User, l.Holder, note); err != nil {
 			if errors.Is(err, state.ErrLockLost) {
 				return fmt.Errorf("unlock %s: the lock changed meanwhile (%v); run aso status and try again", o.User, err)

@@ -41,6 +41,7 @@ type statusLocks struct {
 			Ended    string `json:"ended"`
 			ExitCode int    `json:"exit_code"`
 			Error    string `json:"error"`
+			By       string `json:"by"`
 		} `json:"last_run"`
 	} `json:"locks"`
 }
@@ -90,11 +91,18 @@ func TestStatusLocksAndUnlock(t *testing.T) {
 		t.Fatalf("lock held by a dead process: %+v", l)
 	}
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never").wantCode(t, 3)
-	aso(t, "unlock", st, "bob").wantCode(t, 0).wantStdout(t, "released the run lock of bob", "is gone from this host")
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	invocation{env: map[string]string{"USER": "dora"}}.run(t, "unlock", st, "bob").wantCode(t, 0).wantStdout(t, "released the run lock of bob", "is gone from this host")
 	l = locksOf(t, st).Locks[0]
 	if l.Held || l.LastRun == nil || l.LastRun.Holder != dead || l.LastRun.ExitCode != -1 {
 		t.Fatalf("lock after unlock: %+v (last run %+v)", l, l.LastRun)
 	}
+	// who released it, and when
+	by := "dora@" + host + ":cli"
+	if ended, err := time.Parse(time.RFC3339Nano, l.LastRun.Ended); err != nil || l.LastRun.By != by || ended.Before(before) {
+		t.Fatalf("last run after unlock: %+v (%v); want by %s, ended at or after %s", l.LastRun, err, by, before)
+	}
+	wantMatch(t, aso(t, "status", st, "--user", "bob").wantCode(t, 0).stdout, `unknown: lock released by aso unlock \(held by .* is gone from this host\) \(by `+by+`\)`)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--progress", "never").wantCode(t, 0)
 
 	// a live holder: this very process, or one on another host

@@ -29,3 +29,15 @@ type PurgeOptions struct {
 func (o PurgeOptions) Purgeable(t *Transfer) bool {
 	return t.State.Terminal() && (o.User == "" || t.User == o.User) && t.LastUpdate.Before(o.Before)
 }
+
+// PurgedReason is the reason of the last history entry of a transfer in
+// the archive of a purge (see NotePurged).
+const PurgedReason = "purged"
+
+// NotePurged adds to each of ts, as the archive of a purge keeps it, a
+// history entry saying who purged it (by) and when (now).
+func NotePurged(ts []Transfer, by string, now time.Time) {
+	for i := range ts {
+		ts[i].Note(now, by, PurgedReason)
+	}
+}

@@ -69,6 +69,12 @@ func (r *Request) Validate() error {
 	if err := checkLFN("destination_lfn", r.DestinationLFN); err != nil {
 		return err
 	}
+	if r.Source == r.Destination && r.SourceLFN == r.DestinationLFN {
+		// FTS would copy the file onto itself, and the cleanup of a failed
+		// attempt deletes its destination: the source.
+		return &ValidationError{Field: "destination_lfn", Value: r.DestinationLFN,
+			Reason: "the same file as the source (same site " + r.Source + " and LFN): a transfer onto itself, whose failed attempt would delete its source"}
+	}
 	if r.Size < 0 {
 		return &ValidationError{Field: "size", Value: itoa(r.Size), Reason: "must be >= 0"}
 	}

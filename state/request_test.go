@@ -28,6 +28,16 @@ func TestRequestValidate_Valid(t *testing.T) {
 	if err := r.Validate(); err != nil {
 		t.Fatalf("minimal request rejected: %v", err)
 	}
+	same := validRequest()
+	same.Destination = same.Source
+	if err := same.Validate(); err != nil {
+		t.Fatalf("a transfer within one site, to another LFN, rejected: %v", err)
+	}
+	same = validRequest()
+	same.DestinationLFN = same.SourceLFN
+	if err := same.Validate(); err != nil {
+		t.Fatalf("a transfer of one LFN to another site rejected: %v", err)
+	}
 }
 
 func TestRequestValidate_Invalid(t *testing.T) {
@@ -60,6 +70,7 @@ func TestRequestValidate_Invalid(t *testing.T) {
 		{"DEL", func(r *state.Request) { r.DestinationLFN = "/store/a\x7fb" }, "destination_lfn", "/store/a\x7fb", "control"},
 		{"invalid UTF-8", func(r *state.Request) { r.SourceLFN = "/store/\xff" }, "source_lfn", "/store/\xff", "UTF-8"},
 		{"LFN too long", func(r *state.Request) { r.SourceLFN = "/" + strings.Repeat("a", 4096) }, "source_lfn", "/" + strings.Repeat("a", 4096), "4096"},
+		{"same site and LFN", func(r *state.Request) { r.Destination, r.DestinationLFN = r.Source, r.SourceLFN }, "destination_lfn", validRequest().SourceLFN, "same file as the source"},
 		{"negative size", func(r *state.Request) { r.Size = -1 }, "size", "-1", ">= 0"},
 		{"adler32 too short", func(r *state.Request) { r.Checksums = map[string]string{"adler32": "abc"} }, "checksums.adler32", "abc", "8 hex"},
 		{"adler32 not hex", func(r *state.Request) { r.Checksums = map[string]string{"adler32": "0a1b2c3g"} }, "checksums.adler32", "0a1b2c3g", "8 hex"},

@@ -247,8 +247,9 @@ func ApplyTransient(t *Transfer, pr Progress, now time.Time) error {
 	return nil
 }
 
-// RequestKillOf applies `aso kill`: new -> killed; acquired or submitted ->
-// kill_requested. ErrTerminal for a terminal transfer.
+// RequestKillOf applies `aso kill` by by: new -> killed; acquired or
+// submitted -> kill_requested, with a history entry that keeps the state
+// and says who asked and when. ErrTerminal for a terminal transfer.
 func RequestKillOf(t *Transfer, now time.Time, by string) error {
 	switch {
 	case t.State.Terminal():
@@ -258,10 +259,15 @@ func RequestKillOf(t *Transfer, now time.Time, by string) error {
 		t.Transition(StateKilled, now, by, "killed by request")
 	default:
 		t.KillRequested = true
+		t.Note(now, by, KillRequestedReason)
 		t.LastUpdate = At(now)
 	}
 	return nil
 }
+
+// KillRequestedReason is the reason of the history entry of a kill
+// request on an acquired or submitted transfer.
+const KillRequestedReason = "kill requested"
 
 // RetryOf applies `aso retry`: a terminal transfer returns to new with its
 // attempts reset. ErrNotTerminal for an active transfer.

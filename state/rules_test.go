@@ -331,8 +331,13 @@ func TestAdminRules(t *testing.T) {
 		t.Fatalf("kill of a killed transfer: %v", err)
 	}
 	s := submitted(t)
+	reason := s.Reason
 	if err := state.RequestKillOf(&s, t0, "cli"); err != nil || s.State != state.StateSubmitted || !s.KillRequested {
 		t.Fatalf("kill of a submitted transfer: %v %+v", err, s)
+	}
+	want := state.Transition{At: state.At(t0), From: state.StateSubmitted, To: state.StateSubmitted, By: "cli", Reason: state.KillRequestedReason}
+	if last := s.History[len(s.History)-1]; last != want || s.Reason != reason {
+		t.Fatalf("kill request of a submitted transfer: last history entry %+v, reason %q; want %+v, the reason kept", last, s.Reason, want)
 	}
 	if err := state.RetryOf(&s, t0, "cli"); !errors.Is(err, state.ErrNotTerminal) {
 		t.Fatalf("retry of an active transfer: %v", err)

@@ -13,17 +13,20 @@ type RunRecord struct {
 	Started  Time   `json:"started"`
 	Ended    Time   `json:"ended"`
 	ExitCode int    `json:"exit_code"`
-	// Error is why the run ended with an error, or who released a lock
-	// whose holder had died (ExitCode -1: unknown).
+	// Error is why the run ended with an error, or why a lock whose holder
+	// had died was released (ExitCode -1: unknown).
 	Error string `json:"error,omitempty"`
+	// By is who released the lock by hand (aso unlock: the operator's
+	// login@host), at Ended; empty for a run that released its own lock.
+	By string `json:"by,omitempty"`
 }
 
-// UnlockDoc applies Unlock to the stored lock d at now.
-func UnlockDoc(d *LockDoc, user, holder, note string, now time.Time) error {
+// UnlockDoc applies Unlock by by to the stored lock d at now.
+func UnlockDoc(d *LockDoc, user, holder, by, note string, now time.Time) error {
 	if err := NotHeldBy(d, user, holder); err != nil {
 		return err
 	}
-	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note}
+	d.LastRun = &RunRecord{Holder: holder, Started: d.Since, Ended: At(now), ExitCode: -1, Error: note, By: by}
 	d.Expire = Time{}
 	return nil
 }

@@ -157,6 +157,13 @@ func (t *Transfer) Transition(to State, now time.Time, by, reason string) {
 	}
 }
 
+// Note records in t's history, at now, what by did to t without moving
+// it to another state (a kill request, a purge). It leaves Reason and
+// LastUpdate alone.
+func (t *Transfer) Note(now time.Time, by, what string) {
+	t.History = appendHistory(t.History, Transition{At: At(now), From: t.State, To: t.State, By: by, Reason: what})
+}
+
 func appendHistory(h []Transition, tr Transition) []Transition {
 	h = append(h, tr)
 	if len(h) > MaxHistory {

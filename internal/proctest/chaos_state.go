@@ -30,7 +30,7 @@ func (w *World) MoveState(dir string) {
 	if err := os.Remove(old); err != nil {
 		w.t.Fatalf("proctest: MoveState: %v", err)
 	}
-	w.store, err = memfile.Open(path, state.Config{Agent: state.Agent{User: "proctest", Owner: "proctest:checker"}})
+	w.store, err = memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: "proctest", Owner: "proctest:checker"}}, memfile.Options{})
 	if err != nil {
 		w.t.Fatalf("proctest: MoveState: open %s: %v", path, err)
 	}

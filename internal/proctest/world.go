@@ -96,20 +96,21 @@ func New(t testing.TB, o Options) *World {
 	defer cancel()
 	cfg := state.Config{Agent: state.Agent{User: "proctest", Owner: "proctest:checker"}}
 	var err error
+	path := filepath.Join(w.Dir, "state.aso")
+	w.StateURL = "file:" + path
 	if o.Couch {
-		u := couchtest.Server(t) + couchtest.NewName()
-		couchtest.DropLater(t, u)
-		var out, errb bytes.Buffer
-		if code := cmd.ExecuteWith(ctx, []string{"init", "--state", u, "--log-level", "error"},
-			cmd.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
-			t.Fatalf("proctest: aso init: exit %d: %s%s", code, out.String(), errb.String())
-		}
-		w.StateURL = u
-		w.store, err = couch.Open(ctx, couch.Options{URL: u}, cfg)
+		w.StateURL = couchtest.Server(t) + couchtest.NewName()
+		couchtest.DropLater(t, w.StateURL)
+	}
+	var out, errb bytes.Buffer // the store is created as a user creates it
+	if code := cmd.ExecuteWith(ctx, []string{"init", "--state", w.StateURL, "--log-level", "error"},
+		cmd.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
+		t.Fatalf("proctest: aso init: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if o.Couch {
+		w.store, err = couch.Open(ctx, couch.Options{URL: w.StateURL}, cfg)
 	} else {
-		path := filepath.Join(w.Dir, "state.aso")
-		w.StateURL = "file:" + path
-		w.store, err = memfile.Open(path, cfg)
+		w.store, err = memfile.OpenOptions(path, cfg, memfile.Options{})
 	}
 	if err != nil {
 		t.Fatalf("proctest: open the state store: %v", err)

@@ -17,7 +17,7 @@ import (
 // lock is read again, and written again until a quorum read shows it
 // released with this unlock's record.
 func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
-	now := s.now()
+	now, by := s.now(), s.by()
 	var wrote *state.RunRecord // the record of this unlock's last write answered 202
 	err := lockLoop(ctx, func() error {
 		d, _, ok, err := s.readLock(ctx, user)
@@ -31,7 +31,7 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 		if !ok {
 			cur = nil
 		}
-		if err := state.UnlockDoc(cur, user, holder, note, now); err != nil {
+		if err := state.UnlockDoc(cur, user, holder, by, note, now); err != nil {
 			return err
 		}
 		_, err = s.writeLockKeep202(ctx, d)

@@ -151,6 +151,12 @@ func producerCorpus() []producerDoc {
 	bad("LFN with %", setReq("source_lfn", "/store/x%20.root"))
 	bad("LFN with a control character", setReq("source_lfn", "/store/x\x01.root"))
 	bad("LFN with a C1 control character", setReq("source_lfn", "/store/x\u0085.root"))
+	badGoOnly("same site and LFN", func(m map[string]any) map[string]any {
+		m["destination"], m["destination_lfn"] = m["source"], m["source_lfn"]
+		return rehash(m)
+	})
+	good("same site, another LFN", func(m map[string]any) map[string]any { m["destination"] = m["source"]; return rehash(m) })
+	good("another site, the same LFN", func(m map[string]any) map[string]any { m["destination_lfn"] = m["source_lfn"]; return rehash(m) })
 	badGoOnly("LFN of 4097 bytes", setReq("source_lfn", "/"+strings.Repeat("é", 2048)))
 	atClaim("ID not the hash", set("_id", strings.Repeat("0", 64)))
 	atClaim("ID of another request", set("source_lfn", "/store/other.root"))
@@ -319,6 +325,22 @@ func TestValidate_Updates(t *testing.T) {
 	}
 }
 
+// storedBeforeInit writes the producer's document m into the database at
+// u before Init installs the validation, as a producer did before aso
+// refused its fault, then runs Init and opens a store of the corpus user.
+func storedBeforeInit(t testing.TB, u string, m map[string]any) (string, *couch.Store) {
+	t.Helper()
+	b, _ := json.Marshal(m)
+	id := m["_id"].(string)
+	if code, body := httpPut(t, u, id, b); code != http.StatusCreated {
+		t.Fatalf("PUT: HTTP %d %s", code, body)
+	}
+	if err := couch.Init(context.Background(), couch.Options{URL: u}); err != nil {
+		t.Fatal(err)
+	}
+	return id, open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+}
+
 // TestClaim_QuarantineKeepsEmptyFields: a document written before the
 // validation was installed, with empty optional fields aso does not write
 // back ("group": "", "role": null) and a wrong size, is moved to failed by
@@ -328,15 +350,7 @@ func TestClaim_QuarantineKeepsEmptyFields(t *testing.T) {
 	u := couchtest.DB(t)
 	m := producerBase("quarantine/empty.root")
 	m["group"], m["role"], m["size"] = "", nil, "big"
-	b, _ := json.Marshal(m)
-	id := m["_id"].(string)
-	if code, body := httpPut(t, u, id, b); code != http.StatusCreated {
-		t.Fatalf("PUT: HTTP %d %s", code, body)
-	}
-	if err := couch.Init(ctx, couch.Options{URL: u}); err != nil {
-		t.Fatal(err)
-	}
-	s := open(t, u, newClock(), corpusUser, "host:1:a", couch.Options{})
+	id, s := storedBeforeInit(t, u, m)
 	if got, err := statetest.Claim(ctx, s, 10); err != nil || len(got) != 0 {
 		t.Fatalf("NewTransfers = %d, %v; want none claimed", len(got), err)
 	}
@@ -344,5 +358,40 @@ func TestClaim_QuarantineKeepsEmptyFields(t *testing.T) {
 	reason, _ := raw["reason"].(string)
 	if raw["state"] != "failed" || !strings.Contains(reason, "Transfer.size") || raw["size"] != "big" || raw["taskname"] != m["taskname"] {
 		t.Fatalf("stored after the claim: %v", raw)
+	}
+}
+
+// TestClaim_SameSiteAndLFNFails: a queued transfer another producer wrote
+// before the validation was installed, whose destination is its source
+// (the same site and LFN), is not claimed: the claim's own write moves it
+// to failed, its reason naming the field and the fault, its fields kept.
+// Once Init has installed the validation, the server refuses such a write.
+func TestClaim_SameSiteAndLFNFails(t *testing.T) {
+	ctx := context.Background()
+	u := couchtest.DB(t)
+	m := producerBase("self/copy.root")
+	m["destination"], m["destination_lfn"] = m["source"], m["source_lfn"]
+	id, s := storedBeforeInit(t, u, rehash(m))
+	enqueue(t, s, requests(corpusUser, 2))
+	got, err := statetest.Claim(ctx, s, 10)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("NewTransfers = %d, %v; want the 2 valid transfers", len(got), err)
+	}
+	for _, tr := range got {
+		if tr.ID == id {
+			t.Fatalf("claimed %s, whose destination is its source", id)
+		}
+	}
+	raw := getRaw(t, rawDB(t, u), id)
+	reason, _ := raw["reason"].(string)
+	if raw["state"] != "failed" || !strings.HasPrefix(reason, couch.InvalidReasonPrefix+"destination_lfn ") ||
+		!strings.Contains(reason, "same file as the source") || raw["taskname"] != m["taskname"] {
+		t.Fatalf("stored after the claim: state %v, reason %q; want failed, naming destination_lfn and the fault", raw["state"], reason)
+	}
+	m["source_lfn"], m["destination_lfn"] = "/store/temp/user/self/other.root", "/store/temp/user/self/other.root"
+	rehash(m)
+	b, _ := json.Marshal(m)
+	if code, body := httpPut(t, u, m["_id"].(string), b); code != http.StatusForbidden || !strings.Contains(body, "same file as the source") {
+		t.Fatalf("a producer's write of another such document after Init: HTTP %d %s, want 403 naming the fault", code, body)
 	}
 }

@@ -49,6 +49,7 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 // purgeBatch archives ts (when asked) and deletes them.
 func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Archiver) (int, error) {
 	if a != nil {
+		state.NotePurged(ts, s.by(), s.now())
 		if err := a.Write(ts); err != nil {
 			return 0, fmt.Errorf("archive: %w", err)
 		}

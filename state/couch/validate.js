@@ -229,6 +229,9 @@ function (newDoc, oldDoc, userCtx, secObj) {
     ['user', 'source', 'destination'].forEach(function (f) { str(f, true); name(f); });
     ['group', 'role'].forEach(function (f) { str(f, false); name(f); });
     ['source_lfn', 'destination_lfn'].forEach(function (f) { str(f, true); lfn(f); });
+    if (newDoc.source === newDoc.destination && newDoc.source_lfn === newDoc.destination_lfn) {
+      fail('destination_lfn: the same file as the source (same site and LFN): a transfer onto itself, whose failed attempt would delete its source');
+    }
   }
   function name(f) {
     var v = newDoc[f];

@@ -58,7 +58,7 @@ func TestCrash(t *testing.T) {
 			}
 		}
 		var w warnings
-		s, err := memfile.OpenOptions(path, state.Config{}, memfile.Options{Warn: w.add})
+		s, err := memfile.OpenOptions(path, state.Config{}, memfile.Options{Warn: w.add, Create: true})
 		if err != nil {
 			t.Fatalf("after kill %d: %v", gen, err)
 		}

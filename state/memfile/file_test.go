@@ -27,8 +27,10 @@ type warnings struct{ msgs []string }
 
 func (w *warnings) add(m string) { w.msgs = append(w.msgs, m) }
 
+// open opens the store at path with o, creating it when missing.
 func open(t testing.TB, path string, o memfile.Options) *memfile.Store {
 	t.Helper()
+	o.Create = true
 	s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "agent-a"}}, o)
 	if err != nil {
 		t.Fatal(err)

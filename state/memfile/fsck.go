@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -90,6 +91,9 @@ func Check(path string) (*Report, error) {
 
 func check(path string) (*Report, *fsck, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, ErrNoStore)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("memfile: fsck: %w", err)
 	}

@@ -84,8 +84,19 @@ func newScanner(f *os.File, path string, off, size int64, line int) *scanner {
 	}
 }
 
+// ErrDamaged is wrapped by the error of a state file that cannot be read
+// past some damage: a journal record that fails its checksum or has a bad
+// header, a line that is not a document. Check lists the damage and
+// Salvage writes what can be read into a new file.
+var ErrDamaged = errors.New("the state file is damaged")
+
+// errorf returns the error of damage at line (offset off) of the file.
 func (sc *scanner) errorf(line int, off int64, format string, args ...any) error {
-	return fmt.Errorf("memfile: %s:%d (offset %d): %s", sc.path, line, off, fmt.Sprintf(format, args...))
+	return damagef(sc.path, line, off, format, args...)
+}
+
+func damagef(path string, line int, off int64, format string, args ...any) error {
+	return fmt.Errorf("memfile: %s:%d (offset %d): %s: %w", path, line, off, fmt.Sprintf(format, args...), ErrDamaged)
 }
 
 // readLine returns the next line without its newline, or the bytes before
@@ -160,7 +171,7 @@ func (sc *scanner) record() error {
 	}
 	if int64(h.Bytes) > sc.size-sc.pos {
 		if recordFollows(sc.r) { // a torn record is the last thing in a file
-			return sc.errorf(line, start, "journal record header says %d bytes, more than the rest of the file, yet records follow it: the header is damaged (see aso fsck)", h.Bytes)
+			return sc.errorf(line, start, "journal record header says %d bytes, more than the rest of the file, yet records follow it: the header is damaged", h.Bytes)
 		}
 		return errTorn
 	}
@@ -248,7 +259,7 @@ func decodeAll(src *source, docs []pending, apply applyFunc) error {
 		p := docs[at[i]]
 		if err := decodeDoc(raw, &d, src.in); err != nil {
 			if d.ID == "" {
-				return fmt.Errorf("memfile: %s:%d (offset %d): not a document: %v", src.path, p.line, p.off, err)
+				return damagef(src.path, int(p.line), p.off, "not a document: %v", err)
 			}
 			apply(d.ID, &d, raw, err.Error(), p.off)
 			return nil

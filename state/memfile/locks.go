@@ -51,7 +51,7 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 			c := *cur
 			n = &c
 		}
-		if err := state.UnlockDoc(n, user, holder, note, now); err != nil {
+		if err := state.UnlockDoc(n, user, holder, s.by(), note, now); err != nil {
 			return fmt.Errorf("memfile: unlock: %w", err)
 		}
 		x.putLock(n)

@@ -13,6 +13,10 @@ type Options struct {
 	// CompactBytes: the journal is compacted once it is larger than both this
 	// and twice the snapshot (0: DefaultCompactBytes).
 	CompactBytes int64
+	// Create creates the file and its directory when missing (see Open).
+	// Without it, a missing file is an error wrapping ErrNoStore, and
+	// nothing is created.
+	Create bool
 	// ReadOnly opens the file for reading only: a missing file is an error
 	// (nothing is created), a file without write permission can be read,
 	// the file is never changed (a torn last record is skipped, not cut

@@ -45,11 +45,13 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 	}
 	if o.Archive != nil {
 		x := newTx(d, &s.src, nil)
+		now := s.now()
 		for lo := 0; lo < len(slots); lo += purgeChunk {
 			ts, err := x.readAll(slots[lo:min(lo+purgeChunk, len(slots))])
 			if err != nil {
 				return 0, fmt.Errorf("memfile: purge: %w", err)
 			}
+			state.NotePurged(ts, s.by(), now)
 			if err := o.Archive.Write(ts); err != nil {
 				return 0, fmt.Errorf("memfile: purge: archive: %w (nothing removed)", err)
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -58,10 +57,12 @@ type Store struct {
 	closed         bool
 }
 
-// Open opens (creating it and its directory if missing) the state file at
-// path, bound to cfg.
+// Open opens the state file at path, bound to cfg, creating it and its
+// directory when missing: OpenOptions with Options.Create, for a program
+// that owns its file. Command lines create a store only on request
+// (Create).
 func Open(path string, cfg state.Config) (*Store, error) {
-	return OpenOptions(path, cfg, Options{})
+	return OpenOptions(path, cfg, Options{Create: true})
 }
 
 // OpenOptions is Open with Options.
@@ -69,7 +70,7 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if o.CompactBytes <= 0 {
 		o.CompactBytes = DefaultCompactBytes
 	}
-	f, err := openFile(path, o.ReadOnly)
+	f, err := openFile(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -93,29 +94,6 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// openFile opens the state file: read-only (it must exist), or for reading
-// and writing, creating it and its directory when missing.
-func openFile(path string, readOnly bool) (*os.File, error) {
-	if readOnly {
-		f, err := os.Open(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("memfile: %s: no such state file (is --state right? aso enqueue creates it): %w", path, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("memfile: open %s: %w", path, err)
-		}
-		return f, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("memfile: open %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // Close releases the file. Later calls fail.
@@ -283,7 +261,7 @@ func (s *Store) readHeader(size int64) (fresh bool, err error) {
 		return false, nil
 	}
 	if len(first) >= len(fileHeader) || !bytes.HasPrefix([]byte(fileHeader), first) {
-		return false, fmt.Errorf("memfile: %s:1: not an aso state file (first line %.60q); move it away or give another --state", s.path, first)
+		return false, fmt.Errorf("memfile: %s:1: %w (first line %.60q); move it away or give another --state", s.path, ErrNotStateFile, first)
 	}
 	// empty, or a creation cut short
 	if s.opts.ReadOnly {

@@ -7,6 +7,21 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
+// Operator is the owner of the handles the suite's operator calls are
+// made through (RequestKill, Retry, Unlock, Purge): the command line names
+// the operator so, and the store records it as who asked.
+const Operator = "carol@ops.example.org:cli"
+
+// wantLast fails unless the last history entry of t is want, made by
+// Operator now.
+func (e *env) wantLast(t state.Transfer, want state.Transition) {
+	e.t.Helper()
+	want.At, want.By = state.At(e.clock.Now()), Operator
+	if len(t.History) == 0 || !reflect.DeepEqual(t.History[len(t.History)-1], want) {
+		e.t.Fatalf("history of %s: %+v; want it to end with %+v", t.ID, t.History, want)
+	}
+}
+
 var adminCases = []testCase{
 	{"RequestKill", func(e *env) {
 		s := e.store(Alice, "agent-a")
@@ -20,7 +35,8 @@ var adminCases = []testCase{
 			}
 		}
 		unknown := ReqID(Alice, 99)
-		res, err := s.RequestKill(ctx, []string{fresh, acq.ID, sub.ID, unknown})
+		e.clock.Advance(time.Minute)
+		res, err := e.store(Alice, Operator).RequestKill(ctx, []string{fresh, acq.ID, sub.ID, unknown})
 		if err != nil || len(res) != 4 {
 			e.t.Fatal(res, err)
 		}
@@ -30,12 +46,14 @@ var adminCases = []testCase{
 			}
 		}
 		wantErr(e.t, "kill of an unknown ID", res[3].Err, state.ErrNotFound)
-		e.wantState(s, fresh, state.StateKilled)
+		e.wantLast(e.wantState(s, fresh, state.StateKilled), state.Transition{From: state.StateNew, To: state.StateKilled, Reason: "killed by request"})
 		for _, id := range []string{acq.ID, sub.ID} {
 			tr := e.get(s, id)
 			if !tr.KillRequested || tr.State.Terminal() {
 				e.t.Fatalf("kill of an active transfer: %+v, want kill_requested and still active", tr)
 			}
+			// the request is in the history: who asked and when
+			e.wantLast(tr, state.Transition{From: tr.State, To: tr.State, Reason: state.KillRequestedReason})
 		}
 		// the agent honours it: cancels in FTS, then records killed
 		acq = e.get(s, acq.ID)
@@ -57,7 +75,8 @@ var adminCases = []testCase{
 		if failed == active {
 			active = q[0]
 		}
-		res, err = s.Retry(ctx, []string{failed, active, ReqID(Alice, 99)})
+		e.clock.Advance(time.Minute)
+		res, err = e.store(Alice, Operator).Retry(ctx, []string{failed, active, ReqID(Alice, 99)})
 		if err != nil || len(res) != 3 {
 			e.t.Fatal(res, err)
 		}
@@ -70,6 +89,7 @@ var adminCases = []testCase{
 		if tr.Attempts != 0 || tr.Reason != "" || !tr.RetryAfter.IsZero() || tr.Rev != res[0].Rev {
 			e.t.Fatalf("retried %+v", tr)
 		}
+		e.wantLast(tr, state.Transition{From: state.StateFailed, To: state.StateNew, Reason: "retry requested"})
 		if got := e.claim(s, 2); len(got) != 2 {
 			e.t.Fatalf("claimed %d after retry, want both", len(got))
 		}

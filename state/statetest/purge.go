@@ -9,9 +9,10 @@ import (
 )
 
 // memArchive is an Archiver in memory: synced is what was written before
-// the last Sync.
+// the last Sync, records every transfer written.
 type memArchive struct {
 	written, synced []string
+	records         []state.Transfer
 	fail            error
 }
 
@@ -21,6 +22,7 @@ func (a *memArchive) Write(ts []state.Transfer) error {
 	}
 	for _, t := range ts {
 		a.written = append(a.written, t.ID)
+		a.records = append(a.records, t)
 	}
 	return nil
 }
@@ -65,9 +67,22 @@ var purgeCases = []testCase{
 		}
 
 		arch := &memArchive{}
-		n, err := p.Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: arch})
+		stored := map[string]state.Transfer{}
+		for _, id := range old {
+			stored[id] = e.get(a, id)
+		}
+		n, err := e.store(Alice, Operator).Purge(ctx, state.PurgeOptions{User: Alice, Before: e.clock.Now().Add(-time.Hour), Archive: arch})
 		if err != nil || n != len(old) {
 			e.t.Fatalf("Purge: %d removed, %v; want %d", n, err, len(old))
+		}
+		// each archived record is the transfer as stored, with a last
+		// history entry saying who purged it and when
+		for _, r := range arch.records {
+			e.wantLast(r, state.Transition{From: r.State, To: r.State, Reason: state.PurgedReason})
+			was := stored[r.ID]
+			if r.State != was.State || !r.LastUpdate.Equal(was.LastUpdate.Time) || len(r.History) != len(was.History)+1 {
+				e.t.Fatalf("archived %+v, want the stored %+v with one more history entry", r, was)
+			}
 		}
 		slices.Sort(arch.synced)
 		want := slices.Sorted(slices.Values(old))

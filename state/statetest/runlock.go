@@ -73,15 +73,18 @@ var runLockCases = []testCase{
 			e.t.Fatalf("lock taken again: %+v (last run %+v), want a new since and the last run kept", d, d.LastRun)
 		}
 
+		la = e.store(Alice, Operator)
 		if err := la.Unlock(ctx, Alice, "host-a:11:x", "dead"); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("Unlock naming a former holder: %v, want ErrLockLost", err)
 		}
+		e.clock.Advance(time.Second)
 		if err := la.Unlock(ctx, Alice, "host-b:13:z", "holder died"); err != nil {
 			e.t.Fatal(err)
 		}
 		d = e.lockOf(s, Alice)
-		if !d.Expire.IsZero() || d.LastRun == nil || d.LastRun.Holder != "host-b:13:z" || d.LastRun.ExitCode != -1 || d.LastRun.Error != "holder died" {
-			e.t.Fatalf("lock after Unlock: %+v (last run %+v)", d, d.LastRun)
+		want := state.RunRecord{Holder: "host-b:13:z", Started: state.At(l2.Since), Ended: state.At(e.clock.Now()), ExitCode: -1, Error: "holder died", By: Operator}
+		if !d.Expire.IsZero() || d.LastRun == nil || *d.LastRun != want {
+			e.t.Fatalf("lock after Unlock: %+v (last run %+v), want last run %+v", d, d.LastRun, want)
 		}
 		if err := la.Unlock(ctx, Alice, "host-b:13:z", "again"); !errors.Is(err, state.ErrLockLost) {
 			e.t.Fatalf("Unlock of a released lock: %v, want ErrLockLost", err)
