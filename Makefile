@@ -61,7 +61,7 @@ FUZZ_TARGETS := \
 	./state:FuzzRequestJSON \
 	./state/memfile:FuzzStateFile \
 	./state/memfile:FuzzOpen \
-	./state/memfile:FuzzDecodeTransfer \
+	./state/memfile:FuzzDecodeDoc \
 	./state/couch:FuzzDecode \
 	./state/couch:FuzzExtraFields \
 	./fts:FuzzParseStatus \

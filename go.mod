@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-kivik/kivik/v4 v4.5.2
 	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0

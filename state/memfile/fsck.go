@@ -69,7 +69,6 @@ type fsck struct {
 	docs    map[string]fsckDoc
 	dropped map[string]int // ID -> seq of its last dropped version
 	seq     int
-	in      *interner
 	rep     *Report
 }
 
@@ -101,8 +100,7 @@ func check(path string) (*Report, *fsck, error) {
 	if err := flockTimeout(f, 30*time.Second); err != nil {
 		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, err)
 	}
-	c := &fsck{path: path, r: bufio.NewReaderSize(f, 1<<20), docs: map[string]fsckDoc{}, dropped: map[string]int{},
-		in: newInterner(), rep: &Report{Path: path}}
+	c := &fsck{path: path, r: bufio.NewReaderSize(f, 1<<20), docs: map[string]fsckDoc{}, dropped: map[string]int{}, rep: &Report{Path: path}}
 	if err := c.scan(); err != nil {
 		return nil, nil, err
 	}
@@ -260,7 +258,7 @@ func (c *fsck) record(h fsckLine) (bool, error) {
 func (c *fsck) doc(l fsckLine) {
 	raw := bytes.TrimSuffix(l.b, []byte{'\n'})
 	var d anyDoc
-	err := decodeDoc(raw, &d, c.in)
+	err := decodeDoc(raw, &d)
 	if err != nil && d.ID == "" {
 		c.problem(l, nil, "not a document (%v); it is dropped", err)
 		return

@@ -74,7 +74,7 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, src: source{path: path, in: newInterner()}}
+	s := &Store{path: path, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock(), opts: o, src: source{path: path}}
 	s.setFile(f)
 	s.reset()
 	if o.LockWait <= 0 {

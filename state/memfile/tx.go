@@ -2,7 +2,6 @@ package memfile
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -22,7 +21,6 @@ type source struct {
 	f    *os.File
 	path string
 	buf  []byte // reused between reads, at most readMax unless a document is larger
-	in   *interner
 }
 
 // readSpans reads the bytes of every span, coalescing neighbours, and calls
@@ -66,15 +64,6 @@ func (r *source) readSpans(spans []span, fn func(i int, b []byte) error) error {
 	return nil
 }
 
-// decodeStored decodes a transfer read back from the file.
-func decodeStored(b []byte, t *state.Transfer, in *interner) error {
-	if fastCodec && decodeTransfer(b, t, in) {
-		return nil
-	}
-	*t = state.Transfer{}
-	return json.Unmarshal(b, t)
-}
-
 // tx is one operation: it reads the db through its own staged writes, which
 // are applied only after they were appended to the file.
 type tx struct {
@@ -115,7 +104,7 @@ func (x *tx) read(slots []int32, out []state.Transfer) error {
 		spans[i] = x.d.metas[s].at
 	}
 	return x.src.readSpans(spans, func(i int, b []byte) error {
-		if err := decodeStored(b, &out[i], x.src.in); err != nil {
+		if err := decodeJSON(b, &out[i]); err != nil {
 			return fmt.Errorf("%s at offset %d no longer decodes: %v", x.src.path, spans[i].off, err)
 		}
 		return nil
