@@ -15,10 +15,11 @@ import (
 )
 
 // testdata/handwritten.aso is a state file written by the hand-written
-// encoder memfile had at commit 09b7d34 (a snapshot, journal records, a
+// codec memfile had up to commit 09b7d34 (a snapshot, journal records, a
 // hand-added invalid line), and testdata/handwritten.json what that code
 // read from it: every transfer, the summary, the locks and the fsck report.
-// -write-oldfile writes both again with the code of the tree.
+// Both were made by -write-oldfile (writeOld) with that codec; run with the
+// current code, it would check nothing of it.
 var writeOldFile = flag.Bool("write-oldfile", false, "write testdata/handwritten.{aso,json} with the current code")
 
 const (
