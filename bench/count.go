@@ -124,7 +124,8 @@ func (c *counter) snapshot() map[string]CallCount {
 	return out
 }
 
-// RoundTrip counts one HTTP request against the call in its context.
+// wrap returns rt counting each HTTP request against the store call in
+// its context, and against "open" outside any call.
 func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		name := "open"

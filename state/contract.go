@@ -137,8 +137,10 @@ type AgentStore interface {
 	// expired and was taken by another holder, or was released.
 	RenewLock(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
 	// ReleaseLock frees a held lock (expire = 0) and, when run is not
-	// nil, records it as the user's last run in the same write. Releasing
-	// a lock that is no longer held is not an error, and records nothing.
+	// nil, records it as the user's last run in the same write. A lock
+	// no longer held by l.Holder (taken by another holder, released,
+	// unlocked) is left alone, nothing is recorded, and the error wraps
+	// ErrLockLost.
 	ReleaseLock(ctx context.Context, l Lock, run *RunRecord) error
 }
 

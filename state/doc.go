@@ -1,5 +1,5 @@
 // Package state holds aso's domain: the transfer document, its states and
-// transitions, request validation, and the TransferState contract that every
+// transitions, request validation, and the Store contract that every
 // backend implements.
 //
 // It performs no I/O and imports nothing of aso's: backends (state/couch,

@@ -10,7 +10,7 @@ import (
 )
 
 // StaleClaimWindow bounds how long NewTransfers may go on down a queue
-// instead of reading it from its head (see TransferState.NewTransfers).
+// instead of reading it from its head (see AgentStore.NewTransfers).
 const StaleClaimWindow = 30 * time.Second
 
 // Defaults of Policy.

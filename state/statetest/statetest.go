@@ -1,4 +1,4 @@
-// Package statetest is the conformance suite of the TransferState contract:
+// Package statetest is the conformance suite of the state.Store contract:
 // every backend (state/couch, state/memfile) runs it with a one-line test and
 // must pass it unchanged.
 //
