@@ -23,22 +23,31 @@ import (
 
 // terminal is an aso process whose standard streams are a pseudo-terminal.
 type terminal struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	tty  *os.File
-	mu   sync.Mutex
-	out  bytes.Buffer
-	more chan struct{} // signalled whenever output arrives or ends
-	done chan struct{} // closed when the output has ended
+	t   *testing.T
+	cmd *exec.Cmd
+	tty *os.File
+	mu  sync.Mutex
+	out bytes.Buffer
+	// chunks are the reads of the output, in order: where a screen
+	// could be seen between two writes
+	chunks [][]byte
+	more   chan struct{} // signalled whenever output arrives or ends
+	done   chan struct{} // closed when the output has ended
 }
 
 // onTerminal starts the aso binary with args, its standard input, output
 // and error a pseudo-terminal, as an operator at a shell runs it.
 func onTerminal(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
+	return onTerminalSized(t, 40, 200, env, args...)
+}
+
+// onTerminalSized is onTerminal with a terminal of rows and cols.
+func onTerminalSized(t *testing.T, rows, cols uint16, env []string, args ...string) *terminal {
+	t.Helper()
 	c := exec.Command(proctest.Binary(t), args...)
 	c.Env = append(os.Environ(), env...)
-	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 40, Cols: 200})
+	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: rows, Cols: cols})
 	if err != nil {
 		t.Fatalf("start aso on a pseudo-terminal: %v", err)
 	}
@@ -55,6 +64,9 @@ func (p *terminal) read() {
 		n, err := p.tty.Read(buf)
 		p.mu.Lock()
 		p.out.Write(buf[:n])
+		if n > 0 {
+			p.chunks = append(p.chunks, bytes.Clone(buf[:n]))
+		}
 		p.mu.Unlock()
 		select {
 		case p.more <- struct{}{}:

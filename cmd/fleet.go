@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
@@ -26,6 +27,13 @@ type FleetOptions struct {
 	// --fleet-agent): an agent of a fleet skips the summary of its queue at
 	// the end, which on CouchDB reads the whole database, once per agent.
 	Agent bool
+	// ProgressFD is set by --all-users on its agents when it shows their
+	// progress (hidden flag --progress-fd): the agent writes each pass
+	// there (see progressSink).
+	ProgressFD int
+
+	// flags are the flags of the run command, for the agents' arguments.
+	flags func() *pflag.FlagSet
 }
 
 // Defaults of FleetOptions.
@@ -44,9 +52,17 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.AllUsers, "all-users", false, "run one agent process (aso run --user U) for every user with due work, oldest waiting first; {user} in --proxy, --token-file, --metrics-file, --storage-token-file and --report is replaced by the user")
 	f.IntVar(&o.MaxAgents, "max-agents", DefaultMaxAgents, "with --all-users: agent processes at once")
 	f.DurationVar(&o.DiscoverInterval, "discover-interval", DefaultDiscoverInterval, "with --all-users: look for users with due work this often while agents run (and at once whenever one ends)")
-	f.BoolVar(&o.Agent, "fleet-agent", false, "set by --all-users on its agents: no queue summary at the end")
+	f.BoolVar(&o.Agent, "fleet-agent", false, "set by --all-users on its agents: one user's agent (whatever --all-users says), no queue summary at the end")
+	f.IntVar(&o.ProgressFD, "progress-fd", 0, "set by --all-users on its agents: write each pass as a JSON line to this descriptor")
 	_ = f.MarkHidden("fleet-agent")
+	_ = f.MarkHidden("progress-fd")
+	o.flags = cmd.Flags
 }
+
+// fleet reports whether the run is a fleet's: --all-users, and not one of
+// its agents (which may find all-users set in the environment or the
+// configuration file it shares with the fleet).
+func (o *FleetOptions) fleet() bool { return o.AllUsers && !o.Agent }
 
 // fleet runs the agents of every user with due work: see runFleet.
 type fleet struct {
@@ -57,6 +73,7 @@ type fleet struct {
 	lister state.Admin
 	exe    string
 	base   []string // the arguments of every agent, before the per-user ones
+	view   *fleetView
 	start  time.Time
 	stop   time.Time // --max-runtime: no agent starts after it; zero: none
 
@@ -118,9 +135,11 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	defer store.Close()
 	lister := store
 	id := agentID()
+	con := g.openConsole(g.Progress, 0)
+	defer con.close()
 	f := &fleet{
 		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, exe: exe,
-		base: append(append([]string(nil), os.Args[1:]...), "--all-users=false"), start: time.Now(),
+		base: fo.agentBase(), start: time.Now(), view: newFleetView(con),
 		running: map[string]*child{}, ended: make(chan *child, fo.MaxAgents),
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
 	}
@@ -130,6 +149,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	defer f.killOnSecondSignal(ctx)()
 	err = f.loop(ctx)
 	f.wait()
+	con.close()
 	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "max_slot_wait_s": f.maxSlotWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
@@ -223,6 +243,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		return 0, time.Time{}, err
 	}
 	f.spread(due)
+	f.view.round(due)
 	started := 0
 	var pending time.Time
 	f.heldElsewhere = 0
@@ -302,6 +323,11 @@ func (f *fleet) reap(c *child) {
 	f.freed = append(f.freed, time.Now())
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
+	why := c.reason()
+	if code != ExitOK && why != "" {
+		fields["reason"] = why
+	}
+	f.view.ended(c.user.User)
 	f.note(code)
 	if f.o.Agent.Once || f.o.Agent.DryRun {
 		f.done[c.user.User] = true
@@ -311,6 +337,9 @@ func (f *fleet) reap(c *child) {
 		f.ok++
 		f.drained[c.user.User] = c.user
 		delete(f.notBefore, c.user.User)
+		if why != "" { // an agent that exits 0 has no final error line
+			fields["last_error"] = why
+		}
 		f.log.WithFields(fields).Info("agent finished")
 	case ExitLocked:
 		f.locked++
@@ -318,11 +347,19 @@ func (f *fleet) reap(c *child) {
 		f.log.WithFields(fields).Info("another agent holds this user's run lock; moving on")
 	case ExitTempFail:
 		f.notBefore[c.user.User] = time.Now().Add(f.o.Fleet.DiscoverInterval)
-		f.log.WithFields(fields).Warn("agent stopped on a temporary error; its user is tried again later")
+		f.log.WithFields(fields).Warn(fmt.Sprintf("agent of %s stopped on a temporary error (exit %d): %s; its user is tried again later", c.user.User, code, orUnknown(why)))
 	default:
 		f.done[c.user.User] = true
-		f.log.WithFields(fields).Error("agent failed; its user is not run again by this command")
+		f.log.WithFields(fields).Error(fmt.Sprintf("agent of %s failed (exit %d): %s; its user is not run again by this command", c.user.User, code, orUnknown(why)))
 	}
+}
+
+// orUnknown is why, or says that the agent gave no reason.
+func orUnknown(why string) string {
+	if why == "" {
+		return "no error line from the agent (see its log lines above)"
+	}
+	return why
 }
 
 // lockedBackoff is how long a user whose lock is held elsewhere is left
@@ -370,6 +407,9 @@ func (f *fleet) wait() {
 func (f *fleet) agentArgs(u string) ([]string, error) {
 	args := append([]string(nil), f.base...)
 	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
+	if f.view.on() {
+		args = append(args, "--progress-fd", fmt.Sprint(progressFD))
+	}
 	if !f.stop.IsZero() {
 		left := max(time.Until(f.stop).Round(time.Second), time.Second)
 		args = append(args, "--max-runtime", left.String())
@@ -388,6 +428,28 @@ func (f *fleet) agentArgs(u string) ([]string, error) {
 		args = append(args, t.flag, v)
 	}
 	return args, nil
+}
+
+// fleetOnly are the flags of the fleet itself, which its agents are not
+// given.
+var fleetOnly = map[string]bool{"all-users": true, "max-agents": true, "discover-interval": true}
+
+// agentBase returns the arguments every agent of the fleet is given: the
+// flags given on the fleet's command line but the fleet's own, so that an
+// agent's arguments (in ps, say) do not show --all-users.
+func (o *FleetOptions) agentBase() []string {
+	args := []string{"run"}
+	o.flags().Visit(func(fl *pflag.Flag) {
+		if fleetOnly[fl.Name] || fl.Hidden {
+			return
+		}
+		v := fl.Value.String()
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		args = append(args, "--"+fl.Name+"="+v)
+	})
+	return args
 }
 
 // expandUser replaces {user} in a path template by u, refusing a user

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -33,7 +34,11 @@ type child struct {
 	started time.Time
 	ended   time.Time
 	code    int
+	out     *logRelay
 }
+
+// reason is why the agent failed: the last error it reported.
+func (c *child) reason() string { return c.out.lastError() }
 
 func (c *child) runtime() time.Duration { return c.ended.Sub(c.started) }
 
@@ -47,13 +52,21 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
 	}
 	c := &child{user: u, cmd: exec.Command(f.exe, args...)}
 	out := &logRelay{log: f.g.Log, user: u.User}
+	c.out = out
 	c.cmd.Stdout, c.cmd.Stderr = out, out
 	c.cmd.SysProcAttr = agentProcAttr()
 	// a gfal-rm left behind by a killed agent must not hold the fleet
 	c.cmd.WaitDelay = 5 * time.Second
+	progress, err := f.progressPipe(c)
+	if err != nil {
+		return err
+	}
 	if err := c.cmd.Start(); err != nil {
+		closeAll(c.cmd.ExtraFiles...)
+		closeAll(progress)
 		return fmt.Errorf("start %s: %w", f.exe, err)
 	}
+	closeAll(c.cmd.ExtraFiles...) // the agent's end
 	c.started = time.Now()
 	pid := c.cmd.Process.Pid
 	f.pids.add(pid)
@@ -61,10 +74,21 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
 	f.started++
 	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "waiting_since": u.Since.UTC().Format(time.RFC3339),
 		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken().Seconds()}).Info("agent started")
+	read := make(chan struct{})
+	if progress != nil {
+		f.view.started(u.User)
+		go func() { defer close(read); f.view.read(u.User, progress) }()
+	} else {
+		close(read)
+	}
 	go func() {
 		err := c.cmd.Wait()
 		f.pids.remove(pid)
 		out.flush()
+		select { // the agent's last pass, unless something else holds the pipe
+		case <-read:
+		case <-time.After(c.cmd.WaitDelay):
+		}
 		c.ended = time.Now()
 		c.code = processExitCode(c.cmd, err)
 		f.ended <- c
@@ -74,6 +98,28 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	return nil
+}
+
+// progressPipe gives the agent c a pipe to write its passes to, when the
+// fleet shows progress, and returns the fleet's end (nil: none).
+func (f *fleet) progressPipe(c *child) (*os.File, error) {
+	if !f.view.on() {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("a pipe for the agent's progress: %w", err)
+	}
+	c.cmd.ExtraFiles = []*os.File{w} // descriptor progressFD
+	return r, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // processExitCode is the exit code of a finished agent; an agent ended by
@@ -150,6 +196,18 @@ type logRelay struct {
 	user string
 	mu   sync.Mutex
 	buf  []byte
+	// last is the agent's last error: its final "aso: ..." line (kept for
+	// the fleet's report of the agent's end, not logged on its own), else
+	// its last log line at error.
+	last      string
+	finalLine bool
+}
+
+// lastError returns the agent's last error, "" if none.
+func (r *logRelay) lastError() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
 }
 
 // maxRelayLine bounds a line kept whole; a longer one is logged in pieces.
@@ -189,6 +247,10 @@ func (r *logRelay) line(b []byte) {
 	}
 	var fields map[string]any
 	if json.Unmarshal(b, &fields) != nil || fields == nil {
+		if msg, ok := strings.CutPrefix(string(b), "aso: "); ok {
+			r.last, r.finalLine = msg, true // the agent's exit: see fleet.reap
+			return
+		}
 		r.log.WithField(FieldUser, r.user).Info(string(b))
 		return
 	}
@@ -206,9 +268,15 @@ func (r *logRelay) line(b []byte) {
 	for _, k := range []string{"level", "msg", "time"} {
 		delete(fields, k)
 	}
+	if lvl <= logrus.ErrorLevel && !r.finalLine {
+		r.last = msg
+	}
 	if s, ok := fields[logrus.ErrorKey].(string); ok {
 		delete(fields, logrus.ErrorKey)
 		e = e.WithError(errors.New(s))
+		if lvl <= logrus.ErrorLevel && !r.finalLine {
+			r.last += ": " + s
+		}
 	}
 	fields[FieldUser] = r.user
 	e.WithFields(fields).Log(lvl, msg)

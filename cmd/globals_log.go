@@ -2,11 +2,9 @@ package cmd
 
 import (
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/internal/httplog"
 )
@@ -21,16 +19,19 @@ func (g *Globals) setupLogging() error {
 		return usagef("--log-level %q: want debug, info, warn or error", g.LogLevel)
 	}
 	g.Log.SetLevel(lvl)
+	tty := isTerminal(g.Stderr)
 	format := g.LogFormat
 	if format == "" {
 		format = "json"
-		if f, ok := g.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if tty {
 			format = "text"
 		}
 	}
 	switch format {
 	case "text":
-		g.Log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+		// the same lines whether they go straight to the terminal or
+		// through the live display (which is not a terminal itself)
+		g.Log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, ForceColors: tty, DisableColors: !tty})
 	case "json":
 		g.Log.SetFormatter(&logrus.JSONFormatter{})
 	default:

@@ -27,7 +27,6 @@ type RunOptions struct {
 	MaxAttempts int
 	MetricsFile string
 	GfalRm      string
-	Progress    string
 	Fleet       FleetOptions
 	Beyond      BeyondOptions
 
@@ -65,7 +64,6 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.DependencyWait, "dependency-wait", state.DefaultDependencyWait, "a transfer whose dependency is still unknown this long after its creation fails")
 	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
-	f.StringVar(&o.Progress, "progress", "auto", "live progress line on stderr: auto (on a terminal), always, never")
 	o.Fleet.AddFlags(cmd)
 	o.Beyond.AddFlags(cmd)
 }
@@ -117,13 +115,13 @@ func refusedRun(ctx context.Context, o *RunOptions, g *Globals, err error) {
 		rep.User = user
 		rep.finish(ctx, g, o.Beyond.Report, err)
 	}
-	if !o.Fleet.AllUsers {
+	if !o.Fleet.fleet() {
 		newMetricsFile(o.MetricsFile, g, user).end(ctx, err)
 	}
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
-	if o.Fleet.AllUsers {
+	if o.Fleet.fleet() {
 		return runFleet(ctx, o, g)
 	}
 	rep := newRunReport()
@@ -171,9 +169,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = func(err error) int { return ExitCode(tokenError(err)) } // as the process will exit
 	cfg.OpenFTS = o.FTS.openOther(g)
-	view := newProgressView(g, o.Progress)
+	view := newProgressView(g, g.openConsole(g.Progress, 0), user)
+	defer view.con.close()
+	view.queue = &queueCounter{g: g, store: store, user: user}
+	toFleet := o.Fleet.progressSink()
 	cfg.OnPass = func(ps agent.PassStats) {
-		view.pass(ps)
+		view.pass(ctx, ps)
+		toFleet.pass(ps)
 		rep.pass(ps)
 		metrics.pass(ctx)
 	}

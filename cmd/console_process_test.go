@@ -1,0 +1,141 @@
+package cmd_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/vt"
+
+	"github.com/asyncstageout/aso/cmd"
+)
+
+// A log line of the text format, whole: its level and time at the start.
+var logLineRE = regexp.MustCompile(`^(INFO|WARN|ERRO|DEBU)\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] \S`)
+
+// A line of the live display of bob's run.
+var barLineRE = regexp.MustCompile(`^bob +\[[=>\-]*\] (\d+) done, (\d+) failed, (\d+) active of (\d+) claimed.* · (-|[0-9.]+)/s · ETA \S+$`)
+
+// screen renders a byte stream as a terminal of cols columns shows it,
+// and returns its lines, those scrolled off the top first.
+type screen struct {
+	e *vt.Emulator
+}
+
+func newScreen(rows, cols int) *screen {
+	e := vt.NewEmulator(cols, rows)
+	e.SetScrollbackSize(100000)
+	return &screen{e: e}
+}
+
+func (s *screen) write(b []byte) { _, _ = s.e.Write(b) }
+
+func (s *screen) lines() []string {
+	var out []string
+	for _, l := range s.e.Scrollback().Lines() {
+		out = append(out, strings.TrimRight(l.String(), " "))
+	}
+	for _, l := range strings.Split(s.e.String(), "\n") {
+		out = append(out, strings.TrimRight(l, " "))
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// checkScreen fails unless every line of lines is a whole log line or a
+// line of the live display, with at most one display line, and, while the
+// run goes on (live), that line last.
+func checkScreen(t *testing.T, lines []string, live bool) (bar string) {
+	t.Helper()
+	for i, l := range lines {
+		switch {
+		case l == "" || strings.HasPrefix(l, "created the file store"):
+		case barLineRE.MatchString(l):
+			if bar != "" {
+				t.Fatalf("two display lines on the screen:\n%s\n%s\n\nscreen:\n%s", bar, l, strings.Join(lines, "\n"))
+			}
+			if live && i != len(lines)-1 {
+				t.Fatalf("the display line is not last while the run goes on:\n%s", strings.Join(lines, "\n"))
+			}
+			bar = l
+		case !logLineRE.MatchString(l) || len(logLineRE.FindAllStringIndex(l, -1)) != 1 ||
+			strings.Contains(l[1:], "INFO[") || strings.Contains(l, " done, "):
+			t.Fatalf("garbled line %d: %q\n\nscreen:\n%s", i, l, strings.Join(lines, "\n"))
+		}
+	}
+	return bar
+}
+
+// TestProgress_OnATerminal runs an agent on a pseudo-terminal at the
+// default log level and renders what it wrote as the terminal shows it:
+// after every write that ends a line, each line on the screen is a whole
+// log line or the one line of the live display, which is last; at the end
+// the display's last frame agrees with the run summary in the log.
+func TestProgress_OnATerminal(t *testing.T) {
+	t.Parallel()
+	sites, requests, _ := localSites(t, 40)
+	flag, path := stateFile(t)
+	aso(t, flag, "enqueue", "-f", requests).wantCode(t, 0)
+	env := []string{"ASO_STATE=file:" + path, "ASO_CONFIG=", "ASO_USER=bob", "ASO_SITES=" + sites}
+	const rows, cols = 30, 1000 // wide: a log line is never wrapped
+	p := onTerminalSized(t, rows, cols, env, "run", "--interval", "200ms", "--sim-transfer-time", "1s", "--max-files-per-job", "5", "--batch-size", "10")
+	code, out := p.exit()
+	if code != cmd.ExitOK {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	scr := newScreen(rows, cols)
+	seenBar, summary := false, false
+	for _, c := range p.chunks {
+		scr.write(c)
+		summary = summary || strings.Contains(string(c), "run summary")
+		if c[len(c)-1] != '\n' {
+			continue // a frame may be half written
+		}
+		if checkScreen(t, scr.lines(), !summary) != "" {
+			seenBar = true
+		}
+	}
+	if !seenBar {
+		t.Fatalf("the live display never showed:\n%s", out)
+	}
+	lines := scr.lines()
+	bar := checkScreen(t, lines, false)
+	m := barLineRE.FindStringSubmatch(bar)
+	sum := ""
+	for _, l := range lines {
+		if strings.Contains(l, "run summary") {
+			sum = l
+		}
+	}
+	if m == nil || sum == "" {
+		t.Fatalf("no final display line or no run summary:\n%s", strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(sum, " done="+m[1]+" ") || !strings.Contains(sum, " failed="+m[2]+" ") || !strings.Contains(sum, " claimed="+m[4]+" ") || m[1] != "40" {
+		t.Errorf("the display says %s done, %s failed of %s claimed; the summary: %s", m[1], m[2], m[4], sum)
+	}
+	if strings.Contains(out, "\r\x1b[K") {
+		t.Errorf("a hand-made redraw is still written:\n%q", out)
+	}
+}
+
+// TestProgress_NotATerminal: written to a file or a pipe, --progress
+// always gives plain progress lines and never gives a control character;
+// --progress never gives no progress line at all.
+func TestProgress_NotATerminal(t *testing.T) {
+	t.Parallel()
+	sites, requests, _ := localSites(t, 12)
+	for _, mode := range []string{"always", "never", "auto"} {
+		flag := newState(t)
+		aso(t, flag, "enqueue", "-f", requests).wantCode(t, 0)
+		r := aso(t, flag, "--user", "bob", "--log-format", "text", "run", "--sites", sites, "--interval", "50ms", "--progress", mode).wantCode(t, 0)
+		if strings.ContainsAny(r.stderr+r.stdout, "\r\x1b\b") {
+			t.Errorf("--progress %s: control characters in the output:\n%q", mode, r.stderr)
+		}
+		got := strings.Contains(r.stderr, "progress: 12 done, 0 failed, 0 active of 12 claimed")
+		if got != (mode == "always") {
+			t.Errorf("--progress %s: plain progress line %v, want %v:\n%s", mode, got, mode == "always", r.stderr)
+		}
+	}
+}
