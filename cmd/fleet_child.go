@@ -251,6 +251,10 @@ func (r *logRelay) line(b []byte) {
 			r.last, r.finalLine = msg, true // the agent's exit: see fleet.reap
 			return
 		}
+		if r.finalLine { // the rest of a message of several lines
+			r.last += " " + strings.TrimSpace(string(b))
+			return
+		}
 		r.log.WithField(FieldUser, r.user).Info(string(b))
 		return
 	}

@@ -1,10 +1,12 @@
 package cmd_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -59,10 +61,11 @@ func TestFleetProcess_TemplatesAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := w.Start("fleet", fleetArgs(w, "--max-agents", "2", "--max-files-per-job", "5",
-		"--metrics-file", filepath.Join(metrics, "aso_{user}.prom"))...)
+		"--metrics-file", filepath.Join(metrics, "aso_{user}.prom"), "--progress", "always")...)
 	if code := p.Wait(time.Minute); code != cmd.ExitOK {
 		t.Fatalf("fleet exit %d, want 0\n%s", code, p.Tail(40))
 	}
+	checkFleetProgress(t, p, users)
 	started := agentsStarted(p)
 	slices.Sort(started)
 	if !slices.Equal(started, users) {
@@ -89,6 +92,41 @@ func TestFleetProcess_TemplatesAndLogs(t *testing.T) {
 	r := w.Check(proctest.CheckOptions{})
 	t.Logf("%s in %s", r, p.Runtime().Round(time.Millisecond))
 	r.Require(t)
+}
+
+// progressLineRE is a plain progress line of a fleet: whose, done, failed.
+var progressLineRE = regexp.MustCompile(`^progress: (\w+): (?:\d+ agents? · )?(\d+) done, (\d+) failed, `)
+
+// checkFleetProgress: the fleet p printed a plain progress line for each
+// of users' agents, and its last line for all of them adds up the run
+// summaries of the agents.
+func checkFleetProgress(t *testing.T, p *proctest.Proc, users []string) {
+	t.Helper()
+	seen := map[string]bool{}
+	var all []string
+	done, failed := 0, 0
+	for _, l := range p.LogLines() {
+		if raw, ok := l["raw"].(string); ok {
+			if m := progressLineRE.FindStringSubmatch(raw); m != nil {
+				seen[m[1]] = true
+				if m[1] == "all" {
+					all = m
+				}
+			}
+		}
+		if l["msg"] == "run summary" {
+			done += int(l["done"].(float64))
+			failed += int(l["failed"].(float64))
+		}
+	}
+	for _, u := range users {
+		if !seen[u] {
+			t.Errorf("no progress line of %s's agent\n%s", u, p.Tail(40))
+		}
+	}
+	if all == nil || all[2] != fmt.Sprint(done) || all[3] != fmt.Sprint(failed) {
+		t.Errorf("the last progress line of all agents: %q; their run summaries: %d done, %d failed", all, done, failed)
+	}
 }
 
 // TestFleetProcess_TwoHostsOneKilled runs two fleets (two hosts) over 50
@@ -180,6 +218,12 @@ func TestFleetProcess_Signals(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	t.Run("graceful", func(t *testing.T) {
 		w, p, pids := startedFleet(t, 31)
+		for _, pid := range pids { // as ps shows them
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err == nil && (bytes.Contains(b, []byte("--all-users")) || !bytes.Contains(b, []byte("--user\x00"))) {
+				t.Errorf("the agent's arguments: %q", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+			}
+		}
 		p.Term()
 		if code := p.Wait(30 * time.Second); code != cmd.ExitOK {
 			t.Fatalf("fleet exit %d after SIGTERM, want 0\n%s", code, p.Tail(40))
@@ -294,6 +338,17 @@ func TestFleetProcess_MostSevereExit(t *testing.T) {
 	}
 	if codes["ann"] != 0 || codes["ben"] != 0 || codes["cat"] != cmd.ExitConfig {
 		t.Errorf("agents' exit codes %v, want ann and ben 0, cat %d", codes, cmd.ExitConfig)
+	}
+	// cat's end is one line at error, with its reason: the agent's error
+	var ends []map[string]any
+	for _, l := range p.LogLines() {
+		if l["user"] == "cat" && (l["level"] == "error" || l["exit_code"] != nil) {
+			ends = append(ends, l)
+		}
+	}
+	if len(ends) != 1 || ends[0]["level"] != "error" || !strings.Contains(fmt.Sprint(ends[0]["msg"]), "agent of cat failed (exit 78): ") ||
+		!strings.Contains(fmt.Sprint(ends[0]["reason"]), filepath.Join(tokens, "cat")) {
+		t.Errorf("cat's agent's end: %v, want one error line with the missing token file as its reason", ends)
 	}
 	r := w.Check(proctest.CheckOptions{Unfinished: true})
 	if r.Done != 10 || r.Unfinished != 5 {
