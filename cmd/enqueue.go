@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
@@ -53,7 +54,7 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 type enqueueTally struct{ stored, queued, rejected int }
 
 func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
-	in := g.stdin()
+	in, size := g.stdin(), int64(0)
 	if o.File != "-" && o.File != "" {
 		f, err := os.Open(o.File)
 		if err != nil {
@@ -61,16 +62,25 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		}
 		defer f.Close()
 		in = f
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
 	} else if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
 	}
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
-		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally}
+		view := newEnqueueView(g, size)
+		defer view.close()
+		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally, view: view}
 		if o.JSON {
 			b.json = newJSONLines(g.Stdout)
 		}
-		err := b.readAll(ctx, newRecordReader(in))
+		err := b.readAll(ctx, newRecordReader(view.count(interruptible(ctx, in))))
+		if stop := stoppedBy(ctx); stop != nil {
+			err = b.stop(ctx, stop)
+		}
+		view.close()
 		if !o.JSON {
 			fmt.Fprintf(g.Stdout, "%d stored, %d already queued, %d rejected\n", tally.stored, tally.queued, tally.rejected)
 		}
@@ -83,12 +93,42 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 	return err
 }
 
+// stoppedBy returns the stop signal that cancelled ctx, if one did.
+func stoppedBy(ctx context.Context) *stopSignal {
+	var s *stopSignal
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &s) {
+		return s
+	}
+	return nil
+}
+
+// stop ends an enqueue a signal stopped: the records read before it are
+// stored (with a context of their own: ctx is cancelled), and the error
+// says where the input was left, so that nothing is half done without the
+// operator knowing.
+func (b *enqueueBatch) stop(ctx context.Context, sig *stopSignal) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := b.flush(ctx); err != nil {
+		return fmt.Errorf("enqueue %s, then storing the records read failed: %w", sig, err)
+	}
+	if b.lastLine == 0 {
+		return fmt.Errorf("enqueue %s before any record was read; nothing was stored: %w", sig, sig)
+	}
+	return fmt.Errorf("enqueue %s: the input was read up to line %d and every record up to there is counted above; nothing after it was read: %w", sig, b.lastLine, sig)
+}
+
 // readAll stores every record of rr. An input that cannot be parsed further
 // (a JSON syntax error inside an array) counts as one rejected record after
 // the records before it were stored; one that cannot be read is an error.
+// A stop signal (ctx cancelled) ends it at once, the records read before
+// it held for stop.
 func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
 	for {
 		rec, err := rr.next()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		var ie *inputError
 		switch {
 		case errors.Is(err, io.EOF):
@@ -106,12 +146,62 @@ func (b *enqueueBatch) readAll(ctx context.Context, rr recordReader) error {
 			}
 			return fmt.Errorf("enqueue: read the input: %w", err)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		if err := b.add(ctx, rec); err != nil {
 			return err
 		}
+	}
+}
+
+// interruptible returns r, read so that a read waiting for input (from a
+// terminal, or a pipe whose writer keeps it open) returns as soon as ctx is
+// done: the read goes on in a goroutine, which the process's exit ends.
+func interruptible(ctx context.Context, r io.Reader) io.Reader {
+	return &ctxReader{ctx: ctx, r: r, res: make(chan readResult, 1)}
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+// ctxReader is a reader whose reads end when its context does.
+type ctxReader struct {
+	ctx     context.Context
+	r       io.Reader
+	res     chan readResult
+	buf     []byte
+	rest    []byte // read but not yet returned
+	pending bool
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if len(c.rest) > 0 {
+		n := copy(p, c.rest)
+		c.rest = c.rest[n:]
+		return n, nil
+	}
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if !c.pending {
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
+		c.pending = true
+		go func() {
+			n, err := c.r.Read(buf)
+			c.res <- readResult{n, err}
+		}()
+	}
+	select {
+	case r := <-c.res:
+		c.pending = false
+		n := copy(p, c.buf[:r.n])
+		c.rest = c.buf[n:r.n]
+		return n, r.err
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
 	}
 }
 
@@ -123,6 +213,9 @@ type enqueueBatch struct {
 	verbose bool
 	json    jsonLines // zero: text
 	tally   *enqueueTally
+	view    *enqueueView
+	// lastLine is the line of the last record read
+	lastLine int
 
 	recs []record
 	reqs []state.Request
@@ -141,6 +234,7 @@ func (b *enqueueBatch) add(ctx context.Context, rec record) error {
 		b.at = append(b.at, len(b.recs))
 	}
 	b.recs = append(b.recs, rec)
+	b.lastLine = rec.line
 	if len(b.reqs) >= adminBatch || len(b.recs) >= 4*adminBatch {
 		return b.flush(ctx)
 	}
@@ -171,6 +265,7 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 		b.warnDeps(&b.recs[i], results[i], unknown)
 	}
 	b.recs, b.reqs, b.at = b.recs[:0], b.reqs[:0], b.at[:0]
+	b.view.update(*b.tally)
 	return nil
 }
 

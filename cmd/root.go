@@ -48,6 +48,7 @@ func loadGlobals(g *Globals, cmd *cobra.Command) error {
 		return err
 	}
 	signalLog.Store(g.Log)
+	setStopAction(cmd.Name())
 	return nil
 }
 
@@ -83,11 +84,14 @@ func Execute() int {
 func ExitCode(err error) int {
 	var ue usageError
 	var ce exitCodeError
+	var ss *stopSignal
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &ss):
+		return ss.code()
 	case errors.Is(err, state.ErrLocked):
 		return ExitLocked
 	case errors.As(err, &ue):

@@ -21,10 +21,52 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // before that they are reported on stderr.
 var signalLog atomic.Pointer[logrus.Logger]
 
-// notifySignals returns a context cancelled by the first stop signal, and
-// a function that stops watching. Every signal received is logged.
+// stopSignal is the cause of the context a stop signal cancelled. A
+// command that stops short because of it exits 128 + the signal's number,
+// as a shell reports a process a signal ended (130 for SIGINT).
+type stopSignal struct{ sig os.Signal }
+
+func (e *stopSignal) Error() string { return "stopped by " + signalName(e.sig) }
+
+// code is the exit code of a command the signal stopped short.
+func (e *stopSignal) code() int {
+	if n, ok := e.sig.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return ExitError
+}
+
+// stopDoes says what a stop signal makes the running command do, in the
+// log line of the signal (set by loadGlobals for the command).
+var stopDoes atomic.Pointer[string]
+
+// secondSignalTaken is set by a command that handles a second stop signal
+// itself (onStopSignals): the run's exit, the fleet's kill of its agents.
+// Otherwise a second signal ends the process at once.
+var secondSignalTaken atomic.Bool
+
+// stopActions says what the first stop signal makes each command do; the
+// commands not named stop after the store call in flight.
+var stopActions = map[string]string{
+	"run":     "stopping gracefully: finishing the writes in flight, releasing claims and the run lock",
+	"enqueue": "stopping: no more input is read; the records read so far are stored and counted",
+}
+
+// setStopAction sets the text of the stop signal's log line for command.
+func setStopAction(command string) {
+	what, ok := stopActions[command]
+	if !ok {
+		what = "stopping after the state-store call in flight"
+	}
+	stopDoes.Store(&what)
+}
+
+// notifySignals returns a context cancelled by the first stop signal (its
+// cause a *stopSignal), and a function that stops watching. Every signal
+// received is logged; a second one ends the process at once unless the
+// command handles it (secondSignalTaken).
 func notifySignals() (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, stopSignals...)
 	done := make(chan struct{})
@@ -38,7 +80,10 @@ func notifySignals() (context.Context, func()) {
 				return
 			case s := <-ch:
 				logSignal(s, n)
-				cancel()
+				if n > 1 && !secondSignalTaken.Load() {
+					os.Exit((&stopSignal{s}).code())
+				}
+				cancel(&stopSignal{s})
 			}
 		}
 	}()
@@ -46,13 +91,16 @@ func notifySignals() (context.Context, func()) {
 		signal.Stop(ch)
 		close(done)
 		wg.Wait()
-		cancel()
+		cancel(nil)
 	}
 }
 
 // logSignal reports the n-th stop signal received.
 func logSignal(s os.Signal, n int) {
-	what := "stopping gracefully: finishing the writes in flight, releasing claims and the run lock"
+	what := "stopping"
+	if p := stopDoes.Load(); p != nil {
+		what = *p
+	}
 	if n > 1 {
 		what = "second signal: stopping at once"
 	}
@@ -82,6 +130,7 @@ func signalName(s os.Signal) string {
 // first stop signal), then second on the next stop signal. The returned
 // function stops watching.
 func onStopSignals(ctx context.Context, first, second func()) func() {
+	secondSignalTaken.Store(true)
 	done := make(chan struct{})
 	go func() {
 		select {
