@@ -136,7 +136,13 @@ func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, i
 		if err := c.confirm(ctx, g, &t); err != nil {
 			return err
 		}
-		return t.each(ctx, rep, c.batch)
+		view := newOpView(g, c.verb, int64(len(t.ids)), transfers)
+		defer view.close()
+		return t.each(ctx, rep, func(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
+			err := c.batch(ctx, st, ids, rep)
+			view.update(int64(rep.tally.total()), rep.tally.detail(c.verb))
+			return err
+		})
 	})
 	return user, rep.tally, err
 }
@@ -332,6 +338,18 @@ type idTally struct {
 	skipped  int // nothing to do: already terminal (kill) or still active (retry)
 	notFound int
 	failed   int
+}
+
+// total counts the transfers acted on so far.
+func (t idTally) total() int { return t.done + t.pending + t.skipped + t.notFound + t.failed }
+
+// detail says what was done so far, for the progress display.
+func (t idTally) detail(verb string) string {
+	if verb == "retry" {
+		return fmt.Sprintf("%s queued again, %s not terminal, %s not found, %s failed", thousands(t.done), thousands(t.skipped), thousands(t.notFound), thousands(t.failed))
+	}
+	return fmt.Sprintf("%s killed, %s kill requested, %s already terminal, %s not found, %s failed",
+		thousands(t.done), thousands(t.pending), thousands(t.skipped), thousands(t.notFound), thousands(t.failed))
 }
 
 // rest says, for a dry run's summary, what was found that would not

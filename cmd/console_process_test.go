@@ -139,3 +139,32 @@ func TestProgress_NotATerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestProgress_OperatorCommands: enqueue, kill, retry and purge report
+// their progress (plain lines with --progress always off a terminal; none
+// by default), with counts that agree with their final lines.
+func TestProgress_OperatorCommands(t *testing.T) {
+	t.Parallel()
+	flag := newState(t)
+	iv := invocation{stdin: strings.NewReader(manyRequests("bob", 2500))}
+	r := iv.run(t, flag, "--progress", "always", "enqueue").wantCode(t, 0)
+	wantMatch(t, r.stderr, `(?m)^progress: enqueue: 1,000 records · 1,000 stored, 0 already queued, 0 rejected`)
+	r = invocation{stdin: strings.NewReader(manyRequests("bob", 2500))}.run(t, flag, "enqueue").wantCode(t, 0)
+	if strings.Contains(r.stderr, "progress:") {
+		t.Errorf("progress lines without --progress always off a terminal:\n%s", r.stderr)
+	}
+	r = aso(t, flag, "--user", "bob", "--progress", "always", "kill", "--all").wantCode(t, 0)
+	wantMatch(t, r.stderr, `(?m)^progress: kill: 1,000 transfers · 1,000 killed, 0 kill requested, 0 already terminal, 0 not found, 0 failed`)
+	r.wantStdout(t, "2500 killed, 0 kill requested")
+	ids := listIDs(t, flag, "--user", "bob", "list", "--limit", "1500")
+	r = aso(t, append([]string{flag, "--user", "bob", "--progress", "always", "retry"}, ids...)...).wantCode(t, 0)
+	wantMatch(t, r.stderr, `(?m)^progress: retry: 66% of 1,500 transfers · 1,000 queued again, 0 not terminal`)
+	r = aso(t, flag, "--user", "bob", "--progress", "always", "purge", "--older-than", "1ns").wantCode(t, 0)
+	wantMatch(t, r.stderr, `(?m)^progress: purge: 1,000 transfers · removed`)
+	r.wantStdout(t, "purged 1000 terminal transfers")
+	for _, s := range []string{r.stderr, r.stdout} {
+		if strings.ContainsAny(s, "\r\x1b") {
+			t.Errorf("control characters off a terminal:\n%q", s)
+		}
+	}
+}

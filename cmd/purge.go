@@ -79,7 +79,10 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 			defer a.f.Close()
 			po.Archive = a
 		}
+		view := newOpView(g, "purge", 0, transfers)
+		po.Progress = func(n int) { view.update(int64(n), "removed") }
 		n, err := st.Purge(ctx, po)
+		view.close()
 		if o.JSON {
 			if werr := newJSONLines(g.Stdout).write(purgeJSON{User: user, Purged: n, Before: po.Before.UTC(), Archive: o.Archive}); werr != nil {
 				return werr

@@ -22,6 +22,9 @@ type PurgeOptions struct {
 	// transfer is removed only once Archive.Sync succeeded after it was
 	// written, so nothing is lost if the archive fails.
 	Archive Archiver
+	// Progress, if set, is told how many transfers were removed so far,
+	// after each bulk removal.
+	Progress func(removed int)
 }
 
 // Purgeable reports whether o selects t: terminal (done, failed or killed),

@@ -25,6 +25,9 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 		removed += n
 		failed = err
 		batch = batch[:0]
+		if o.Progress != nil {
+			o.Progress(removed)
+		}
 	}
 	err := s.scanAll(ctx, func(raw json.RawMessage) {
 		if _, kind := classify(raw); kind != kindTransfer || failed != nil {

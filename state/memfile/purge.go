@@ -67,5 +67,8 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 		s.reset() // memory no longer matches the file: read it again next time
 		return 0, fmt.Errorf("memfile: purge: rewrite %s: %w (nothing removed)", s.path, err)
 	}
+	if o.Progress != nil {
+		o.Progress(len(slots)) // one rewrite removes them all
+	}
 	return len(slots), nil
 }
