@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,6 +257,39 @@ func TestMan(t *testing.T) {
 			if fl.Name != "help" && !fl.Hidden && !bytes.Contains(page, []byte("--"+fl.Name)) {
 				t.Errorf("%s lacks --%s", name, fl.Name)
 			}
+			if env := envOf(fl); env != "" && !bytes.Contains(page, []byte(".TP\n\\fB"+env+"\\fP\n--"+fl.Name+": ")) {
+				t.Errorf("%s: ENVIRONMENT lacks %s", name, env)
+			}
 		})
+		for _, sec := range []string{".SH EXIT STATUS\n.TP\n\\fB0\\fP\nsuccess", ".SH ENVIRONMENT\n", ".SH FILES\n", ".SH EXAMPLES\n.EX\n"} {
+			if !bytes.Contains(page, []byte(sec)) {
+				t.Errorf("%s lacks %q", name, sec)
+			}
+		}
+		for _, u := range exitsOf(c) {
+			if u.code >= 0 && !bytes.Contains(page, []byte(fmt.Sprintf(".TP\n\\fB%d\\fP\n", u.code))) {
+				t.Errorf("%s: EXIT STATUS lacks %d", name, u.code)
+			}
+		}
+	}
+}
+
+// TestMan_NoDir: without DIR, aso man writes the pages where man finds
+// them ($XDG_DATA_HOME/man/man1 here) and says where.
+func TestMan_NoDir(t *testing.T) {
+	data := t.TempDir()
+	var out, errb bytes.Buffer
+	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
+		if k == "XDG_DATA_HOME" {
+			return data
+		}
+		return ""
+	}}
+	if code := ExecuteWith(context.Background(), []string{"man"}, env); code != 0 {
+		t.Fatalf("aso man: exit %d: %s", code, errb.String())
+	}
+	dir := filepath.Join(data, "man", "man1")
+	if _, err := os.Stat(filepath.Join(dir, "aso-run.1")); err != nil || !strings.Contains(out.String(), dir) {
+		t.Fatalf("aso man without DIR: %v; it said %q, want the pages in %s", err, out.String(), dir)
 	}
 }

@@ -16,21 +16,14 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Exit codes. They are documented in the README and in `aso --help`.
+// Exit codes. They are documented in the README and, from exitMeaning, in
+// every command's --help and man page.
 const (
 	ExitOK     = 0 // success
 	ExitError  = 1 // an error; the message says what to do
 	ExitUsage  = 2 // bad flags, arguments or input records
 	ExitLocked = 3 // another agent holds this user's run lock
 )
-
-const exitCodesHelp = `Exit codes:
-  0  success
-  1  error (the message says what went wrong)
-  2  usage error, or some input records were rejected
-  3  another agent holds this user's run lock (aso run): nothing to do here
-  75 temporary: state store or FTS unreachable, run lock or lease lost; run again later
-  78 permanent: configuration, sites file or credentials wrong; needs a person`
 
 // usageError marks errors that map to ExitUsage.
 type usageError struct{ err error }
@@ -57,7 +50,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:               "aso",
 		Short:             "Asynchronous stage-out agent: moves users' files between grid sites through FTS3",
-		Long:              "aso claims a user's transfer requests, submits them to FTS3 in bulk, monitors them,\ncleans up failed transfers and records every outcome.\n\n" + exitCodesHelp,
+		Long:              "aso claims a user's transfer requests, submits them to FTS3 in bulk, monitors them,\ncleans up failed transfers and records every outcome.\n\nEvery flag can be set in the environment (ASO_ and its name in capitals, - as _, named\nin [$...] after each flag) or in the configuration file (see aso config).",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return loadGlobals(g, cmd) },
@@ -70,6 +63,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 	root.Version = versionString()
 	root.SetVersionTemplate("aso {{.Version}}\n")
 	g.knownKeys = settingKeys(root)
+	setupHelp(root)
 	return root
 }
 

@@ -87,9 +87,7 @@ With --all-users it runs one agent process (aso run --user U) for every user wit
 most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
 --token-file, --metrics-file, --storage-token-file and --report becomes each user's name.
 Several hosts may run it on the same state store: the run locks share the users out. It exits
-with the most severe code of its agents.
-
-` + exitCodesHelp,
+with the most severe code of its agents.`,
 		Args: cobra.NoArgs,
 		// the root's, and a run refused by it still leaves its report and
 		// (an agent's run) its metrics file
