@@ -199,12 +199,12 @@ var examples = map[string]string{
   aso retry --error-class source_missing --since 24h --dry-run`,
 	"purge": `  aso purge --older-than 720h --archive /data/aso/purged.jsonl
   aso purge --all-users --older-than 2160h --dry-run`,
-	"unlock":     `  aso unlock --user alice`,
-	"fsck":       `  aso fsck --state file:/data/aso/state.aso --repair --output /data/aso/repaired.aso`,
-	"resolve":    `  aso resolve --sites /etc/aso/sites.yaml T2_US_Nebraska /store/user/alice/f.root`,
-	"rm":         `  aso rm --proxy /tmp/x509up_u1234 davs://eos.example.org:443/eos/store/user/alice/f.root`,
-	"config":     `  aso --config /etc/aso/aso.yaml config`,
-	"man":        `  aso man                 # into ~/.local/share/man/man1 (/usr/local/share/man/man1 as root)
+	"unlock":  `  aso unlock --user alice`,
+	"fsck":    `  aso fsck --state file:/data/aso/state.aso --repair --output /data/aso/repaired.aso`,
+	"resolve": `  aso resolve --sites /etc/aso/sites.yaml T2_US_Nebraska /store/user/alice/f.root`,
+	"rm":      `  aso rm --proxy /tmp/x509up_u1234 davs://eos.example.org:443/eos/store/user/alice/f.root`,
+	"config":  `  aso --config /etc/aso/aso.yaml config`,
+	"man": `  aso man                 # into ~/.local/share/man/man1 (/usr/local/share/man/man1 as root)
   aso man man && man -l man/aso-run.1`,
 	"fts-sim":    `  aso fts-sim --listen 127.0.0.1:8446 --oauth2 --transfer-time 5s`,
 	"completion": `  source <(aso completion bash)`,
