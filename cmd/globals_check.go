@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -61,6 +62,37 @@ func checkValue(fl *pflag.Flag) error {
 		return fmt.Errorf("must be greater than zero")
 	}
 	return nil
+}
+
+// expected says what a value of fl's type must look like, for the error
+// of a value that does not parse (err): a person never sees Go's parse
+// error ("strconv.ParseInt: parsing ...").
+func expected(fl *pflag.Flag, err error) string {
+	switch fl.Value.Type() {
+	case "duration":
+		return "want a duration: a number and its unit (ms, s, m, h), such as 90s, 15m or 2h"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "count":
+		if errors.Is(err, strconv.ErrRange) {
+			return "want a whole number, and a smaller one"
+		}
+		return "want a whole number, such as 100"
+	case "float32", "float64":
+		return "want a number, such as 0.5"
+	case "bool":
+		return "want true or false"
+	}
+	return err.Error()
+}
+
+// flagValueError is the usage error of a value given for fl on the command
+// line that does not parse (a *pflag.InvalidValueError), err as it is
+// otherwise.
+func flagValueError(err error) error {
+	var ive *pflag.InvalidValueError
+	if errors.As(err, &ive) {
+		return usagef("--%s %q: %s", ive.GetFlag().Name, ive.GetValue(), expected(ive.GetFlag(), err))
+	}
+	return usageError{err}
 }
 
 // numberSign returns the sign of a numeric or duration flag's value; ok is

@@ -81,7 +81,7 @@ func (g *Globals) resolveFlag(fl *pflag.Flag, v *viper.Viper) (string, error) {
 			return fromDefault, nil
 		}
 		if err := setFlag(fl, val); err != nil {
-			return from, fmt.Errorf("--%s %q%s: %v", fl.Name, val, where, err)
+			return from, fmt.Errorf("--%s %q%s: %s", fl.Name, val, where, expected(fl, err))
 		}
 	}
 	if err := checkValue(fl); err != nil {

@@ -55,7 +55,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return loadGlobals(g, cmd) },
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagValueError(err) })
 	g.AddFlags(root)
 	for _, f := range commands {
 		root.AddCommand(f(g))
