@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 // extraSetting is a setting with no flag: the environment or the file sets it.
@@ -28,12 +29,18 @@ var extraSettings = []extraSetting{
 
 // ConfigOptions are the arguments of `aso config`.
 type ConfigOptions struct {
+	JSON bool
 	Root *cobra.Command
+}
+
+// AddFlags registers the flags of `aso config`.
+func (o *ConfigOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.JSON, "json", false, `print {"config_file": {"path", "from"}, "settings": [{"command", "name", "value", "source", "env"}], "errors"} as one JSON document`)
 }
 
 func newConfigCommand(g *Globals) *cobra.Command {
 	o := &ConfigOptions{}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print every setting's effective value and where it came from",
 		Long: `config prints, for every command, the value each setting takes and where it came
@@ -52,27 +59,65 @@ the settings of several commands, but a key that no command has is an error.
 			return runConfig(cmd.Context(), o, g)
 		},
 	}
+	o.AddFlags(cmd)
+	return cmd
 }
 
-// configRow is one line of `aso config`.
-type configRow struct{ command, name, value, source string }
+// ConfigRow is one setting of `aso config`: a line of its table, an
+// element of settings in its JSON.
+type ConfigRow struct {
+	Command string `json:"command"` // "(all)", "(couchdb)" or the command's name
+	Name    string `json:"name"`
+	Value   string `json:"value"` // secrets masked
+	Source  string `json:"source"`
+	Env     string `json:"env"` // the environment variable that sets it
+}
+
+// ConfigJSON is what `aso config --json` prints.
+type ConfigJSON struct {
+	ConfigFile struct {
+		Path string `json:"path"` // "" for none
+		From string `json:"from"`
+	} `json:"config_file"`
+	Settings []ConfigRow `json:"settings"`
+	// Errors are the values that are not valid (aso config exits 2).
+	Errors []string `json:"errors"`
+}
 
 func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 	v, err := g.configFile()
 	if err != nil {
 		return err
 	}
-	src := g.configSrc
-	if src.Path != "" {
-		fmt.Fprintf(g.Stdout, "config file: %s (from %s)\n\n", src.Path, src.From)
-	} else {
-		fmt.Fprintf(g.Stdout, "config file: %s\n\n", src.From)
+	rows, errs := configRows(o.Root, g, v)
+	for i := range rows {
+		if strings.Contains(rows[i].Value, "@") {
+			rows[i].Value = RedactURL(rows[i].Value)
+		}
 	}
-	var rows []configRow
+	if o.JSON {
+		out := ConfigJSON{Settings: rows, Errors: nonNil(errs)}
+		out.ConfigFile.Path, out.ConfigFile.From = g.configSrc.Path, g.configSrc.From
+		if err := writeJSON(g.Stdout, out); err != nil {
+			return err
+		}
+	} else if err := printConfig(g, rows); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return usagef("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// configRows returns every setting of the command tree under root with
+// its value and source, and the errors of the values that are not valid.
+func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, []string) {
+	var rows []ConfigRow
 	var errs []string
-	o.Root.PersistentFlags().VisitAll(func(fl *pflag.Flag) {
+	root.PersistentFlags().VisitAll(func(fl *pflag.Flag) {
 		if fl.Name != "help" && fl.Name != "version" && !fl.Hidden {
-			rows = append(rows, configRow{"(all)", fl.Name, fl.Value.String(), g.sources[fl.Name]})
+			rows = append(rows, ConfigRow{"(all)", fl.Name, fl.Value.String(), g.sources[fl.Name], envName(fl.Name)})
 		}
 	})
 	for _, s := range extraSettings {
@@ -80,14 +125,14 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 		if ev, ok := g.lookupEnv(envName(s.Name)); ok {
 			val, from = ev, fromEnv+" "+envName(s.Name)
 		} else if v.IsSet(s.Name) {
-			val, from = configValue(v.Get(s.Name)), fromFile+" "+src.Path
+			val, from = configValue(v.Get(s.Name)), fromFile+" "+g.configSrc.Path
 		}
 		if s.Secret && val != "" {
 			val = "xxxxx"
 		}
-		rows = append(rows, configRow{"(couchdb)", s.Name, val, from})
+		rows = append(rows, ConfigRow{"(couchdb)", s.Name, val, from, envName(s.Name)})
 	}
-	cmds := o.Root.Commands()
+	cmds := root.Commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
 	for _, c := range cmds {
 		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
@@ -98,23 +143,23 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 			if err != nil {
 				errs = append(errs, c.Name()+": "+err.Error())
 			}
-			rows = append(rows, configRow{c.Name(), fl.Name, fl.Value.String(), from})
+			rows = append(rows, ConfigRow{c.Name(), fl.Name, fl.Value.String(), from, envName(fl.Name)})
 		})
+	}
+	return rows, errs
+}
+
+// printConfig prints where the file came from and the table of settings.
+func printConfig(g *Globals, rows []ConfigRow) error {
+	if src := g.configSrc; src.Path != "" {
+		fmt.Fprintf(g.Stdout, "config file: %s (from %s)\n\n", src.Path, src.From)
+	} else {
+		fmt.Fprintf(g.Stdout, "config file: %s\n\n", src.From)
 	}
 	tw := tabwriter.NewWriter(g.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMMAND\tSETTING\tVALUE\tSOURCE")
 	for _, r := range rows {
-		val := r.value
-		if strings.Contains(val, "@") {
-			val = RedactURL(val)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.command, r.name, val, r.source)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Command, r.Name, r.Value, r.Source)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(errs) > 0 {
-		return usagef("%s", strings.Join(errs, "; "))
-	}
-	return nil
+	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,5 +144,42 @@ func TestVersionFlag(t *testing.T) {
 	v := aso(t, "version").wantCode(t, 0)
 	if !strings.HasPrefix(r.stdout, "aso ") || r.stdout != v.stdout {
 		t.Fatalf("--version printed %q, version printed %q", r.stdout, v.stdout)
+	}
+}
+
+// TestConfig_JSON: aso config --json gives the file, every setting with
+// its value, source and environment variable, secrets masked, and the
+// values that are not valid, exiting 2 for them.
+func TestConfig_JSON(t *testing.T) {
+	cfg := writeConfig(t, "cool-off: 30m\nlease-ttl: soon\n")
+	env := map[string]string{"ASO_CONFIG": cfg, "ASO_COUCHDB_PASSWORD": "s3cret", "ASO_STATE": "http://aso:pw@db:5984/aso"}
+	r := invocation{env: env}.run(t, "config", "--json").wantCode(t, 2)
+	var out struct {
+		ConfigFile struct{ Path, From string } `json:"config_file"`
+		Settings   []struct{ Command, Name, Value, Source, Env string }
+		Errors     []string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, r.stdout)
+	}
+	if out.ConfigFile.Path != cfg || out.ConfigFile.From != "ASO_CONFIG" {
+		t.Errorf("config_file %+v, want %s from ASO_CONFIG", out.ConfigFile, cfg)
+	}
+	got := map[string]string{}
+	for _, s := range out.Settings {
+		got[s.Command+" "+s.Name] = s.Value + " | " + s.Source + " | " + s.Env
+	}
+	for k, want := range map[string]string{
+		"run cool-off":               "30m0s | file " + cfg + " | ASO_COOL_OFF",
+		"run interval":               "1m0s | default | ASO_INTERVAL",
+		"(couchdb) couchdb-password": "xxxxx | environment ASO_COUCHDB_PASSWORD | ASO_COUCHDB_PASSWORD",
+		"(all) state":                "http://aso:xxxxx@db:5984/aso | environment ASO_STATE | ASO_STATE",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
+	}
+	if len(out.Errors) != 1 || !strings.Contains(out.Errors[0], `--lease-ttl "soon" (from config file `) || strings.Contains(r.stdout, "s3cret") {
+		t.Errorf("errors %q, want the lease-ttl alone, and no secret shown", out.Errors)
 	}
 }
