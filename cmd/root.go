@@ -64,6 +64,7 @@ func NewRootCommand(g *Globals) *cobra.Command {
 	root.SetVersionTemplate("aso {{.Version}}\n")
 	g.knownKeys = settingKeys(root)
 	setupHelp(root)
+	setupCompletion(root, g)
 	return root
 }
 
