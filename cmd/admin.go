@@ -310,12 +310,18 @@ func (r *idReport) othersOf(ctx context.Context, st state.Store, user string, id
 	mine := ids[:0:0]
 	for _, id := range ids {
 		if u, ok := owner[id]; ok && u != user {
-			r.line(IDOutcome{ID: id, Outcome: "not_found", Detail: fmt.Sprintf("it belongs to %s, not %s: give --user %s or --all-users", u, user, u)}, &r.tally.notFound)
+			r.line(IDOutcome{ID: id, Outcome: "not_found", Detail: ownerMismatch(u, user)}, &r.tally.notFound)
 			continue
 		}
 		mine = append(mine, id)
 	}
 	return mine, nil
+}
+
+// ownerMismatch says that a transfer named for user belongs to owner, and
+// how to name it: what status, kill and retry say alike.
+func ownerMismatch(owner, user string) string {
+	return fmt.Sprintf("it belongs to %s, not %s: give --user %s or --all-users", owner, user, owner)
 }
 
 // results prints one outcome per result of a bulk call on ids.

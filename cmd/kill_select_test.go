@@ -32,6 +32,15 @@ func TestKill_HonoursUser(t *testing.T) {
 	if got := getTransfer(t, q.flag, id); got.State != state.StateNew || got.KillRequested {
 		t.Fatalf("bob's kill changed alice's transfer: %+v", got)
 	}
+	// status says whose it is alike, and shows it with --all-users
+	for _, arg := range []string{id, id[:8]} {
+		r = aso(t, q.flag, "--user", "bob", "status", arg).wantCode(t, 1)
+		if want := "transfer " + id + ": it belongs to alice, not bob: give --user alice or --all-users"; !strings.Contains(r.stderr, want) {
+			t.Errorf("status --user bob %s: stderr %q, want %q", arg, r.stderr, want)
+		}
+	}
+	aso(t, q.flag, "status", "--all-users", id[:8]).wantCode(t, 0).wantStdout(t, "User:", "alice")
+	aso(t, q.flag, "--user", "bob", "status", "--all-users", id).wantCode(t, 2)
 	aso(t, q.flag, "--user", "bob", "retry", q.failed.ID).wantCode(t, 1)
 	if got := getTransfer(t, q.flag, q.failed.ID); got.State != state.StateFailed {
 		t.Fatalf("bob's retry changed alice's transfer: %s", got.State)

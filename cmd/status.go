@@ -28,7 +28,7 @@ type StatusOptions struct {
 func (o *StatusOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&o.JSON, "json", false, "print JSON instead of tables")
-	f.BoolVar(&o.AllUsers, "all-users", false, "count the transfers of every user, not only --user's")
+	f.BoolVar(&o.AllUsers, "all-users", false, "count the transfers of every user, not only --user's; with ID, show the transfer whoever's it is")
 	f.DurationVar(&o.StaleAfter, "stale-after", state.DefaultStaleAfter, "report submitted transfers not updated for this long as stale")
 }
 
@@ -60,6 +60,9 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 	}
 	ctx = readOnly(ctx)
 	if o.ID != "" {
+		if o.AllUsers && g.userFlagGiven() {
+			return usagef("give --user or --all-users, not both")
+		}
 		return withStore(ctx, g, g.User, func(st state.Store) error { return showTransfer(ctx, g, st, o) })
 	}
 	user, err := g.usersOf(o.AllUsers)

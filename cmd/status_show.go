@@ -15,14 +15,18 @@ import (
 
 // showTransfer prints one transfer: `aso status ID`.
 func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOptions) error {
-	ids, err := resolveIDs(ctx, st, g.User, []string{o.ID})
+	user := g.User
+	if o.AllUsers {
+		user = ""
+	}
+	ids, err := resolveIDs(ctx, st, user, []string{o.ID})
 	if err != nil {
 		return err
 	}
 	o.ID = ids[0]
 	t, err := st.Get(ctx, o.ID)
-	if err == nil && g.User != "" && t.User != g.User {
-		err = state.ErrNotFound
+	if err == nil && user != "" && t.User != user {
+		return fmt.Errorf("transfer %s: %s", o.ID, ownerMismatch(t.User, user))
 	}
 	if errors.Is(err, state.ErrNotFound) {
 		return fmt.Errorf("transfer %s: not found", o.ID)
