@@ -33,7 +33,9 @@ func newListCommand(g *Globals) *cobra.Command {
 		Short: "List the transfers the filters select, oldest first",
 		Long: "list prints the transfers of --user (the login name by default; --all-users: everyone)\n" +
 			"that every given filter selects, oldest created first: a table with the first 16 digits\n" +
-			"of each ID (enough for status, kill and retry), or with --json one transfer document\n" +
+			"of each ID (enough for status, kill and retry), ATTEMPTS (submissions to FTS, from the\n" +
+			"history; N+ when the history was cut) and FAILED (failed attempts, counted against\n" +
+			"--max-attempts and reset by aso retry), or with --json one transfer document\n" +
 			"per line (JSON lines), every field and its history. Transfers are read a page at a time,\n" +
 			"so any number of them can be listed.",
 		Args: cobra.NoArgs,
@@ -79,11 +81,11 @@ func runList(ctx context.Context, o *ListOptions, g *Globals) error {
 func printListPage(g *Globals, ts []state.Transfer, header bool) error {
 	tw := tabwriter.NewWriter(g.Stdout, 0, 4, 2, ' ', 0)
 	if header {
-		fmt.Fprintln(tw, "ID\tUSER\tSTATE\tATTEMPTS\tUPDATED\tLINK\tDESTINATION LFN\tREASON")
+		fmt.Fprintln(tw, "ID\tUSER\tSTATE\tATTEMPTS\tFAILED\tUPDATED\tLINK\tDESTINATION LFN\tREASON")
 	}
 	for i := range ts {
 		t := &ts[i]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID[:min(16, len(t.ID))], t.User, stateText(t), t.Attempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID[:min(16, len(t.ID))], t.User, stateText(t), submissionsText(t), t.Attempts,
 			t.LastUpdate.UTC().Format(time.DateTime), t.Link(), t.DestinationLFN, oneLine(t.Reason, 80))
 	}
 	return tw.Flush()

@@ -41,7 +41,9 @@ func newStatusCommand(g *Globals) *cobra.Command {
 			"by state and by link, and lists the oldest waiting transfer, stale submitted transfers\n" +
 			"(no update from the agent for --stale-after), stuck acquired transfers, and stored\n" +
 			"documents that are not valid transfers.\n\n" +
-			"status ID shows one transfer: every field, FTS progress, retries, and its history.",
+			"status ID shows one transfer: every field, FTS progress, retries, and its history.\n" +
+			"Attempts are its submissions to FTS (from the history); failed attempts count against\n" +
+			"--max-attempts (aso retry resets them). --json adds submissions to the stored document.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -187,7 +189,7 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 		countTable(w, "USER", s.ByUser)
 	}
 	if t := s.OldestWaiting; t != nil {
-		fmt.Fprintf(w, "\nOldest waiting: %s, %s, %s since %s, attempts %d", t.ID, t.Link(), t.State, t.LastUpdate, t.Attempts)
+		fmt.Fprintf(w, "\nOldest waiting: %s, %s, %s since %s, attempts %s, failed attempts %d", t.ID, t.Link(), t.State, t.LastUpdate, submissionsText(t), t.Attempts)
 		if !t.RetryAfter.IsZero() {
 			fmt.Fprintf(w, ", retry after %s", t.RetryAfter)
 		}

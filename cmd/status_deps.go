@@ -20,6 +20,17 @@ type depView struct {
 type transferView struct {
 	*state.Transfer
 	Dependencies []depView `json:"dependencies,omitempty"`
+	// Submissions counts the times the transfer was submitted to FTS,
+	// from its history (attempts counts its failed attempts);
+	// SubmissionsAtLeast says that the history was cut, so that there may
+	// have been more.
+	Submissions        int  `json:"submissions"`
+	SubmissionsAtLeast bool `json:"submissions_at_least,omitempty"`
+}
+
+func newTransferView(t *state.Transfer, deps []depView) transferView {
+	n, atLeast := submissions(t)
+	return transferView{Transfer: t, Dependencies: deps, Submissions: n, SubmissionsAtLeast: atLeast}
 }
 
 // dependencies reads the states of t's dependencies in one call.

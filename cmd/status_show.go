@@ -39,7 +39,7 @@ func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOpti
 		return err
 	}
 	if o.JSON {
-		return writeJSON(g.Stdout, transferView{&t, deps})
+		return writeJSON(g.Stdout, newTransferView(&t, deps))
 	}
 	printTransfer(g.Stdout, &t)
 	printDeps(g.Stdout, deps)
@@ -70,7 +70,8 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	if len(t.DependsOn) > 0 {
 		field("Depends on", "%s", strings.Join(t.DependsOn, ", "))
 	}
-	field("Attempts", "%d", t.Attempts)
+	field("Attempts", "%s", submissionsText(t))
+	field("Failed attempts", "%d", t.Attempts)
 	if !t.RetryAfter.IsZero() {
 		field("Next retry", "not before %s", t.RetryAfter)
 	}

@@ -169,9 +169,10 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 		`(?m)^\S+\s+acquired\s+submitted\s+worker:42:test\s*$`,
 	)
 	out = aso(t, q.flag, "status", q.failed.ID).wantCode(t, 0).stdout
-	wantMatch(t, out, `(?m)^State:\s+failed$`, `(?m)^Reason:\s+TRANSFER ERROR: checksum mismatch`, `(?m)^Attempts:\s+\d+$`)
+	wantMatch(t, out, `(?m)^State:\s+failed$`, `(?m)^Reason:\s+TRANSFER ERROR: checksum mismatch`, `(?m)^Attempts:\s+1$`, `(?m)^Failed attempts:\s+1$`)
 	out = aso(t, q.flag, "status", q.retried.ID).wantCode(t, 0).stdout
-	wantMatch(t, out, `(?m)^State:\s+new$`, `(?m)^Attempts:\s+0$`, `(?m)\s+failed\s+new\s+\S+:cli\s+retry requested$`)
+	// submitted once; the retry reset its failed attempts
+	wantMatch(t, out, `(?m)^State:\s+new$`, `(?m)^Attempts:\s+1$`, `(?m)^Failed attempts:\s+0$`, `(?m)\s+failed\s+new\s+\S+:cli\s+retry requested$`)
 
 	var doc state.Transfer
 	r := aso(t, q.flag, "status", "--json", q.acquired.ID).wantCode(t, 0)
@@ -251,7 +252,8 @@ func TestStatus_RetryTimeAndProgress(t *testing.T) {
 		t.Fatalf("progress: %v %v", err, res)
 	}
 	out := aso(t, flag, "status", aborted.ID).wantCode(t, 0).stdout
-	wantMatch(t, out, `(?m)^State:\s+new$`, `(?m)^Attempts:\s+1$`,
+	// never submitted: the abort counts a failed attempt
+	wantMatch(t, out, `(?m)^State:\s+new$`, `(?m)^Attempts:\s+0$`, `(?m)^Failed attempts:\s+1$`,
 		`(?m)^Next retry:\s+not before 20\d\d-\d\d-\d\dT`,
 		`(?m)^Reason:\s+no lfn-to-pfn rule for T2_A`,
 		`(?m)^\S+\s+acquired\s+new\s+worker:42:test\s+no lfn-to-pfn rule for T2_A`)
