@@ -20,7 +20,10 @@ type Plan struct {
 type PlanJob struct {
 	Source, Destination string
 	Priority            int // FTS priority 1..5
-	Files               int
+	// MinPriority and MaxPriority are the priorities of the job's
+	// transfers (several map to one FTS priority)
+	MinPriority, MaxPriority int
+	Files                    int
 	// Example is the first file of the job: source and destination PFN.
 	ExampleSource, ExampleDest string
 }
@@ -62,8 +65,12 @@ func dryRun(ctx context.Context, cfg Config, store Store, plan *planner) error {
 	p := Plan{Eligible: len(eligible), Blocked: blocked}
 	for _, j := range jobs {
 		t := byID[j.files[0].id]
-		p.Jobs = append(p.Jobs, PlanJob{Source: t.Source, Destination: t.Destination, Priority: j.prio, Files: len(j.files),
-			ExampleSource: j.files[0].src, ExampleDest: j.files[0].dst})
+		pj := PlanJob{Source: t.Source, Destination: t.Destination, Priority: j.prio, Files: len(j.files),
+			MinPriority: t.Priority, MaxPriority: t.Priority, ExampleSource: j.files[0].src, ExampleDest: j.files[0].dst}
+		for _, f := range j.files {
+			pj.MinPriority, pj.MaxPriority = min(pj.MinPriority, byID[f.id].Priority), max(pj.MaxPriority, byID[f.id].Priority)
+		}
+		p.Jobs = append(p.Jobs, pj)
 	}
 	for _, ab := range aborts {
 		p.Unresolvable = append(p.Unresolvable, PlanError{ID: ab.Transfer.ID, Reason: ab.Reason})

@@ -278,7 +278,11 @@ func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
 func printPlan(g *Globals, p agent.Plan) {
 	fmt.Fprintf(g.Stdout, "dry run: %d transfers eligible, %d FTS jobs would be submitted\n", p.Eligible, len(p.Jobs))
 	for _, j := range p.Jobs {
-		fmt.Fprintf(g.Stdout, "  job %s -> %s priority %d: %d files (e.g. %s -> %s)\n", j.Source, j.Destination, j.Priority, j.Files, j.ExampleSource, j.ExampleDest)
+		prio := fmt.Sprint(j.MinPriority)
+		if j.MaxPriority != j.MinPriority {
+			prio = fmt.Sprintf("%d..%d", j.MinPriority, j.MaxPriority)
+		}
+		fmt.Fprintf(g.Stdout, "  job %s -> %s priority %s (FTS priority %d): %d files (e.g. %s -> %s)\n", j.Source, j.Destination, prio, j.Priority, j.Files, j.ExampleSource, j.ExampleDest)
 	}
 	if p.Blocked > 0 {
 		fmt.Fprintf(g.Stdout, "  %d more waiting for their dependencies (not counted)\n", p.Blocked)

@@ -98,13 +98,25 @@ func TestRun_LocalDefault(t *testing.T) {
 	}
 }
 
-// TestRun_DryRun claims nothing and prints the jobs that would be submitted.
+// TestRun_DryRun claims nothing and prints the jobs that would be
+// submitted, with the priorities of their transfers (several of which map
+// to one FTS priority).
 func TestRun_DryRun(t *testing.T) {
 	sites, requests, dst := localSites(t, 12)
+	b, err := os.ReadFile(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := range 4 { // priorities 10 and 20: FTS priority 5, one job
+		lines[i] = strings.Replace(lines[i], "{", fmt.Sprintf(`{"priority": %d, `, 10+10*(i%2)), 1)
+	}
 	st := newState(t)
-	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
+	invocation{stdin: strings.NewReader(strings.Join(lines, "\n"))}.run(t, "enqueue", st).wantCode(t, 0)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dry-run", "--max-files-per-job", "5").wantCode(t, 0).
-		wantStdout(t, "dry run: 12 transfers eligible, 3 FTS jobs would be submitted", "job T2_XX_A -> T1_XX_B priority 3: 5 files")
+		wantStdout(t, "dry run: 12 transfers eligible, 3 FTS jobs would be submitted",
+			"job T2_XX_A -> T1_XX_B priority 10..20 (FTS priority 5): 4 files",
+			"job T2_XX_A -> T1_XX_B priority 0 (FTS priority 3): 5 files")
 	out := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
 	wantMatch(t, out.stdout, `"new":\s*12`)
 	if _, err := os.Stat(dst); !os.IsNotExist(err) {
