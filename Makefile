@@ -35,7 +35,7 @@ demo: build test-setup ## the main job offline (installs gfal-rm first, as test 
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso init"; $(BIN) init; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --sim-transfer-time 2s --log-level warn"; $(BIN) run --interval 1s --sim-transfer-time 2s --log-level warn --progress always; \
+	echo "+ aso run --interval 1s --sim-transfer-time 2s --progress always"; $(BIN) run --interval 1s --sim-transfer-time 2s --progress always; \
 	echo "+ aso status"; $(BIN) status; \
 	echo "demo files, state and sites file are in $$dir"
 
