@@ -35,6 +35,6 @@ func TestRun_DestinationMatchOfTheDestination(t *testing.T) {
 	st := newState(t)
 	aso(t, "enqueue", st, "-f", requests).wantCode(t, 0)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dry-run").wantCode(t, 0).
-		wantStdout(t, "job T2_XX_A -> T2_CH_CERN priority 3: 1 files (e.g. srm://se.a.example:8443/srm/managerv2?SFN=/data/store/temp/user/bob/f.root -> "+
+		wantStdout(t, "job T2_XX_A -> T2_CH_CERN priority 0 (FTS priority 3): 1 files (e.g. srm://se.a.example:8443/srm/managerv2?SFN=/data/store/temp/user/bob/f.root -> "+
 			"srm://srm-eoscms.cern.ch:8443/srm/v2/server?SFN=/eos/cms/store/user/bob/f.root)")
 }

@@ -28,8 +28,10 @@ func TestExpandUser(t *testing.T) {
 }
 
 // TestLogRelay: an agent's JSON lines keep their level, message, time and
-// fields and gain the user; other lines are logged at info with the user;
-// a line split over writes is reassembled.
+// fields and gain the user; other lines are logged at info with the user,
+// but for the agent's final "aso: ..." error (with the lines after it),
+// which is kept as the reason of its end; a line split over writes is
+// reassembled.
 func TestLogRelay(t *testing.T) {
 	var out bytes.Buffer
 	log := logrus.New()
@@ -38,7 +40,7 @@ func TestLogRelay(t *testing.T) {
 	log.SetLevel(logrus.DebugLevel)
 	r := &logRelay{log: log, user: "alice"}
 	line := `{"level":"warning","msg":"lost ownership","time":"2026-01-02T03:04:05Z","fts_job":"j1","error":"run lock lost"}` + "\n"
-	for _, part := range []string{line[:20], line[20:], "queue of alice: new 0\n", "aso: trailing line without newline"} {
+	for _, part := range []string{line[:20], line[20:], "queue of alice: new 0\n", "aso: this machine lacks what run needs:\n", "  - no gfal-rm"} {
 		if _, err := r.Write([]byte(part)); err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +54,11 @@ func TestLogRelay(t *testing.T) {
 		}
 		got = append(got, m)
 	}
-	if len(got) != 3 {
-		t.Fatalf("%d lines relayed, want 3:\n%s", len(got), out.String())
+	if len(got) != 2 {
+		t.Fatalf("%d lines relayed, want 2:\n%s", len(got), out.String())
+	}
+	if why := r.lastError(); why != "this machine lacks what run needs: - no gfal-rm" {
+		t.Errorf("the agent's last error: %q", why)
 	}
 	first := got[0]
 	for k, want := range map[string]any{"level": "warning", "msg": "lost ownership", "time": "2026-01-02T03:04:05Z",
@@ -62,7 +67,7 @@ func TestLogRelay(t *testing.T) {
 			t.Errorf("relayed JSON line: %s = %v, want %v (%v)", k, first[k], want, first)
 		}
 	}
-	for i, msg := range []string{"queue of alice: new 0", "aso: trailing line without newline"} {
+	for i, msg := range []string{"queue of alice: new 0"} {
 		if m := got[i+1]; m["msg"] != msg || m["level"] != "info" || m["user"] != "alice" {
 			t.Errorf("relayed text line %d: %v, want msg %q at info with user alice", i, m, msg)
 		}

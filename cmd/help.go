@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -159,7 +160,7 @@ func annotateEnv(root *cobra.Command) {
 // examples (examples); and to every flag its environment variable.
 func setupHelp(root *cobra.Command) {
 	annotateEnv(root)
-	cobra.AddTemplateFunc("exitCodes", helpExitCodes)
+	templateFuncs.Do(func() { cobra.AddTemplateFunc("exitCodes", helpExitCodes) }) // cobra's, global
 	root.SetUsageTemplate(root.UsageTemplate() + "{{exitCodes .}}")
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -172,6 +173,9 @@ func setupHelp(root *cobra.Command) {
 	}
 	walk(root)
 }
+
+// templateFuncs adds aso's functions to cobra's templates, once.
+var templateFuncs sync.Once
 
 // examples are the examples of each command, in --help and the man pages.
 var examples = map[string]string{

@@ -18,7 +18,7 @@ func TestExecute_UsageErrorsExit2(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"unknown flag", []string{"status", "--no-such-flag"}, "unknown flag: --no-such-flag"},
-		{"bad flag value", []string{"status", "--stale-after", "soon"}, `invalid argument "soon"`},
+		{"bad flag value", []string{"status", "--stale-after", "soon"}, `--stale-after "soon": want a duration`},
 		{"bad log level", []string{"--log-level", "loud", "version"}, `--log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml", "version"}, `--log-format "xml"`},
 		{"completion without shell", []string{"completion"}, "accepts 1 arg(s)"},
