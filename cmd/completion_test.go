@@ -46,7 +46,7 @@ func TestCompletion_Values(t *testing.T) {
 		{env, []string{"list", "--error-class", "no_"}, []string{"no_space"}},
 		{env, []string{"status", "--user", ""}, []string{"alice", "bob"}},
 		{env, []string{"list", "--link", "T2_C"}, []string{"T2_C->T1_B"}},
-		{env, []string{"kill", ids[0][:3]}, idWith(ids, ids[0][:3])},
+		{env, []string{"kill", ids[0][:3]}, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return !strings.HasPrefix(id, ids[0][:3]) })},
 		{map[string]string{"ASO_STATE": "file:" + path, "ASO_CONFIG": "", "ASO_USER": "bob"}, []string{"retry", ""}, listIDs(t, flag, "--user", "bob", "list")},
 		{map[string]string{"ASO_STATE": "file:" + path + ".missing", "ASO_CONFIG": ""}, []string{"status", ""}, nil},
 	} {
@@ -58,15 +58,4 @@ func TestCompletion_Values(t *testing.T) {
 			t.Errorf("__complete %q: %q, want %q", tc.args, got, want)
 		}
 	}
-}
-
-// idWith returns the IDs of ids that start with prefix.
-func idWith(ids []string, prefix string) []string {
-	var out []string
-	for _, id := range ids {
-		if strings.HasPrefix(id, prefix) {
-			out = append(out, id)
-		}
-	}
-	return out
 }
