@@ -4,10 +4,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/vt"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/proctest"
 )
 
 // A log line of the text format, whole: its level and time at the start.
@@ -166,5 +169,70 @@ func TestProgress_OperatorCommands(t *testing.T) {
 		if strings.ContainsAny(s, "\r\x1b") {
 			t.Errorf("control characters off a terminal:\n%q", s)
 		}
+	}
+}
+
+// A line of the live display of a fleet: an agent's, or the total's.
+var fleetLineRE = regexp.MustCompile(`^(ann|ben|all) +\[[=>\-]*\] (\d+ agents? · )?(\d+) done, (\d+) failed, (\d+) active of (\d+) claimed`)
+
+// TestProgress_FleetOnATerminal runs a fleet of two agents on a
+// pseudo-terminal: after every write that ends a line, the screen holds
+// whole log lines (the fleet's and its agents') and, below them while the
+// fleet runs, its live lines, the total last; at the end the total adds
+// up every transfer.
+func TestProgress_FleetOnATerminal(t *testing.T) {
+	t.Parallel()
+	w := proctest.New(t, proctest.Options{Sim: ftstest.Options{Seed: 51, QueueDelay: 200 * time.Millisecond, TransferTime: 800 * time.Millisecond}, Seed: 51})
+	for _, u := range []string{"ann", "ben"} {
+		w.Add(u, proctest.Good, 12)
+	}
+	const rows, cols = 30, 1000
+	args := append(fleetArgs(w, "--max-agents", "2", "--max-files-per-job", "3"), "--progress", "auto", "--log-format", "text")
+	p := onTerminalSized(t, rows, cols, []string{"ASO_CONFIG="}, args...)
+	code, out := p.exit()
+	if code != cmd.ExitOK {
+		t.Fatalf("fleet exit %d\n%s", code, out)
+	}
+	scr := newScreen(rows, cols)
+	agents := map[string]bool{}
+	ended := false
+	for _, c := range p.chunks {
+		scr.write(c)
+		ended = ended || strings.Contains(string(c), "fleet finished")
+		if c[len(c)-1] != '\n' {
+			continue
+		}
+		lines := scr.lines()
+		display := -1 // where the live lines start
+		for i, l := range lines {
+			m := fleetLineRE.FindStringSubmatch(l)
+			switch {
+			case m != nil:
+				agents[m[1]] = true
+				if display < 0 {
+					display = i
+				}
+			case l == "":
+			case !logLineRE.MatchString(l) || len(logLineRE.FindAllStringIndex(l, -1)) != 1:
+				t.Fatalf("garbled line %d: %q\n\nscreen:\n%s", i, l, strings.Join(lines, "\n"))
+			case display >= 0 && !ended:
+				t.Fatalf("a log line below the live lines:\n%s", strings.Join(lines, "\n"))
+			}
+		}
+		if display >= 0 && !ended && !strings.HasPrefix(lines[len(lines)-1], "all ") {
+			t.Fatalf("the total is not the last line:\n%s", strings.Join(lines, "\n"))
+		}
+	}
+	if !agents["ann"] || !agents["ben"] || !agents["all"] {
+		t.Errorf("live lines seen of %v, want ann's, ben's and the total\n%s", agents, out)
+	}
+	var last []string
+	for _, l := range scr.lines() {
+		if m := fleetLineRE.FindStringSubmatch(l); m != nil && m[1] == "all" {
+			last = m
+		}
+	}
+	if last == nil || last[3] != "24" || last[4] != "0" {
+		t.Errorf("the total's last frame: %q, want 24 done, 0 failed", last)
 	}
 }
