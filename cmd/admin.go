@@ -136,7 +136,7 @@ func (c idCommand) run(ctx context.Context, g *Globals, ids []string) (string, i
 		if err := c.confirm(ctx, g, &t); err != nil {
 			return err
 		}
-		view := newOpView(g, c.verb, int64(len(t.ids)), transfers)
+		view := newOpView(g, c.verb, int64(len(t.ids)), transfers, g.Progress)
 		defer view.close()
 		return t.each(ctx, rep, func(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
 			err := c.batch(ctx, st, ids, rep)

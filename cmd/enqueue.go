@@ -54,7 +54,7 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 type enqueueTally struct{ stored, queued, rejected int }
 
 func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
-	in, size := g.stdin(), int64(0)
+	in, size, typed := g.stdin(), int64(0), false
 	if o.File != "-" && o.File != "" {
 		f, err := os.Open(o.File)
 		if err != nil {
@@ -67,10 +67,11 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		}
 	} else if f, ok := in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
+		typed = true // no live display under what is typed
 	}
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
-		view := newEnqueueView(g, size)
+		view := newEnqueueView(g, size, typed)
 		defer view.close()
 		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally, view: view}
 		if o.JSON {
@@ -113,9 +114,9 @@ func (b *enqueueBatch) stop(ctx context.Context, sig *stopSignal) error {
 		return fmt.Errorf("enqueue %s, then storing the records read failed: %w", sig, err)
 	}
 	if b.lastLine == 0 {
-		return fmt.Errorf("enqueue %s before any record was read; nothing was stored: %w", sig, sig)
+		return exitCodeError{sig.code(), fmt.Errorf("enqueue %s before any record was read; nothing was stored", sig)}
 	}
-	return fmt.Errorf("enqueue %s: the input was read up to line %d and every record up to there is counted above; nothing after it was read: %w", sig, b.lastLine, sig)
+	return exitCodeError{sig.code(), fmt.Errorf("enqueue %s: the input was read up to line %d and every record up to there is counted above; nothing after it was read", sig, b.lastLine)}
 }
 
 // readAll stores every record of rr. An input that cannot be parsed further

@@ -33,8 +33,8 @@ type opView struct {
 	lastPlain time.Time
 }
 
-func newOpView(g *Globals, name string, total int64, unit func(int64) string) *opView {
-	v := &opView{con: g.openConsole(g.Progress, largeAfter), name: name, total: total, unit: unit}
+func newOpView(g *Globals, name string, total int64, unit func(int64) string, progress string) *opView {
+	v := &opView{con: g.openConsole(progress, largeAfter), name: name, total: total, unit: unit}
 	v.rate.observe(time.Now(), 0)
 	if v.con.live() {
 		v.line = v.con.line(name, total > 0, v.text)
@@ -120,13 +120,18 @@ type enqueueView struct {
 }
 
 // newEnqueueView returns the view of an enqueue of an input of size bytes
-// (0: a stream of unknown size).
-func newEnqueueView(g *Globals, size int64) *enqueueView {
+// (0: a stream of unknown size); typed: the input is typed on the
+// terminal, which shows nothing else.
+func newEnqueueView(g *Globals, size int64, typed bool) *enqueueView {
 	unit := records
 	if size > 0 {
 		unit = byteSize
 	}
-	return &enqueueView{opView: newOpView(g, "enqueue", size, unit)}
+	flag := g.Progress
+	if typed {
+		flag = "never"
+	}
+	return &enqueueView{opView: newOpView(g, "enqueue", size, unit, flag)}
 }
 
 // count returns r, counting the bytes read from it.

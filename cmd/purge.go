@@ -79,7 +79,7 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 			defer a.f.Close()
 			po.Archive = a
 		}
-		view := newOpView(g, "purge", 0, transfers)
+		view := newOpView(g, "purge", 0, transfers, g.Progress)
 		po.Progress = func(n int) { view.update(int64(n), "removed") }
 		n, err := st.Purge(ctx, po)
 		view.close()

@@ -79,14 +79,11 @@ func Execute() int {
 func ExitCode(err error) int {
 	var ue usageError
 	var ce exitCodeError
-	var ss *stopSignal
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce):
 		return ce.code
-	case errors.As(err, &ss):
-		return ss.code()
 	case errors.Is(err, state.ErrLocked):
 		return ExitLocked
 	case errors.As(err, &ue):

@@ -22,11 +22,16 @@ var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 var signalLog atomic.Pointer[logrus.Logger]
 
 // stopSignal is the cause of the context a stop signal cancelled. A
-// command that stops short because of it exits 128 + the signal's number,
-// as a shell reports a process a signal ended (130 for SIGINT).
+// command that stops short because of it, and says so (enqueue), exits
+// 128 + the signal's number, as a shell reports a process a signal ended
+// (130 for SIGINT).
 type stopSignal struct{ sig os.Signal }
 
 func (e *stopSignal) Error() string { return "stopped by " + signalName(e.sig) }
+
+// Is makes a stop a cancellation, as it was before it had a cause: what
+// a signal cut short is no error of its own (see stoppedEarly).
+func (e *stopSignal) Is(target error) bool { return target == context.Canceled }
 
 // code is the exit code of a command the signal stopped short.
 func (e *stopSignal) code() int {
