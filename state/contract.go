@@ -163,6 +163,13 @@ type Admin interface {
 	// waiting, stale submitted, stuck acquired and invalid documents.
 	Summary(ctx context.Context, o SummaryOptions) (Summary, error)
 
+	// Counts counts transfers by CountKey, with the oldest last_update of
+	// each group, and the transfers finished since o.HoursSince by hour
+	// and since o.MinutesSince by minute, by link and state: what
+	// fleet-wide monitoring reads, in a bounded number of backend queries
+	// whatever the number of users and transfers (an index, a view).
+	Counts(ctx context.Context, o CountsOptions) (Counts, error)
+
 	// RequestKill asks for transfers to be killed: a new one becomes killed
 	// at once; an acquired or submitted one gets kill_requested and the agent
 	// cancels it in FTS. Per item: ErrNotFound for an unknown ID, ErrTerminal

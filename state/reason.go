@@ -3,7 +3,11 @@ package state
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
+
+// maxReasonClass bounds the bytes of a reason class (before its "...").
+const maxReasonClass = 200
 
 var (
 	reasonDetail = regexp.MustCompile(`\s*\([^()]*\)`)
@@ -21,8 +25,12 @@ func ReasonClass(reason string) string {
 	r = reasonID.ReplaceAllString(r, "<transfer>")
 	r = reasonJob.ReplaceAllString(r, "<job>")
 	r = strings.TrimSpace(r)
-	if len(r) > 200 {
-		r = r[:200] + "..."
+	if len(r) > maxReasonClass {
+		n := maxReasonClass
+		for n > 0 && !utf8.RuneStart(r[n]) {
+			n-- // cut between characters, never inside one
+		}
+		r = r[:n] + "..."
 	}
 	if r == "" {
 		return "(no reason)"

@@ -1,7 +1,9 @@
 package state_test
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -23,5 +25,17 @@ func TestReasonClass(t *testing.T) {
 		if got := state.ReasonClass(c.in); got != c.want {
 			t.Errorf("ReasonClass(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestReasonClass_CutsBetweenCharacters: a long reason is cut to at most
+// 200 bytes, never inside a multi-byte character.
+func TestReasonClass_CutsBetweenCharacters(t *testing.T) {
+	long := strings.Repeat("a", 199) + "é" + strings.Repeat("b", 10)
+	if got, want := state.ReasonClass(long), strings.Repeat("a", 199)+"..."; got != want {
+		t.Fatalf("ReasonClass of a long reason = %q, want %q", got, want)
+	}
+	if got := state.ReasonClass(strings.Repeat("x", 300)); len(got) != 203 || !utf8.ValidString(got) {
+		t.Fatalf("ReasonClass of 300 bytes = %d bytes %q", len(got), got)
 	}
 }

@@ -40,7 +40,8 @@ var indexes = []struct {
 var obsoleteIndexes = []string{"aso-claim", "aso-active"}
 
 // Init prepares a database for aso: it creates the database if it is
-// missing, the Mango indexes, the views of the agent's queries, and the
+// missing, the Mango indexes, the views of the agent's queries and of
+// monitoring (StatsID), and the
 // design document with the validate_doc_update function, and deletes the
 // indexes of earlier versions. It is idempotent: run twice it writes
 // nothing the second time; after an upgrade it replaces what changed.
@@ -67,7 +68,7 @@ func Init(ctx context.Context, o Options) error {
 		return fmt.Errorf("couch: init %s: %w", where, err)
 	}
 	validation := map[string]any{"_id": DesignID, "language": "javascript", "validate_doc_update": validateJS}
-	for _, doc := range []map[string]any{viewsDoc(), validation} {
+	for _, doc := range []map[string]any{viewsDoc(), statsDoc(), validation} {
 		if err := ensureDoc(ctx, db, doc); err != nil {
 			return fmt.Errorf("couch: init %s: %w", where, err)
 		}

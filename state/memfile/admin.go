@@ -233,6 +233,18 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	return sum, err
 }
 
+// Counts counts transfers by state.CountKey and the finished ones by hour
+// and minute, from the index (see countsOf).
+func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
+	var out state.Counts
+	err := s.view(ctx, "counts", func(x *tx, _ time.Time) error {
+		var err error
+		out, err = countsOf(x, o)
+		return err
+	})
+	return out, err
+}
+
 func countIn[K comparable](m map[K]*[8]int, k K, st uint8) {
 	n := m[k]
 	if n == nil {

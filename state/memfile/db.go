@@ -73,8 +73,13 @@ type meta struct {
 	// times in nanoseconds since the epoch (see nanos)
 	lastUpdate, retryAfter, leaseExpires, created int64
 	user, src, dst, job                           uint32
-	class                                         uint32 // error class of a failed transfer (state.FailureClass)
-	state                                         uint8  // 1 + index in state.States; 0: a free slot
+	class                                         uint32 // error class (state.CountKey's)
+	// reason is the interned reason class (state.CountKey's) of a
+	// transfer with hasReason, 0 until Counts first needs it: computing it
+	// for every transfer a file holds would slow every open down.
+	reason    uint32
+	hasReason bool
+	state     uint8 // 1 + index in state.States; 0: a free slot
 	// deps: a new transfer with dependencies to check before a claim
 	// (DueUsers reads only those back from the file)
 	deps bool
@@ -248,7 +253,10 @@ func (d *db) put(t *state.Transfer, sp span) {
 		m.job = d.strs.id(t.FTSJob)
 	case state.StateFailed:
 		m.class = d.strs.id(state.FailureClass(t.ErrorClass))
+	default:
+		m.class = d.strs.id(t.ErrorClass)
 	}
+	m.hasReason = t.State == state.StateFailed || state.Retrying(t)
 	i, ok := d.ids[k]
 	switch {
 	case ok:

@@ -1,0 +1,158 @@
+package couch
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-kivik/kivik/v4"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// StatsID is the design document of the views fleet-wide monitoring reads
+// (Counts). It is a design document of its own, not ViewsID, so that the
+// agents' queries never wait for these views to be brought up to date:
+// CouchDB updates the views of a design document together, when one of
+// them is read.
+const StatsID = "_design/" + statsDDoc
+
+// The views of StatsID: "counts", [user, state, link, error class, reason
+// class] -> last_update, reduced by _stats (see counts_map.js); "finished",
+// [user or null, hour, link, state, minute] -> null, reduced by _count
+// (see finished_map.js).
+const (
+	statsDDoc    = "aso-stats"
+	viewCounts   = "counts"
+	viewFinished = "finished"
+)
+
+var (
+	//go:embed counts_map.js
+	countsMapJS string
+	//go:embed finished_map.js
+	finishedMapJS string
+)
+
+// statsDoc is the design document Init writes (without _rev).
+func statsDoc() map[string]any {
+	return map[string]any{
+		"_id":      StatsID,
+		"language": "javascript",
+		"views": map[string]any{
+			viewCounts:   map[string]any{"map": countsMapJS, "reduce": "_stats"},
+			viewFinished: map[string]any{"map": finishedMapJS, "reduce": "_count"},
+		},
+	}
+}
+
+// statsReader reads the views of StatsID: three queries, whatever the
+// number of users and transfers.
+type statsReader struct {
+	direct *direct
+	url    string // redacted, for errors
+}
+
+// counts is state.Admin.Counts.
+func (r statsReader) counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
+	tally := state.NewTally(o)
+	if err := r.groups(ctx, o.User, tally); err != nil {
+		return state.Counts{}, err
+	}
+	if !o.HoursSince.IsZero() {
+		if err := r.finished(ctx, o.User, o.HoursSince, 4, tally); err != nil {
+			return state.Counts{}, err
+		}
+	}
+	if !o.MinutesSince.IsZero() {
+		if err := r.finished(ctx, o.User, o.MinutesSince, 5, tally); err != nil {
+			return state.Counts{}, err
+		}
+	}
+	return tally.Counts(), nil
+}
+
+// groups reads the counts view grouped by key: one row per group.
+func (r statsReader) groups(ctx context.Context, user string, tally *state.Tally) error {
+	params := map[string]any{"group": true}
+	if user != "" {
+		params["startkey"], params["endkey"] = []any{user}, []any{user, map[string]any{}}
+	}
+	rows, err := r.query(ctx, viewCounts, params)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		var k []string
+		var v kindStats
+		if json.Unmarshal(row.Key, &k) != nil || len(k) != 5 || json.Unmarshal(row.Value, &v) != nil {
+			continue // not a row of this view's shape
+		}
+		key := state.CountKey{User: k[0], State: state.State(k[1]), Link: k[2], ErrorClass: k[3], Reason: k[4]}
+		oldest := time.Time{}
+		if v.Min > 0 {
+			oldest = time.UnixMicro(int64(v.Min)).UTC()
+		}
+		tally.Add(key, v.Count, oldest)
+	}
+	return nil
+}
+
+// finished reads the finished view from the hour of since: by hour at
+// group_level 4, by minute at 5 (the minutes before since's are dropped).
+func (r statsReader) finished(ctx context.Context, user string, since time.Time, level int, tally *state.Tally) error {
+	var who any // null: every user's
+	if user != "" {
+		who = user
+	}
+	hour := since.UTC().Unix() / 3600
+	rows, err := r.query(ctx, viewFinished, map[string]any{
+		"group_level": level, "startkey": []any{who, hour}, "endkey": []any{who, map[string]any{}},
+	})
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		var k []json.RawMessage
+		var n int
+		if json.Unmarshal(row.Key, &k) != nil || len(k) != level || json.Unmarshal(row.Value, &n) != nil {
+			continue
+		}
+		var h, m int64
+		var link string
+		var st state.State
+		if json.Unmarshal(k[1], &h) != nil || json.Unmarshal(k[2], &link) != nil || json.Unmarshal(k[3], &st) != nil {
+			continue
+		}
+		at, per := time.Unix(h*3600, 0), time.Hour
+		if level == 5 {
+			if json.Unmarshal(k[4], &m) != nil {
+				continue
+			}
+			at, per = time.Unix(m*60, 0), time.Minute
+		}
+		tally.AddFinished(per, link, st, at, n)
+	}
+	return nil
+}
+
+// query reads the rows of view of StatsID; a missing view is an error
+// that says to run aso init.
+func (r statsReader) query(ctx context.Context, view string, params map[string]any) ([]viewRow, error) {
+	var rows []viewRow
+	err := retry(ctx, func() error {
+		var err error
+		rows, err = r.direct.rows(ctx, StatsID+"/_view/"+view, params)
+		return err
+	})
+	if kivik.HTTPStatus(err) == http.StatusNotFound {
+		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.url, view, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.url, err)
+	}
+	return rows, nil
+}
