@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/asyncstageout/aso/internal/statusview"
 )
 
 // extraSetting is a setting with no flag: the environment or the file sets it.
@@ -96,7 +98,7 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 		}
 	}
 	if o.JSON {
-		out := ConfigJSON{Settings: rows, Errors: nonNil(errs)}
+		out := ConfigJSON{Settings: rows, Errors: statusview.NonNil(errs)}
 		out.ConfigFile.Path, out.ConfigFile.From = g.configSrc.Path, g.configSrc.From
 		if err := writeJSON(g.Stdout, out); err != nil {
 			return err

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -76,18 +76,18 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		reasons, err := failureReasons(ctx, st, user)
+		reasons, err := statusview.FailureReasons(ctx, st, user)
 		if err != nil {
 			return err
 		}
-		locks, err := lockViews(ctx, st, user, time.Now())
+		locks, err := statusview.Locks(ctx, st, user, time.Now())
 		if err != nil {
 			return err
 		}
 		if o.JSON {
-			out := newStatusJSON(user, sum)
+			out := statusview.NewStatus(user, sum)
 			out.FailureReasons = reasons
-			out.Locks = nonNil(locks)
+			out.Locks = statusview.NonNil(locks)
 			return writeJSON(g.Stdout, out)
 		}
 		if err := printSummary(g.Stdout, user, o.StaleAfter, sum); err != nil {
@@ -99,76 +99,9 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 	})
 }
 
-// StatusJSON is what `aso status --json` prints. Every state appears in
-// by_state (and in each link's and user's counts), with 0 when none.
-type StatusJSON struct {
-	User    string                         `json:"user,omitempty"` // empty for --all-users
-	Total   int                            `json:"total"`
-	ByState map[state.State]int            `json:"by_state"`
-	ByLink  map[string]map[state.State]int `json:"by_link"`
-	ByUser  map[string]map[state.State]int `json:"by_user,omitempty"`
-	// ByErrorClass counts failed transfers by error class, every class
-	// present (0 when none); "unknown" also holds failures not from FTS.
-	ByErrorClass  map[string]int     `json:"by_error_class"`
-	OldestWaiting *state.Transfer    `json:"oldest_waiting"`
-	Stale         []state.Transfer   `json:"stale"`
-	StuckAcquired []state.Transfer   `json:"stuck_acquired"`
-	Invalid       []state.InvalidDoc `json:"invalid"`
-	// Conflicted counts documents with conflicting revisions (CouchDB).
-	Conflicted int `json:"conflicted"`
-	// FailureReasons counts failed and retrying transfers by reason.
-	FailureReasons []ReasonCount `json:"failure_reasons"`
-	// Locks are the run locks of the user (every user's with --all-users).
-	Locks []LockView `json:"locks"`
-}
-
-func newStatusJSON(user string, s state.Summary) StatusJSON {
-	out := StatusJSON{
-		User: user, Total: s.Total, ByState: allStates(s.ByState),
-		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
-		Stale: nonNil(s.Stale), StuckAcquired: nonNil(s.StuckAcquired), Invalid: nonNil(s.Invalid),
-		Conflicted: s.Conflicted, FailureReasons: []ReasonCount{}, ByErrorClass: map[string]int{},
-	}
-	for _, c := range fts.ErrorClasses {
-		out.ByErrorClass[string(c)] = 0
-	}
-	for c, n := range s.ByErrorClass {
-		out.ByErrorClass[c] += n
-	}
-	for link, m := range s.ByLink {
-		out.ByLink[link] = allStates(m)
-	}
-	if user == "" {
-		out.ByUser = map[string]map[state.State]int{}
-		for u, m := range s.ByUser {
-			out.ByUser[u] = allStates(m)
-		}
-	}
-	return out
-}
-
-// allStates returns the counts of m with every state present.
-func allStates(m map[state.State]int) map[state.State]int {
-	out := make(map[state.State]int, len(state.States))
-	for _, s := range state.States {
-		out[s] = m[s]
-	}
-	return out
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// writeJSON writes v as `aso status --json` and the other one-object
+// outputs do.
+func writeJSON(w io.Writer, v any) error { return statusview.WriteJSON(w, v) }
 
 // printSummary prints the summary as tables.
 func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Summary) error {

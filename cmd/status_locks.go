@@ -1,49 +1,15 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/internal/statusview"
 )
 
-// LockView is a user's run lock as `aso status` shows it.
-type LockView struct {
-	User string `json:"user"`
-	// Holder is the agent that took the lock last (hostname:pid:random),
-	// with its host and process ID; Held says whether it still holds it
-	// (not released, not expired).
-	Holder  string     `json:"holder,omitempty"`
-	Host    string     `json:"host,omitempty"`
-	PID     int        `json:"pid,omitempty"`
-	Held    bool       `json:"held"`
-	Since   state.Time `json:"since,omitzero"`
-	Expires state.Time `json:"expires,omitzero"`
-	// LastRun is the last run that released the lock: its start, end and
-	// exit code.
-	LastRun *state.RunRecord `json:"last_run,omitempty"`
-}
-
-// lockViews reads the run locks of user ("" every user).
-func lockViews(ctx context.Context, st state.Store, user string, now time.Time) ([]LockView, error) {
-	ls, err := st.Locks(ctx, user)
-	if err != nil {
-		return nil, fmt.Errorf("status: run locks: %w", err)
-	}
-	out := make([]LockView, len(ls))
-	for i, l := range ls {
-		v := LockView{User: l.User, Holder: l.Holder, Since: l.Since, Expires: l.Expire, LastRun: l.LastRun, Held: l.Expire.After(now)}
-		v.Host, v.PID, _ = state.HolderHostPID(l.Holder)
-		out[i] = v
-	}
-	return out, nil
-}
-
 // printLocks prints the run locks table of `aso status`.
-func printLocks(w io.Writer, locks []LockView) {
+func printLocks(w io.Writer, locks []statusview.LockView) {
 	titledTable(w, "Run locks", len(locks), "USER\tLOCK\tHOST\tPID\tSINCE\tEXPIRES\tLAST RUN STARTED\tENDED\tEXIT", func(tw io.Writer) {
 		for _, l := range locks {
 			fmt.Fprintln(tw, lockRow(&l))
@@ -52,7 +18,7 @@ func printLocks(w io.Writer, locks []LockView) {
 }
 
 // lockRow is the row of l in the run locks table.
-func lockRow(l *LockView) string {
+func lockRow(l *statusview.LockView) string {
 	lock := "free"
 	switch {
 	case l.Held:

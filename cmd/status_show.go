@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -34,12 +35,12 @@ func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOpti
 	if err != nil {
 		return fmt.Errorf("status %s: %w", o.ID, err)
 	}
-	deps, err := dependencies(ctx, st, &t)
+	deps, err := statusview.Dependencies(ctx, st, &t)
 	if err != nil {
 		return err
 	}
 	if o.JSON {
-		return writeJSON(g.Stdout, newTransferView(&t, deps))
+		return writeJSON(g.Stdout, statusview.NewTransfer(&t, deps))
 	}
 	printTransfer(g.Stdout, &t)
 	printDeps(g.Stdout, deps)
