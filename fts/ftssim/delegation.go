@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // delegationKeyBits is the size of the key the server generates for a
@@ -225,13 +227,13 @@ func validateProxy(body []byte, key *rsa.PrivateKey) (time.Time, []string, error
 	var sub, iss pkix.RDNSequence
 	_, err1 := asn1.Unmarshal(proxy.RawSubject, &sub)
 	_, err2 := asn1.Unmarshal(proxy.RawIssuer, &iss)
-	if err1 != nil || err2 != nil || len(sub) == 0 || formatRDNs(sub[:len(sub)-1]) != formatRDNs(iss) {
+	if err1 != nil || err2 != nil || len(sub) == 0 || gridcert.FormatRDNs(sub[:len(sub)-1]) != gridcert.FormatRDNs(iss) {
 		//lint:ignore ST1005 FTS sends this message as it is
-		return time.Time{}, nil, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", formatDN(proxy.RawSubject), formatDN(proxy.RawIssuer))
+		return time.Time{}, nil, fmt.Errorf("The subject and the issuer of the proxy do not match: %s != %s", gridcert.FormatDN(proxy.RawSubject), gridcert.FormatDN(proxy.RawIssuer))
 	}
-	if last := sub[len(sub)-1]; len(last) != 1 || !last[0].Type.Equal(oidCN) {
+	if last := sub[len(sub)-1]; len(last) != 1 || !last[0].Type.Equal(gridcert.OIDCN) {
 		//lint:ignore ST1005 FTS sends this message as it is
 		return time.Time{}, nil, fmt.Errorf("Missing trailing Common Name in the proxy")
 	}
-	return proxy.NotAfter.UTC(), vomsFQANs(certs), nil
+	return proxy.NotAfter.UTC(), gridcert.VOMSFQANs(certs), nil
 }

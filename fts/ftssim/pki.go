@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // PKI is a throw-away grid PKI for tests and demos: a CA, a server certificate for
@@ -144,7 +146,7 @@ func NewPKI(dir string) (*PKI, error) {
 	now := time.Now()
 	caSerial := nextSerial()
 	ca, err := createCert(&x509.Certificate{
-		SerialNumber: caSerial, RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "ASO Test CA "+caSerial.String())),
+		SerialNumber: caSerial, RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(gridcert.OIDCN, "ASO Test CA "+caSerial.String())),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}, nil, &caKey.PublicKey, caKey)
@@ -152,7 +154,7 @@ func NewPKI(dir string) (*PKI, error) {
 		return nil, err
 	}
 	srv, err := createCert(&x509.Certificate{
-		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidCN, "localhost")),
+		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(gridcert.OIDCN, "localhost")),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
@@ -161,7 +163,7 @@ func NewPKI(dir string) (*PKI, error) {
 		return nil, err
 	}
 	user, err := createCert(&x509.Certificate{
-		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidOU, "Users"), atv(oidCN, "aso test user")),
+		SerialNumber: nextSerial(), RawSubject: rawName(atv(oidDC, "org"), atv(oidDC, "asyncstageout"), atv(oidOU, "Users"), atv(gridcert.OIDCN, "aso test user")),
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, ca, &keys[2].PublicKey, caKey)
@@ -171,7 +173,7 @@ func NewPKI(dir string) (*PKI, error) {
 	p := &PKI{
 		CAPool: x509.NewCertPool(), CADir: dir,
 		Server:      tls.Certificate{Certificate: [][]byte{srv.Raw, ca.Raw}, PrivateKey: keys[1], Leaf: srv},
-		UserCertPEM: certPEM(user), UserKeyPEM: keyPEM(keys[2]), UserDN: formatDN(user.RawSubject),
+		UserCertPEM: certPEM(user), UserKeyPEM: keyPEM(keys[2]), UserDN: gridcert.FormatDN(user.RawSubject),
 		userCert: user, userKey: keys[2],
 	}
 	p.CAPool.AddCert(ca)
@@ -203,7 +205,7 @@ func makeProxy(p *PKI, key *rsa.PrivateKey, lifetime time.Duration, fqans []stri
 	if _, err := asn1.Unmarshal(p.userCert.RawSubject, &seq); err != nil {
 		return nil, fmt.Errorf("ftssim: user subject: %w", err)
 	}
-	seq = append(seq, pkix.RelativeDistinguishedNameSET{atv(oidCN, sn.String())})
+	seq = append(seq, pkix.RelativeDistinguishedNameSET{atv(gridcert.OIDCN, sn.String())})
 	subject, err := asn1.Marshal(seq)
 	if err != nil {
 		return nil, fmt.Errorf("ftssim: proxy subject: %w", err)
@@ -218,7 +220,7 @@ func makeProxy(p *PKI, key *rsa.PrivateKey, lifetime time.Duration, fqans []stri
 	if lifetime < 0 {
 		notBefore = now.Add(lifetime - time.Hour)
 	}
-	exts := []pkix.Extension{{Id: oidProxyCertInfo, Critical: true, Value: pci}}
+	exts := []pkix.Extension{{Id: gridcert.OIDProxyCertInfo, Critical: true, Value: pci}}
 	if len(fqans) > 0 {
 		ac, err := vomsExtension(fqans)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // Server is a Simulator listening on a port.
@@ -78,7 +80,7 @@ func (s *Simulator) tlsConfig() *tls.Config {
 			}
 			chain[i] = c
 		}
-		_, err := verifyClientChain(chain, t.ClientCAs, time.Now())
+		_, err := gridcert.VerifyChain(chain, t.ClientCAs, time.Now())
 		return err
 	}
 	return cfg

@@ -1,20 +1,14 @@
 package ftssim
 
 import (
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"fmt"
 	"math/big"
 	"strings"
 	"time"
-)
 
-// VOMS object identifiers: the proxy extension that carries attribute
-// certificates, and the attribute that lists FQANs (IetfAttrSyntax).
-var (
-	oidVOMSACs   = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 8005, 100, 100, 5}
-	oidVOMSFQANs = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 8005, 100, 100, 4}
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // vomsAttribute is an AC attribute: its type and its values.
@@ -70,7 +64,7 @@ func vomsExtension(fqans []string) (pkix.Extension, error) {
 		Issuer:    asn1.NullRawValue,
 		Signature: pkix.AlgorithmIdentifier{Algorithm: asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 1, 11}},
 		Serial:    big.NewInt(now.Unix()),
-		Attributes: []vomsAttribute{{Type: oidVOMSFQANs, Values: []ietfAttrSyntax{{
+		Attributes: []vomsAttribute{{Type: gridcert.OIDVOMSFQANs, Values: []ietfAttrSyntax{{
 			PolicyAuthority: asn1.RawValue{Class: asn1.ClassContextSpecific, Tag: 0, IsCompound: true, Bytes: auth},
 			Values:          vals,
 		}}}},
@@ -80,46 +74,5 @@ func vomsExtension(fqans []string) (pkix.Extension, error) {
 	if err != nil {
 		return pkix.Extension{}, fmt.Errorf("ftssim: encode VOMS attributes: %w", err)
 	}
-	return pkix.Extension{Id: oidVOMSACs, Value: der}, nil
-}
-
-// vomsFQANs returns the FQANs of the first proxy in chain that carries a
-// VOMS attribute-certificate extension, or nil for a plain proxy. It reads
-// the attribute values wherever the AC holds them, without checking the
-// AC's signature.
-func vomsFQANs(chain []*x509.Certificate) []string {
-	for _, c := range chain {
-		for _, e := range c.Extensions {
-			if e.Id.Equal(oidVOMSACs) {
-				var out []string
-				collectFQANs(e.Value, false, &out)
-				return out
-			}
-		}
-	}
-	return nil
-}
-
-// collectFQANs walks DER: inside an attribute whose type is the VOMS FQAN
-// attribute, every universal OCTET STRING is an FQAN.
-func collectFQANs(der []byte, inside bool, out *[]string) {
-	for len(der) > 0 {
-		var v asn1.RawValue
-		rest, err := asn1.Unmarshal(der, &v)
-		if err != nil {
-			return
-		}
-		der = rest
-		switch {
-		case v.Class == asn1.ClassUniversal && v.Tag == asn1.TagOctetString && inside:
-			*out = append(*out, string(v.Bytes))
-		case v.IsCompound:
-			in := inside
-			var oid asn1.ObjectIdentifier
-			if _, err := asn1.Unmarshal(v.Bytes, &oid); err == nil && oid.Equal(oidVOMSFQANs) {
-				in = true
-			}
-			collectFQANs(v.Bytes, in, out)
-		}
-	}
+	return pkix.Extension{Id: gridcert.OIDVOMSACs, Value: der}, nil
 }
