@@ -7,13 +7,12 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -41,52 +40,22 @@ func (o *SelectOptions) AddFlags(f *pflag.FlagSet) {
 }
 
 // any reports whether a filter flag (beyond the user) was given.
-func (o *SelectOptions) any() bool {
-	return len(o.States) > 0 || o.Link != "" || o.LFN != "" || o.FTSJob != "" || o.Class != "" || o.Since != ""
+func (o *SelectOptions) any() bool { return o.selection().Any() }
+
+func (o *SelectOptions) selection() *statusview.Selection {
+	return &statusview.Selection{States: o.States, Link: o.Link, LFN: o.LFN, FTSJob: o.FTSJob, Class: o.Class, Since: o.Since}
 }
 
 // filter checks the flags and returns the state.Filter they select, for
 // the user selectUser returns.
 func (o *SelectOptions) filter(g *Globals, now time.Time) (state.Filter, error) {
-	var f state.Filter
 	user, err := o.user(g)
 	if err != nil {
-		return f, err
+		return state.Filter{}, err
 	}
-	f.User = user
-	for _, s := range o.States {
-		st := state.State(strings.TrimSpace(s))
-		if !st.Valid() {
-			return f, usagef("--in-state %q: want one of %s", s, statesList())
-		}
-		if !slices.Contains(f.States, st) {
-			f.States = append(f.States, st)
-		}
-	}
-	if o.Link != "" {
-		src, dst, ok := strings.Cut(o.Link, "->")
-		if !ok || src == "" || dst == "" {
-			return f, usagef("--link %q: want SRC->DST, such as T2_US_Nebraska->T1_DE_KIT", o.Link)
-		}
-		f.Link = o.Link
-	}
-	if o.LFN != "" {
-		if err := state.ValidLFNPattern(o.LFN); err != nil {
-			return f, usagef("--lfn: %v", err)
-		}
-		f.LFN = o.LFN
-	}
-	f.FTSJob = o.FTSJob
-	if o.Class != "" {
-		if !fts.ErrorClass(o.Class).Valid() {
-			return f, usagef("--error-class %q: want one of %s", o.Class, errorClassList())
-		}
-		f.ErrorClass = o.Class
-	}
-	if o.Since != "" {
-		if f.Since, err = parseSince(o.Since, now); err != nil {
-			return f, err
-		}
+	f, err := o.selection().Filter(user, now)
+	if err != nil {
+		return f, usagef("--%v", err)
 	}
 	return f, nil
 }
@@ -97,29 +66,6 @@ func (o *SelectOptions) user(g *Globals) (string, error) {
 	return g.usersOf(o.AllUsers)
 }
 
-// parseSince reads --since: a positive duration back from now, or an RFC
-// 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, usagef("--since %q: want a positive duration (such as 2h) or an RFC 3339 time", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, usagef("--since %q: want a duration (such as 2h) or an RFC 3339 time (such as 2026-01-02T15:04:05Z)", s)
-	}
-	return t, nil
-}
-
-func statesList() string {
-	names := make([]string, len(state.States))
-	for i, s := range state.States {
-		names[i] = string(s)
-	}
-	return strings.Join(names, ", ")
-}
 
 // listPage is how many transfers one List call of a command returns: the
 // commands hold one page at a time, whatever the number of transfers.
@@ -233,11 +179,3 @@ func newJSONLines(w io.Writer) jsonLines {
 
 func (j jsonLines) write(v any) error { return j.enc.Encode(v) }
 
-// errorClassList names every error class, for usage errors.
-func errorClassList() string {
-	names := make([]string, len(fts.ErrorClasses))
-	for i, c := range fts.ErrorClasses {
-		names[i] = string(c)
-	}
-	return strings.Join(names, ", ")
-}
