@@ -66,7 +66,6 @@ func (o *SelectOptions) user(g *Globals) (string, error) {
 	return g.usersOf(o.AllUsers)
 }
 
-
 // listPage is how many transfers one List call of a command returns: the
 // commands hold one page at a time, whatever the number of transfers.
 const listPage = 1000
@@ -178,4 +177,3 @@ func newJSONLines(w io.Writer) jsonLines {
 }
 
 func (j jsonLines) write(v any) error { return j.enc.Encode(v) }
-
