@@ -16,6 +16,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newRunCommand,
 	newStatusCommand,
 	newListCommand,
+	newServeCommand,
 	newPurgeCommand,
 	newUnlockCommand,
 	newFsckCommand,
