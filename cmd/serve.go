@@ -16,7 +16,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/internal/gridcert"
 	"github.com/asyncstageout/aso/serve"
 	"github.com/asyncstageout/aso/state"
 )
@@ -82,7 +81,9 @@ func runServe(ctx context.Context, o *ServeOptions, g *Globals) error {
 	defer ln.Close()
 	return withStore(readOnly(ctx), g, "", func(st state.Store) error {
 		srv, err := serve.New(serve.Options{Store: st, Auth: auth, CacheTTL: o.CacheTTL, StaleAfter: o.StaleAfter, PageSize: o.PageSize,
-			ErrorLog: func(r *http.Request, err error) { g.Log.WithField("path", r.URL.Path).WithError(err).Warn("serve: reading the store failed") }})
+			ErrorLog: func(r *http.Request, err error) {
+				g.Log.WithField("path", r.URL.Path).WithError(err).Warn("serve: reading the store failed")
+			}})
 		if err != nil {
 			return err
 		}
@@ -175,34 +176,14 @@ func (o *ServeOptions) check() (*serve.Auth, *tls.Config, error) {
 	return auth, cfg, err
 }
 
-// tlsConfig loads the server's certificate and, with client CAs, asks for
-// client certificates and verifies proxy chains (gridcert), which Go's
-// own verification refuses.
+// tlsConfig loads the server's certificate, with the client
+// certificate checks of auth.
 func (o *ServeOptions) tlsConfig(auth *serve.Auth) (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("serve: --tls-cert %s, --tls-key %s: %w", o.TLSCert, o.TLSKey, err))
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if auth.Certificates() {
-		cfg.ClientAuth = tls.RequestClientCert
-		cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
-				return nil // basic auth may still identify the request
-			}
-			chain := make([]*x509.Certificate, len(raw))
-			for i, r := range raw {
-				c, err := x509.ParseCertificate(r)
-				if err != nil {
-					return fmt.Errorf("client certificate: %w", err)
-				}
-				chain[i] = c
-			}
-			_, err := gridcert.VerifyChain(chain, auth.ClientCAs(), time.Now())
-			return err
-		}
-	}
-	return cfg, nil
+	return auth.TLSConfig(cert), nil
 }
 
 // readCAs reads the PEM certificates of a file, or of every .pem, .crt

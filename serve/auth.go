@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -89,8 +90,34 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 // Certificates reports whether a accepts client certificates.
 func (a *Auth) Certificates() bool { return a != nil && a.clientCAs != nil }
 
-// ClientCAs are the CAs of the client certificates a accepts.
-func (a *Auth) ClientCAs() *x509.CertPool { return a.clientCAs }
+
+// TLSConfig is the TLS configuration of a server with cert: with client
+// CAs (a may be nil: none) it asks for client certificates and verifies
+// them and grid proxy chains itself (gridcert), which Go's verification
+// refuses; a request without one may still log in with basic auth.
+func (a *Auth) TLSConfig(cert tls.Certificate) *tls.Config {
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if !a.Certificates() {
+		return cfg
+	}
+	cfg.ClientAuth = tls.RequestClientCert
+	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return nil
+		}
+		chain := make([]*x509.Certificate, len(raw))
+		for i, r := range raw {
+			c, err := x509.ParseCertificate(r)
+			if err != nil {
+				return fmt.Errorf("client certificate: %w", err)
+			}
+			chain[i] = c
+		}
+		_, err := gridcert.VerifyChain(chain, a.clientCAs, a.now())
+		return err
+	}
+	return cfg
+}
 
 // viewer is who a request comes from.
 type viewer struct {
