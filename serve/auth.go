@@ -90,7 +90,6 @@ func NewAuth(o AuthOptions) (*Auth, error) {
 // Certificates reports whether a accepts client certificates.
 func (a *Auth) Certificates() bool { return a != nil && a.clientCAs != nil }
 
-
 // TLSConfig is the TLS configuration of a server with cert: with client
 // CAs (a may be nil: none) it asks for client certificates and verifies
 // them and grid proxy chains itself (gridcert), which Go's verification

@@ -26,9 +26,9 @@ type chart struct {
 }
 
 type bar struct {
-	X, W                      float64
+	X, W                       float64
 	DoneY, DoneH, FailY, FailH float64
-	Label                     string
+	Label                      string
 }
 
 type tick struct {

@@ -63,7 +63,9 @@ type UserQueue struct {
 // overviewOf builds the Overview of snap's groups that keep selects (nil:
 // all), for user and link (each "" for all).
 func overviewOf(snap *snapshot, user, link string) *Overview {
-	keep := func(g *state.CountGroup) bool { return (user == "" || g.User == user) && (link == "" || g.Link == link) }
+	keep := func(g *state.CountGroup) bool {
+		return (user == "" || g.User == user) && (link == "" || g.Link == link)
+	}
 	o := &Overview{
 		At: snap.At, User: user, Link: link, ByState: statusview.AllStates(nil),
 		ByLink: map[string]map[state.State]int{}, ByErrorClass: statusview.ErrorClasses(nil),
