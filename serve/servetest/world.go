@@ -32,7 +32,8 @@ var failures = []struct{ class, reason string }{
 // Fill stores perUser transfers of each of Users through open (a handle
 // bound to the user, whose clock is clock), moving the clock from start by
 // an hour at each batch so that the finished transfers spread over the
-// hours since start. Of every 20 transfers of a user: 11 end done, 4
+// hours since start, and leaving a run record in each user's lock (see
+// lockRun). Of every 20 transfers of a user: 11 end done, 4
 // failed (one per class above, rotating), 1 waits to be retried after a
 // timeout, 2 stay submitted in FTS, 1 stays acquired and 1 stays new.
 func Fill(ctx context.Context, open func(user string) (state.Store, error), perUser int, clock *Clock) error {
@@ -87,8 +88,28 @@ func fillUser(ctx context.Context, st state.Store, user string, n int, clock *Cl
 		submit -= k
 		clock.T = clock.T.Add(time.Hour)
 	}
-	_, err := st.NewTransfers(ctx, n/20) // acquired, and left so
-	return err
+	if _, err := st.NewTransfers(ctx, n/20); err != nil { // acquired, and left so
+		return err
+	}
+	return lockRun(ctx, st, user, clock)
+}
+
+// lockRun leaves a run record in user's lock: dave's agent still holds
+// it, erin's last run exited 78 (needs a person), the others' 0.
+func lockRun(ctx context.Context, st state.Store, user string, clock *Clock) error {
+	l, err := st.AcquireLock(ctx, user, "fillhost:4242:"+user, 100*time.Hour)
+	if err != nil || user == "dave" {
+		return err
+	}
+	code := 0
+	if user == "erin" {
+		code = 78
+	}
+	rr, ok := state.As[state.RunRecorder](st)
+	if !ok {
+		return st.ReleaseLock(ctx, l)
+	}
+	return rr.ReleaseLockRecord(ctx, l, state.RunRecord{Holder: l.Holder, Started: state.At(l.Since), Ended: state.At(clock.T), ExitCode: code})
 }
 
 // finishBatch claims k transfers, commits them to job and records their
