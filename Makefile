@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build man test test-setup lint demo bench bench-fleet chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build man test test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -52,6 +52,12 @@ FLEET_FLAGS    ?=
 bench-fleet: build ## a fleet: FLEET_USERS x FLEET_PER_USER transfers, 4 run --all-users parents of 8 agents on CouchDB, one on memfile; table + bench/fleet-results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -fleet -aso $(BIN) -users $(FLEET_USERS) -per-user $(FLEET_PER_USER) $(FLEET_FLAGS)
+
+SERVE_N        ?= 100000
+SERVE_BACKENDS ?= memfile,couch
+bench-serve: build test-setup ## aso serve at SERVE_N transfers: overview render time (cold, warm), one /metrics scrape's store requests and time, a list and a transfer page
+	$(GO) build -o bin/aso-bench ./bench
+	bin/aso-bench -serve -aso $(BIN) -n $(SERVE_N) -backends $(SERVE_BACKENDS)
 
 # Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
 # seed corpora under each package's testdata/fuzz/ also run in `make test`.
