@@ -16,13 +16,30 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// readmeBlocks returns the fenced code blocks of README.md in language lang.
+// docFiles are the user and operator documentation the tests below check:
+// README.md and the pages of docs/ that hold commands and units.
+var docFiles = []string{"../README.md", "../docs/serve.md"}
+
+// readDocs returns the text of every file of docFiles, one after another.
+func readDocs(t *testing.T) string {
+	t.Helper()
+	var all strings.Builder
+	for _, f := range docFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+		all.WriteString("\n")
+	}
+	return all.String()
+}
+
+// readmeBlocks returns the fenced code blocks of the documentation
+// (docFiles) in language lang.
 func readmeBlocks(t *testing.T, lang string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(readDocs(t))
 	var blocks []string
 	var cur *strings.Builder
 	for _, line := range strings.Split(string(b), "\n") {
@@ -207,11 +224,7 @@ func checkUnit(t *testing.T, name, text string) {
 // TestREADME_EveryFlagDocumented: every flag of every command (but hidden
 // ones), and every setting without a flag, is named in the README.
 func TestREADME_EveryFlagDocumented(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	readme := readDocs(t)
 	root := NewRootCommand(&Globals{})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
