@@ -98,7 +98,9 @@ func benchServe(ctx context.Context, backend string, n int, aso string) (string,
 		open = func(user string) (state.Store, error) {
 			return couch.Open(ctx, couch.Options{URL: u}, state.Config{Agent: state.Agent{User: user, Owner: "bench:1:fill"}, Now: clk.Now})
 		}
-		reader = func() (state.Store, error) { return couch.Open(ctx, couch.Options{URL: u, Transport: rt}, state.Config{}) }
+		reader = func() (state.Store, error) {
+			return couch.Open(ctx, couch.Options{URL: u, Transport: rt}, state.Config{})
+		}
 	default:
 		return "", fmt.Errorf("-backends: unknown backend %q", backend)
 	}

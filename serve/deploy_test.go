@@ -127,10 +127,10 @@ func TestGrafanaDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	var d struct {
-		Inputs []struct{ Name, Type, PluginID string } `json:"__inputs"`
-		UID, Title                                    string
-		SchemaVersion                                 int
-		Panels                                        []struct {
+		Inputs        []struct{ Name, Type, PluginID string } `json:"__inputs"`
+		UID, Title    string
+		SchemaVersion int
+		Panels        []struct {
 			ID, Type, Title string `json:"-"`
 			PanelID         int    `json:"id"`
 			PanelType       string `json:"type"`
