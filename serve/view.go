@@ -60,8 +60,8 @@ type UserQueue struct {
 	Lock          *statusview.LockView `json:"lock,omitempty"`
 }
 
-// overviewOf builds the Overview of snap's groups that keep selects (nil:
-// all), for user and link (each "" for all).
+// overviewOf builds the Overview of snap's groups of user and link (each
+// "" for all).
 func overviewOf(snap *snapshot, user, link string) *Overview {
 	keep := func(g *state.CountGroup) bool {
 		return (user == "" || g.User == user) && (link == "" || g.Link == link)
