@@ -71,12 +71,8 @@ func (p transferPage) serve(w http.ResponseWriter, r *http.Request, v *viewer, _
 	}
 	now := p.o.Now()
 	d := &transferData{Viewer: v, Transfer: view, Now: now}
-	if snap, err := p.snapshot(ctx, t.User); err == nil {
-		for i := range snap.Locks {
-			if snap.Locks[i].User == t.User {
-				d.Lock = &snap.Locks[i]
-			}
-		}
+	if locks, err := statusview.Locks(ctx, p.o.Store, t.User, now); err == nil && len(locks) == 1 {
+		d.Lock = &locks[0] // one read of one lock document; without it the page says less
 	}
 	d.Where = explain(&t, deps, d.Lock, now, p.o.StaleAfter)
 	p.pages.render(w, http.StatusOK, "transfer", d)
