@@ -21,6 +21,8 @@ import (
 	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/serve/servetest"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -169,40 +171,68 @@ func statusJSON(t *testing.T, st string, flags ...string) statusview.Status {
 }
 
 // TestServe_Browser: a person's tour of aso serve in a real Chromium, over
-// a file store of 10,000 transfers of five users on three links: every
-// number of the overview, a user's page, a link's page and the status page
-// is the one aso status --json gives; the failed count leads to the list
-// aso list gives, page after page; the filter form selects what aso list
-// selects; a transfer's page shows what aso status ID does and says why
-// it is not done. A screenshot of each page is kept.
+// a store of 10,000 transfers of five users on three links (a file store;
+// and CouchDB with ASO_TEST_LARGE=1, where filling it takes a minute):
+// every number of the overview, a user's page, a link's page and the
+// status page is the one aso status --json gives; the failed count leads
+// to the list aso list gives, page after page; the filter form selects
+// what aso list selects; a transfer's page shows what aso status ID does
+// and says why it is not done. A screenshot of each page is kept.
 func TestServe_Browser(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "s.aso")
+	backends := []string{"memfile"}
+	if os.Getenv(EnvLarge) != "" {
+		backends = append(backends, "couchdb")
+	}
+	for _, b := range backends {
+		t.Run(b, func(t *testing.T) {
+			st := browserWorld(t, b)
+			u := startServe(t, st)
+			ctx, dir := browser(t), shots(t)
+			all := statusJSON(t, st, "--all-users")
+			if all.Total != 10000 {
+				t.Fatalf("the store holds %d transfers, want 10000", all.Total)
+			}
+			browseOverview(t, ctx, dir, u, all)
+			browseList(t, ctx, dir, st, all)
+			browseFilters(t, ctx, dir, st)
+			browseTransfer(t, ctx, dir, st)
+			browseUserAndLink(t, ctx, dir, u, st, all)
+			if err := chromedp.Do(ctx, chromedp.Navigate(u+"/status")); err != nil {
+				t.Fatal(err)
+			}
+			if got := number(t, ctx, "#total"); got != all.Total {
+				t.Errorf("status page total %d, aso status %d", got, all.Total)
+			}
+			shot(t, ctx, dir, "status")
+		})
+	}
+}
+
+// browserWorld fills a store of backend with 10,000 transfers through the
+// store's own calls and returns its --state flag.
+func browserWorld(t *testing.T, backend string) string {
+	t.Helper()
+	ctx := context.Background()
 	clk := &servetest.Clock{T: time.Now().Add(-30 * time.Hour)}
-	err := servetest.Fill(context.Background(), func(user string) (state.Store, error) {
-		return memfile.Open(path, state.Config{Agent: state.Agent{User: user, Owner: "host:1:fill"}, Now: clk.Now})
-	}, 2000, clk)
-	if err != nil {
+	cfg := func(user string) state.Config {
+		return state.Config{Agent: state.Agent{User: user, Owner: "host:1:fill"}, Now: clk.Now}
+	}
+	var open func(user string) (state.Store, error)
+	var flag string
+	if backend == "memfile" {
+		path := filepath.Join(t.TempDir(), "s.aso")
+		open = func(user string) (state.Store, error) { return memfile.Open(path, cfg(user)) }
+		flag = "--state=file:" + path
+	} else {
+		db := couchtest.DB(t)
+		aso(t, "--state", db, "init").wantCode(t, 0)
+		open = func(user string) (state.Store, error) { return couch.Open(ctx, couch.Options{URL: db}, cfg(user)) }
+		flag = "--state=" + db
+	}
+	if err := servetest.Fill(ctx, open, 2000, clk); err != nil {
 		t.Fatal(err)
 	}
-	st := "--state=file:" + path
-	u := startServe(t, st)
-	ctx, dir := browser(t), shots(t)
-	all := statusJSON(t, st, "--all-users")
-	if all.Total != 10000 {
-		t.Fatalf("the store holds %d transfers, want 10000", all.Total)
-	}
-	browseOverview(t, ctx, dir, u, all)
-	browseList(t, ctx, dir, st, all)
-	browseFilters(t, ctx, dir, st)
-	browseTransfer(t, ctx, dir, st)
-	browseUserAndLink(t, ctx, dir, u, st, all)
-	if err := chromedp.Do(ctx, chromedp.Navigate(u+"/status")); err != nil {
-		t.Fatal(err)
-	}
-	if got := number(t, ctx, "#total"); got != all.Total {
-		t.Errorf("status page total %d, aso status %d", got, all.Total)
-	}
-	shot(t, ctx, dir, "status")
+	return flag
 }
 
 func browseOverview(t *testing.T, ctx context.Context, dir, u string, all statusview.Status) {
