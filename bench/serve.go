@@ -66,7 +66,7 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // benchServe fills a store of backend with n transfers and measures one
 // row of the table.
 func benchServe(ctx context.Context, backend string, n int, aso string) (string, error) {
-	clk := &servetest.Clock{T: time.Now().Add(-30 * time.Hour)}
+	clk := &servetest.Clock{T: time.Now().Add(-12 * time.Hour)}
 	rt := &countingRT{}
 	var open func(user string) (state.Store, error)
 	var reader func() (state.Store, error)

@@ -213,7 +213,7 @@ func TestServe_Browser(t *testing.T) {
 func browserWorld(t *testing.T, backend string) string {
 	t.Helper()
 	ctx := context.Background()
-	clk := &servetest.Clock{T: time.Now().Add(-30 * time.Hour)}
+	clk := &servetest.Clock{T: time.Now().Add(-12 * time.Hour)}
 	cfg := func(user string) state.Config {
 		return state.Config{Agent: state.Agent{User: user, Owner: "host:1:fill"}, Now: clk.Now}
 	}

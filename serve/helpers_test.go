@@ -55,7 +55,7 @@ type backend struct {
 	reqs *counting
 }
 
-var fillStart = time.Now().Add(-30 * time.Hour).Truncate(time.Second)
+var fillStart = time.Now().Add(-12 * time.Hour).Truncate(time.Second)
 
 func memfileBackend(t *testing.T, perUser int) backend {
 	t.Helper()
