@@ -1,6 +1,10 @@
 package cmd_test
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
@@ -35,5 +39,35 @@ func TestServe_FlagsChecked(t *testing.T) {
 	r = invocation{env: map[string]string{"ASO_CACHE_TTL": "3s"}}.run(t, "config").wantCode(t, 0)
 	if !strings.Contains(r.stdout, "serve") || !strings.Contains(r.stdout, "cache-ttl") || !strings.Contains(r.stdout, "ASO_CACHE_TTL") {
 		t.Errorf("aso config does not show serve's --cache-ttl from ASO_CACHE_TTL:\n%s", r.stdout)
+	}
+}
+
+// TestServe_ReadOnlyFile: aso serve reads a file store it may not write
+// (chmod 0444), and leaves it as it was.
+func TestServe_ReadOnlyFile(t *testing.T) {
+	flag, path := stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	if err := os.Chmod(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := startServe(t, flag)
+	for _, p := range []string{"/api/overview", "/api/status", "/api/transfers", "/metrics"} {
+		resp, err := http.Get(u + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "alice") {
+			t.Fatalf("GET %s: %d %.300s", p, resp.StatusCode, body)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("the state file changed (%v)", err)
 	}
 }

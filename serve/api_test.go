@@ -21,6 +21,7 @@ var nextLink = regexp.MustCompile(`^<([^>]+)>; rel="next"$`)
 // --all-users', a user's aso status --user's; the list's pages, followed
 // by their next links, are aso list --json's transfers in order; a
 // transfer is aso status ID --json; /api/status is aso status --json.
+// Every page only reads the store.
 func TestAPI(t *testing.T) {
 	for _, b := range []backend{memfileBackend(t, 200), couchBackend(t, 200)} {
 		t.Run(b.name, func(t *testing.T) {
@@ -47,6 +48,12 @@ func TestAPI(t *testing.T) {
 				t.Fatalf("/api/status %+v", st)
 			}
 			checkPages(t, b, u)
+			for _, path := range []string{"/", "/users/bob", "/links/T2_IT_Pisa->T2_DE_DESY", "/transfers", "/status", "/metrics"} {
+				if code, body := get(t, nil, u+path); code != 200 {
+					t.Fatalf("GET %s: %d %.300s", path, code, body)
+				}
+			}
+			noWrites(t, b)
 		})
 	}
 }

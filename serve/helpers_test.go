@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,15 +36,40 @@ func (c *clock) Add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// counting counts the HTTP requests of a CouchDB store.
+// counting counts the HTTP requests of a CouchDB store, and keeps those
+// that are not reads.
 type counting struct {
-	rt http.RoundTripper
-	n  atomic.Int64
+	rt     http.RoundTripper
+	n      atomic.Int64
+	mu     sync.Mutex
+	writes []string
 }
+
+// reads are the POSTs that only read: Mango queries, reads by ID, views
+// with keys.
+var reads = regexp.MustCompile(`/(_find|_all_docs|_bulk_get|_view/[a-z]+)$`)
 
 func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && reads.MatchString(r.URL.Path)) {
+		c.mu.Lock()
+		c.writes = append(c.writes, r.Method+" "+r.URL.Path)
+		c.mu.Unlock()
+	}
 	return c.rt.RoundTrip(r)
+}
+
+// noWrites fails if b's store was asked anything but reads.
+func noWrites(t *testing.T, b backend) {
+	t.Helper()
+	if b.reqs == nil {
+		return
+	}
+	b.reqs.mu.Lock()
+	defer b.reqs.mu.Unlock()
+	if len(b.reqs.writes) > 0 {
+		t.Fatalf("aso serve wrote to the store: %q", b.reqs.writes)
+	}
 }
 
 // backend is a store of perUser transfers of each of servetest.Users, the
