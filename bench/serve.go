@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -47,7 +48,7 @@ func serveMain(args []string) int {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "bench: %s done\n", b)
+		fmt.Fprintf(os.Stderr, "bench: %s\n", strings.ReplaceAll(row, "\t", " | "))
 		rows = append(rows, row)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -172,11 +173,11 @@ func measureServe(st state.Store, rt *countingRT, backend string, n int, fill ti
 	if err != nil {
 		return "", err
 	}
-	ts, err := st.List(context.Background(), state.Filter{User: servetest.Users[0], Limit: 1})
-	if err != nil || len(ts) == 0 {
-		return "", fmt.Errorf("no transfer to show: %v", err)
+	id, err := firstID(hs.URL)
+	if err != nil {
+		return "", err
 	}
-	one, err := page("/transfers/" + ts[0].ID)
+	one, err := page("/transfers/" + id)
 	if err != nil {
 		return "", err
 	}
@@ -186,4 +187,20 @@ func measureServe(st state.Store, rt *countingRT, backend string, n int, fill ti
 		reqText = "0 (a file)"
 	}
 	return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t", backend, n, r(fill), r(cold), r(warm), reqText, r(scrape), r(first), r(all), r(list), r(one)), nil
+}
+
+// firstID returns the ID of the first transfer of the server's list.
+func firstID(base string) (string, error) {
+	resp, err := http.Get(base + "/api/transfers?limit=1")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var t struct {
+		ID string `json:"_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil || t.ID == "" {
+		return "", fmt.Errorf("no transfer to show: %v", err)
+	}
+	return t.ID, nil
 }
