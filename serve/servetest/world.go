@@ -88,7 +88,7 @@ func fillUser(ctx context.Context, st state.Store, user string, n int, clock *Cl
 		submit -= k
 		clock.T = clock.T.Add(time.Hour)
 	}
-	if _, err := st.NewTransfers(ctx, n/20); err != nil { // acquired, and left so
+	if _, err := st.NewTransfers(ctx, state.ClaimRequest{Limit: n / 20}); err != nil { // acquired, and left so
 		return err
 	}
 	return lockRun(ctx, st, user, clock)
@@ -105,25 +105,29 @@ func lockRun(ctx context.Context, st state.Store, user string, clock *Clock) err
 	if user == "erin" {
 		code = 78
 	}
-	rr, ok := state.As[state.RunRecorder](st)
-	if !ok {
-		return st.ReleaseLock(ctx, l)
-	}
-	return rr.ReleaseLockRecord(ctx, l, state.RunRecord{Holder: l.Holder, Started: state.At(l.Since), Ended: state.At(clock.T), ExitCode: code})
+	return st.ReleaseLock(ctx, l, &state.RunRecord{Holder: l.Holder, Started: state.At(l.Since), Ended: state.At(clock.T), ExitCode: code})
 }
 
 // finishBatch claims k transfers, commits them to job and records their
 // outcomes by the proportions of Fill.
 func finishBatch(ctx context.Context, st state.Store, k int, job string) error {
-	ts, err := st.NewTransfers(ctx, k)
+	claimed, err := st.NewTransfers(ctx, state.ClaimRequest{Limit: k})
 	if err != nil {
 		return err
 	}
+	ts := claimed.Transfers
 	commits := make([]state.Commit, len(ts))
 	for i, t := range ts {
 		commits[i] = state.Commit{Transfer: t, SourcePFN: "davs://src.example" + t.SourceLFN, DestPFN: "davs://dst.example" + t.DestinationLFN, FileID: int64(i + 1)}
 	}
-	if err := check(st.SetTransferID(ctx, commits, job)); err != nil {
+	res, err := st.SetTransferIDs(ctx, []state.CommitJob{{Commits: commits, JobID: job}})
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("commit of job %s: %d results", job, len(res))
+	}
+	if err != nil {
+		return err
+	}
+	if err := check(res[0], nil); err != nil {
 		return err
 	}
 	var outs []state.Terminal
