@@ -70,6 +70,8 @@ var commandExits = map[string][]exitUse{
 		{ExitUsage, "also a site the sites file does not name"}},
 	"rm":      {{ExitOK, ""}, {ExitError, "also a PFN that was not deleted"}, {ExitUsage, ""}, {ExitConfig, ""}},
 	"version": {{ExitOK, ""}},
+	"serve": withNote(withNote(storeExits, ExitOK, "a stop signal (SIGTERM, SIGINT, SIGHUP) stopped it cleanly"),
+		ExitConfig, "also an address it cannot listen on, or a --tls-cert, --htpasswd, --client-ca or --grid-mapfile it cannot read"),
 }
 
 // withNote returns uses with note on code.
@@ -213,4 +215,6 @@ var examples = map[string]string{
 	"fts-sim":    `  aso fts-sim --listen 127.0.0.1:8446 --oauth2 --transfer-time 5s`,
 	"completion": `  source <(aso completion bash)`,
 	"version":    `  aso version`,
+	"serve": `  aso serve --state couchdb://couch.example.org:5984/aso
+  aso serve --listen 0.0.0.0:8443 --tls-cert serve.crt --tls-key serve.key --htpasswd serve.htpasswd --operators prometheus`,
 }
