@@ -94,8 +94,12 @@ func TestEnqueueProcess_StopsOnASignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer stdin.Close() // kept open until the process has ended
-			stdout, _ := c.StdoutPipe()
-			stderr, _ := c.StderrPipe()
+			// io.Pipes, not StdoutPipe: Wait closes those while the
+			// watchers may still read, losing the last lines; it waits
+			// for the copy into these.
+			stdout, outW := io.Pipe()
+			stderr, errW := io.Pipe()
+			c.Stdout, c.Stderr = outW, errW
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +111,12 @@ func TestEnqueueProcess_StopsOnASignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			ended := make(chan error, 1)
-			go func() { ended <- c.Wait() }()
+			go func() {
+				err := c.Wait()
+				outW.Close()
+				errW.Close()
+				ended <- err
+			}()
 			select {
 			case err = <-ended:
 			case <-time.After(30 * time.Second):
