@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"unicode/utf8"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 	"golang.org/x/sys/unix"
@@ -122,7 +123,7 @@ func (sc *scanner) readLine() ([]byte, error) {
 func (sc *scanner) add(raw []byte, off int64, line int) {
 	i := len(sc.docs)
 	sc.docs = append(sc.docs, pending{off: off, n: int32(len(raw)), line: int32(line)})
-	id := canonicalID(raw)
+	id := lineID(raw)
 	if id == nil {
 		return
 	}
@@ -228,18 +229,83 @@ func recordFollows(r io.Reader) bool {
 
 var idPrefix = []byte(`{"_id":"`)
 
-// canonicalID returns the ID of a document line written by memfile (it
-// starts with its _id), or nil for any other line.
+// lineID returns the ID of a document line: the _id that decoding it
+// gives (decodeDoc), or nil when it names none. It alone decides under
+// which ID the scanner files a line, so that a later version of a
+// document replaces exactly the lines that decode as that document, and
+// the documents fsck names. A line the store wrote is read without
+// decoding it (canonicalID); any other is decoded, as encoding/json
+// decodes it: a field's name matches regardless of case, and of keys that
+// match, the last one counts. A line that is not JSON but starts as the
+// store writes a line is named by that start, so that fsck can say which
+// document a damaged line held.
+func lineID(raw []byte) []byte {
+	if id := canonicalID(raw); id != nil {
+		return id
+	}
+	return decodedID(raw)
+}
+
+// decodedID returns the _id of a JSON document line as decodeJSON reads
+// it, nil if it has none or is not JSON.
+func decodedID(raw []byte) []byte {
+	var d struct {
+		ID string `json:"_id"`
+	}
+	if decodeJSON(raw, &d) != nil || d.ID == "" {
+		return nil
+	}
+	return []byte(d.ID)
+}
+
+// canonicalID returns the ID of a line in the form the store writes: it
+// starts with its _id, a string without escapes or control characters in
+// valid UTF-8 (so decoded, it is the same bytes), and nothing after it
+// can be another _id key (mayNameID). Any other line gives nil.
 func canonicalID(raw []byte) []byte {
 	if !bytes.HasPrefix(raw, idPrefix) {
 		return nil
 	}
 	rest := raw[len(idPrefix):]
 	end := bytes.IndexByte(rest, '"')
-	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+	if end < 0 {
 		return nil
 	}
-	return rest[:end]
+	id := rest[:end]
+	for _, c := range id {
+		if c < 0x20 || c == '\\' {
+			return nil
+		}
+	}
+	if !utf8.Valid(id) || mayNameID(rest[end+1:]) {
+		return nil
+	}
+	return id
+}
+
+// mayNameID reports whether b may hold a key that encoding/json matches
+// to the field "_id": a string "_id" in any case, or any \u escape of an
+// ASCII letter or underscore (no other rune folds to one of "_id"'s). It
+// errs on the side of yes: a value "_id" is enough.
+func mayNameID(b []byte) bool {
+	for rest := b; ; rest = rest[2:] {
+		i := bytes.Index(rest, []byte(`"_`))
+		if i < 0 || i+4 >= len(rest) {
+			break
+		}
+		if rest = rest[i:]; rest[2]|0x20 == 'i' && rest[3]|0x20 == 'd' && rest[4] == '"' {
+			return true
+		}
+	}
+	for rest := b; ; rest = rest[4:] {
+		i := bytes.Index(rest, []byte(`\u00`))
+		if i < 0 || i+4 >= len(rest) {
+			return false
+		}
+		if rest = rest[i:]; rest[4] >= '4' && rest[4] <= '7' {
+			return true
+		}
+	}
 }
 
 // decodeAll reads back the document lines found by sc, in file order, and
@@ -279,14 +345,7 @@ type applyFunc func(id string, d *anyDoc, raw []byte, bad string, off int64)
 // set if the document at least names itself.
 func decodeDoc(raw []byte, d *anyDoc) error {
 	if err := decodeJSON(raw, d); err != nil {
-		var id struct {
-			ID string `json:"_id"`
-		}
-		if json.Unmarshal(raw, &id) == nil {
-			d.ID = id.ID
-		} else {
-			d.ID = ""
-		}
+		d.ID = string(decodedID(raw))
 		return fmt.Errorf("does not decode: %v", err)
 	}
 	if d.ID == "" {
