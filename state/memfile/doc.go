@@ -34,6 +34,13 @@
 // that does not validate as a transfer is kept in the file but skipped by
 // every call and reported by Summary.
 //
+// Store holds the contract's calls and delegates them: its file handle
+// runs each as one operation under the file lock; the journal is the file
+// as read, with db, the index of what it holds; a tx stages one
+// operation's writes; claimer claims and query answers the calls that
+// only read. The design document (docs/design.md, the file store) maps
+// which type owns which state.
+//
 // The package implements state.Store with the pure rules of package state
 // and must not add rules of its own: its semantics are those of the CouchDB
 // backend, as proven by state/statetest. It does not log.

@@ -291,7 +291,7 @@ func (c *fsck) finish() {
 
 // idsOf returns the ID a damaged line names, if it can be read.
 func idsOf(b []byte) []string {
-	if id := canonicalID(b); id != nil {
+	if id := lineID(bytes.TrimSuffix(b, []byte{'\n'})); id != nil {
 		return []string{string(id)}
 	}
 	return nil

@@ -1,6 +1,12 @@
 package memfile
 
-import "time"
+import (
+	"errors"
+	"time"
+)
+
+// ErrReadOnly is the error of a write to a Store opened with ReadOnly.
+var ErrReadOnly = errors.New("the state file is open read-only")
 
 // DefaultCompactBytes is the journal size below which a file is never compacted.
 const DefaultCompactBytes = 4 << 20

@@ -1,68 +1,14 @@
 package memfile
 
 import (
-	"cmp"
 	"fmt"
-	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
-
-// Reads of documents from the file: spans at most readGap apart are read
-// with one pread, of at most readMax bytes (unless one document is larger).
-const (
-	readGap = 4 << 10
-	readMax = 1 << 20
-)
-
-// source reads documents back from the state file.
-type source struct {
-	f    *os.File
-	path string
-	buf  []byte // reused between reads, at most readMax unless a document is larger
-}
-
-// readSpans reads the bytes of every span, coalescing neighbours, and calls
-// fn with each (in file order); the bytes are valid only during the call.
-func (r *source) readSpans(spans []span, fn func(i int, b []byte) error) error {
-	order := make([]int, len(spans))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(spans[a].off, spans[b].off) })
-	for k := 0; k < len(order); {
-		first := spans[order[k]]
-		end := first.off + int64(first.n)
-		j := k + 1
-		for ; j < len(order); j++ {
-			sp := spans[order[j]]
-			if sp.off > end+readGap || sp.off+int64(sp.n)-first.off > readMax {
-				break
-			}
-			end = max(end, sp.off+int64(sp.n))
-		}
-		n := int(end - first.off)
-		if cap(r.buf) < n {
-			r.buf = make([]byte, max(n, min(readMax, 2*cap(r.buf))))
-		}
-		b := r.buf[:n]
-		if _, err := r.f.ReadAt(b, first.off); err != nil {
-			return fmt.Errorf("read %s at offset %d: %w", r.path, first.off, err)
-		}
-		for ; k < j; k++ {
-			sp := spans[order[k]]
-			at := sp.off - first.off
-			if err := fn(order[k], b[at:at+int64(sp.n)]); err != nil {
-				return err
-			}
-		}
-	}
-	if cap(r.buf) > readMax {
-		r.buf = nil // a huge document: do not keep its buffer
-	}
-	return nil
-}
 
 // tx is one operation: it reads the db through its own staged writes, which
 // are applied only after they were appended to the file.
@@ -175,4 +121,89 @@ func (x *tx) apply(spans []span) {
 			x.d.putLock(x.locks[id])
 		}
 	}
+}
+
+// staged returns the documents x staged, in write order: transfers and
+// run locks.
+func (x *tx) staged() []any {
+	docs := make([]any, len(x.order))
+	for i, id := range x.order {
+		if t, ok := x.docs[id]; ok {
+			docs[i] = t
+		} else {
+			docs[i] = x.locks[id]
+		}
+	}
+	return docs
+}
+
+// rule changes the stored transfer t (a private copy) for item i and
+// reports whether it must be written.
+type rule func(i int, t *state.Transfer, now time.Time) (bool, error)
+
+// each applies r to the stored version of every ID: the revision each
+// item carries does not matter, because r checks on the stored document
+// that the item is still the caller's (re-read and re-apply, as the
+// contract asks of a conflict). An ID given twice sees the write made for
+// its first item.
+func (x *tx) each(call string, ids []string, r rule, now time.Time) ([]state.Result, error) {
+	stored, err := x.load(ids)
+	if err != nil {
+		return nil, fmt.Errorf("memfile: %s: %w", call, err)
+	}
+	res := make([]state.Result, len(ids))
+	for i, id := range ids {
+		res[i] = state.Result{ID: id}
+		cur, staged := x.docs[id]
+		if !staged {
+			cur = stored[i] // read for this item alone: r may change it
+		}
+		if cur == nil {
+			res[i].Err = x.missing(call, id)
+			continue
+		}
+		c := cur
+		if staged {
+			c = edit(cur)
+		}
+		rev := cur.Rev
+		write, err := r(i, c, now)
+		switch {
+		case err != nil:
+			res[i].Err = fmt.Errorf("memfile: %s: %w", call, err)
+		case !write:
+			res[i] = state.Wrote(id, rev, c)
+		default:
+			x.put(c)
+			res[i] = state.Wrote(id, c.Rev, c)
+		}
+	}
+	return res, nil
+}
+
+// missing is the error of a call on id, which no valid transfer has.
+func (x *tx) missing(call, id string) error {
+	if bad, ok := x.d.invalid[id]; ok {
+		return fmt.Errorf("memfile: %s %s: the stored document is invalid (%s) and skipped: %w", call, id, bad.reason, state.ErrNotFound)
+	}
+	return fmt.Errorf("memfile: %s %s: %w", call, id, state.ErrNotFound)
+}
+
+// edit returns a copy of t for a rule to change. The rules of package state
+// only assign fields and append to History; they never write into a slice
+// or map they did not make. So the copy shares them with t, and History is
+// clipped so that an append reallocates instead of writing into t's array.
+func edit(t *state.Transfer) *state.Transfer {
+	c := *t
+	c.History = slices.Clip(t.History)
+	return &c
+}
+
+// nextRev returns the revision after rev: "N-suffix" with N one more.
+func nextRev(rev string, suffix uint64) string {
+	n := 0
+	if i := strings.IndexByte(rev, '-'); i > 0 {
+		n, _ = strconv.Atoi(rev[:i])
+	}
+	return strconv.Itoa(n+1) + "-" + strconv.FormatUint(suffix, 16)
 }

@@ -1,8 +1,6 @@
 package memfile
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -14,29 +12,19 @@ import (
 // first depsProbe due transfers all wait is reported DepsOnly.
 const depsProbe = 16
 
-// DueUsers returns the users with work due at now, from the in-memory
-// index in one pass under the file lock (see state.UserLister). The
-// dependencies of a user's first due transfers are checked on the
-// transfers read back from the file.
-func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
+// dueUsers returns the users with work due at now, from the index in one
+// pass (see state.Admin.DueUsers), unsorted.
+func (q query) dueUsers(now time.Time, depWait time.Duration) ([]state.UserDue, error) {
 	var out []state.UserDue
-	err := s.view(ctx, "due users", func(x *tx, _ time.Time) error {
-		out = out[:0]
-		for uid, ui := range x.d.users {
-			u, ok, err := x.dueUser(x.d.strs.strs[uid], ui, now, s.policy.DependencyWait)
-			if err != nil {
-				return fmt.Errorf("memfile: due users: %w", err)
-			}
-			if ok {
-				out = append(out, u)
-			}
+	for uid, ui := range q.d.users {
+		u, ok, err := q.dueUser(q.d.strs.strs[uid], ui, now, depWait)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		if ok {
+			out = append(out, u)
+		}
 	}
-	state.SortDue(out)
 	return out, nil
 }
 
@@ -44,20 +32,20 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 // walks the user's queue in memory; only due transfers with dependencies
 // are read back from the file, at most depsProbe of them, and only when
 // the user has no due transfer without.
-func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Duration) (state.UserDue, bool, error) {
+func (q query) dueUser(user string, ui *userIndex, now time.Time, depWait time.Duration) (state.UserDue, bool, error) {
 	u := state.UserDue{User: user, Queued: ui.queue.Len()}
 	since := int64(math.MaxInt64)
 	for _, set := range ui.jobs {
 		u.Active += len(set)
 		for i := range set {
-			since = min(since, x.d.metas[i].lastUpdate)
+			since = min(since, q.d.metas[i].lastUpdate)
 		}
 	}
 	at := now.UnixNano()
 	var withDeps []int32
 	queueSince, ready := int64(math.MaxInt64), false
 	ui.queue.Ascend(func(i int32) bool {
-		m := &x.d.metas[i]
+		m := &q.d.metas[i]
 		if !claimableAt(m, at) {
 			return true
 		}
@@ -71,7 +59,7 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Dur
 	})
 	if !ready && len(withDeps) > 0 {
 		var err error
-		if ready, err = x.anyReady(withDeps, now, depWait); err != nil {
+		if ready, err = q.anyReady(withDeps, now, depWait); err != nil {
 			return u, false, err
 		}
 	}
@@ -83,7 +71,7 @@ func (x *tx) dueUser(user string, ui *userIndex, now time.Time, depWait time.Dur
 		return u, false, nil
 	}
 	u.Since = fromNanos(since).Time
-	if l := x.d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
+	if l := q.d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
 		u.LockedUntil = l.Expire.Time
 	}
 	return u, true, nil
@@ -118,12 +106,12 @@ func waitingSince(m *meta) int64 {
 // be claimed now (every dependency done, or a sid to look up) or would be
 // settled by a claim (killed on request, or a dependency failed): work for
 // an agent.
-func (x *tx) anyReady(due []int32, now time.Time, depWait time.Duration) (bool, error) {
-	ts, err := x.readAll(due[:min(len(due), depsProbe)])
+func (q query) anyReady(due []int32, now time.Time, depWait time.Duration) (bool, error) {
+	ts, err := q.x.readAll(due[:min(len(due), depsProbe)])
 	if err != nil {
 		return false, err
 	}
-	deps := txDeps(x, depWait)
+	deps := q.x.deps(depWait)
 	for k := range ts {
 		t := &ts[k]
 		if t.KillRequested || t.SubmitSID != "" || len(t.DependsOn) == 0 {

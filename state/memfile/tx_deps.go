@@ -6,10 +6,10 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// txDeps judges dependencies on the state of x: a dependency's state comes
+// deps judges dependencies on the state of x: a dependency's state comes
 // from memory; its own dependencies, which the cycle check needs of those
 // not terminal, are read from the file once per call.
-func txDeps(x *tx, wait time.Duration) state.Deps {
+func (x *tx) deps(wait time.Duration) state.Deps {
 	read := map[string][]string{}
 	return state.Deps{Wait: wait, Node: func(id string) (state.DepNode, bool) {
 		st, ok := x.stateOf(id)

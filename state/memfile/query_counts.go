@@ -6,13 +6,14 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// countsOf counts the transfers of x's database for state.Admin.Counts
-// from the index alone, but for the reason classes not yet known, which it
-// reads back from the file once (listPage transfers at a time) and keeps.
-func countsOf(x *tx, o state.CountsOptions) (state.Counts, error) {
-	d := x.d
-	slots := candidates(d, o.User, nil, nil)
-	if err := learnReasons(x, slots); err != nil {
+// counts counts the transfers for state.Admin.Counts from the index
+// alone, but for the reason classes not yet known, which it reads back
+// from the file once (listPage transfers at a time) and keeps in the
+// index.
+func (q query) counts(o state.CountsOptions) (state.Counts, error) {
+	d := q.d
+	slots := d.candidates(o.User, nil, nil)
+	if err := q.learnReasons(slots); err != nil {
 		return state.Counts{}, fmt.Errorf("memfile: counts: %w", err)
 	}
 	tally := state.NewTally(o)
@@ -32,8 +33,8 @@ func countsOf(x *tx, o state.CountsOptions) (state.Counts, error) {
 
 // learnReasons sets the reason class of every transfer of slots that
 // needs one and does not have it yet.
-func learnReasons(x *tx, slots []int32) error {
-	d := x.d
+func (q query) learnReasons(slots []int32) error {
+	d := q.d
 	var todo []int32
 	for _, i := range slots {
 		if m := &d.metas[i]; m.hasReason && m.reason == 0 {
@@ -42,7 +43,7 @@ func learnReasons(x *tx, slots []int32) error {
 	}
 	for len(todo) > 0 {
 		n := min(len(todo), listPage)
-		ts, err := x.readAll(todo[:n])
+		ts, err := q.x.readAll(todo[:n])
 		if err != nil {
 			return err
 		}
