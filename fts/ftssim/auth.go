@@ -5,14 +5,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/jwtpayload"
 )
 
 // Authentication methods, as whoami reports them.
@@ -100,16 +100,8 @@ func certIdentity(chain []*x509.Certificate, eec *x509.Certificate) *identity {
 // jwtIssuerSubject reads iss and sub from a JWT's payload, without
 // checking its signature.
 func jwtIssuerSubject(token string) (iss, sub string) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return "", ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return "", ""
-	}
 	var claims struct{ Iss, Sub string }
-	if json.Unmarshal(raw, &claims) != nil {
+	if jwtpayload.Decode(token, &claims) != nil {
 		return "", ""
 	}
 	return claims.Iss, claims.Sub
