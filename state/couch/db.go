@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -183,33 +183,30 @@ func numParts(n, size int) int { return (n + size - 1) / size }
 // server has the next request of a large call to work on while the agent
 // encodes the one after it and decodes the answers. Once a part has
 // failed no further part starts; those under way finish. It returns the
-// parts' errors.
+// first part's error.
 func eachPart(n, size int, fn func(k, lo, hi int) error) error {
-	errs := make([]error, numParts(n, size))
-	slots := make(chan struct{}, partsInFlight)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(partsInFlight)
 	var failed atomic.Bool
-	for k := range errs {
-		slots <- struct{}{}
-		if failed.Load() {
-			break
-		}
-		wg.Add(1)
-		go func(k int) {
-			defer func() { <-slots; wg.Done() }()
+	for k := range numParts(n, size) {
+		g.Go(func() error {
+			if failed.Load() {
+				return nil
+			}
 			lo := k * size
-			if errs[k] = fn(k, lo, min(lo+size, n)); errs[k] != nil {
+			err := fn(k, lo, min(lo+size, n))
+			if err != nil {
 				failed.Store(true)
 			}
-		}(k)
+			return err
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with
-// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted documents are absent from
-// the map. The documents are read with their conflicts (a CouchDB cluster
+// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted
+// documents are absent from the map. The documents are read with their conflicts (a CouchDB cluster
 // reads each from a quorum of its replicas); conflicted transfers of an
 // agent's user are resolved first (resolveConflicts), with one _bulk_get
 // and one _bulk_docs for all of them, and left out if they cannot be.
