@@ -404,7 +404,7 @@ func (s *Store) scanAll(ctx context.Context, f func(json.RawMessage)) error {
 	for {
 		var docs []json.RawMessage
 		last := ""
-		err := retry(ctx, func() error {
+		err := retryHTTP(ctx, func() error {
 			docs, last = docs[:0], ""
 			p := map[string]any{"include_docs": true, "limit": page, "conflicts": true}
 			if start != "" {

@@ -215,7 +215,7 @@ func (s *Store) readRevs(ctx context.Context, refs []kivik.BulkGetReference) (ma
 	if len(refs) == 0 {
 		return out, nil
 	}
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		rs := s.db.BulkGet(ctx, refs)
 		defer rs.Close()
 		for rs.Next() {

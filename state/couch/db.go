@@ -13,17 +13,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
-// Bounds of the retry loops.
-const (
-	maxHTTPRetries     = 4 // transient HTTP failures of one request
-	maxConflictRetries = 5 // re-read and re-apply rounds after conflicts
+// The retry loops: waits from 50 ms, growing to at most 2 s, bounded by
+// tries and by the caller's context.
+var (
+	// httpRetries: transient HTTP failures of one request (see transient)
+	httpRetries = retry.Policy{Attempts: 5, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+	// conflictRetries: re-read and re-apply rounds after conflicts
+	conflictRetries = retry.Policy{Attempts: 6, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
 )
 
 // Bounds of one request: a call with more documents makes several, so that
@@ -33,16 +36,6 @@ const (
 	partsInFlight = 2    // requests of one call under way at once (see eachPart)
 	maxReadKeys   = 5000 // IDs of one _all_docs?keys=
 )
-
-// newBackOff is the policy of every retry loop: exponential from 50 ms,
-// bounded by tries and by ctx.
-func newBackOff(ctx context.Context, tries uint64) backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = 0 // bounded by tries and ctx
-	return backoff.WithContext(backoff.WithMaxRetries(b, tries), ctx)
-}
 
 // transient reports whether a failed request may succeed when repeated:
 // network errors, 5xx and 429.
@@ -60,21 +53,22 @@ func transient(ctx context.Context, err error) bool {
 	return st == 0 || st >= 500 || st == http.StatusTooManyRequests
 }
 
-// retry runs op until it succeeds, fails permanently, or the bound is hit.
-func retry(ctx context.Context, op func() error) error {
-	return backoff.Retry(func() error {
+// retryHTTP runs op, which makes one request, until it succeeds, fails
+// permanently (not transient), or httpRetries ends.
+func retryHTTP(ctx context.Context, op func() error) error {
+	return httpRetries.Do(ctx, func() error {
 		err := op()
 		if err != nil && !transient(ctx, err) {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		return err
-	}, newBackOff(ctx, maxHTTPRetries))
+	})
 }
 
 // find runs a Mango query and returns the raw documents.
 func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessage, error) {
 	var docs []json.RawMessage
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		docs = docs[:0]
 		rs := s.db.Find(ctx, query)
 		defer rs.Close()
@@ -146,9 +140,9 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, bool, error) {
 	var res []kivik.BulkResult
 	var status int
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		var err error
 		res, status, err = s.direct.bulkDocs(ctx, docs)
@@ -239,7 +233,7 @@ func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.Raw
 // before the conflicts are resolved: the documents, and apart those with
 // conflicts.
 func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicted map[string]json.RawMessage, err error) {
-	err = retry(ctx, func() error {
+	err = retryHTTP(ctx, func() error {
 		// what a failed attempt read does not count: a document deleted
 		// since must not stay behind
 		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
 
+	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -25,7 +25,7 @@ type onConflict int
 
 const (
 	// reapply re-reads the document and applies the rule again, within
-	// maxConflictRetries rounds.
+	// conflictRetries rounds.
 	reapply onConflict = iota
 	// report re-reads the document and returns the rule's verdict on it
 	// (ErrLeaseLost, ...) or ErrConflict, without writing again.
@@ -109,14 +109,14 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 		var err error
 		work, err = s.writeRound(ctx, items, work, res)
 		if err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		if len(work) == 0 {
 			return nil
 		}
 		work, err = s.reloadAfterConflict(ctx, items, work, res)
 		if err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		if mode == report {
 			for _, p := range work {
@@ -134,10 +134,10 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 		}
 		return nil
 	}
-	err := backoff.Retry(op, newBackOff(ctx, maxConflictRetries))
+	err := conflictRetries.Do(ctx, op)
 	if errors.Is(err, errConflictsLeft) {
 		for _, p := range work {
-			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, maxConflictRetries+1, state.ErrConflict)
+			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, conflictRetries.Attempts, state.ErrConflict)
 		}
 		err = nil
 	}

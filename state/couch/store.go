@@ -234,7 +234,7 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	s.db = c.DB(t.db)
 	var st *kivik.DBStats
 	missing := false
-	err = retry(ctx, func() error {
+	err = retryHTTP(ctx, func() error {
 		var err error
 		st, err = s.db.Stats(ctx)
 		if missing = kivik.HTTPStatus(err) == http.StatusNotFound; missing {

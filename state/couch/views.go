@@ -50,7 +50,7 @@ type viewRow struct {
 // otherwise a GET.
 func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
 	var rows []viewRow
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		var err error
 		rows, err = s.direct.rows(ctx, viewPath, params)
 		return err
