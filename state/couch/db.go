@@ -113,13 +113,35 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 	}
 }
 
+// docResult is the outcome of one document of a _bulk_docs: its new
+// revision, or its refusal (see docError).
+type docResult struct {
+	ID, Rev string
+	Err     error
+}
+
+// docError is the one place where a document's refusal in a _bulk_docs
+// answer becomes a state error: a conflict wraps state.ErrConflict, any
+// other refusal (validate_doc_update's forbidden, which kivik reports as
+// 500) wraps state.ErrInvalid, with the server's reason.
+func docError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case kivik.HTTPStatus(err) == http.StatusConflict:
+		return fmt.Errorf("%v: %w", err, state.ErrConflict)
+	default:
+		return fmt.Errorf("%v: %w", err, state.ErrInvalid)
+	}
+}
+
 // bulkDocs writes docs (whose IDs are ids) with one _bulk_docs per
 // maxBulkDocs documents and returns the per-document results in the order
 // of docs, and for each whether its request was answered 202 Accepted: the
 // server stored every document reported ok, but some on fewer replicas
 // than the write quorum, so a write reported ok may yet lose a conflict.
-func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, []bool, error) {
-	out := make([]kivik.BulkResult, 0, len(docs))
+func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docResult, []bool, error) {
+	out := make([]docResult, 0, len(docs))
 	acc := make([]bool, 0, len(docs))
 	for lo := 0; lo < len(docs); lo += maxBulkDocs {
 		hi := min(lo+maxBulkDocs, len(docs))
@@ -137,15 +159,15 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 
 // bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
 // PouchDB server answers refused documents first.
-func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, bool, error) {
+func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docResult, bool, error) {
 	var res []kivik.BulkResult
-	var status int
+	var status atomic.Int32
 	err := retryHTTP(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
 			return retry.Permanent(err)
 		}
 		var err error
-		res, status, err = s.direct.bulkDocs(ctx, docs)
+		res, err = s.db.BulkDocs(withStatus(ctx, &status), docs)
 		return err
 	})
 	if err != nil {
@@ -158,15 +180,40 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]k
 	for i, id := range ids {
 		at[id] = append(at[id], i)
 	}
-	out := make([]kivik.BulkResult, len(docs))
+	out := make([]docResult, len(docs))
 	for _, r := range res {
 		q := at[r.ID]
 		if len(q) == 0 {
 			return nil, false, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
 		}
-		out[q[0]], at[r.ID] = r, q[1:]
+		out[q[0]], at[r.ID] = docResult{ID: r.ID, Rev: r.Rev, Err: docError(r.Error)}, q[1:]
 	}
-	return out, status == http.StatusAccepted, nil
+	return out, status.Load() == http.StatusAccepted, nil
+}
+
+// statusKey is the context key under which a request's caller asks for
+// the HTTP status of the answer (a *atomic.Int32).
+type statusKey struct{}
+
+// withStatus returns ctx in which requests record their final HTTP status
+// into st.
+func withStatus(ctx context.Context, st *atomic.Int32) context.Context {
+	return context.WithValue(ctx, statusKey{}, st)
+}
+
+// statusRecorder records the HTTP status of answers for callers that
+// asked for it (withStatus): kivik reports a _bulk_docs answered 202
+// Accepted (stored on fewer replicas than the write quorum) like one
+// answered 201 Created.
+type statusRecorder struct{ next http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (s statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(req)
+	if st, ok := req.Context().Value(statusKey{}).(*atomic.Int32); ok && err == nil {
+		st.Store(int32(resp.StatusCode))
+	}
+	return resp, err
 }
 
 // numParts is how many parts of at most size n items make.
@@ -237,7 +284,7 @@ func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicte
 		// what a failed attempt read does not count: a document deleted
 		// since must not stay behind
 		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}
-		rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids, "include_docs": true, "conflicts": true})
+		rows, err := rowsOf(s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true, "conflicts": true})), true)
 		if err != nil {
 			return err
 		}

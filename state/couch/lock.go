@@ -78,8 +78,8 @@ func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if e := res[0].Error; e != nil {
-		if kivik.HTTPStatus(e) == http.StatusConflict {
+	if e := res[0].Err; e != nil {
+		if errors.Is(e, state.ErrConflict) {
 			return "", errConflict
 		}
 		return "", fmt.Errorf("lock document %s: %w", d.ID, e)

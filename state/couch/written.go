@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-kivik/kivik/v4"
+
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -239,7 +241,7 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 	parts := make([]map[string]string, numParts(len(ids), maxReadKeys))
 	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
 		return retryHTTP(ctx, func() error {
-			rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids[lo:hi]})
+			rows, err := rowsOf(s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids[lo:hi]})), false)
 			if err != nil {
 				return err
 			}
