@@ -113,28 +113,6 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 	}
 }
 
-// docResult is the outcome of one document of a _bulk_docs: its new
-// revision, or its refusal (see docError).
-type docResult struct {
-	ID, Rev string
-	Err     error
-}
-
-// docError is the one place where a document's refusal in a _bulk_docs
-// answer becomes a state error: a conflict wraps state.ErrConflict, any
-// other refusal (validate_doc_update's forbidden, which kivik reports as
-// 500) wraps state.ErrInvalid, with the server's reason.
-func docError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case kivik.HTTPStatus(err) == http.StatusConflict:
-		return fmt.Errorf("%v: %w", err, state.ErrConflict)
-	default:
-		return fmt.Errorf("%v: %w", err, state.ErrInvalid)
-	}
-}
-
 // bulkDocs writes docs (whose IDs are ids) with one _bulk_docs per
 // maxBulkDocs documents and returns the per-document results in the order
 // of docs, and for each whether its request was answered 202 Accepted: the
@@ -160,14 +138,14 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docRe
 // bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
 // PouchDB server answers refused documents first.
 func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docResult, bool, error) {
-	var res []kivik.BulkResult
-	var status atomic.Int32
+	var res []docResult
+	var status int
 	err := retryHTTP(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
 			return retry.Permanent(err)
 		}
 		var err error
-		res, err = s.db.BulkDocs(withStatus(ctx, &status), docs)
+		res, status, err = s.bulk.bulkDocs(ctx, docs)
 		return err
 	})
 	if err != nil {
@@ -186,34 +164,9 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]d
 		if len(q) == 0 {
 			return nil, false, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
 		}
-		out[q[0]], at[r.ID] = docResult{ID: r.ID, Rev: r.Rev, Err: docError(r.Error)}, q[1:]
+		out[q[0]], at[r.ID] = r, q[1:]
 	}
-	return out, status.Load() == http.StatusAccepted, nil
-}
-
-// statusKey is the context key under which a request's caller asks for
-// the HTTP status of the answer (a *atomic.Int32).
-type statusKey struct{}
-
-// withStatus returns ctx in which requests record their final HTTP status
-// into st.
-func withStatus(ctx context.Context, st *atomic.Int32) context.Context {
-	return context.WithValue(ctx, statusKey{}, st)
-}
-
-// statusRecorder records the HTTP status of answers for callers that
-// asked for it (withStatus): kivik reports a _bulk_docs answered 202
-// Accepted (stored on fewer replicas than the write quorum) like one
-// answered 201 Created.
-type statusRecorder struct{ next http.RoundTripper }
-
-// RoundTrip implements http.RoundTripper.
-func (s statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := s.next.RoundTrip(req)
-	if st, ok := req.Context().Value(statusKey{}).(*atomic.Int32); ok && err == nil {
-		st.Store(int32(resp.StatusCode))
-	}
-	return resp, err
+	return out, status == http.StatusAccepted, nil
 }
 
 // numParts is how many parts of at most size n items make.
@@ -247,10 +200,11 @@ func eachPart(n, size int, fn func(k, lo, hi int) error) error {
 
 // readKeys reads documents by ID with one request (POST _all_docs with
 // keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted
-// documents are absent from the map. The documents are read with their conflicts (a CouchDB cluster
-// reads each from a quorum of its replicas); conflicted transfers of an
-// agent's user are resolved first (resolveConflicts), with one _bulk_get
-// and one _bulk_docs for all of them, and left out if they cannot be.
+// documents are absent from the map. The documents are read with their
+// conflicts (a CouchDB cluster reads each from a quorum of its replicas);
+// conflicted transfers of an agent's user are resolved first
+// (resolveConflicts), with one _bulk_get and one _bulk_docs for all of
+// them, and left out if they cannot be.
 func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
 	type part struct{ docs, conflicted map[string]json.RawMessage }
 	parts := make([]part, numParts(len(ids), maxReadKeys))
@@ -284,7 +238,7 @@ func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicte
 		// what a failed attempt read does not count: a document deleted
 		// since must not stay behind
 		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}
-		rows, err := rowsOf(s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids, "include_docs": true, "conflicts": true})), true)
+		rows, err := s.bulk.allDocs(ctx, ids, true)
 		if err != nil {
 			return err
 		}

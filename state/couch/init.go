@@ -45,7 +45,7 @@ var obsoleteIndexes = []string{"aso-claim", "aso-active"}
 // indexes of earlier versions. It is idempotent: run twice it writes
 // nothing the second time; after an upgrade it replaces what changed.
 func Init(ctx context.Context, o Options) error {
-	c, t, err := connect(o)
+	c, t, _, err := connect(o)
 	if err != nil {
 		return err
 	}

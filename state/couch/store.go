@@ -49,7 +49,8 @@ type Options struct {
 type Store struct {
 	client *kivik.Client
 	db     *kivik.DB
-	url    string // redacted, for errors
+	bulk   *bulkHTTP // _bulk_docs and _all_docs?keys=
+	url    string    // redacted, for errors
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
@@ -186,16 +187,16 @@ func (o Options) httpClient(nodes []target) (*http.Client, error) {
 			return nil, err
 		}
 		// each node's try has its own timeout, within the request's
-		return &http.Client{Transport: statusRecorder{f}, Timeout: time.Duration(len(nodes)) * timeout}, nil
+		return &http.Client{Transport: f, Timeout: time.Duration(len(nodes)) * timeout}, nil
 	}
-	return &http.Client{Transport: statusRecorder{rt}, Timeout: timeout}, nil
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }
 
-// connect builds the kivik client of o.
-func connect(o Options) (*kivik.Client, target, error) {
+// connect builds the kivik client of o, and the HTTP client under it.
+func connect(o Options) (*kivik.Client, target, *http.Client, error) {
 	nodes, err := parseNodes(o.URL)
 	if err != nil {
-		return nil, target{}, err
+		return nil, target{}, nil, err
 	}
 	t := nodes[0]
 	if t.user == "" {
@@ -203,7 +204,7 @@ func connect(o Options) (*kivik.Client, target, error) {
 	}
 	hc, err := o.httpClient(nodes)
 	if err != nil {
-		return nil, t, err
+		return nil, t, nil, err
 	}
 	// Request bodies go uncompressed: gzip would cost the agent a tenth of
 	// its CPU time and about 1 MiB of compressor state per request, and the
@@ -215,19 +216,19 @@ func connect(o Options) (*kivik.Client, target, error) {
 	}
 	c, err := kivik.New("couch", t.server, opts...)
 	if err != nil {
-		return nil, t, fmt.Errorf("couch: client for %s: %w", t.server, err)
+		return nil, t, nil, fmt.Errorf("couch: client for %s: %w", t.server, err)
 	}
-	return c, t, nil
+	return c, t, hc, nil
 }
 
 // Open connects to an existing database (created by Init) and binds it to
 // cfg. It fails if the server cannot be reached or the database is missing.
 func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
-	c, t, err := connect(o)
+	c, t, hc, err := connect(o)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: c, url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
+	s := &Store{client: c, bulk: newBulkHTTP(hc, t), url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
 	// one request: the database's information (404: it does not exist),
 	// with the cluster's read quorum when it is a cluster
 	s.db = c.DB(t.db)

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-kivik/kivik/v4"
-
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -241,7 +239,7 @@ func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string,
 	parts := make([]map[string]string, numParts(len(ids), maxReadKeys))
 	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
 		return retryHTTP(ctx, func() error {
-			rows, err := rowsOf(s.db.AllDocs(ctx, kivik.Params(map[string]any{"keys": ids[lo:hi]})), false)
+			rows, err := s.bulk.allDocs(ctx, ids[lo:hi], false)
 			if err != nil {
 				return err
 			}
