@@ -74,7 +74,7 @@ FUZZ_TARGETS := \
 	./fts:FuzzParseError \
 	./fts:FuzzUnquote \
 	./fts:FuzzParseReason \
-	./fts/ftstest:FuzzSubmit \
+	./fts/ftssim:FuzzSubmit \
 	./srm:FuzzInterpretRun \
 	./srm:FuzzStorageXML \
 	./srm:FuzzSitesFile \

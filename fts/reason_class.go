@@ -50,8 +50,8 @@ func (c ErrorClass) Valid() bool {
 	return false
 }
 
-// retryable is the retry policy of each class but unknown, whose failures
-// are retried as FTS judged them (see Classify).
+// classRetries says which classes another attempt can help; unknown is
+// not among them: Classify follows FTS's judgement of its failures.
 var classRetries = map[ErrorClass]bool{
 	ClassTimeout: true, ClassStorageUnavailable: true, ClassQueueExpired: true, ClassCredentials: true,
 	ClassDestinationBusy: true,

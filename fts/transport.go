@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/asyncstageout/aso/internal/retry"
 )
 
 // maxReply bounds a reply body read into memory (a bulk status of 100 jobs
@@ -60,32 +60,32 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 			c.hc.CloseIdleConnections() // new connections present the new proxy
 		}
 	}
-	b := backoff.WithContext(backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(c.cfg.RetryInitial),
-		backoff.WithMaxElapsedTime(c.cfg.MaxElapsed),
-	), ctx)
-	var last error
-	start := c.cfg.Now()
-	notify := func(err error, wait time.Duration) {
-		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(rq.method, rq.path, err, wait, c.cfg.Now().Sub(start))
+	p := retry.Policy{Initial: c.cfg.RetryInitial, Elapsed: c.cfg.MaxElapsed}
+	if c.cfg.OnRetry != nil {
+		p.Notify = func(err error, wait, elapsed time.Duration) {
+			c.cfg.OnRetry(rq.method, rq.path, err, wait, elapsed)
 		}
 	}
-	r, err := backoff.RetryNotifyWithData(func() (*reply, error) {
-		r, err := c.attempt(ctx, rq)
-		if err == nil {
-			return r, nil
+	var r *reply
+	var last error
+	err := p.Do(ctx, func() error {
+		var err error
+		if r, err = c.attempt(ctx, rq); err == nil {
+			return nil
 		}
 		last = err
 		if ctx.Err() != nil || !retryable(err, rq.idempotent) {
-			return nil, backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
-		return nil, err
-	}, b, notify)
+		return err
+	})
 	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(last, ctx.Err()) {
 		return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // retryable says whether a failed attempt may be tried again. A request
@@ -116,7 +116,7 @@ func (c *Client) attempt(ctx context.Context, rq request) (*reply, error) {
 	}
 	req, err := http.NewRequestWithContext(actx, rq.method, c.endpointURL(rq.path, rq.query), body)
 	if err != nil {
-		return nil, backoff.Permanent(fmt.Errorf("build request: %w", err))
+		return nil, retry.Permanent(fmt.Errorf("build request: %w", err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if rq.body != nil {

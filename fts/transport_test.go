@@ -46,11 +46,15 @@ func TestRetry_GivesUpAfterMaxElapsed(t *testing.T) {
 	f := newFake(t)
 	h, calls := burst(t, 1<<30, http.StatusServiceUnavailable)
 	f.handle("GET /whoami", h)
+	type retried struct{ wait, elapsed time.Duration }
+	var retries []retried
 	c := f.proxyClient(t, func(cfg *fts.Config) {
 		cfg.RetryInitial = 10 * time.Millisecond
 		cfg.MaxElapsed = 200 * time.Millisecond
+		cfg.OnRetry = func(_, _ string, _ error, wait, elapsed time.Duration) {
+			retries = append(retries, retried{wait, elapsed})
+		}
 	})
-	start := time.Now()
 	_, err := c.WhoAmI(context.Background())
 	if !errors.Is(err, fts.ErrServer) || !fts.IsTransient(err) || !strings.Contains(err.Error(), "temporarily unable to service your request") {
 		t.Fatalf("WhoAmI: %v, want a transient ErrServer with Apache's message", err)
@@ -58,11 +62,13 @@ func TestRetry_GivesUpAfterMaxElapsed(t *testing.T) {
 	if strings.Contains(err.Error(), "<") {
 		t.Errorf("error %q carries HTML", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("gave up after %v, want about MaxElapsed", d)
+	for i, r := range retries {
+		if r.elapsed+r.wait > 200*time.Millisecond {
+			t.Errorf("retry %d: a try at %v after the first, past MaxElapsed", i+1, r.elapsed+r.wait)
+		}
 	}
-	if calls.Load() < 2 {
-		t.Errorf("%d calls, want retries", calls.Load())
+	if n := calls.Load(); n < 2 || int(n) != len(retries)+1 {
+		t.Errorf("%d calls and %d retries announced, want retries, each announced", n, len(retries))
 	}
 }
 
@@ -94,23 +100,19 @@ func TestTimeout_HungServer(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	var calls atomic.Int32
-	f.handle("GET /jobs/*", func(w http.ResponseWriter, r *http.Request) {
+	gaveUp := make(chan string, 3) // the requests the client gave up on
+	hang := func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		select {
 		case <-release:
 		case <-r.Context().Done():
+			gaveUp <- r.Method + " " + r.URL.Path
 		}
-	})
-	f.handle("POST /jobs", func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	}
+	f.handle("GET /jobs/*", hang)
+	f.handle("POST /jobs", hang)
 	c := f.proxyClient(t, func(cfg *fts.Config) { cfg.Timeout = 150 * time.Millisecond; cfg.MaxElapsed = time.Minute })
 
-	start := time.Now()
 	sts, err := c.Status(context.Background(), []string{jobActive, jobOther})
 	if err != nil {
 		t.Fatal(err)
@@ -120,26 +122,32 @@ func TestTimeout_HungServer(t *testing.T) {
 			t.Errorf("job %s on a hung server: %+v, want a transient ErrTimeout", st.JobID, st)
 		}
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("Status on a hung server took %v, want about Timeout", d)
+	if got := <-gaveUp; !strings.HasPrefix(got, "GET /jobs/") {
+		t.Errorf("the client gave up on %s, want the status request", got)
 	}
 	if _, err := c.Submit(context.Background(), testSubmission("sid-6")); !errors.Is(err, fts.ErrTimeout) {
 		t.Errorf("Submit on a hung server: %v, want ErrTimeout", err)
+	}
+	if got := <-gaveUp; got != "POST /jobs" {
+		t.Errorf("the client gave up on %s, want the submission", got)
 	}
 	if got := calls.Load(); got != 2 {
 		t.Errorf("%d requests, want 2: a timed-out request is not repeated", got)
 	}
 
-	// The caller's earlier deadline wins over Timeout.
+	// The caller's earlier deadline wins over Timeout: the request is given
+	// up when ctx ends, with ctx's error, and not repeated.
 	c = f.proxyClient(t, func(cfg *fts.Config) { cfg.Timeout = time.Minute })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start = time.Now()
-	if _, err := c.Status(ctx, []string{jobActive}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Status past the caller's deadline: %v", err)
+	if _, err := c.Status(ctx, []string{jobActive}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fts.ErrTimeout) {
+		t.Errorf("Status past the caller's deadline: %v, want the caller's context.DeadlineExceeded", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("Status took %v past a 100ms deadline", d)
+	if got := <-gaveUp; !strings.HasPrefix(got, "GET /jobs/") {
+		t.Errorf("the client gave up on %s, want the status request", got)
+	}
+	if got := calls.Load(); got != 3 {
+		t.Errorf("%d requests, want 3", got)
 	}
 }
 

@@ -12,7 +12,6 @@ package tokens
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/jwtpayload"
 )
 
 // Defaults of Source.
@@ -205,21 +206,13 @@ type TokenClaims struct {
 // never contains the token.
 func Claims(tok string) (TokenClaims, error) {
 	var c TokenClaims
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return c, fmt.Errorf("not a JWT (%d dot-separated parts, want 3)", len(parts))
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return c, errors.New("JWT payload is not base64url")
-	}
 	var m struct {
 		Sub   string       `json:"sub"`
 		Exp   *json.Number `json:"exp"`
 		Scope string       `json:"scope"`
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return c, errors.New("JWT payload is not a JSON object")
+	if err := jwtpayload.Decode(tok, &m); err != nil {
+		return c, err
 	}
 	if m.Exp == nil {
 		return c, errors.New("JWT without an exp claim")

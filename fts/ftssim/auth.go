@@ -2,8 +2,6 @@ package ftssim
 
 import (
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/internal/gridcert"
+	"github.com/asyncstageout/aso/internal/jwtpayload"
 )
 
 // Authentication methods, as whoami reports them.
@@ -98,16 +97,8 @@ func certIdentity(chain []*x509.Certificate, eec *x509.Certificate) *identity {
 // jwtIssuerSubject reads iss and sub from a JWT's payload, without
 // checking its signature.
 func jwtIssuerSubject(token string) (iss, sub string) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return "", ""
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return "", ""
-	}
 	var claims struct{ Iss, Sub string }
-	if json.Unmarshal(raw, &claims) != nil {
+	if jwtpayload.Decode(token, &claims) != nil {
 		return "", ""
 	}
 	return claims.Iss, claims.Sub

@@ -2,10 +2,10 @@ package ftssim
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
+
+	"github.com/asyncstageout/aso/internal/jwtpayload"
 )
 
 // Storage tokens and scitags of a submission's files, as FTS 3.14's
@@ -118,11 +118,7 @@ func tokenUse(tok string) (*TokenUse, *submitError) {
 		Exp   *json.Number `json:"exp"`
 		Scope *string      `json:"scope"`
 	}
-	if parts := strings.Split(tok, "."); len(parts) >= 3 {
-		if raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "=")); err == nil {
-			_ = json.Unmarshal(raw, &claims) // unreadable: no claims, refused below
-		}
-	}
+	_ = jwtpayload.Decode(tok, &claims) // unreadable: the claims missing are refused below
 	switch {
 	case claims.Iss == nil:
 		return nil, badRequest("Token does not contain an iss claim")

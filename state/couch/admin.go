@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"sort"
 	"strings"
@@ -62,15 +62,15 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	for k, r := range out {
 		i := at[k]
 		switch {
-		case r.Error == nil && accepted[k]:
+		case r.Err == nil && accepted[k]:
 			open = append(open, k)
-		case r.Error == nil:
+		case r.Err == nil:
 			res[i].Status = state.Stored
-		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
+		case errors.Is(r.Err, state.ErrConflict):
 			res[i].Status = state.AlreadyQueued
 		default:
 			res[i].Status = state.Rejected
-			res[i].Err = fmt.Errorf("couch: enqueue %s: %v: %w", res[i].ID, r.Error, state.ErrInvalid)
+			res[i].Err = fmt.Errorf("couch: enqueue %s: %w", res[i].ID, r.Err)
 			open = append(open, k)
 		}
 	}
@@ -91,7 +91,7 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 //   - one refused: a server may validate a new document against an
 //     existing one before it reports the conflict (the PouchDB server
 //     does), so a refused request whose ID is stored is already queued.
-func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []kivik.BulkResult, ids []string, docs []any, at []int, res []state.EnqueueResult) error {
+func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []docResult, ids []string, docs []any, at []int, res []state.EnqueueResult) error {
 	if len(ks) == 0 {
 		return nil
 	}
@@ -108,7 +108,7 @@ func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []kivik.BulkRe
 		raw, ok := stored[ids[k]]
 		body, _ := docs[k].(json.RawMessage)
 		switch {
-		case out[k].Error != nil:
+		case out[k].Err != nil:
 			if ok {
 				res[i].Status, res[i].Err = state.AlreadyQueued, nil
 			}
@@ -394,7 +394,7 @@ func (s *Store) countByID(ctx context.Context, sum *state.Summary, ts []state.Tr
 // Counts counts transfers from the views of StatsID: three queries,
 // whatever the number of users and transfers (see statsReader).
 func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
-	return statsReader{direct: s.direct, url: s.url}.counts(ctx, o)
+	return statsReader{s: s}.counts(ctx, o)
 }
 
 func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.SummaryOptions) {
@@ -444,7 +444,7 @@ func (s *Store) scanAll(ctx context.Context, f func(json.RawMessage)) error {
 	for {
 		var docs []json.RawMessage
 		last := ""
-		err := retry(ctx, func() error {
+		err := retryHTTP(ctx, func() error {
 			docs, last = docs[:0], ""
 			p := map[string]any{"include_docs": true, "limit": page, "conflicts": true}
 			if start != "" {

@@ -32,7 +32,8 @@ func quarantine(raw json.RawMessage, err error, a state.Agent, now time.Time) (i
 	}}, true
 }
 
-// held builds items whose rule needs the transfer held by the agent.
+// heldItems builds one item per transfer of ts, whose rule is f(i, t): a
+// state rule that checks the agent's hold itself and always writes.
 func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
 	items := make([]item, len(ts))
 	for i := range ts {

@@ -194,7 +194,7 @@ func (s *Store) resolveConflicts(ctx context.Context, conflicted map[string]json
 		return fmt.Errorf("resolve %d conflicted documents: %w", len(jobs), err)
 	}
 	for k, r := range res {
-		if bodies[k] == nil || r.Error != nil {
+		if bodies[k] == nil || r.Err != nil {
 			continue // a deletion (a failed one is retried on the next read), or a refusal
 		}
 		var m map[string]any
@@ -215,7 +215,7 @@ func (s *Store) readRevs(ctx context.Context, refs []kivik.BulkGetReference) (ma
 	if len(refs) == 0 {
 		return out, nil
 	}
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		rs := s.db.BulkGet(ctx, refs)
 		defer rs.Close()
 		for rs.Next() {

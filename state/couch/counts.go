@@ -52,8 +52,7 @@ func statsDoc() map[string]any {
 // statsReader reads the views of StatsID: three queries, whatever the
 // number of users and transfers.
 type statsReader struct {
-	direct *direct
-	url    string // redacted, for errors
+	s *Store
 }
 
 // counts is state.Admin.Counts.
@@ -142,17 +141,12 @@ func (r statsReader) finished(ctx context.Context, user string, since time.Time,
 // query reads the rows of view of StatsID; a missing view is an error
 // that says to run aso init.
 func (r statsReader) query(ctx context.Context, view string, params map[string]any) ([]viewRow, error) {
-	var rows []viewRow
-	err := retry(ctx, func() error {
-		var err error
-		rows, err = r.direct.rows(ctx, StatsID+"/_view/"+view, params)
-		return err
-	})
+	rows, err := r.s.queryView(ctx, statsDDoc, view, params)
 	if kivik.HTTPStatus(err) == http.StatusNotFound {
-		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.url, view, err)
+		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.s.url, view, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.url, err)
+		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.s.url, err)
 	}
 	return rows, nil
 }

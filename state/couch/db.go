@@ -10,20 +10,23 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
-// Bounds of the retry loops.
-const (
-	maxHTTPRetries     = 4 // transient HTTP failures of one request
-	maxConflictRetries = 5 // re-read and re-apply rounds after conflicts
+// The retry loops: waits from 50 ms, growing to at most 2 s, bounded by
+// tries and by the caller's context.
+var (
+	// httpRetries: transient HTTP failures of one request (see transient)
+	httpRetries = retry.Policy{Attempts: 5, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+	// conflictRetries: re-read and re-apply rounds after conflicts
+	conflictRetries = retry.Policy{Attempts: 6, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
 )
 
 // Bounds of one request: a call with more documents makes several, so that
@@ -33,16 +36,6 @@ const (
 	partsInFlight = 2    // requests of one call under way at once (see eachPart)
 	maxReadKeys   = 5000 // IDs of one _all_docs?keys=
 )
-
-// newBackOff is the policy of every retry loop: exponential from 50 ms,
-// bounded by tries and by ctx.
-func newBackOff(ctx context.Context, tries uint64) backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 50 * time.Millisecond
-	b.MaxInterval = 2 * time.Second
-	b.MaxElapsedTime = 0 // bounded by tries and ctx
-	return backoff.WithContext(backoff.WithMaxRetries(b, tries), ctx)
-}
 
 // transient reports whether a failed request may succeed when repeated:
 // network errors, 5xx and 429.
@@ -60,21 +53,22 @@ func transient(ctx context.Context, err error) bool {
 	return st == 0 || st >= 500 || st == http.StatusTooManyRequests
 }
 
-// retry runs op until it succeeds, fails permanently, or the bound is hit.
-func retry(ctx context.Context, op func() error) error {
-	return backoff.Retry(func() error {
+// retryHTTP runs op, which makes one request, until it succeeds, fails
+// permanently (not transient), or httpRetries ends.
+func retryHTTP(ctx context.Context, op func() error) error {
+	return httpRetries.Do(ctx, func() error {
 		err := op()
 		if err != nil && !transient(ctx, err) {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		return err
-	}, newBackOff(ctx, maxHTTPRetries))
+	})
 }
 
 // find runs a Mango query and returns the raw documents.
 func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessage, error) {
 	var docs []json.RawMessage
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		docs = docs[:0]
 		rs := s.db.Find(ctx, query)
 		defer rs.Close()
@@ -124,8 +118,8 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 // of docs, and for each whether its request was answered 202 Accepted: the
 // server stored every document reported ok, but some on fewer replicas
 // than the write quorum, so a write reported ok may yet lose a conflict.
-func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, []bool, error) {
-	out := make([]kivik.BulkResult, 0, len(docs))
+func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docResult, []bool, error) {
+	out := make([]docResult, 0, len(docs))
 	acc := make([]bool, 0, len(docs))
 	for lo := 0; lo < len(docs); lo += maxBulkDocs {
 		hi := min(lo+maxBulkDocs, len(docs))
@@ -143,15 +137,15 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]kivik
 
 // bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
 // PouchDB server answers refused documents first.
-func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]kivik.BulkResult, bool, error) {
-	var res []kivik.BulkResult
+func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docResult, bool, error) {
+	var res []docResult
 	var status int
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		var err error
-		res, status, err = s.direct.bulkDocs(ctx, docs)
+		res, status, err = s.bulk.bulkDocs(ctx, docs)
 		return err
 	})
 	if err != nil {
@@ -164,7 +158,7 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]k
 	for i, id := range ids {
 		at[id] = append(at[id], i)
 	}
-	out := make([]kivik.BulkResult, len(docs))
+	out := make([]docResult, len(docs))
 	for _, r := range res {
 		q := at[r.ID]
 		if len(q) == 0 {
@@ -183,36 +177,34 @@ func numParts(n, size int) int { return (n + size - 1) / size }
 // server has the next request of a large call to work on while the agent
 // encodes the one after it and decodes the answers. Once a part has
 // failed no further part starts; those under way finish. It returns the
-// parts' errors.
+// first part's error.
 func eachPart(n, size int, fn func(k, lo, hi int) error) error {
-	errs := make([]error, numParts(n, size))
-	slots := make(chan struct{}, partsInFlight)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(partsInFlight)
 	var failed atomic.Bool
-	for k := range errs {
-		slots <- struct{}{}
-		if failed.Load() {
-			break
-		}
-		wg.Add(1)
-		go func(k int) {
-			defer func() { <-slots; wg.Done() }()
+	for k := range numParts(n, size) {
+		g.Go(func() error {
+			if failed.Load() {
+				return nil
+			}
 			lo := k * size
-			if errs[k] = fn(k, lo, min(lo+size, n)); errs[k] != nil {
+			err := fn(k, lo, min(lo+size, n))
+			if err != nil {
 				failed.Store(true)
 			}
-		}(k)
+			return err
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // readKeys reads documents by ID with one request (POST _all_docs with
-// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted documents are absent from
-// the map. The documents are read with their conflicts (a CouchDB cluster
-// reads each from a quorum of its replicas); conflicted transfers of an
-// agent's user are resolved first (resolveConflicts), with one _bulk_get
-// and one _bulk_docs for all of them, and left out if they cannot be.
+// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted
+// documents are absent from the map. The documents are read with their
+// conflicts (a CouchDB cluster reads each from a quorum of its replicas);
+// conflicted transfers of an agent's user are resolved first
+// (resolveConflicts), with one _bulk_get and one _bulk_docs for all of
+// them, and left out if they cannot be.
 func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
 	type part struct{ docs, conflicted map[string]json.RawMessage }
 	parts := make([]part, numParts(len(ids), maxReadKeys))
@@ -263,11 +255,11 @@ func (s *Store) readKeysAsStored(ctx context.Context, ids []string) (map[string]
 // before the conflicts are resolved: the documents, and apart those with
 // conflicts.
 func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicted map[string]json.RawMessage, err error) {
-	err = retry(ctx, func() error {
+	err = retryHTTP(ctx, func() error {
 		// what a failed attempt read does not count: a document deleted
 		// since must not stay behind
 		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}
-		rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids, "include_docs": true, "conflicts": true})
+		rows, err := s.bulk.allDocs(ctx, ids, true)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,11 @@ type faultProxy struct {
 	fail503 atomic.Int32
 	// hang: requests are held until the client gives up.
 	hang atomic.Bool
+	// cutReads > 0: the next answers of reads (the view, _all_docs) are
+	// cut off half way and the connection dropped, as a CouchDB whose
+	// query fails after its answer began aborts it; cut counts them.
+	cutReads atomic.Int32
+	cut      atomic.Int32
 	// served counts the requests passed on to the server.
 	served atomic.Int64
 }
@@ -55,6 +60,14 @@ func newFaultProxy(t *testing.T, target string, tls bool) *faultProxy {
 		case p.fail503.Add(-1) >= 0:
 			http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
 			return
+		case (strings.HasSuffix(r.URL.Path, "/_all_docs") || strings.Contains(r.URL.Path, "/_view/")) && p.cutReads.Add(-1) >= 0:
+			p.cut.Add(1)
+			rec := httptest.NewRecorder()
+			rp.ServeHTTP(rec, r)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes()[:rec.Body.Len()/2])
+			panic(http.ErrAbortHandler)
 		case strings.HasSuffix(r.URL.Path, "/_bulk_docs") && p.loseBulk.Add(-1) >= 0:
 			rec := httptest.NewRecorder()
 			rp.ServeHTTP(rec, r)
@@ -131,6 +144,58 @@ func TestStore_LostAnswers(t *testing.T) {
 		t.Fatal("ActiveTransfers succeeded with the server down")
 	}
 	p.fail503.Store(0)
+}
+
+// TestStore_CutAnswers: a read whose answer is cut off is made again; what
+// the part that arrived held is never taken for the whole answer.
+func TestStore_CutAnswers(t *testing.T) {
+	ctx := context.Background()
+	u := newDB(t)
+	p := newFaultProxy(t, u, false)
+	s := open(t, p.dbURL(u), newClock(), "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 40))
+
+	p.cutReads.Store(1)
+	got := claim(t, s, 40) // the queue's view
+	p.cutReads.Store(1)
+	ids := make([]string, len(got))
+	for i, tr := range got {
+		ids[i] = tr.ID
+	}
+	list, err := s.List(ctx, state.Filter{User: "alice", IDs: ids}) // _all_docs?keys=
+	if err != nil || len(list) != len(ids) {
+		t.Fatalf("List through a cut answer = %d, %v; want all %d", len(list), err, len(ids))
+	}
+	if n := p.cut.Load(); n != 2 {
+		t.Fatalf("%d answers cut, want 2: the test tests nothing", n)
+	}
+}
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestOpen_WrongPassword: the server's refusal of the credentials fails
+// at once, with its reason and without the password, and is not retried.
+func TestOpen_WrongPassword(t *testing.T) {
+	u, err := url.Parse(newDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("aso", "s3cret")
+	var requests atomic.Int32
+	count := roundTripper(func(r *http.Request) (*http.Response, error) {
+		requests.Add(1)
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	_, err = couch.Open(context.Background(), couch.Options{URL: u.String(), Transport: count}, state.Config{})
+	if err == nil || !strings.Contains(err.Error(), "Unauthorized: Name or password is incorrect.") || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open with a wrong password: %v; want the server's reason, without the password", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1: a 401 is not retried", n)
+	}
 }
 
 func TestOpen_Timeout(t *testing.T) {

@@ -52,7 +52,7 @@ func Init(ctx context.Context, o Options) error {
 	}
 	defer c.Close()
 	where := t.server + t.db
-	err = retry(ctx, func() error {
+	err = retryHTTP(ctx, func() error {
 		err := c.CreateDB(ctx, t.db)
 		if kivik.HTTPStatus(err) == http.StatusPreconditionFailed {
 			return nil // exists
@@ -79,7 +79,7 @@ func Init(ctx context.Context, o Options) error {
 // ensureIndexes creates the indexes that are missing or defined otherwise.
 func ensureIndexes(ctx context.Context, db *kivik.DB) error {
 	var have []kivik.Index
-	if err := retry(ctx, func() error {
+	if err := retryHTTP(ctx, func() error {
 		var err error
 		have, err = db.GetIndexes(ctx)
 		return err
@@ -103,7 +103,7 @@ func ensureIndexes(ctx context.Context, db *kivik.DB) error {
 			continue
 		}
 		def := map[string]any{"fields": ix.fields}
-		if err := retry(ctx, func() error { return db.CreateIndex(ctx, ix.name, ix.name, def) }); err != nil {
+		if err := retryHTTP(ctx, func() error { return db.CreateIndex(ctx, ix.name, ix.name, def) }); err != nil {
 			return fmt.Errorf("create index %s: %w", ix.name, err)
 		}
 	}
@@ -133,7 +133,7 @@ func indexFields(def any) []string {
 // PouchDB test server cannot delete indexes through _index); a document
 // already gone is not an error.
 func deleteDoc(ctx context.Context, db *kivik.DB, id string) error {
-	return retry(ctx, func() error {
+	return retryHTTP(ctx, func() error {
 		rev, err := db.GetRev(ctx, id)
 		if err == nil {
 			_, err = db.Delete(ctx, id, rev)
@@ -150,7 +150,7 @@ func deleteDoc(ctx context.Context, db *kivik.DB, id string) error {
 func ensureDoc(ctx context.Context, db *kivik.DB, want map[string]any) error {
 	id := want["_id"].(string)
 	var have map[string]any
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		have = nil
 		err := db.Get(ctx, id).ScanDoc(&have)
 		if kivik.HTTPStatus(err) == http.StatusNotFound {
@@ -167,7 +167,7 @@ func ensureDoc(ctx context.Context, db *kivik.DB, want map[string]any) error {
 		}
 		want["_rev"] = have["_rev"]
 	}
-	if err := retry(ctx, func() error {
+	if err := retryHTTP(ctx, func() error {
 		_, err := db.Put(ctx, id, want)
 		return err
 	}); err != nil {

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
 
+	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -25,7 +25,7 @@ func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []sta
 		params["r"] = s.readQuorum
 	}
 	var raw json.RawMessage
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		return s.db.Get(ctx, id, kivik.Params(params)).ScanDoc(&raw)
 	})
 	if kivik.HTTPStatus(err) == http.StatusNotFound {
@@ -88,8 +88,8 @@ func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, 
 	if err != nil {
 		return "", err
 	}
-	if e := res[0].Error; e != nil {
-		if kivik.HTTPStatus(e) == http.StatusConflict {
+	if e := res[0].Err; e != nil {
+		if errors.Is(e, state.ErrConflict) {
 			return "", errConflict
 		}
 		return "", fmt.Errorf("lock document %s: %w", d.ID, e)
@@ -122,15 +122,15 @@ var (
 // lockLoop runs step until it returns something other than errConflict,
 // within the conflict bound.
 func lockLoop(ctx context.Context, step func() error) error {
-	err := backoff.Retry(func() error {
+	err := conflictRetries.Do(ctx, func() error {
 		err := step()
 		if err != nil && !errors.Is(err, errConflict) {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		return err
-	}, newBackOff(ctx, maxConflictRetries))
+	})
 	if errors.Is(err, errConflict) {
-		return fmt.Errorf("%w after %d tries: %w", errConflict, maxConflictRetries+1, state.ErrConflict)
+		return fmt.Errorf("%w after %d tries: %w", errConflict, conflictRetries.Attempts, state.ErrConflict)
 	}
 	return err
 }

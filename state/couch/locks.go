@@ -55,7 +55,7 @@ func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error)
 		start, end = state.LockID(user), state.LockID(user)
 	}
 	var out []state.LockDoc
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		out = out[:0]
 		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"include_docs": true, "startkey": start, "endkey": end}))
 		defer rs.Close()

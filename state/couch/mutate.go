@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 
-	"github.com/cenkalti/backoff/v4"
-	"github.com/go-kivik/kivik/v4"
-
+	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -25,7 +22,7 @@ type onConflict int
 
 const (
 	// reapply re-reads the document and applies the rule again, within
-	// maxConflictRetries rounds.
+	// conflictRetries rounds.
 	reapply onConflict = iota
 	// report re-reads the document and returns the rule's verdict on it
 	// (ErrLeaseLost, ...) or ErrConflict, without writing again.
@@ -56,7 +53,7 @@ type pending struct {
 }
 
 func (p *pending) forbiddenErr() error {
-	return fmt.Errorf("couch: transfer %s: the server rejected the write: %v: %w", p.base.ID, p.forbidden, state.ErrInvalid)
+	return fmt.Errorf("couch: transfer %s: the server rejected the write: %w", p.base.ID, p.forbidden)
 }
 
 var errConflictsLeft = errors.New("conflicts left")
@@ -109,14 +106,14 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 		var err error
 		work, err = s.writeRound(ctx, items, work, res)
 		if err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		if len(work) == 0 {
 			return nil
 		}
 		work, err = s.reloadAfterConflict(ctx, items, work, res)
 		if err != nil {
-			return backoff.Permanent(err)
+			return retry.Permanent(err)
 		}
 		if mode == report {
 			for _, p := range work {
@@ -134,10 +131,10 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 		}
 		return nil
 	}
-	err := backoff.Retry(op, newBackOff(ctx, maxConflictRetries))
+	err := conflictRetries.Do(ctx, op)
 	if errors.Is(err, errConflictsLeft) {
 		for _, p := range work {
-			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, maxConflictRetries+1, state.ErrConflict)
+			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, conflictRetries.Attempts, state.ErrConflict)
 		}
 		err = nil
 	}
@@ -184,22 +181,21 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		p := sent[k]
 		p.forbidden = nil
 		switch {
-		case r.Error == nil && accepted[k]:
+		case r.Err == nil && accepted[k]:
 			s.written.forget(p.wrote.ID)
 			// 202: stored, but not yet on a quorum of replicas; it counts
 			// once a re-read (with conflicts, from a quorum) shows it as
 			// the document's only leaf
 			conflicted = append(conflicted, p)
-		case r.Error == nil:
+		case r.Err == nil:
 			res[p.idx] = state.Wrote(res[p.idx].ID, r.Rev, p.wrote)
 			s.written.note(p.wrote, &p.base, r.Rev, s.now())
-		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
+		case errors.Is(r.Err, state.ErrConflict):
 			conflicted = append(conflicted, p)
 		default:
-			// kivik reports every per-document error but a conflict as
-			// 500, so a refusal by validate_doc_update is recognised by
-			// the re-read: the revision did not move.
-			p.forbidden = r.Error
+			// a refusal (state.ErrInvalid) is trusted once the re-read
+			// shows that the revision did not move
+			p.forbidden = r.Err
 			conflicted = append(conflicted, p)
 		}
 	}

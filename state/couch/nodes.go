@@ -116,7 +116,8 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		if err == nil {
-			drain(resp.Body)
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+			_ = resp.Body.Close()
 			err = fmt.Errorf("HTTP %d from %s", resp.StatusCode, f.nodes[i].Host)
 		}
 		cancel()

@@ -105,7 +105,7 @@ type refusing struct {
 func (f *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/_bulk_docs") && f.count.Add(1) == f.n {
 		body := `{"error":"bad_request","reason":"refused by the test"}`
-		return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Request: r,
+		return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Request: r, ContentLength: int64(len(body)),
 			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body))}, nil
 	}
 	return f.rt.RoundTrip(r)

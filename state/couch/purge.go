@@ -72,7 +72,7 @@ func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Arc
 	}
 	n := 0
 	for _, r := range res {
-		if r.Error == nil {
+		if r.Err == nil {
 			n++
 		}
 	}

@@ -3,9 +3,9 @@ package couch
 import "encoding/json"
 
 // The top-level scan of a transfer document. Every document the agent reads
-// goes through extraFields; decoding each one a second time into a map (to
-// learn which fields aso does not know) cost as much as decoding it into a
-// state.Transfer. The scan below walks the top-level keys and skips their
+// goes through extraFields, to learn which fields aso does not know;
+// decoding it a second time into a map would cost as much as decoding it
+// into a state.Transfer. The scan walks the top-level keys and skips their
 // values without building anything, so a document with only known fields
 // costs no allocation at all.
 

@@ -49,8 +49,8 @@ type Options struct {
 type Store struct {
 	client *kivik.Client
 	db     *kivik.DB
-	direct *direct // the hot path's requests
-	url    string  // redacted, for errors
+	bulk   *bulkHTTP // _bulk_docs and _all_docs?keys=
+	url    string    // redacted, for errors
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
@@ -201,10 +201,10 @@ func connect(o Options) (*kivik.Client, target, *http.Client, error) {
 	if err != nil {
 		return nil, t, nil, err
 	}
-	// Request bodies go uncompressed: gzip cost the agent a tenth of its
-	// CPU time and about 1 MiB of compressor state per request, and the
-	// server as much again to inflate them, to save bandwidth that a
-	// state store next to its agents does not lack.
+	// Request bodies go uncompressed: gzip would cost the agent a tenth of
+	// its CPU time and about 1 MiB of compressor state per request, and the
+	// server as much again to inflate them, to save bandwidth that a state
+	// store next to its agents does not lack.
 	opts := []kivik.Option{couchdb.OptionHTTPClient(hc), couchdb.OptionUserAgent("aso"), couchdb.OptionNoRequestCompression()}
 	if t.user != "" {
 		opts = append(opts, couchdb.BasicAuth(t.user, t.pass))
@@ -223,13 +223,13 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: c, direct: newDirect(hc, t), url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
+	s := &Store{client: c, bulk: newBulkHTTP(hc, t), url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
 	// one request: the database's information (404: it does not exist),
 	// with the cluster's read quorum when it is a cluster
 	s.db = c.DB(t.db)
 	var st *kivik.DBStats
 	missing := false
-	err = retry(ctx, func() error {
+	err = retryHTTP(ctx, func() error {
 		var err error
 		st, err = s.db.Stats(ctx)
 		if missing = kivik.HTTPStatus(err) == http.StatusNotFound; missing {

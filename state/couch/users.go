@@ -53,7 +53,7 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 		st         kindStats
 	}
 	var rows []row
-	err := retry(ctx, func() error {
+	err := retryHTTP(ctx, func() error {
 		rows = rows[:0]
 		rs := s.db.Query(ctx, viewsDDoc, viewUsers, kivik.Params(map[string]any{"group_level": 2}))
 		defer rs.Close()

@@ -5,6 +5,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+
+	"github.com/go-kivik/kivik/v4"
 )
 
 // ViewsID is the design document of the views the agent's queries read.
@@ -49,16 +51,50 @@ type viewRow struct {
 // query reads the rows of the view. With "keys" in params it is a POST,
 // otherwise a GET.
 func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
-	var rows []viewRow
-	err := retry(ctx, func() error {
-		var err error
-		rows, err = s.direct.rows(ctx, viewPath, params)
-		return err
-	})
+	rows, err := s.queryView(ctx, viewsDDoc, viewWork, params)
 	if err != nil {
 		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, s.url, err)
 	}
 	return rows, nil
+}
+
+// queryView reads the rows of view of the design document ddoc (without
+// its "_design/"), retried as every request is.
+func (s *Store) queryView(ctx context.Context, ddoc, view string, params map[string]any) ([]viewRow, error) {
+	var rows []viewRow
+	err := retryHTTP(ctx, func() error {
+		var err error
+		rows, err = rowsOf(s.db.Query(ctx, ddoc, view, kivik.Params(params)), params["include_docs"] == true)
+		return err
+	})
+	return rows, err
+}
+
+// rowsOf reads every row of rs, with their documents if docs. A row that
+// is an error (a key not found) is left out; a deleted document's Doc is
+// nil.
+func rowsOf(rs *kivik.ResultSet, docs bool) ([]viewRow, error) {
+	defer rs.Close()
+	var rows []viewRow
+	for rs.Next() {
+		id, err := rs.ID()
+		if err != nil {
+			continue
+		}
+		r := viewRow{ID: id}
+		if err := rs.ScanKey(&r.Key); err != nil {
+			return nil, err
+		}
+		if docs {
+			if rs.ScanDoc(&r.Doc) != nil || string(r.Doc) == "null" {
+				r.Doc = nil // deleted
+			}
+		} else if err := rs.ScanValue(&r.Value); err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, rs.Err()
 }
 
 // claimRows reads up to limit rows of user's queue in claim order, after

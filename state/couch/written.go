@@ -238,8 +238,8 @@ func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]sta
 func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string, error) {
 	parts := make([]map[string]string, numParts(len(ids), maxReadKeys))
 	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
-		return retry(ctx, func() error {
-			rows, err := s.direct.rows(ctx, "_all_docs", map[string]any{"keys": ids[lo:hi]})
+		return retryHTTP(ctx, func() error {
+			rows, err := s.bulk.allDocs(ctx, ids[lo:hi], false)
 			if err != nil {
 				return err
 			}
