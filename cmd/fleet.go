@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
@@ -244,6 +245,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	}
 	f.spread(due)
 	f.view.round(due)
+	dead := f.deadHolders(ctx, due)
 	started := 0
 	var pending time.Time
 	f.heldElsewhere = 0
@@ -257,7 +259,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		case ok && sameDue(last, u):
 			continue
 		}
-		if u.LockedUntil.After(time.Now()) {
+		if u.LockedUntil.After(time.Now()) && !dead[u.User] {
 			// an agent elsewhere works on it; if that agent dies, the lock
 			// expires and a later round (or run) takes the user
 			f.heldElsewhere++
@@ -279,6 +281,30 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	}
 	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.running)}).Debug("discovery round")
 	return started, pending, nil
+}
+
+// deadHolders returns the due users whose live run lock is held by an
+// agent known dead (its process gone from this host: see holder.Of),
+// whose agent takes the lock over at once. It reads the locks once, and
+// only when a due user's lock is held.
+func (f *fleet) deadHolders(ctx context.Context, due []state.UserDue) map[string]bool {
+	if !slices.ContainsFunc(due, func(u state.UserDue) bool { return u.LockedUntil.After(time.Now()) }) {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
+	defer cancel()
+	locks, err := f.lister.Locks(qctx, "")
+	if err != nil {
+		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
+		return nil
+	}
+	dead := map[string]bool{}
+	for _, l := range locks {
+		if l.Expire.After(time.Now()) && holder.Of(l.Holder).State == holder.Gone {
+			dead[l.User] = true
+		}
+	}
+	return dead
 }
 
 // spread orders the due users oldest first at the grain of a discovery

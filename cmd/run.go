@@ -2,8 +2,6 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -166,6 +164,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.User, cfg.Owner, cfg.Policy = sc.Agent.User, sc.Agent.Owner, sc.Policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = func(err error) int { return ExitCode(tokenError(err)) } // as the process will exit
+	cfg.HolderGone = holderGone
 	cfg.OpenFTS = o.FTS.openOther(g)
 	view := newProgressView(g, g.openConsole(g.Progress, 0), user)
 	defer view.con.close()
@@ -191,7 +190,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	rep.phase("run")
 	view.finish()
 	if err != nil {
-		return tokenError(err)
+		return lockedError(tokenError(err), user, time.Now(), o.Agent.LockTTL)
 	}
 	if !o.Fleet.Agent {
 		printQueue(ctx, g, store, user)
@@ -252,17 +251,6 @@ func printQueue(ctx context.Context, g *Globals, store state.Store, user string)
 		fields[string(s)] = sum.ByState[s]
 	}
 	g.Log.WithFields(fields).Info("queue after the run")
-}
-
-// agentID is hostname:pid:random, readable by an operator.
-func agentID() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // exitOnSecondSignal exits at once on a signal received after the first
