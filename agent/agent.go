@@ -135,7 +135,12 @@ func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
 	lock, err := a.acquireLock(lctx)
 	cancel()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// SIGTERM while the store had not answered: nothing was taken
+		a.log.WithError(err).Info("stopping on request before the run lock was taken")
+		return nil, nil
+	case err != nil:
 		return nil, fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
 	}
 	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")

@@ -120,6 +120,10 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 		return usagef("--discover-interval %s: want a positive duration", fo.DiscoverInterval)
 	case o.Sites == "":
 		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
+	case o.Beyond.Report != "" && !strings.Contains(o.Beyond.Report, userTemplate):
+		return usagef("--report %s: each agent of --all-users writes its own report: put %s in the path", o.Beyond.Report, userTemplate)
+	case o.MetricsFile != "" && !strings.Contains(o.MetricsFile, userTemplate):
+		return usagef("--metrics-file %s: each agent of --all-users writes its own metrics file: put %s in the path", o.MetricsFile, userTemplate)
 	}
 	// a broken sites file stops the fleet before any agent starts
 	if _, err := srm.LoadSites(o.Sites); err != nil {

@@ -198,12 +198,12 @@ func (r *runReport) queue(ctx context.Context, store state.Store, user string) e
 // write writes the report to path atomically: a temporary file in the
 // same directory, renamed over path.
 func (r *runReport) write(path string, err error) error {
+	r.mu.Lock()
 	r.Finished = time.Now().UTC()
 	r.ExitCode = ExitCode(err)
 	if err != nil {
 		r.Error = err.Error()
 	}
-	r.mu.Lock()
 	b, merr := json.MarshalIndent(r.RunReport, "", "  ")
 	r.mu.Unlock()
 	if merr != nil {

@@ -95,7 +95,8 @@ var runLockCases = []testCase{
 		if _, err := s.AcquireLock(ctx, Alice, "host-c:14:w", time.Minute); err != nil {
 			e.t.Fatalf("AcquireLock after Unlock: %v", err)
 		}
-	}}, {"Lock/TakeOverFromDeadHolder", func(e *env) {
+	}},
+	{"Lock/TakeOverFromDeadHolder", func(e *env) {
 		a, b := e.store(Alice, "host-a:11:5-m-x"), e.store(Alice, "host-a:12:6-m-y")
 		start := e.clock.Now()
 		la, err := a.AcquireLock(ctx, Alice, "host-a:11:5-m-x", time.Minute)
