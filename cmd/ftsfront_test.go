@@ -15,7 +15,8 @@ import (
 // kinds: "whoami" (GET /whoami), "submit" (POST /jobs), "status" (GET
 // /jobs/...), "other".
 type ftsFront struct {
-	URL string
+	URL   string
+	proxy http.Handler
 
 	mu    sync.Mutex
 	hooks map[string]http.HandlerFunc
@@ -31,6 +32,7 @@ func newFTSFront(t testing.TB, target string) *ftsFront {
 	}
 	f := &ftsFront{hooks: map[string]http.HandlerFunc{}, next: map[string]chan struct{}{}}
 	proxy := httputil.NewSingleHostReverseProxy(u)
+	f.proxy = proxy
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		kind := requestKind(r)
 		f.mu.Lock()
@@ -63,6 +65,9 @@ func requestKind(r *http.Request) string {
 	}
 	return "other"
 }
+
+// pass sends r on to the simulator.
+func (f *ftsFront) pass(w http.ResponseWriter, r *http.Request) { f.proxy.ServeHTTP(w, r) }
 
 // set answers the requests of kind with h from now on (nil: pass them on).
 func (f *ftsFront) set(kind string, h http.HandlerFunc) {
