@@ -247,9 +247,10 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	dead := f.deadHolders(ctx)
+	due = withDeadHolders(due, dead)
 	f.spread(due)
 	f.view.round(due)
-	dead := f.deadHolders(ctx, due)
 	started := 0
 	var pending time.Time
 	f.heldElsewhere = 0
@@ -263,7 +264,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		case ok && sameDue(last, u):
 			continue
 		}
-		if u.LockedUntil.After(time.Now()) && !dead[u.User] {
+		if _, gone := dead[u.User]; u.LockedUntil.After(time.Now()) && !gone {
 			// an agent elsewhere works on it; if that agent dies, the lock
 			// expires and a later round (or run) takes the user
 			f.heldElsewhere++
@@ -287,14 +288,11 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	return started, pending, nil
 }
 
-// deadHolders returns the due users whose live run lock is held by an
-// agent known dead (its process gone from this host: see holder.Of),
-// whose agent takes the lock over at once. It reads the locks once, and
-// only when a due user's lock is held.
-func (f *fleet) deadHolders(ctx context.Context, due []state.UserDue) map[string]bool {
-	if !slices.ContainsFunc(due, func(u state.UserDue) bool { return u.LockedUntil.After(time.Now()) }) {
-		return nil
-	}
+// deadHolders returns the users whose live run lock is held by an agent
+// known dead (its process gone from this host: see holder.Of), by user:
+// their agent takes the lock over at once, and the claims of the dead one
+// back. One read of the locks per round.
+func (f *fleet) deadHolders(ctx context.Context) map[string]state.LockDoc {
 	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
 	defer cancel()
 	locks, err := f.lister.Locks(qctx, "")
@@ -302,13 +300,25 @@ func (f *fleet) deadHolders(ctx context.Context, due []state.UserDue) map[string
 		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
 		return nil
 	}
-	dead := map[string]bool{}
+	dead := map[string]state.LockDoc{}
 	for _, l := range locks {
 		if l.Expire.After(time.Now()) && holder.Of(l.Holder).State == holder.Gone {
-			dead[l.User] = true
+			dead[l.User] = l
 		}
 	}
 	return dead
+}
+
+// withDeadHolders adds to due the users whose lock a dead agent holds but
+// who have no due work: what that agent claimed waits for its leases
+// otherwise, while a new agent takes it back at once.
+func withDeadHolders(due []state.UserDue, dead map[string]state.LockDoc) []state.UserDue {
+	for u, l := range dead {
+		if !slices.ContainsFunc(due, func(d state.UserDue) bool { return d.User == u }) {
+			due = append(due, state.UserDue{User: u, Since: l.Since.Time, LockedUntil: l.Expire.Time})
+		}
+	}
+	return due
 }
 
 // spread orders the due users oldest first at the grain of a discovery
