@@ -16,14 +16,17 @@ import (
 )
 
 // holdLock makes holder take bob's run lock for an hour in the state file.
-func holdLock(t *testing.T, path, holder string) {
+func holdLock(t *testing.T, path, holder string) { holdLockFor(t, path, holder, time.Hour) }
+
+// holdLockFor makes holder take bob's run lock for ttl in the state file.
+func holdLockFor(t *testing.T, path, holder string, ttl time.Duration) {
 	t.Helper()
 	s, err := memfile.Open(path, state.Config{Agent: state.Agent{User: "bob", Owner: holder}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.AcquireLock(context.Background(), "bob", holder, time.Hour); err != nil {
+	if _, err := s.AcquireLock(context.Background(), "bob", holder, ttl); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -141,4 +144,24 @@ func TestStatusLocksAndUnlock(t *testing.T) {
 		}
 	}
 	aso(t, "unlock", st, "bad user!").wantCode(t, 2)
+}
+
+// TestRun_LockedByAStaleHolder: a holder that runs on this host but has
+// not renewed its lock for longer than a renewal period (it expires within
+// a third of the run's --lock-ttl) looks dead: the refusal (exit 3) says so
+// and names aso unlock; the lock is not taken over.
+func TestRun_LockedByAStaleHolder(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites, _, _ := localSites(t, 1)
+	st, path := stateFile(t)
+	live := fmt.Sprintf("%s:%d:live", host, os.Getpid())
+	holdLockFor(t, path, live, time.Minute)
+	r := aso(t, "run", st, "--user", "bob", "--sites", sites, "--lock-ttl", "5m", "--progress", "never").wantCode(t, 3)
+	wantMatch(t, r.stderr, regexp.QuoteMeta(live)+` until .*: process \d+ runs on this host; it looks dead \(not renewed for a while\); if it is, .aso unlock bob --force. releases the lock`)
+	if l := locksOf(t, st).Locks[0]; !l.Held || l.Holder != live {
+		t.Fatalf("the stale holder's lock was taken: %+v", l)
+	}
 }
