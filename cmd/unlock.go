@@ -95,7 +95,7 @@ type unlockJSON struct {
 
 // holderDead tells whether the holder of the held lock l is known dead at
 // now, and why (or why it may be alive): its lock expired, or it ran on
-// this host and its process is gone (see checkHolder).
+// this host and its process is gone (see holder.Of).
 func holderDead(l *state.LockDoc, now time.Time) (string, bool) {
 	if !l.Expire.After(now) {
 		return fmt.Sprintf("held by %s, expired at %s: its agent stopped renewing it", l.Holder, l.Expire), true
