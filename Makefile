@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build man test test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build man test test-busy test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -20,7 +20,12 @@ man: build ## write a man page per command, generated from the help, into man/
 test: test-setup ## run the whole test suite with the race detector (installs what it needs first; see test-setup)
 	$(GO) test -race -count=1 ./...
 
-test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js (apt-get, as root) and the test server's npm packages; else print the command to run
+BUSY_CPUS ?= 2
+test-busy: test-setup ## the whole test suite, as make test, while stress-ng keeps BUSY_CPUS (2) cores busy: it must pass on a loaded machine
+	@stress-ng --cpu $(BUSY_CPUS) --quiet & pid=$$!; trap 'kill $$pid; wait $$pid' EXIT; \
+	echo "+ go test -race -count=1 ./...   (stress-ng --cpu $(BUSY_CPUS), pid $$pid)"; $(GO) test -race -count=1 ./...
+
+test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js, stress-ng (apt-get, as root) and the test server's npm packages; else print the command to run
 	@./scripts/test-setup
 
 lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the size rules: no non-test file over 500 lines, no function over 80

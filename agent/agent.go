@@ -47,6 +47,8 @@ type Agent struct {
 	records *recorder
 	drain   *drainCheck
 	start   time.Time
+	// tookOver names the holder whose lock this run took over, and why.
+	tookOver string
 }
 
 // New builds an agent for the store, FTS client, sites and deleter given.
@@ -131,9 +133,14 @@ func (a *Agent) Run(ctx context.Context) error {
 // touched.
 func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
-	lock, err := a.store.AcquireLock(lctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
+	lock, err := a.acquireLock(lctx)
 	cancel()
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// SIGTERM while the store had not answered: nothing was taken
+		a.log.WithError(err).Info("stopping on request before the run lock was taken")
+		return nil, nil
+	case err != nil:
 		return nil, fmt.Errorf("take the run lock of %s: %w", a.cfg.User, err)
 	}
 	a.log.WithField("owner", a.cfg.Owner).Info("run lock taken")
@@ -153,6 +160,35 @@ func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 		a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
 	}
 	return nil, err
+}
+
+// acquireLock takes the user's run lock. A live lock whose holder is known
+// dead (Config.HolderGone) is taken over at once: released in the
+// holder's name with a record of who took it over and why, then taken.
+// Another agent that took it meanwhile wins: the lock is then refused
+// (state.ErrLocked) as usual.
+func (a *Agent) acquireLock(ctx context.Context) (state.Lock, error) {
+	lock, err := a.store.AcquireLock(ctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
+	var le *state.LockedError
+	if err == nil || a.cfg.HolderGone == nil || !errors.As(err, &le) {
+		return lock, err
+	}
+	why, gone := a.cfg.HolderGone(le.Holder)
+	if !gone {
+		return lock, err
+	}
+	dead := state.Lock{User: a.cfg.User, Holder: le.Holder, Since: le.Since.Time}
+	note := fmt.Sprintf("the run lock was taken over by %s before it expired: %s", a.cfg.Owner, why)
+	run := state.RunRecord{Holder: le.Holder, Started: le.Since, Ended: state.At(a.cfg.Now()), ExitCode: -1, Error: note, By: a.cfg.Owner}
+	if rerr := a.store.ReleaseLock(ctx, dead, &run); rerr != nil && !errors.Is(rerr, state.ErrLockLost) {
+		return lock, fmt.Errorf("take over the run lock from %s (%s): %w", le.Holder, why, rerr)
+	}
+	if lock, err = a.store.AcquireLock(ctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL); err != nil {
+		return lock, err
+	}
+	a.tookOver = fmt.Sprintf("%s (%s)", le.Holder, why)
+	a.log.WithField("holder", le.Holder).WithField("reason", why).Warn("run lock taken over from an agent that is no longer running")
+	return lock, nil
 }
 
 // loop runs passes until the run ends, and returns the last pass.
@@ -340,7 +376,7 @@ func (a *Agent) releaseLock(ctx context.Context, l state.Lock, runErr error) err
 	case runErr != nil:
 		code = 1
 	}
-	run := state.RunRecord{Holder: l.Holder, Started: state.At(a.start), Ended: state.At(a.cfg.Now()), ExitCode: code}
+	run := state.RunRecord{Holder: l.Holder, Started: state.At(a.start), Ended: state.At(a.cfg.Now()), ExitCode: code, TookOver: a.tookOver}
 	if runErr != nil {
 		run.Error = runErr.Error()
 		if len(run.Error) > maxRecordedError {

@@ -71,21 +71,5 @@ func TestAgent_FailureClasses(t *testing.T) {
 // failuresOf reads aso_transfer_failures_total{outcome, error_class}.
 func failuresOf(t *testing.T, m *agent.Metrics, outcome, class string) float64 {
 	t.Helper()
-	fams, err := m.Registry().Gather()
-	must(t, err)
-	for _, f := range fams {
-		if f.GetName() != "aso_transfer_failures_total" {
-			continue
-		}
-		for _, mt := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["outcome"] == outcome && labels["error_class"] == class {
-				return mt.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return counterOf(t, m, "aso_transfer_failures_total", map[string]string{"outcome": outcome, "error_class": class})
 }

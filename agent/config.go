@@ -37,7 +37,7 @@ type Config struct {
 	// User, Owner, Policy and Now are those the store handle was opened
 	// with (state.Config): the caller gives the same to both.
 	User  string // whose queue
-	Owner string // this agent's ID, hostname:pid:random
+	Owner string // this agent's ID, host:pid:start-machine-random (state.Holder)
 
 	Policy         state.Policy  // lease TTL, cool-off, max attempts (the store applies them; the agent renews leases by LeaseTTL)
 	BatchSize      int           // transfers claimed per NewTransfers call
@@ -98,6 +98,11 @@ type Config struct {
 	// ExitCode maps the error a run ends with to the process's exit code,
 	// recorded with the run in the lock document; nil: 0 or 1.
 	ExitCode func(error) int
+	// HolderGone, if set, tells whether the agent holding the user's live
+	// run lock is known dead (its process is gone from this host), and
+	// why: the lock is then taken over at once instead of after its
+	// expiry. nil: a held lock is always waited out.
+	HolderGone func(holder string) (why string, gone bool)
 
 	// OpenFTS, if set, opens a client of another FTS endpoint, with the
 	// run's credentials, for the jobs submitted there (see endpoints).

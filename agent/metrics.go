@@ -44,13 +44,13 @@ func NewMetricsFor(user string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_transfers_total", Help: "Transfers ended or sent back, by outcome (done, failed, retried, lost, killed, released).",
+			Name: "aso_transfers_total", Help: "Transfers ended or sent back, by outcome (done, failed, retried, lost, killed, released; moved: found changed by another writer).",
 		}, []string{"outcome"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aso_transfer_failures_total", Help: "Failures recorded (by FTS, at submission or at claim), by outcome (failed, retried) and error class.",
 		}, []string{"outcome", "error_class"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_events_total", Help: "Agent events: claimed, submitted, progress, deleted, delete_failed, taken_back.",
+			Name: "aso_events_total", Help: "Agent events: claimed, settled (ended by a claim instead, also counted by outcome), submitted, progress, deleted, delete_failed, taken_back.",
 		}, []string{"event"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "aso_request_duration_seconds", Help: "Duration of state-store and FTS requests, by service and operation.",

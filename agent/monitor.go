@@ -100,7 +100,10 @@ func groupJobs(jobs []state.JobRef, bound, perQuery int) [][]string {
 // records progress, cancels kills, and returns the terminal outcomes. A
 // group whose listing or status fails is skipped this pass.
 func (m *monitor) check(work context.Context, ids []string, t *tally) []outcome {
-	early := m.eps.askEarly(work, ids)
+	// FTS's answer, its client's retries included, within the phase's bound
+	ectx, ecancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
+	defer ecancel()
+	early := m.eps.askEarly(ectx, ids)
 	ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
 	jobs, err := m.store.ActiveTransfersOf(ctx, m.cfg.User, ids)
 	cancel()
@@ -122,7 +125,9 @@ func (m *monitor) checkJobs(work context.Context, jobs []state.Job, t *tally, ea
 	}
 	// the client bounds each request of 100 jobs by its own timeout; a batch
 	// that times out comes back with Err set and is skipped this pass
-	sts, err := m.eps.statusAt(work, jobs, early)
+	ctx, cancel := context.WithTimeout(work, m.cfg.PhaseTimeout)
+	sts, err := m.eps.statusAt(ctx, jobs, early)
+	cancel()
 	if err != nil {
 		t.fail("monitor", "FTS status failed", err)
 		return nil

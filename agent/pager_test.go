@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/testload"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -340,29 +342,29 @@ func TestAgent_MonitorGroups_JobOverBound(t *testing.T) {
 
 // TestAgent_MonitorGroups_StatusWhileReading: the status of a group's jobs
 // is asked of FTS while the group's transfers are read from the store, not
-// after: each read waits until FTS has been asked once more than it had
-// been at the previous read (the group's early request may have been
-// answered before this read began), and notes the group as late if it is
-// not within 2 s. Every transfer still ends done, with one status request
-// per group.
+// after: each read waits until the agent has asked FTS once more than it
+// had at the previous read (the group's early request may have been
+// answered before this read began). An agent that asked only after the
+// read would leave it waiting, which the read notes as late after a bound
+// no correct agent comes near. Every transfer still ends done, with one
+// status request per group.
 func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	const bound = 8 // two jobs of 4 files
 	w, store := pagedWorld(t, ftstest.Options{}, bound)
 	reqs := w.goodRequests(24)
 	cfg := w.config("agent-1")
 	cfg.MaxFilesPerJob = 4
-	a := w.agent(cfg, nil)
+	asked := askedFTS{FTS: w.client, asked: make(chan struct{}, 100)}
+	a, err := agent.New(cfg, w.wrap(w.open(cfg.Owner)), asked, w.sites, w.deleter, w.log)
+	must(t, err)
 	p := store()
 	var late []int
-	seen := w.sim.Requests()["status"] // as at the previous read
 	p.fail = func(n int, jobs []string) error {
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			if now := w.sim.Requests()["status"]; now > seen {
-				seen = now
-				return nil
-			}
+		select {
+		case <-asked.asked:
+		case <-time.After(testload.Scale(30 * time.Second)):
+			late = append(late, n)
 		}
-		late = append(late, n)
 		return nil
 	}
 	if err := a.Run(context.Background()); err != nil {
@@ -379,4 +381,15 @@ func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	if got, groups := w.sim.Requests()["status"], len(p.calls()); got != groups {
 		t.Errorf("%d status requests for %d group reads: want one each", got, groups)
 	}
+}
+
+// askedFTS says on asked each time the agent asks FTS for job statuses.
+type askedFTS struct {
+	agent.FTS
+	asked chan struct{}
+}
+
+func (f askedFTS) Status(ctx context.Context, ids []string) ([]fts.JobStatus, error) {
+	f.asked <- struct{}{}
+	return f.FTS.Status(ctx, ids)
 }

@@ -106,20 +106,27 @@ func newTally(pass int, m *Metrics, log *logrus.Entry) *tally {
 	return &tally{ps: PassStats{Pass: pass}, m: m, log: log}
 }
 
-// done ends the pass: its metrics and its log line.
+// done ends the pass: its metrics and its log line. The shutdown's tally
+// (Pass 0) is no pass: it gets a log line of its own when it settled
+// anything, so that the pass lines and it add up to the run's counts.
 func (t *tally) done() PassStats {
 	ps := t.ps
-	if ps.Pass == 0 {
-		return ps // the shutdown's, counted but not a pass
+	msg := "pass"
+	switch {
+	case ps.Pass != 0:
+		t.m.observePass(ps)
+	case !ps.changed() && ps.Moved == 0:
+		return ps
+	default:
+		msg = "shutdown"
 	}
-	t.m.observePass(ps)
 	t.log.WithFields(logrus.Fields{
 		"pass": ps.Pass, "claimed": ps.Claimed, "settled": ps.Settled, "submitted": ps.Submitted, "jobs": ps.Jobs,
 		"pending": ps.Pending, "active": ps.Active, "done": ps.Done, "failed": ps.Failed, "retried": ps.Retried,
 		"lost": ps.Lost, "killed": ps.Killed, "released": ps.Released, "moved": ps.Moved, "deleted": ps.Deleted,
 		"existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
 		"submit_s": ps.Submit.Seconds(), "monitor_s": ps.Monitor.Seconds(), "record_s": ps.Record.Seconds(),
-	}).Info("pass")
+	}).Info(msg)
 	return ps
 }
 
@@ -128,6 +135,7 @@ func (t *tally) done() PassStats {
 func (t *tally) claimed(c state.Claimed) {
 	t.ps.Claimed += len(c.Transfers)
 	t.m.count("claimed", len(c.Transfers))
+	t.m.count("settled", len(c.Settled))
 	for i := range c.Settled {
 		tr := &c.Settled[i]
 		t.ps.Settled++
@@ -231,6 +239,7 @@ func (t *tally) lost(phase string, res []state.Result) {
 	for _, r := range res {
 		if errors.Is(r.Err, state.ErrLeaseLost) {
 			t.ps.Moved++
+			t.m.transfers.WithLabelValues("moved").Inc()
 			t.log.WithField(FieldPhase, phase).WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
 		}
 	}

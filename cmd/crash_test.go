@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/internal/proctest"
+	"github.com/asyncstageout/aso/internal/testload"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -20,17 +21,19 @@ type crashScenario struct {
 	kills   int           // SIGKILLs to land
 	initial int           // transfers enqueued at first
 	more    int           // transfers added whenever an agent drains before its kill
-	budget  time.Duration // wall-clock bound of the kill loop
-	lockTTL string        // --lock-ttl: short, so restarts wait little for a dead agent's lock
+	budget  time.Duration // wall-clock bound of the kill loop on an idle machine (scaled to this one)
 	wait    time.Duration // how long a kill waits for its trigger's log line
 }
 
 // flags are the arguments of every agent of the scenario: small jobs, so
-// there are many of them and kills land between them.
+// there are many of them and kills land between them. The lock and the
+// leases last long: a restart on this host takes a killed agent's lock over
+// at once, and its claims back, so nothing waits for them to expire, and a
+// busy machine cannot make a live agent lose them.
 func (sc crashScenario) flags() []string {
 	// claims of 25 fill two jobs of 10 and hold 5 for the next round: some
 	// transfers stay claimed without a submit_sid for a while
-	return []string{"--max-files-per-job", "10", "--batch-size", "25", "--lock-ttl", sc.lockTTL}
+	return []string{"--max-files-per-job", "10", "--batch-size", "25", "--lock-ttl", "1m", "--lease-ttl", "2m"}
 }
 
 // trigger is when a kill lands: delay after the first log line containing
@@ -72,17 +75,17 @@ func killTrigger(rng *rand.Rand) trigger {
 // TestRun_CrashSafety kills `aso run` with SIGKILL at random moments spread
 // over every phase (drawn with a fixed seed by killTrigger; restarts find
 // submissions without commit, active jobs and outcomes to record), restarts
-// it each time (waiting while the dead agent's
-// lock has not expired: exit 3), then lets a last run drain the queue, and
-// checks from outside that nothing was lost or submitted twice.
+// it each time (the restart takes the dead agent's lock over at once: it
+// never exits 3), then lets a last run drain the queue, and checks from
+// outside that nothing was lost or submitted twice.
 func TestRun_CrashSafety(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	t.Run("memfile", func(t *testing.T) {
-		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 150 * time.Second, lockTTL: "500ms", wait: 700 * time.Millisecond})
+		runCrashScenario(t, crashScenario{kills: 50, initial: 250, more: 25, budget: 150 * time.Second, wait: 700 * time.Millisecond})
 	})
 	t.Run("couchdb", func(t *testing.T) {
 		// the PouchDB test server is slower: fewer kills, more patience
-		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 150 * time.Second, lockTTL: "1s", wait: 2 * time.Second})
+		runCrashScenario(t, crashScenario{couch: true, kills: 15, initial: 80, more: 20, budget: 150 * time.Second, wait: 2 * time.Second})
 	})
 }
 
@@ -96,13 +99,14 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 	w.AddMix(user, sc.initial)
 	rng := rand.New(rand.NewPCG(2026, 11))
 	phases := map[string]int{}
-	var kills, locked, drained int
+	var kills, takeovers, drained int
 	var windows killWindows
-	var next *trigger // the moment of the next kill, kept across refused restarts
-	deadline := time.Now().Add(sc.budget)
+	var next *trigger // the moment of the next kill
+	budget := testload.Scale(sc.budget)
+	deadline := time.Now().Add(budget)
 	for kills < sc.kills {
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, sc.budget)
+			t.Fatalf("only %d of %d kills within %s", kills, sc.kills, budget)
 		}
 		if next == nil {
 			tr := killTrigger(rng)
@@ -122,15 +126,15 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		case <-time.After(delay):
 			p.Kill()
 		}
+		if p.WaitLog("run lock taken over", 0) {
+			takeovers++
+		}
 		switch {
 		case p.Signaled():
 			next = nil
 			kills++
 			phases[p.LastPhase()]++
 			windows.add(t, w, user)
-		case p.Code() == cmd.ExitLocked:
-			locked++
-			time.Sleep(100 * time.Millisecond)
 		case p.Code() == cmd.ExitOK:
 			next = nil
 			drained++
@@ -139,17 +143,20 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 			t.Fatalf("%s exited %d\n%s", p.Name, p.Code(), p.Tail(60))
 		}
 	}
-	final := w.RunToEnd(user, time.Minute, sc.flags()...)
+	final := w.StartAgent(user, sc.flags()...)
+	if code := final.Wait(testload.Scale(time.Minute)); code != cmd.ExitOK {
+		t.Fatalf("the final run exited %d\n%s", code, final.Tail(60))
+	}
 	r := w.Check(proctest.CheckOptions{})
-	t.Logf("%d kills (last log line's phase: %s); kills that left transfers claimed before submission: %d, between submit_sid and commit: %d, finished in FTS but not recorded: %d; %d restarts refused while the lock lived; %d early drains; final run %s",
-		kills, histogram(phases), windows.claimed, windows.uncommitted, windows.unrecorded, locked, drained, final.Runtime().Round(time.Millisecond))
+	t.Logf("%d kills (last log line's phase: %s); kills that left transfers claimed before submission: %d, between submit_sid and commit: %d, finished in FTS but not recorded: %d; %d restarts took a dead agent's lock over; %d early drains; final run %s",
+		kills, histogram(phases), windows.claimed, windows.uncommitted, windows.unrecorded, takeovers, drained, final.Runtime().Round(time.Millisecond))
 	t.Logf("%s", r)
 	r.Require(t)
 	if r.Done == 0 || r.Failed == 0 {
 		t.Errorf("want done and failed transfers: %s", r)
 	}
-	if locked == 0 {
-		t.Errorf("no restart found the dead agent's lock alive: the lock was not exercised")
+	if takeovers == 0 {
+		t.Errorf("no restart took a killed agent's lock over: the takeover was not exercised")
 	}
 	if windows.claimed == 0 || windows.uncommitted == 0 || windows.unrecorded == 0 {
 		t.Errorf("the kills did not cover every window: claimed %d, uncommitted %d, unrecorded %d", windows.claimed, windows.uncommitted, windows.unrecorded)
@@ -231,23 +238,29 @@ func runPauseScenario(t *testing.T, couch bool, rounds int) {
 	const user = "frank"
 	w := proctest.New(t, proctest.Options{Couch: couch, Sim: fastSim(41), Seed: 41})
 	rng := rand.New(rand.NewPCG(7, 7))
-	args := []string{"--max-files-per-job", "5", "--lock-ttl", "500ms", "--lease-ttl", "1s"}
+	// the frozen agent's lock and leases must be waited out: as short as a
+	// live agent on this machine renews in time (scaled to its load)
+	lockTTL, leaseTTL := testload.Scale(2*time.Second), testload.Scale(3*time.Second)
+	args := []string{"--max-files-per-job", "5", "--lock-ttl", lockTTL.String(), "--lease-ttl", leaseTTL.String()}
+	patience := testload.Scale(time.Minute)
 	takeovers := 0
 	for round := 0; round < rounds; round++ {
 		w.AddMix(user, 40)
 		a := w.StartAgent(user, args...)
 		tr := killTrigger(rng)
 		if tr.after != "" {
-			a.WaitLog(tr.after, 2*time.Second)
+			a.WaitLog(tr.after, testload.Scale(2*time.Second))
 		}
-		time.Sleep(tr.delay)
+		time.Sleep(tr.delay) // the random moment of the pause
 		a.Pause()
-		time.Sleep(1200 * time.Millisecond) // past the lock and the leases
+		// it renewed its lock and leases at the latest just now: both have
+		// ended once the longer TTL has passed
+		time.Sleep(max(lockTTL, leaseTTL) + 100*time.Millisecond)
 		b := w.StartAgent(user, args...)
-		took := b.WaitLog("run lock taken", 5*time.Second)
-		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		took := b.WaitLog("run lock taken", testload.Scale(5*time.Second))
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond) // the random moment of the resumption
 		a.Resume()
-		ca, cb := a.Wait(time.Minute), b.Wait(time.Minute)
+		ca, cb := a.Wait(patience), b.Wait(patience)
 		switch {
 		case took:
 			takeovers++
@@ -265,7 +278,7 @@ func runPauseScenario(t *testing.T, couch bool, rounds int) {
 				round, ca, cb, cmd.ExitLocked, a.Tail(20), b.Tail(20))
 		}
 		// whatever a stopped agent left is the next run's
-		w.RunToEnd(user, time.Minute, args...)
+		w.RunToEnd(user, patience, args...)
 		r := w.Check(proctest.CheckOptions{})
 		t.Logf("round %d (pause after %q + %s, takeover %v): %s", round, tr.after, tr.delay, took, r)
 		if !r.OK() {

@@ -9,6 +9,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -66,11 +67,13 @@ func isTemporary(err error) bool {
 
 // isPermanent reports whether err needs a person: a marked configuration
 // error, credentials FTS does not accept, or a file store that is missing
-// (`aso init` creates one), damaged (`aso fsck`) or not a state file.
+// (`aso init` creates one), damaged (`aso fsck`) or not a state file, or
+// a CouchDB database that does not exist (`aso init` creates it).
 func isPermanent(err error) bool {
 	var pe permanentError
 	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) ||
-		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile)
+		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile) ||
+		errors.Is(err, couch.ErrNoDatabase)
 }
 
 // severity orders exit codes from the least to the most severe, for

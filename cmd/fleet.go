@@ -119,6 +119,10 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 		return usagef("--discover-interval %s: want a positive duration", fo.DiscoverInterval)
 	case o.Sites == "":
 		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
+	case o.Beyond.Report != "" && !strings.Contains(o.Beyond.Report, userTemplate):
+		return usagef("--report %s: each agent of --all-users writes its own report: put %s in the path", o.Beyond.Report, userTemplate)
+	case o.MetricsFile != "" && !strings.Contains(o.MetricsFile, userTemplate):
+		return usagef("--metrics-file %s: each agent of --all-users writes its own metrics file: put %s in the path", o.MetricsFile, userTemplate)
 	}
 	// a broken sites file stops the fleet before any agent starts
 	if _, err := srm.LoadSites(o.Sites); err != nil {
@@ -242,6 +246,8 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
+	dead := f.deadHolders(ctx)
+	due = withDeadHolders(due, dead)
 	f.spread(due)
 	f.view.round(due)
 	started := 0
@@ -257,7 +263,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		case ok && sameDue(last, u):
 			continue
 		}
-		if u.LockedUntil.After(time.Now()) {
+		if _, gone := dead[u.User]; u.LockedUntil.After(time.Now()) && !gone {
 			// an agent elsewhere works on it; if that agent dies, the lock
 			// expires and a later round (or run) takes the user
 			f.heldElsewhere++

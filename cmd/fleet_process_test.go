@@ -129,10 +129,12 @@ func checkFleetProgress(t *testing.T, p *proctest.Proc, users []string) {
 	}
 }
 
-// TestFleetProcess_TwoHostsOneKilled runs two fleets (two hosts) over 50
-// users on one CouchDB. One is killed with SIGKILL while its agents work
-// (its agents die with it, as on a host failure) and started again: no
-// transfer is lost or submitted twice, and every user is drained.
+// TestFleetProcess_TwoHostsOneKilled runs two fleets over 50 users on one
+// CouchDB. One is killed with SIGKILL while its agents work (its agents die
+// with it, as on a host failure) and started again: it takes the users of
+// its dead agents over at once (they ran on this host), although their
+// locks and leases live for minutes; no transfer is lost or submitted
+// twice, and every user is drained.
 func TestFleetProcess_TwoHostsOneKilled(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(23), Seed: 23})
@@ -140,23 +142,34 @@ func TestFleetProcess_TwoHostsOneKilled(t *testing.T) {
 	for i := range users {
 		w.AddMix(fmt.Sprintf("u%02d", i), 6)
 	}
-	// locks and leases long enough not to expire on a loaded machine
-	args := fleetArgs(w, "--max-agents", "4", "--max-files-per-job", "3", "--discover-interval", "1s", "--lock-ttl", "4s", "--lease-ttl", "6s")
+	// locks and leases that outlive the test: nothing waits for them
+	args := fleetArgs(w, "--max-agents", "4", "--max-files-per-job", "3", "--discover-interval", "1s", "--lock-ttl", "5m", "--lease-ttl", "10m")
 	a, b := w.Start("fleet-a", args...), w.Start("fleet-b", args...)
-	if !a.WaitLog(`"agent started"`, 30*time.Second) {
-		t.Fatalf("fleet a started no agent\n%s", a.Tail(30))
+	if !a.WaitLog(`"msg":"submit_sid written; sending to FTS"`, time.Minute) {
+		t.Fatalf("no agent of fleet a submitted\n%s", a.Tail(30))
 	}
-	time.Sleep(1500 * time.Millisecond) // let its agents claim and submit
 	a.Kill()
 	a2 := w.Start("fleet-a2", args...)
 	for _, p := range []*proctest.Proc{b, a2} {
 		waitFleet(t, p)
 	}
-	// what the killed host's agents held is free once their leases and
-	// locks expire: a last fleet finishes whatever is left
-	time.Sleep(6500 * time.Millisecond)
+	// nothing is left: a last fleet finds no user to start
 	last := w.Start("fleet-last", args...)
 	waitFleet(t, last)
+	if n := len(agentsStarted(last)); n != 0 {
+		t.Errorf("a last fleet started %d agents: the killed fleet's users were not all taken over", n)
+	}
+	took := 0
+	for _, p := range []*proctest.Proc{b, a2} {
+		for _, l := range p.LogLines() {
+			if l["msg"] == "run lock taken over from an agent that is no longer running" {
+				took++
+			}
+		}
+	}
+	if took == 0 {
+		t.Errorf("no agent took over a lock of the killed fleet's agents")
+	}
 	counts := map[string]int{}
 	for _, p := range []*proctest.Proc{a, b, a2, last} {
 		counts[p.Name] = len(agentsStarted(p))

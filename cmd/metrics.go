@@ -54,14 +54,16 @@ func (m *metricsFile) pass(ctx context.Context) {
 	m.write()
 }
 
-// end writes the file with the run's end and exit code; only its first
-// call counts.
-func (m *metricsFile) end(ctx context.Context, err error) {
+// end writes the file with the run's end and exit code, counting the
+// queue first when count is set; only its first call counts.
+func (m *metricsFile) end(ctx context.Context, err error, count bool) {
 	if m == nil || m.ended {
 		return
 	}
 	m.ended = true
-	m.count(ctx)
+	if count {
+		m.count(ctx)
+	}
 	m.run.Ended(time.Now(), ExitCode(err))
 	m.write()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // TestMissingStore_EveryCommandRefuses: only init creates a file store.
@@ -64,5 +65,23 @@ func TestReadOnlyCommands(t *testing.T) {
 	aso(t, flag, "--user", "alice", "status").wantCode(t, 0).wantStdout(t, "3")
 	if ids := listIDs(t, flag, "--user", "alice", "list"); len(ids) != 3 {
 		t.Fatalf("list of a read-only store: %v", ids)
+	}
+}
+
+// TestMissingStore_CouchDatabase: a CouchDB database that does not exist
+// is refused as a missing file store is: exit 78, naming aso init.
+func TestMissingStore_CouchDatabase(t *testing.T) {
+	sites, requests, _ := localSites(t, 1)
+	st := "--state=" + couchtest.Server(t) + couchtest.NewName()
+	for _, args := range [][]string{
+		{"run", "--sites", sites, "--once", "--progress", "never"},
+		{"enqueue", "-f", requests},
+		{"status"},
+		{"unlock", "alice"},
+	} {
+		r := invocation{env: map[string]string{"USER": "alice"}}.run(t, append([]string{st}, args...)...).wantCode(t, cmd.ExitConfig)
+		if !strings.Contains(r.stderr, "database does not exist") || !strings.Contains(r.stderr, "aso init") {
+			t.Errorf("%v on a missing database: stderr %q, want it named and aso init", args, r.stderr)
+		}
 	}
 }

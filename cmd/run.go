@@ -2,11 +2,8 @@ package cmd
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -105,39 +102,34 @@ with the most severe code of its agents.`,
 }
 
 // refusedRun writes the report and the metrics file of a run whose
-// settings were refused (err), naming the user when one was given.
+// settings were refused (err), naming the user when one was given. A
+// fleet writes none: its agents write their own.
 func refusedRun(ctx context.Context, o *RunOptions, g *Globals, err error) {
+	if o.Fleet.fleet() {
+		return
+	}
 	user, _ := g.UserName()
-	if o.Beyond.Report != "" {
-		rep := newRunReport()
-		rep.User = user
-		rep.finish(ctx, g, o.Beyond.Report, err)
-	}
-	if !o.Fleet.fleet() {
-		newMetricsFile(o.MetricsFile, g, user).end(ctx, err)
-	}
+	end := &runEnd{g: g, report: o.Beyond.Report, rep: newRunReport(), metrics: newMetricsFile(o.MetricsFile, g, user)}
+	end.rep.User = user
+	end.finish(ctx, err)
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if o.Fleet.fleet() {
 		return runFleet(ctx, o, g)
 	}
-	rep := newRunReport()
-	if o.Beyond.Report != "" {
-		defer func() { rep.finish(ctx, g, o.Beyond.Report, err) }()
+	user, uerr := g.UserName()
+	end := &runEnd{g: g, report: o.Beyond.Report, rep: newRunReport(), metrics: newMetricsFile(o.MetricsFile, g, user)}
+	end.rep.User = user
+	defer func() { end.finish(ctx, err) }()
+	if uerr != nil {
+		return uerr
 	}
-	user, err := g.UserName()
-	if err != nil {
-		return err
-	}
-	rep.User = user
-	metrics := newMetricsFile(o.MetricsFile, g, user)
-	defer func() { metrics.end(ctx, err) }()
 	sites, err := loadRunSites(o, g)
 	if err != nil {
 		return err
 	}
-	defer exitOnSecondSignal(ctx, g)()
+	defer onStopSignals(ctx, nil, func() { end.secondSignal(ctx) })()
 
 	owner := agentID()
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
@@ -147,15 +139,18 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 		return stoppedEarly(ctx, g, err)
 	}
 	defer store.Close()
-	if metrics != nil {
-		metrics.store = store
-		defer func() { metrics.end(ctx, err) }() // before the store closes
+	defer func() { end.finish(ctx, err) }() // before the store closes: the queue is read into both
+	end.mu.Lock()
+	end.store, end.rep.Agent = store, owner
+	if end.metrics != nil {
+		end.metrics.store = store
 	}
-	rep.User, rep.Agent = user, owner
-	if o.Beyond.Report != "" {
-		defer rep.readQueue(ctx, g, store) // before the store closes
-	}
+	end.mu.Unlock()
+	return runAgent(ctx, o, g, store, sc, sites, end)
+}
 
+// runAgent runs the agent of a run whose store is open.
+func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store, sc state.Config, sites *srm.Sites, end *runEnd) error {
 	client, closeFTS, err := o.FTS.Open(ctx, g)
 	if err != nil {
 		return stoppedEarly(ctx, g, permanent(err))
@@ -166,11 +161,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	cfg.User, cfg.Owner, cfg.Policy = sc.Agent.User, sc.Agent.Owner, sc.Policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = func(err error) int { return ExitCode(tokenError(err)) } // as the process will exit
+	cfg.HolderGone = holderGone
 	cfg.OpenFTS = o.FTS.openOther(g)
-	view := newProgressView(g, g.openConsole(g.Progress, 0), user)
+	view := newProgressView(g, g.openConsole(g.Progress, 0), sc.Agent.User)
 	defer view.con.close()
-	view.queue = &queueCounter{g: g, store: store, user: user}
+	view.queue = &queueCounter{g: g, store: store, user: sc.Agent.User}
 	toFleet := o.Fleet.progressSink()
+	rep, metrics := end.rep, end.metrics
 	cfg.OnPass = func(ps agent.PassStats) {
 		view.pass(ctx, ps)
 		toFleet.pass(ps)
@@ -191,10 +188,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	rep.phase("run")
 	view.finish()
 	if err != nil {
-		return tokenError(err)
+		return lockedError(tokenError(err), sc.Agent.User, time.Now(), o.Agent.LockTTL)
 	}
 	if !o.Fleet.Agent {
-		printQueue(ctx, g, store, user)
+		printQueue(ctx, g, store, sc.Agent.User)
 	}
 	return nil
 }
@@ -252,27 +249,6 @@ func printQueue(ctx context.Context, g *Globals, store state.Store, user string)
 		fields[string(s)] = sum.ByState[s]
 	}
 	g.Log.WithFields(fields).Info("queue after the run")
-}
-
-// agentID is hostname:pid:random, readable by an operator.
-func agentID() string {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-// exitOnSecondSignal exits at once on a signal received after the first
-// one (which cancelled ctx and started a graceful stop). The returned
-// function stops watching.
-func exitOnSecondSignal(ctx context.Context, g *Globals) func() {
-	return onStopSignals(ctx, nil, func() {
-		fmt.Fprintln(g.Stderr, "aso: second signal: exiting at once")
-		os.Exit(ExitError)
-	})
 }
 
 func printPlan(g *Globals, p agent.Plan) {

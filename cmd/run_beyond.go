@@ -99,12 +99,14 @@ type RunReport struct {
 	FTSJobsPolled  int `json:"fts_jobs_polled"`
 	Deletions      int `json:"deletions"`
 	// Claimed and Settled are the transfers the run's claims took: claimed,
-	// or ended at once (a failed dependency, a kill request). Done, Failed,
-	// Retried, Lost, Killed and Released count every transfer the run
-	// ended or sent back, once each; Moved those another writer had
-	// changed when the run wrote their outcome.
+	// or ended at once (a failed dependency, a kill request); Submitted
+	// those committed to FTS jobs. Done, Failed, Retried, Lost, Killed and
+	// Released count every transfer the run ended or sent back, once each;
+	// Moved those another writer had changed when the run wrote their
+	// outcome.
 	Claimed      int                `json:"claimed"`
 	Settled      int                `json:"settled"`
+	Submitted    int                `json:"submitted"`
 	Done         int                `json:"done"`
 	Failed       int                `json:"failed"`
 	Retried      int                `json:"retried"`
@@ -166,7 +168,7 @@ func (r *runReport) pass(ps agent.PassStats) {
 	r.total.Add(ps)
 	t := &r.total
 	r.Passes, r.FTSJobsCreated, r.Deletions = t.Pass, t.Jobs, t.Deleted
-	r.Claimed, r.Settled, r.Done, r.Failed, r.Retried = t.Claimed, t.Settled, t.Done, t.Failed, t.Retried
+	r.Claimed, r.Settled, r.Submitted, r.Done, r.Failed, r.Retried = t.Claimed, t.Settled, t.Submitted, t.Done, t.Failed, t.Retried
 	r.Lost, r.Killed, r.Released, r.Moved = t.Lost, t.Killed, t.Released, t.Moved
 	r.PhaseSeconds["submit"] = t.Submit.Seconds()
 	r.PhaseSeconds["monitor"] = t.Monitor.Seconds()
@@ -198,12 +200,12 @@ func (r *runReport) queue(ctx context.Context, store state.Store, user string) e
 // write writes the report to path atomically: a temporary file in the
 // same directory, renamed over path.
 func (r *runReport) write(path string, err error) error {
+	r.mu.Lock()
 	r.Finished = time.Now().UTC()
 	r.ExitCode = ExitCode(err)
 	if err != nil {
 		r.Error = err.Error()
 	}
-	r.mu.Lock()
 	b, merr := json.MarshalIndent(r.RunReport, "", "  ")
 	r.mu.Unlock()
 	if merr != nil {

@@ -21,6 +21,10 @@ func printLocks(w io.Writer, locks []statusview.LockView) {
 func lockRow(l *statusview.LockView) string {
 	lock := "free"
 	switch {
+	case l.Held && l.Process == "dead":
+		lock = "dead" // its holder's process is gone: the next run takes it over
+	case l.Held && l.Process == "stopped":
+		lock = "held, stopped"
 	case l.Held:
 		lock = "held"
 	case !l.Expires.IsZero():
@@ -41,6 +45,9 @@ func lockRow(l *statusview.LockView) string {
 		}
 		if r.By != "" {
 			code += " (by " + r.By + ")"
+		}
+		if r.TookOver != "" {
+			code += " (took the lock over from " + r.TookOver + ")"
 		}
 	}
 	return strings.Join([]string{l.User, lock, host, pid, since, exp, started, ended, code}, "\t")

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -95,18 +94,12 @@ type unlockJSON struct {
 }
 
 // holderDead tells whether the holder of the held lock l is known dead at
-// now, and why (or why it may be alive).
+// now, and why (or why it may be alive): its lock expired, or it ran on
+// this host and its process is gone (see holder.Of).
 func holderDead(l *state.LockDoc, now time.Time) (string, bool) {
 	if !l.Expire.After(now) {
 		return fmt.Sprintf("held by %s, expired at %s: its agent stopped renewing it", l.Holder, l.Expire), true
 	}
-	host, pid, ok := state.HolderHostPID(l.Holder)
-	this, _ := os.Hostname()
-	if ok && host == this {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return fmt.Sprintf("held by %s until %s, but process %d is gone from this host", l.Holder, l.Expire, pid), true
-		}
-		return fmt.Sprintf("held by %s until %s, and process %d runs on this host", l.Holder, l.Expire, pid), false
-	}
-	return fmt.Sprintf("held by %s until %s, on another host", l.Holder, l.Expire), false
+	c := holder.Of(l.Holder)
+	return fmt.Sprintf("held by %s until %s, but %s", l.Holder, l.Expire, c.Why), c.State == holder.Gone
 }

@@ -136,11 +136,14 @@ type AgentStore interface {
 	// RenewLock extends a held lock to now+ttl. ErrLockLost if the lock
 	// expired and was taken by another holder, or was released.
 	RenewLock(ctx context.Context, l Lock, ttl time.Duration) (Lock, error)
-	// ReleaseLock frees a held lock (expire = 0) and, when run is not
-	// nil, records it as the user's last run in the same write. A lock
-	// no longer held by l.Holder (taken by another holder, released,
-	// unlocked) is left alone, nothing is recorded, and the error wraps
-	// ErrLockLost.
+	// ReleaseLock frees the lock l (expire = 0) and, when run is not nil,
+	// records run as the user's last run in the same write. l is checked
+	// by its user and holder (its revision only saves a read), so an agent
+	// that found the holder of a live lock dead (a *LockedError naming a
+	// process gone from its host) releases it naming that holder before it
+	// takes the lock. A lock no longer held by l.Holder (taken by another
+	// holder, released, unlocked) is left alone, nothing is recorded, and
+	// the error wraps ErrLockLost.
 	ReleaseLock(ctx context.Context, l Lock, run *RunRecord) error
 }
 

@@ -51,6 +51,8 @@ type LockedError struct {
 	User   string
 	Holder string
 	Expire string
+	// Since is when Holder took the lock (zero if unknown).
+	Since Time
 }
 
 func (e *LockedError) Error() string {

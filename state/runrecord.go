@@ -1,10 +1,6 @@
 package state
 
-import (
-	"strconv"
-	"strings"
-	"time"
-)
+import "time"
 
 // RunRecord is one run of an agent, recorded in the user's lock document
 // when the run releases the lock.
@@ -16,9 +12,14 @@ type RunRecord struct {
 	// Error is why the run ended with an error, or why a lock whose holder
 	// had died was released (ExitCode -1: unknown).
 	Error string `json:"error,omitempty"`
-	// By is who released the lock by hand (aso unlock: the operator's
-	// login@host), at Ended; empty for a run that released its own lock.
+	// By is who released the lock instead of its holder, at Ended: the
+	// operator's login@host (aso unlock), or the agent that took the lock
+	// over from a holder found dead; empty for a run that released its
+	// own lock.
 	By string `json:"by,omitempty"`
+	// TookOver names the holder whose lock this run took over, found dead
+	// before the lock expired, and why it was judged dead.
+	TookOver string `json:"took_over,omitempty"`
 }
 
 // UnlockDoc applies Unlock by by to the stored lock d at now.
@@ -65,20 +66,6 @@ func (e *lockLostError) Error() string {
 	return "run lock of " + e.user + " is held by " + e.holder + ", not " + e.want
 }
 func (e *lockLostError) Unwrap() error { return ErrLockLost }
-
-// HolderHostPID splits an agent owner ID (hostname:pid:random) into its
-// host and process ID; ok is false if it does not have that form.
-func HolderHostPID(holder string) (host string, pid int, ok bool) {
-	parts := strings.Split(holder, ":")
-	if len(parts) < 3 {
-		return "", 0, false
-	}
-	pid, err := strconv.Atoi(parts[len(parts)-2])
-	if err != nil || pid <= 0 {
-		return "", 0, false
-	}
-	return strings.Join(parts[:len(parts)-2], ":"), pid, true
-}
 
 // TakenSince is the Since of a lock that holder takes at now over the
 // stored lock cur (nil if none): kept when holder already held it live.

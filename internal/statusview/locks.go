@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
 )
 
 // LockView is a user's run lock as `aso status` shows it.
 type LockView struct {
 	User string `json:"user"`
-	// Holder is the agent that took the lock last (hostname:pid:random),
+	// Holder is the agent that took the lock last (host:pid:start-machine-random),
 	// with its host and process ID; Held says whether it still holds it
 	// (not released, not expired).
 	Holder  string     `json:"holder,omitempty"`
@@ -20,6 +21,12 @@ type LockView struct {
 	Held    bool       `json:"held"`
 	Since   state.Time `json:"since,omitzero"`
 	Expires state.Time `json:"expires,omitzero"`
+	// Process says, for a held lock, what this host can tell of its
+	// holder's process: "running" or "stopped" on this host, "dead" (it ran
+	// on this host and is gone: the next run takes the lock over at once),
+	// or "unknown" (another host); Check says why.
+	Process string `json:"process,omitempty"`
+	Check   string `json:"process_check,omitempty"`
 	// LastRun is the last run that released the lock: its start, end and
 	// exit code.
 	LastRun *state.RunRecord `json:"last_run,omitempty"`
@@ -35,6 +42,10 @@ func Locks(ctx context.Context, st state.Store, user string, now time.Time) ([]L
 	for i, l := range ls {
 		v := LockView{User: l.User, Holder: l.Holder, Since: l.Since, Expires: l.Expire, LastRun: l.LastRun, Held: l.Expire.After(now)}
 		v.Host, v.PID, _ = state.HolderHostPID(l.Holder)
+		if v.Held {
+			c := holder.Of(l.Holder)
+			v.Process, v.Check = c.State.String(), c.Why
+		}
 		out[i] = v
 	}
 	return out, nil

@@ -145,7 +145,7 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 			return err
 		}
 		if o, held := heldByOther(append([]state.LockDoc{d}, others...), holder, now); held {
-			return &state.LockedError{User: user, Holder: o.Holder, Expire: o.Expire.String()}
+			return &state.LockedError{User: user, Holder: o.Holder, Expire: o.Expire.String(), Since: o.Since}
 		}
 		// leaves of earlier races, expired or ours: no longer weighed
 		for _, o := range others {

@@ -65,6 +65,10 @@ type Store struct {
 
 var _ state.Store = (*Store)(nil)
 
+// ErrNoDatabase is wrapped by the error of opening a database that does
+// not exist: only `aso init` creates one.
+var ErrNoDatabase = errors.New("the database does not exist")
+
 // target is a parsed Options.URL.
 type target struct {
 	server string // scheme://host:port/prefix/, without credentials
@@ -243,7 +247,7 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	}
 	if missing {
 		_ = c.Close()
-		return nil, fmt.Errorf("couch: open %s: the database does not exist; create it with `aso init --state URL`", s.url)
+		return nil, fmt.Errorf("couch: open %s: %w; create it with `aso init --state URL`", s.url, ErrNoDatabase)
 	}
 	if st != nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
 		s.readQuorum = st.Cluster.ReadQuorum

@@ -20,7 +20,7 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 		id := state.LockID(user)
 		cur := x.getLock(id)
 		if cur != nil && cur.Holder != holder && cur.Expire.After(now) {
-			return state.Lock{}, &state.LockedError{User: user, Holder: cur.Holder, Expire: cur.Expire.String()}
+			return state.Lock{}, &state.LockedError{User: user, Holder: cur.Holder, Expire: cur.Expire.String(), Since: cur.Since}
 		}
 		l := &state.LockDoc{ID: id, Type: state.LockDocType, User: user, Holder: holder, Expire: state.At(now.Add(ttl))}
 		l.Since = state.TakenSince(cur, holder, now)

@@ -96,4 +96,44 @@ var runLockCases = []testCase{
 			e.t.Fatalf("AcquireLock after Unlock: %v", err)
 		}
 	}},
+	{"Lock/TakeOverFromDeadHolder", func(e *env) {
+		a, b := e.store(Alice, "host-a:11:5-m-x"), e.store(Alice, "host-a:12:6-m-y")
+		start := e.clock.Now()
+		la, err := a.AcquireLock(ctx, Alice, "host-a:11:5-m-x", time.Minute)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.clock.Advance(10 * time.Second)
+		_, err = b.AcquireLock(ctx, Alice, "host-a:12:6-m-y", time.Minute)
+		var le *state.LockedError
+		if !errors.As(err, &le) || le.Holder != "host-a:11:5-m-x" || !le.Since.Equal(start) {
+			e.t.Fatalf("AcquireLock under a live lock: %v, want a *LockedError naming host-a:11:5-m-x since %s", err, start)
+		}
+		// b found that holder's process gone: it releases the lock naming
+		// the holder alone (no revision), recording why, then takes it
+		run := state.RunRecord{Holder: le.Holder, Started: le.Since, Ended: state.At(e.clock.Now()), ExitCode: -1, Error: "process 11 is gone", By: "host-a:12:6-m-y"}
+		if err := b.ReleaseLock(ctx, state.Lock{User: Alice, Holder: le.Holder, Since: le.Since.Time}, &run); err != nil {
+			e.t.Fatalf("ReleaseLock naming the dead holder: %v", err)
+		}
+		if d := e.lockOf(b, Alice); !d.Expire.IsZero() || d.LastRun == nil || *d.LastRun != run {
+			e.t.Fatalf("lock after the release of its dead holder: %+v (last run %+v), want released with %+v", d, d.LastRun, run)
+		}
+		lb, err := b.AcquireLock(ctx, Alice, "host-a:12:6-m-y", time.Minute)
+		if err != nil {
+			e.t.Fatalf("AcquireLock after the dead holder's release: %v", err)
+		}
+		if d := e.lockOf(b, Alice); d.LastRun == nil || *d.LastRun != run || !d.Since.Equal(lb.Since) {
+			e.t.Fatalf("lock taken over: %+v (last run %+v), want the takeover kept as the last run", d, d.LastRun)
+		}
+		// a second agent that judged the same holder dead finds it gone
+		if err := a.ReleaseLock(ctx, state.Lock{User: Alice, Holder: le.Holder}, &run); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("ReleaseLock naming a holder taken over: %v, want ErrLockLost", err)
+		}
+		if _, err := a.RenewLock(ctx, la, time.Minute); !errors.Is(err, state.ErrLockLost) {
+			e.t.Fatalf("RenewLock by the holder taken over: %v, want ErrLockLost", err)
+		}
+		if _, err := b.RenewLock(ctx, lb, time.Minute); err != nil {
+			e.t.Fatalf("RenewLock by the new holder: %v", err)
+		}
+	}},
 }
