@@ -58,7 +58,9 @@ type docError struct {
 
 func (e *docError) Error() string { return e.reason }
 
-// HTTPStatus is 409 for a conflict, 500 for any other refusal (as kivik).
+// HTTPStatus is the status CouchDB gives the same refusal of a single
+// document's write: 409 for a conflict, 403 for "forbidden" and 401 for
+// "unauthorized" (validate_doc_update's refusals), 500 for any other.
 func (e *docError) HTTPStatus() int { return e.status }
 
 // netError is a request that got no answer, or an answer cut short; like
@@ -164,7 +166,8 @@ func bulkBody(docs []any) ([]byte, error) {
 }
 
 // bulkDocs writes docs with one request and returns the per-document
-// results as kivik does (a refusal as a docError) and the answer's status.
+// results as kivik does (a refusal as a docError, with the status of its
+// error) and the answer's status.
 // 417 Expectation Failed (a document refused) is an error, as with kivik.
 func (d *direct) bulkDocs(ctx context.Context, docs []any) ([]kivik.BulkResult, int, error) {
 	body, err := bulkBody(docs)
@@ -195,6 +198,10 @@ func (d *direct) bulkDocs(ctx context.Context, docs []any) ([]kivik.BulkResult, 
 		case "":
 		case "conflict":
 			out[i].Error = &docError{status: http.StatusConflict, reason: l.Reason}
+		case "forbidden":
+			out[i].Error = &docError{status: http.StatusForbidden, reason: l.Reason}
+		case "unauthorized":
+			out[i].Error = &docError{status: http.StatusUnauthorized, reason: l.Reason}
 		default:
 			out[i].Error = &docError{status: http.StatusInternalServerError, reason: l.Reason}
 		}

@@ -39,10 +39,12 @@ func directTo(t *testing.T, a http.Handler) *direct {
 func TestDirect_BulkDocs(t *testing.T) {
 	a := &answer{status: http.StatusAccepted, body: `[{"ok":true,"id":"a","rev":"2-x"},` +
 		`{"id":"b","error":"conflict","reason":"Document update conflict."},` +
-		`{"id":"c","error":"forbidden","reason":"transfer c: state \"x\" is not a state"}]`}
+		`{"id":"c","error":"forbidden","reason":"transfer c: state \"x\" is not a state"},` +
+		`{"id":"d","error":"unauthorized","reason":"log in"},{"id":"e","error":"unknown_error","reason":"boom"}]`}
 	d := directTo(t, a)
 	pre := json.RawMessage(`{"_id":"a","_rev":"1-y","n":1}`)
-	res, status, err := d.bulkDocs(context.Background(), []any{pre, map[string]any{"_id": "b"}, map[string]string{"_id": "c"}})
+	res, status, err := d.bulkDocs(context.Background(), []any{pre, map[string]any{"_id": "b"}, map[string]string{"_id": "c"},
+		map[string]string{"_id": "d"}, map[string]string{"_id": "e"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,18 +57,25 @@ func TestDirect_BulkDocs(t *testing.T) {
 	if u, p, ok := a.got.BasicAuth(); !ok || u != "admin" || p != "s3cret" {
 		t.Errorf("credentials %q %q %v, want basic auth", u, p, ok)
 	}
-	want := `{"docs":[{"_id":"a","_rev":"1-y","n":1},{"_id":"b"},{"_id":"c"}]}`
+	want := `{"docs":[{"_id":"a","_rev":"1-y","n":1},{"_id":"b"},{"_id":"c"},{"_id":"d"},{"_id":"e"}]}`
 	if a.body0 != want {
 		t.Errorf("body %s, want %s", a.body0, want)
 	}
-	if len(res) != 3 || res[0].Error != nil || res[0].Rev != "2-x" {
+	if len(res) != 5 || res[0].Error != nil || res[0].Rev != "2-x" {
 		t.Fatalf("results %+v", res)
 	}
 	if kivik.HTTPStatus(res[1].Error) != http.StatusConflict {
 		t.Errorf("conflict has status %d, want 409", kivik.HTTPStatus(res[1].Error))
 	}
-	if kivik.HTTPStatus(res[2].Error) != http.StatusInternalServerError || res[2].Error.Error() != `transfer c: state "x" is not a state` {
-		t.Errorf("refusal: status %d, text %q; want 500 and the server's reason", kivik.HTTPStatus(res[2].Error), res[2].Error)
+	// each refusal has the status CouchDB gives the same refusal of one
+	// document, and the server's reason
+	for k, want := range map[int]int{2: http.StatusForbidden, 3: http.StatusUnauthorized, 4: http.StatusInternalServerError} {
+		if kivik.HTTPStatus(res[k].Error) != want {
+			t.Errorf("refusal %d: status %d, want %d", k, kivik.HTTPStatus(res[k].Error), want)
+		}
+	}
+	if res[2].Error.Error() != `transfer c: state "x" is not a state` {
+		t.Errorf("refusal: text %q, want the server's reason", res[2].Error)
 	}
 }
 

@@ -196,9 +196,8 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		case kivik.HTTPStatus(r.Error) == http.StatusConflict:
 			conflicted = append(conflicted, p)
 		default:
-			// kivik reports every per-document error but a conflict as
-			// 500, so a refusal by validate_doc_update is recognised by
-			// the re-read: the revision did not move.
+			// a refusal (by validate_doc_update: 403 or 401) is trusted
+			// once the re-read shows that the revision did not move
 			p.forbidden = r.Error
 			conflicted = append(conflicted, p)
 		}
