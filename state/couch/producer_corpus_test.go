@@ -209,7 +209,7 @@ func goAccepts(doc []byte) error {
 
 // httpPut writes doc to the database at dbURL with a plain HTTP PUT, as
 // another producer would, and returns the status and body of the answer.
-func httpPut(t *testing.T, dbURL, id string, doc []byte) (int, string) {
+func httpPut(t testing.TB, dbURL, id string, doc []byte) (int, string) {
 	t.Helper()
 	return do(t, http.MethodPut, strings.TrimSuffix(dbURL, "/")+"/"+id, doc)
 }

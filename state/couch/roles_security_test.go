@@ -16,6 +16,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // The attack suite: every role of aso's database tries each write it must
@@ -131,7 +132,7 @@ func (f *roleFixture) snapshot(t *testing.T) string {
 }
 
 // do makes one request with the credentials in u's user information.
-func do(t *testing.T, method, u string, body []byte) (int, string) {
+func do(t testing.TB, method, u string, body []byte) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, u, bytes.NewReader(body))
 	if err != nil {
@@ -429,7 +430,7 @@ func TestRoles_ReasonNamesRuleAndRole(t *testing.T) {
 // with the rule named: a producer enqueues for anyone and kills; a user
 // enqueues, kills and retries its own transfers only; the agent claims,
 // submits, records and holds the run lock; the operator kills, retries,
-// unlocks and purges; a reader reads.
+// unlocks, resolves conflicts and purges; a reader reads.
 func TestRoles_CommandsWork(t *testing.T) {
 	ctx := context.Background()
 	c := newClock()
@@ -454,8 +455,8 @@ func TestRoles_CommandsWork(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the agent takes the run lock: %v", err)
 	}
-	ok(agent.PrepareSubmit(ctx, got[:2], "sid-1"))
-	ok(agent.SetTransferID(ctx, []state.Commit{{Transfer: got[0]}, {Transfer: got[1]}}, "job-1"))
+	ok(statetest.Prepare(ctx, agent, got[:2], "sid-1"))
+	ok(statetest.Commit(ctx, agent, []state.Commit{{Transfer: got[0]}, {Transfer: got[1]}}, "job-1"))
 	cur, _ := agent.Get(ctx, got[0].ID)
 	ok(agent.SetTerminalState(ctx, []state.Terminal{{Transfer: cur, Outcome: state.OutcomeDone, FTSJob: "job-1"}}))
 	ok(agent.AbortTransfers(ctx, []state.Abort{{Transfer: got[2], Reason: "no route", Fatal: true}}))
@@ -471,6 +472,9 @@ func TestRoles_CommandsWork(t *testing.T) {
 	ok(operator.RequestKill(ctx, []string{bob[1].ID()}))
 	if err := operator.Unlock(ctx, "alice", l.Holder, "stuck"); err != nil {
 		t.Fatalf("the operator unlocks: %v", err)
+	}
+	if _, err := operator.ResolveConflicts(ctx, ""); err != nil {
+		t.Fatalf("the operator resolves conflicts: %v", err)
 	}
 	c.Add(48 * time.Hour)
 	if n, err := operator.Purge(ctx, state.PurgeOptions{Before: c.Now()}); err != nil || n != 2 {
