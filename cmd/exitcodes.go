@@ -9,6 +9,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -65,11 +66,12 @@ func isTemporary(err error) bool {
 }
 
 // isPermanent reports whether err needs a person: a marked configuration
-// error, credentials FTS does not accept, or a file store that is missing
-// (`aso init` creates one), damaged (`aso fsck`) or not a state file.
+// error, credentials FTS does not accept, credentials CouchDB refuses, or
+// a file store that is missing (`aso init` creates one), damaged (`aso
+// fsck`) or not a state file.
 func isPermanent(err error) bool {
 	var pe permanentError
-	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) ||
+	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) || couch.Denied(err) ||
 		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile)
 }
 

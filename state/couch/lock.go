@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -202,13 +203,15 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 			if rerr != nil {
 				return rerr
 			}
-			if o, held := heldByOther(others, l.Holder, now); held {
+			leaves := append([]state.LockDoc{d}, others...)
+			if o, held := heldByOther(leaves, l.Holder, now); held {
 				return fmt.Errorf("lock of %s is also held by %q until %s: %w", l.User, o.Holder, o.Expire, state.ErrLockLost)
 			}
-			if !ok || d.Holder != l.Holder || !d.Expire.After(now) {
+			i := slices.IndexFunc(leaves, func(o state.LockDoc) bool { return o.Holder == l.Holder && o.Expire.After(now) })
+			if !ok || i < 0 {
 				return fmt.Errorf("lock of %s is held by %q until %s: %w", l.User, d.Holder, d.Expire, state.ErrLockLost)
 			}
-			rev = d.Rev
+			rev = leaves[i].Rev
 			return err
 		}
 		if err != nil {
@@ -238,14 +241,16 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRec
 			return nil // the lock expires by itself
 		}
 		if errors.Is(err, errConflict) {
-			d, _, ok, rerr := s.readLock(ctx, l.User)
+			d, others, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {
 				return rerr
 			}
-			if !ok || d.Holder != l.Holder || d.Expire.IsZero() {
+			leaves := append([]state.LockDoc{d}, others...)
+			i := slices.IndexFunc(leaves, func(o state.LockDoc) bool { return o.Holder == l.Holder && !o.Expire.IsZero() })
+			if !ok || i < 0 {
 				return releasedBy(l, d, ok)
 			}
-			rev = d.Rev
+			rev = leaves[i].Rev
 		}
 		return err
 	})

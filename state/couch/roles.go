@@ -151,3 +151,10 @@ func ensureSecurity(ctx context.Context, d *direct) error {
 	}
 	return nil
 }
+
+// Denied reports whether err is the server's refusal of the credentials:
+// 401 (wrong or no credentials) or 403 (not allowed).
+func Denied(err error) bool {
+	st := kivik.HTTPStatus(err)
+	return err != nil && (st == http.StatusUnauthorized || st == http.StatusForbidden)
+}
