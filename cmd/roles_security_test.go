@@ -134,3 +134,20 @@ func TestCommands_CredentialsFileMode(t *testing.T) {
 		t.Fatalf("group-readable credentials: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
+
+// roleCredentials writes a credentials file for the test server's user of
+// each role (couchtest.RoleUser) and returns the environment that names
+// them (ASO_COUCHDB_CREDENTIALS_AGENT, ...).
+func roleCredentials(t *testing.T, roles ...string) map[string]string {
+	t.Helper()
+	env := map[string]string{"ASO_CONFIG": ""}
+	for _, role := range roles {
+		name, pass := couchtest.RoleUser(t, role)
+		file := filepath.Join(t.TempDir(), role+".creds")
+		if err := os.WriteFile(file, []byte(name+":"+pass+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env["ASO_COUCHDB_CREDENTIALS_"+strings.ToUpper(strings.TrimPrefix(role, "aso-"))] = file
+	}
+	return env
+}

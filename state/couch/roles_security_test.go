@@ -491,3 +491,28 @@ func TestRoles_CommandsWork(t *testing.T) {
 		t.Fatalf("the agent purged %d transfers: it deletes nothing", n)
 	}
 }
+
+// TestRoles_KillOfAProducersDocument: aso kill rewrites a document another
+// producer wrote in its own forms (a time with an offset, a history entry
+// without "from", checksums in capitals, no size) in aso's; the role rules
+// see the same request and the same times, and let the kill through.
+func TestRoles_KillOfAProducersDocument(t *testing.T) {
+	c := newClock()
+	u := newDB(t)
+	m := producerBase("kill/producer.root")
+	m["created"], m["last_update"] = "2026-03-01T13:00:00+01:00", "2026-03-01T07:00:00.5-05:00"
+	m["checksums"] = map[string]any{"ADLER32": "0A1B2C3D"}
+	delete(m, "size")
+	m["history"] = []any{map[string]any{"at": "2026-03-01T13:00:00+01:00", "to": "new", "by": "crab"}}
+	b, _ := json.Marshal(m)
+	if code, body := httpPut(t, couchtest.AsRole(t, u, couch.RoleProducer), m["_id"].(string), b); code != http.StatusCreated {
+		t.Fatalf("the producer's PUT: HTTP %d %s", code, body)
+	}
+	s := open(t, couchtest.AsRole(t, u, couch.RoleProducer), c, "", "crab", couch.Options{})
+	res, err := s.RequestKill(context.Background(), []string{m["_id"].(string)})
+	mustOK(t, res, err)
+	got, err := s.Get(context.Background(), m["_id"].(string))
+	if err != nil || got.State != state.StateKilled || got.Extra["taskname"] == nil {
+		t.Fatalf("after the kill: %+v, %v; want killed, the producer's fields kept", got, err)
+	}
+}
