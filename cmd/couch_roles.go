@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state/couch"
 )
@@ -105,6 +107,14 @@ func checkCouchRole(ctx context.Context, g *Globals, o couch.Options) error {
 	}
 	g.couchCred.Identity = id
 	if id.AnyOf(need.needs...) {
+		if g.Log != nil {
+			e := g.Log.WithFields(logrus.Fields{"couchdb_user": id.Name, "roles": strings.Join(id.Roles, ","), "from": g.couchCred.Source})
+			if g.command == "run" {
+				e.Info("CouchDB credentials")
+			} else {
+				e.Debug("CouchDB credentials")
+			}
+		}
 		return nil
 	}
 	settings := make([]string, len(need.creds))
