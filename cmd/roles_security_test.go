@@ -111,6 +111,16 @@ func TestCommands_LeastPrivilege(t *testing.T) {
 	if res = r.run(t, "status", "--all-users", "--json"); !strings.Contains(res.stdout, `"killed": 3`) {
 		t.Fatalf("the refused purge removed transfers: %s", res.stdout)
 	}
+	// and where the agent's belong: the run stops before it takes the lock
+	wrong.env["ASO_COUCHDB_CREDENTIALS_AGENT"] = r.env["ASO_COUCHDB_CREDENTIALS_READER"]
+	sites, _, _ := localSites(t, 1)
+	res = wrong.run(t, "run", "--user", "bob", "--sites", sites, "--fts", "local", "--progress", "never")
+	if res.code != cmd.ExitConfig || !strings.Contains(res.stderr, "aso run needs the role aso-agent") {
+		t.Fatalf("run with a reader's credentials: exit %d, stderr %q; want 78 naming the role needed", res.code, res.stderr)
+	}
+	if res = r.run(t, "status", "--all-users", "--json"); !strings.Contains(res.stdout, `"locks": []`) || !strings.Contains(res.stdout, `"new": 1`) {
+		t.Fatalf("the refused run touched the database: %s", res.stdout)
+	}
 	if res = r.run(t, "purge", "--older-than", "1ns", "--all-users"); res.code != 0 {
 		t.Fatalf("purge as aso-operator: exit %d, stderr %q", res.code, res.stderr)
 	}
