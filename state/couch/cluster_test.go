@@ -129,6 +129,18 @@ func TestStore_ResolvesConflicts(t *testing.T) {
 			},
 			want: state.StateAcquired, wantOwner: other, wantKill: true,
 		},
+		{
+			name: "a done leaf wins over the winner's kill request, which it does not need",
+			first: func(t *state.Transfer, now time.Time) {
+				_ = state.Claim(t, state.Agent{User: "alice", Owner: me}, now, time.Hour)
+				t.Transition(state.StateDone, now, me, "")
+			},
+			second: func(t *state.Transfer, now time.Time) {
+				t.KillRequested = true
+				t.LastUpdate = state.At(now.Add(time.Minute))
+			},
+			want: state.StateDone, wantOwner: me,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClock()

@@ -18,7 +18,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
   //   - aso-agent: moves transfers as the state rules allow and writes the
   //     agent's fields, and takes, renews and releases run locks (never
   //     one another holder holds live); it creates no transfer, deletes
-  //     nothing and never retries;
+  //     nothing, never retries and never withdraws the kill request of an
+  //     unfinished transfer;
   //   - aso-operator: kills, retries, resolves conflicts, deletes (aso
   //     purge, aso resolve-conflicts) and writes run locks (aso unlock);
   //   - aso-reader, and members without an aso role: write no transfer and
@@ -256,10 +257,6 @@ function (newDoc, oldDoc, userCtx, secObj) {
   if (to === 'acquired' && (!newDoc.owner || !newDoc.lease_expires)) fail('an acquired transfer needs owner and lease_expires');
   if (to === 'submitted' && !newDoc.fts_job) fail('a submitted transfer needs fts_job');
 
-  if (!wasTransfer && sameFile()) {
-    deny('same-file', 'create a transfer whose source is its destination (' + newDoc.source + ' ' + newDoc.source_lfn +
-      '): its copy would overwrite its own source');
-  }
   if (!admin) {
     checkRoles();
   }
@@ -308,7 +305,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
     ['group', 'role'].forEach(function (f) { str(f, false); name(f); });
     ['source_lfn', 'destination_lfn'].forEach(function (f) { str(f, true); lfn(f); });
     if (newDoc.source === newDoc.destination && newDoc.source_lfn === newDoc.destination_lfn) {
-      fail('destination_lfn: the same file as the source (same site and LFN): a transfer onto itself, whose failed attempt would delete its source');
+      deny('same-file', 'write a transfer onto its own source (destination_lfn the same file as the source: same site and LFN), ' +
+        'whose failed attempt would delete its source');
     }
   }
   function name(f) {
@@ -336,11 +334,6 @@ function (newDoc, oldDoc, userCtx, secObj) {
       if (x === id) fail('depends_on: a transfer cannot depend on itself');
     });
   }
-  // sameFile: source and destination are one site and one LFN.
-  function sameFile() {
-    return newDoc.source === newDoc.destination && newDoc.source_lfn === newDoc.destination_lfn;
-  }
-
   // checkTakeover refuses the take-over of a run lock another holder holds
   // by the server's clock (with 30 s for the clocks' skew: an agent stops
   // writing a tenth of its lock's TTL before it expires by its own clock).
@@ -471,14 +464,15 @@ function (newDoc, oldDoc, userCtx, secObj) {
   }
   // agentRefusal: why an agent may not make this write ([rule, what]), or
   // null. Beyond the transition rules checked for every writer, an agent
-  // never revives a terminal transfer (aso retry does) nor withdraws a
-  // kill request.
+  // never revives a terminal transfer (aso retry does) nor withdraws the
+  // kill request of one that goes on (a conflict's resolution may keep a
+  // leaf that ended without it).
   function agentRefusal() {
     if (terminalState(from) && to === 'new' && !isResolution()) {
       return ['retry', 'revive a ' + from + ' transfer: only aso retry does (aso-operator, or the transfer\'s aso-user)'];
     }
-    if (oldDoc.kill_requested === true && newDoc.kill_requested !== true) {
-      return ['kill', 'withdraw a kill request'];
+    if (oldDoc.kill_requested === true && newDoc.kill_requested !== true && !terminalState(to)) {
+      return ['kill', 'withdraw the kill request of an unfinished transfer'];
     }
     return null;
   }
