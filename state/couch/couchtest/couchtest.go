@@ -9,8 +9,10 @@
 // started with a server admin (user AdminUser, a random password), and the
 // URLs Server and DB return carry those credentials, so tests that pass
 // them on authenticate without knowing them. A request without them gets
-// 401, as from a real server. NewCluster puts a proxy in front of a
-// database that answers as two coordinators of a CouchDB cluster would.
+// 401, as from a real server. RoleUser and NewUser make other users (of
+// aso's roles, or any), and As and AsRole give a URL their credentials.
+// NewCluster puts a proxy in front of a database that answers as two
+// coordinators of a CouchDB cluster would.
 //
 // Use it from TestMain so the server is stopped at the end:
 //
