@@ -195,8 +195,11 @@ func start() (*server, error) {
 	cmd.Dir = dir
 	pass := make([]byte, 12)
 	_, _ = rand.Read(pass)
+	// a user's password is hashed as CouchDB hashes it, with fewer
+	// iterations (CouchDB's [chttpd_auth] iterations), so that making the
+	// tests' users does not take the CPU the process tests' agents need
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+filepath.Join(logDir, "server.log"),
-		"ADMIN_USER="+AdminUser, "ADMIN_PASS="+hex.EncodeToString(pass))
+		"ADMIN_USER="+AdminUser, "ADMIN_PASS="+hex.EncodeToString(pass), "PBKDF2_ITERATIONS=1000")
 	cmd.SysProcAttr = sysProcAttr()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

@@ -24,7 +24,9 @@
 //     every request is the admin's ("admin party").
 // Environment: HOST (default 127.0.0.1), PORT (default 0: any free port),
 // LOG (express-pouchdb log file, default a file in the OS temp directory),
-// ADMIN_USER/ADMIN_PASS (optional: the server admin; see above).
+// ADMIN_USER/ADMIN_PASS (optional: the server admin; see above),
+// PBKDF2_ITERATIONS (the iterations of a stored password, default CouchDB
+// 3.5's 600,000).
 // Once listening it prints "LISTENING http://HOST:PORT/" on stdout.
 
 const http = require('http');

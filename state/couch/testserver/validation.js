@@ -47,9 +47,12 @@ function isDbAdmin(ctx, secObj) {
 }
 
 // functionsOf returns the compiled validate_doc_update functions of db,
-// recompiled only when a design document changed.
+// read once and again after a write of a design document (bulk forgets
+// them).
 const compiled = new Map(); // design document id + rev -> function
+const loaded = new WeakMap(); // database -> its functions
 async function functionsOf(db) {
+  if (loaded.has(db)) return loaded.get(db);
   const res = await db.allDocs({ startkey: '_design/', endkey: '_design0', include_docs: true });
   const out = [];
   for (const row of res.rows) {
@@ -59,6 +62,7 @@ async function functionsOf(db) {
     if (!compiled.has(key)) compiled.set(key, coucheval.evaluate(ddoc, {}, ddoc.validate_doc_update));
     out.push({ ddoc, fn: compiled.get(key) });
   }
+  loaded.set(db, out);
   return out;
 }
 
@@ -105,10 +109,13 @@ async function oldDocOf(db, doc, newEdits) {
     }
     return null;
   }
-  const ls = await leaves(db, doc._id);
   if (doc._rev) {
-    return ls.find((l) => l._rev === doc._rev) || CONFLICT;
+    // the write usually extends the winning revision: one read
+    const winner = await db.get(doc._id, { revs: true }).catch(() => null);
+    if (winner && winner._rev === doc._rev) return winner;
+    return (await leaves(db, doc._id)).find((l) => l._rev === doc._rev) || CONFLICT;
   }
+  const ls = await leaves(db, doc._id);
   if (ls.some((l) => !l._deleted)) return CONFLICT;
   return ls.length ? ls[ls.length - 1] : null;
 }
@@ -193,7 +200,9 @@ async function bulk(orig, args) {
     }
   });
   args.docs = passed;
+  if (passed.some((d) => d && String(d._id).startsWith('_design/'))) loaded.delete(args.base);
   const written = passed.length ? await orig() : [];
+  if (passed.some((d) => d && String(d._id).startsWith('_design/'))) loaded.delete(args.base);
   if (opts.new_edits === false || written.length !== passed.length) {
     return results.filter(Boolean).concat(written);
   }
