@@ -23,6 +23,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newKillCommand,
 	newRetryCommand,
 	newResolveCommand,
+	newResolveConflictsCommand,
 	newRmCommand,
 	newConfigCommand,
 	newManCommand,

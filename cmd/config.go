@@ -23,6 +23,12 @@ type extraSetting struct {
 // extraSettings are the CouchDB connection settings (see couchSettingsHelp).
 var extraSettings = []extraSetting{
 	{Name: "couchdb-credentials"},
+	{Name: "couchdb-credentials-admin"},
+	{Name: "couchdb-credentials-agent"},
+	{Name: "couchdb-credentials-producer"},
+	{Name: "couchdb-credentials-user"},
+	{Name: "couchdb-credentials-operator"},
+	{Name: "couchdb-credentials-reader"},
 	{Name: "couchdb-user"},
 	{Name: "couchdb-password", Secret: true},
 	{Name: "couchdb-ca-file"},

@@ -66,12 +66,13 @@ func isTemporary(err error) bool {
 }
 
 // isPermanent reports whether err needs a person: a marked configuration
-// error, credentials FTS does not accept, or a file store that is missing
-// (`aso init` creates one), damaged (`aso fsck`) or not a state file, or
-// a CouchDB database that does not exist (`aso init` creates it).
+// error, credentials FTS does not accept, credentials CouchDB refuses, a
+// file store that is missing (`aso init` creates one), damaged (`aso
+// fsck`) or not a state file, or a CouchDB database that does not exist
+// (`aso init` creates it).
 func isPermanent(err error) bool {
 	var pe permanentError
-	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) ||
+	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) || couch.Denied(err) ||
 		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile) ||
 		errors.Is(err, couch.ErrNoDatabase)
 }

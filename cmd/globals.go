@@ -45,6 +45,11 @@ type Globals struct {
 	configSrc configSource
 	knownKeys map[string]bool
 	sources   map[string]string
+
+	// command is the name of the running command (Load), couchCred the
+	// CouchDB credentials it uses (couchOptions, checkCouchRole).
+	command   string
+	couchCred couchCredential
 }
 
 // AddFlags registers the global flags on the root command.

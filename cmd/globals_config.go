@@ -39,6 +39,7 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 	if g.Getenv == nil {
 		g.Getenv = os.Getenv
 	}
+	g.command = cmd.Name()
 	v, err := g.configFile()
 	if err != nil {
 		return err

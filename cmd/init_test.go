@@ -81,7 +81,7 @@ func TestInitCommand(t *testing.T) {
 		noAuth := couchtest.WithoutAuth(base) // the file's credentials are wrong
 		code, out, errs := runAso(t, "init", "--state", noAuth+couchtest.NewName())
 		t.Logf("stderr: %s", errs)
-		if code != cmd.ExitError || !strings.Contains(errs, "unauthorized") && !strings.Contains(errs, "401") && !strings.Contains(strings.ToLower(errs), "password is incorrect") {
+		if code != cmd.ExitConfig || !strings.Contains(errs, "unauthorized") && !strings.Contains(errs, "401") && !strings.Contains(strings.ToLower(errs), "password is incorrect") {
 			t.Fatalf("wrong credentials from a file: exit %d, stderr %q", code, errs)
 		}
 		if strings.Contains(out+errs, secret) {
@@ -89,7 +89,7 @@ func TestInitCommand(t *testing.T) {
 		}
 		withPass := strings.Replace(noAuth, "http://", "http://bob:"+secret+"@", 1) + couchtest.NewName()
 		code, out, errs = runAso(t, "init", "--state", withPass)
-		if code != cmd.ExitError || strings.Contains(out+errs, secret) {
+		if code != cmd.ExitConfig || strings.Contains(out+errs, secret) {
 			t.Fatalf("password in the URL: exit %d, output %q", code, out+errs)
 		}
 		if err := os.WriteFile(creds, []byte("no separator"), 0o600); err != nil {

@@ -11,13 +11,15 @@ import (
 	"testing"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // TestRun_ProducerDocuments: another producer writes transfer documents
-// straight into the database with a plain HTTP PUT (every field it can
-// know, none that aso derives, fields of its own); `aso run` claims,
-// submits and completes them, and the producer's fields are intact.
+// straight into the database with a plain HTTP PUT, as an aso-producer
+// user (every field it can know, none that aso derives, fields of its
+// own); `aso run`, as an aso-agent user, claims, submits and completes them,
+// and the producer's fields are intact.
 func TestRun_ProducerDocuments(t *testing.T) {
 	const n = 8
 	sites, requests, dst := localSites(t, n)
@@ -46,7 +48,7 @@ func TestRun_ProducerDocuments(t *testing.T) {
 		}
 		b, _ := json.Marshal(doc)
 		id := r.ID()
-		req, _ := http.NewRequest(http.MethodPut, u+"/"+id, bytes.NewReader(b))
+		req, _ := http.NewRequest(http.MethodPut, couchtest.AsRole(t, u, couch.RoleProducer)+"/"+id, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -63,8 +65,8 @@ func TestRun_ProducerDocuments(t *testing.T) {
 		t.Fatalf("wrote %d documents, want %d", len(ids), n)
 	}
 
-	aso(t, "run", "--state", u, "--user", "bob", "--sites", sites, "--interval", "20ms",
-		"--progress", "never", "--log-level", "warn").wantCode(t, 0)
+	invocation{env: roleCredentials(t, couch.RoleAgent)}.run(t, "run", "--state", couchtest.WithoutAuth(u), "--user", "bob", "--sites", sites,
+		"--interval", "20ms", "--progress", "never", "--log-level", "warn").wantCode(t, 0)
 	wantQueue(t, map[state.State]int{state.StateDone: 8, state.StateFailed: 0}, "--state", u, "--user", "bob")
 	if entries, err := os.ReadDir(dst); err != nil || len(entries) != n {
 		t.Errorf("%d destination files (%v), want %d", len(entries), err, n)

@@ -205,16 +205,17 @@ func TestSecrets_NeverShown(t *testing.T) {
 	wrongURL := []string{"ASO_STATE=" + withPassword(sw.secrets["wrong password"])}
 	wrongEnv := []string{envState[0], envState[1], "ASO_COUCHDB_PASSWORD=" + sw.secrets["wrong password"]}
 	down := []string{"ASO_STATE=http://asoadmin:" + sw.secrets["URL password"] + "@" + closedPort(t) + "/" + dbName, "ASO_COUCHDB_TIMEOUT=2s"}
+	// credentials the server refuses need a person (78)
 	for _, env := range [][]string{wrongURL, wrongEnv} {
-		sw.want(1, env, "", "status")
-		sw.want(1, env, requests.String(), "enqueue")
-		sw.want(1, env, "", runFlags...)
+		sw.want(cmd.ExitConfig, env, "", "status")
+		sw.want(cmd.ExitConfig, env, requests.String(), "enqueue")
+		sw.want(cmd.ExitConfig, env, "", runFlags...)
 	}
 	// a store that does not answer is temporary (75): run again later
 	sw.want(cmd.ExitTempFail, down, "", "status")
 	sw.want(cmd.ExitTempFail, down, requests.String(), "enqueue")
 	sw.want(cmd.ExitTempFail, down, "", runFlags...)
-	sw.want(1, wrongURL, "", "init")
+	sw.want(cmd.ExitConfig, wrongURL, "", "init")
 	sw.want(cmd.ExitTempFail, down, "", "kill", killID)
 	sw.want(0, envState, "", "retry", "--failed") // work for the runs against a bad FTS
 	// FTS refusing the token, then not answering: the transfer is aborted
@@ -233,7 +234,7 @@ func TestSecrets_NeverShown(t *testing.T) {
 	sw.want(cmd.ExitConfig, urlState, "", "run", "--fts", sim.URL, "--insecure", "--proxy", looseProxy)
 	sw.reached("loose-token is accessible by group or others (mode 0640); run: chmod 600", "loose-proxy is accessible by group or others (mode 0644)")
 	// the password given on the command line (against the advice) is not echoed either
-	sw.want(1, nil, "", "--state", withPassword(sw.secrets["wrong password"]), "status")
+	sw.want(cmd.ExitConfig, nil, "", "--state", withPassword(sw.secrets["wrong password"]), "status")
 
 	sw.reached(`"level":"debug"`, "Name or password is incorrect", "connection refused")
 	sw.checkOutput()

@@ -84,10 +84,12 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		if err != nil {
 			return err
 		}
+		cred := credentialJSON(g)
 		if o.JSON {
 			out := statusview.NewStatus(user, sum)
 			out.FailureReasons = reasons
 			out.Locks = statusview.NonNil(locks)
+			out.Credential = cred
 			return writeJSON(g.Stdout, out)
 		}
 		if err := printSummary(g.Stdout, user, o.StaleAfter, sum); err != nil {
@@ -95,6 +97,9 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		}
 		printReasons(g.Stdout, reasons)
 		printLocks(g.Stdout, locks)
+		if cred != nil {
+			fmt.Fprintf(g.Stdout, "\nCouchDB credentials: %s, from %s\n", g.couchCred.Identity, cred.Source)
+		}
 		return nil
 	})
 }
@@ -139,6 +144,9 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 	}, "ID\tLINK\tOWNER\tLEASE EXPIRED")
 	if s.Conflicted > 0 {
 		fmt.Fprintf(w, "\nConflicted documents (resolved by the user's next agent run): %d\n", s.Conflicted)
+	}
+	if s.Superseded > 0 {
+		fmt.Fprintf(w, "\nResolved conflicts whose set-aside revisions are kept (aso resolve-conflicts deletes them): %d\n", s.Superseded)
 	}
 	if len(s.Invalid) > 0 {
 		fmt.Fprintf(w, "\nInvalid documents (skipped by the agent): %d\n", len(s.Invalid))

@@ -22,8 +22,10 @@ import (
 // stale revision is stored as a conflicting leaf and answered 202, as a
 // real cluster does). On a real 3-node cluster, this is where both agents
 // took the run lock and submitted transfers twice. Every round, at most
-// one agent may work; in the end nothing is lost, nothing submitted twice
-// and no document is left conflicted.
+// one agent may work; in the end nothing is lost, nothing submitted twice,
+// every conflict was decided by the agents (which run as plain aso-agent
+// users and set the losing revisions aside), and aso resolve-conflicts,
+// run as aso-operator, deletes what they set aside.
 func TestRun_TwoCoordinators(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(51), Seed: 51})
@@ -49,7 +51,7 @@ func TestRun_TwoCoordinators(t *testing.T) {
 			}
 		}
 		if worked == 0 {
-			t.Errorf("round %d: neither agent worked", r)
+			t.Errorf("round %d: neither agent worked\n%s\n%s", r, ps[0].Tail(15), ps[1].Tail(15))
 		}
 		time.Sleep(2 * time.Second) // the replicas meet
 	}
@@ -66,7 +68,7 @@ func TestRun_TwoCoordinators(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := couch.Open(ctx, couch.Options{URL: w.StateURL}, state.Config{})
+	s, err := couch.Open(ctx, couch.Options{URL: w.CouchURL(couch.RoleReader)}, state.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +78,21 @@ func TestRun_TwoCoordinators(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sum.Conflicted != 0 {
-		t.Errorf("%d documents left conflicted", sum.Conflicted)
+		t.Errorf("%d documents left with conflicts no agent decided", sum.Conflicted)
 	}
+	p := w.Start("resolve", "resolve-conflicts", "--state", w.StateURL, "--all-users")
+	if code := p.Wait(time.Minute); code != 0 {
+		t.Fatalf("aso resolve-conflicts exited %d\n%s", code, p.Tail(20))
+	}
+	if sum, err = s.Summary(ctx, state.SummaryOptions{}); err != nil || sum.Conflicted+sum.Superseded != 0 {
+		t.Errorf("after aso resolve-conflicts: %d conflicted, %d superseded (%v)", sum.Conflicted, sum.Superseded, err)
+	}
+	w.Check(proctest.CheckOptions{}).Require(t)
 }
 
 // TestStatus_CountsConflictedDocuments makes a transfer with two leaf
 // revisions (claims of two agents stored by two replicas) and shows the
-// count in aso status, text and JSON.
+// count in aso status, text and JSON, until aso resolve-conflicts ends it.
 func TestStatus_CountsConflictedDocuments(t *testing.T) {
 	ctx := context.Background()
 	u := couchtest.DB(t)
@@ -134,6 +144,15 @@ func TestStatus_CountsConflictedDocuments(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || js.Conflicted != 1 {
 		t.Fatalf("status --json: exit %d, conflicted %d (%v): %s", code, js.Conflicted, err, out)
 	}
+	// no agent decided it: aso resolve-conflicts does, by the same rules,
+	// and deletes the other revision
+	code, out, errs = runAso(t, "resolve-conflicts", "--state", u, "--all-users")
+	if code != 0 || out != "resolved 1 transfers, deleted 1 conflicting revisions\n" {
+		t.Fatalf("resolve-conflicts: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, _ = runAso(t, "status", "--state", u, "--all-users"); code != 0 || strings.Contains(out, "onflict") {
+		t.Fatalf("status after resolve-conflicts: exit %d, stdout %q", code, out)
+	}
 }
 
 // TestRun_LaggingViews runs one agent whose views answer as they were up to
@@ -148,7 +167,7 @@ func TestRun_LaggingViews(t *testing.T) {
 	cl.ViewLag.Store(int64(4 * time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := couch.Open(ctx, couch.Options{URL: cl.URL(0)}, state.Config{Agent: state.Agent{User: "alice", Owner: "test"}})
+	s, err := couch.Open(ctx, couch.Options{URL: couchtest.AsRole(t, cl.URL(0), couch.RoleReader)}, state.Config{Agent: state.Agent{User: "alice", Owner: "test"}})
 	if err != nil {
 		t.Fatal(err)
 	}

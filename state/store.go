@@ -221,9 +221,12 @@ type Summary struct {
 	StuckAcquired []Transfer     `json:"stuck_acquired"`
 	Invalid       []InvalidDoc   `json:"invalid"`
 	// Conflicted counts the documents with conflicting revisions (a
-	// CouchDB cluster's replicas took concurrent writes); agents resolve
-	// those of their user when they read them.
+	// CouchDB cluster's replicas took concurrent writes) that no agent has
+	// resolved yet; agents resolve those of their user when they read them.
 	Conflicted int `json:"conflicted,omitempty"`
+	// Superseded counts the documents an agent resolved whose set-aside
+	// revisions are still stored, for `aso resolve-conflicts` to delete.
+	Superseded int `json:"superseded,omitempty"`
 }
 
 // FailureClass is the key a failed transfer of error class class counts

@@ -100,8 +100,9 @@ type Proc struct {
 	ended    time.Time
 }
 
-// start runs the aso binary with args, its output in dir/name.log.
-func start(t testing.TB, dir, name string, lifetime time.Duration, args []string) *Proc {
+// start runs the aso binary with args and env added to the environment, its
+// output in dir/name.log.
+func start(t testing.TB, dir, name string, lifetime time.Duration, args, env []string) *Proc {
 	t.Helper()
 	exe := Binary(t)
 	logPath := filepath.Join(dir, name+".log")
@@ -110,7 +111,7 @@ func start(t testing.TB, dir, name string, lifetime time.Duration, args []string
 		t.Fatalf("proctest: %v", err)
 	}
 	c := exec.Command(exe, args...)
-	c.Env = childEnv()
+	c.Env = append(childEnv(), env...)
 	c.Stdout, c.Stderr = lf, lf
 	c.SysProcAttr = sysProcAttr()
 	p := &Proc{Name: name, LogPath: logPath, t: t, cmd: c, log: lf, done: make(chan struct{})}

@@ -55,6 +55,9 @@ type World struct {
 	SitesFile, TokenFile string
 	// SourceRoot and DestRoot are the directories of the two sites.
 	SourceRoot, DestRoot string
+	// Env is the environment of every aso process (on CouchDB, the
+	// credentials file of each role: agents run as aso-agent).
+	Env map[string]string
 
 	t        testing.TB
 	opts     Options
@@ -99,16 +102,18 @@ func New(t testing.TB, o Options) *World {
 	path := filepath.Join(w.Dir, "state.aso")
 	w.StateURL = "file:" + path
 	if o.Couch {
-		w.StateURL = couchtest.Server(t) + couchtest.NewName()
-		couchtest.DropLater(t, w.StateURL)
+		u := couchtest.Server(t) + couchtest.NewName()
+		couchtest.DropLater(t, u)
+		w.StateURL = couchtest.WithoutAuth(u)
+		w.Env = w.roleCredentials(u)
 	}
 	var out, errb bytes.Buffer // the store is created as a user creates it
 	if code := cmd.ExecuteWith(ctx, []string{"init", "--state", w.StateURL, "--log-level", "error"},
-		cmd.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
+		cmd.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, LookupEnv: w.LookupEnv}); code != 0 {
 		t.Fatalf("proctest: aso init: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	if o.Couch {
-		w.store, err = couch.Open(ctx, couch.Options{URL: w.StateURL}, cfg)
+		w.store, err = couch.Open(ctx, couch.Options{URL: w.CouchURL(couch.RoleProducer)}, cfg)
 	} else {
 		w.store, err = memfile.OpenOptions(path, cfg, memfile.Options{})
 	}
@@ -119,8 +124,42 @@ func New(t testing.TB, o Options) *World {
 	return w
 }
 
+// roleCredentials writes a credentials file per role into the World's
+// directory (the server's admin's, read from u, and a user of each of aso's
+// roles) and returns the environment that gives every command its role's
+// (ASO_COUCHDB_CREDENTIALS_ROLE).
+func (w *World) roleCredentials(u string) map[string]string {
+	env := map[string]string{}
+	admin, pass := couchtest.Auth(u)
+	for _, r := range []struct{ name, role string }{
+		{"admin", ""}, {"agent", couch.RoleAgent}, {"producer", couch.RoleProducer},
+		{"operator", couch.RoleOperator}, {"reader", couch.RoleReader},
+	} {
+		name, p := admin, pass
+		if r.role != "" {
+			name, p = couchtest.RoleUser(w.t, r.role)
+		}
+		file := filepath.Join(w.Dir, "couchdb-"+r.name+".creds")
+		w.write(file, []byte(name+":"+p+"\n"), 0o600)
+		env["ASO_COUCHDB_CREDENTIALS_"+strings.ToUpper(r.name)] = file
+	}
+	return env
+}
+
+// CouchURL returns the World's CouchDB database URL with the credentials
+// of role's user.
+func (w *World) CouchURL(role string) string {
+	return couchtest.AsRole(w.t, w.StateURL, role)
+}
+
+// LookupEnv reads the World's environment (Env) as cmd.Env does.
+func (w *World) LookupEnv(k string) (string, bool) {
+	v, ok := w.Env[k]
+	return v, ok
+}
+
 // Store is the World's own handle on the state store (for enqueueing,
-// killing, reading).
+// killing, reading); on CouchDB it is an aso-producer's.
 func (w *World) Store() state.Store { return w.store }
 
 func (w *World) write(path string, data []byte, mode os.FileMode) {
@@ -137,7 +176,11 @@ func (w *World) write(path string, data []byte, mode os.FileMode) {
 // Dir/name.log).
 func (w *World) Start(name string, args ...string) *Proc {
 	w.t.Helper()
-	return start(w.t, w.Dir, name, w.opts.Lifetime, args)
+	env := make([]string, 0, len(w.Env))
+	for k, v := range w.Env {
+		env = append(env, k+"="+v)
+	}
+	return start(w.t, w.Dir, name, w.opts.Lifetime, args, env)
 }
 
 // AgentArgs are the arguments of `aso run` for user in this World, with

@@ -23,12 +23,26 @@ type Status struct {
 	Stale         []state.Transfer   `json:"stale"`
 	StuckAcquired []state.Transfer   `json:"stuck_acquired"`
 	Invalid       []state.InvalidDoc `json:"invalid"`
-	// Conflicted counts documents with conflicting revisions (CouchDB).
+	// Conflicted counts documents with conflicting revisions no agent has
+	// decided yet, Superseded those whose set-aside revisions wait for
+	// aso resolve-conflicts (CouchDB).
 	Conflicted int `json:"conflicted"`
+	Superseded int `json:"superseded"`
+	// Credential is who the CouchDB credentials of the command that
+	// printed it are (aso status), and where they came from.
+	Credential *Credential `json:"credential,omitempty"`
 	// FailureReasons counts failed and retrying transfers by reason.
 	FailureReasons []ReasonCount `json:"failure_reasons"`
 	// Locks are the run locks of the user (every user's without one).
 	Locks []LockView `json:"locks"`
+}
+
+// Credential is who a command's CouchDB credentials are (GET /_session)
+// and the setting they came from.
+type Credential struct {
+	Name   string   `json:"name"`
+	Roles  []string `json:"roles"`
+	Source string   `json:"source"`
 }
 
 // NewStatus returns the Status of user ("" every user) from its summary,
@@ -38,7 +52,7 @@ func NewStatus(user string, s state.Summary) Status {
 		User: user, Total: s.Total, ByState: AllStates(s.ByState),
 		ByLink: map[string]map[state.State]int{}, OldestWaiting: s.OldestWaiting,
 		Stale: NonNil(s.Stale), StuckAcquired: NonNil(s.StuckAcquired), Invalid: NonNil(s.Invalid),
-		Conflicted: s.Conflicted, FailureReasons: []ReasonCount{}, ByErrorClass: ErrorClasses(s.ByErrorClass),
+		Conflicted: s.Conflicted, Superseded: s.Superseded, FailureReasons: []ReasonCount{}, ByErrorClass: ErrorClasses(s.ByErrorClass),
 		Locks: []LockView{},
 	}
 	for link, m := range s.ByLink {

@@ -331,7 +331,11 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 			return
 		}
 		if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
-			sum.Conflicted++
+			if len(pendingConflicts(raw)) > 0 {
+				sum.Conflicted++
+			} else {
+				sum.Superseded++
+			}
 		}
 		t, err := decode(raw)
 		if kind == kindUnknown || err != nil {

@@ -41,17 +41,34 @@ type docResult struct {
 // docError is the one place where a document's refusal in a _bulk_docs
 // answer (the error and reason of its line) becomes a state error: a
 // conflict wraps state.ErrConflict, any other refusal (validate_doc_update's
-// forbidden) state.ErrInvalid, with the server's reason.
+// forbidden or unauthorized) state.ErrInvalid, with the server's reason and
+// the status CouchDB gives the same refusal of a single document's write
+// (409, 403, 401, else 500), which kivik.HTTPStatus and Denied read.
 func docError(name, reason string) error {
 	switch name {
 	case "":
 		return nil
 	case "conflict":
-		return fmt.Errorf("%s: %w", reason, state.ErrConflict)
+		return &refusal{http.StatusConflict, reason, state.ErrConflict}
+	case "forbidden":
+		return &refusal{http.StatusForbidden, reason, state.ErrInvalid}
+	case "unauthorized":
+		return &refusal{http.StatusUnauthorized, reason, state.ErrInvalid}
 	default:
-		return fmt.Errorf("%s: %w", reason, state.ErrInvalid)
+		return &refusal{http.StatusInternalServerError, reason, state.ErrInvalid}
 	}
 }
+
+// refusal is a document's refusal in a _bulk_docs answer (see docError).
+type refusal struct {
+	status int
+	reason string
+	is     error // state.ErrConflict or state.ErrInvalid
+}
+
+func (e *refusal) Error() string   { return e.reason + ": " + e.is.Error() }
+func (e *refusal) Unwrap() error   { return e.is }
+func (e *refusal) HTTPStatus() int { return e.status }
 
 // statusError is a bulk call that failed: the status of its answer, or 502
 // Bad Gateway when there was no whole answer. kivik.HTTPStatus reads it,

@@ -129,12 +129,24 @@ func TestStore_ResolvesConflicts(t *testing.T) {
 			},
 			want: state.StateAcquired, wantOwner: other, wantKill: true,
 		},
+		{
+			name: "a done leaf wins over the winner's kill request, which it does not need",
+			first: func(t *state.Transfer, now time.Time) {
+				_ = state.Claim(t, state.Agent{User: "alice", Owner: me}, now, time.Hour)
+				t.Transition(state.StateDone, now, me, "")
+			},
+			second: func(t *state.Transfer, now time.Time) {
+				t.KillRequested = true
+				t.LastUpdate = state.At(now.Add(time.Minute))
+			},
+			want: state.StateDone, wantOwner: me,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClock()
 			u := newDB(t)
-			s := open(t, u, c, "alice", me, couch.Options{})
-			enqueue(t, s, requests("alice", 1))
+			enqueue(t, open(t, couchtest.AsRole(t, u, couch.RoleProducer), c, "", "", couch.Options{}), requests("alice", 1))
+			s := open(t, couchtest.AsRole(t, u, couch.RoleAgent), c, "alice", me, couch.Options{})
 			db := rawDB(t, u)
 			id := requests("alice", 1)[0].ID()
 			base, err := s.Get(ctx, id)
@@ -160,16 +172,30 @@ func TestStore_ResolvesConflicts(t *testing.T) {
 			if got.State != tc.want || tc.wantOwner != "" && got.Owner != tc.wantOwner || got.KillRequested != tc.wantKill {
 				t.Fatalf("resolved to %s owner %q kill %v, want %s owner %q kill %v", got.State, got.Owner, got.KillRequested, tc.want, tc.wantOwner, tc.wantKill)
 			}
-			if c := conflictsOf(t, db, id); len(c) != 0 {
-				t.Fatalf("conflicts left after the resolution: %v", c)
-			}
 			last := got.History[len(got.History)-1]
 			if !strings.HasPrefix(last.Reason, "conflict resolved") || last.By != me {
 				t.Fatalf("the resolution is not in the history: %+v", last)
 			}
+			// the agent deletes nothing: the other leaf stays, set aside
+			left := conflictsOf(t, db, id)
+			superseded, _ := getRaw(t, db, id)["superseded_revs"].([]any)
+			if len(left) != 1 || !slices.Contains(superseded, any(left[0])) {
+				t.Fatalf("after the resolution: conflicts %v, superseded %v; want the loser left and set aside", left, superseded)
+			}
 			stored, err := s.Get(ctx, id)
 			if err != nil || stored.Rev != got.Rev {
 				t.Fatalf("a second read changed the document: %s -> %s, %v", got.Rev, stored.Rev, err)
+			}
+			op := open(t, couchtest.AsRole(t, u, couch.RoleOperator), c, "", "operator@host:cli", couch.Options{})
+			rep, err := op.ResolveConflicts(ctx, "")
+			if err != nil || rep.Deleted != 1 || rep.Resolved != 0 || len(rep.Left) != 0 {
+				t.Fatalf("aso resolve-conflicts: %+v, %v; want the set-aside leaf deleted, nothing decided again", rep, err)
+			}
+			if left := conflictsOf(t, db, id); len(left) != 0 {
+				t.Fatalf("conflicts left after aso resolve-conflicts: %v", left)
+			}
+			if after, err := s.Get(ctx, id); err != nil || after.Rev != got.Rev || after.State != got.State {
+				t.Fatalf("aso resolve-conflicts changed the winner: %s %s -> %s %s, %v", got.Rev, got.State, after.Rev, after.State, err)
 			}
 		})
 	}
@@ -198,11 +224,27 @@ func TestStore_SummaryCountsConflicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Conflicted != 1 || sum.Total != 3 {
-		t.Fatalf("summary: %d conflicted of %d, want 1 of 3", sum.Conflicted, sum.Total)
+	if sum.Conflicted != 1 || sum.Superseded != 0 || sum.Total != 3 {
+		t.Fatalf("summary: %d conflicted, %d superseded of %d, want 1, 0 of 3", sum.Conflicted, sum.Superseded, sum.Total)
 	}
 	if n := len(conflictsOf(t, db, id)); n != 1 {
 		t.Fatalf("an operator's read resolved the conflict (%d left)", n)
+	}
+	// the agent's read decides the conflict; its set-aside leaf is counted
+	// apart until aso resolve-conflicts deletes it
+	agent := open(t, couchtest.AsRole(t, u, couch.RoleAgent), c, "alice", "host:1:a", couch.Options{})
+	if _, err := agent.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err = s.Summary(ctx, state.SummaryOptions{}); err != nil || sum.Conflicted != 0 || sum.Superseded != 1 {
+		t.Fatalf("summary after the agent's read: %d conflicted, %d superseded (%v), want 0, 1", sum.Conflicted, sum.Superseded, err)
+	}
+	op := open(t, couchtest.AsRole(t, u, couch.RoleOperator), c, "", "operator@host:cli", couch.Options{})
+	if _, err := op.ResolveConflicts(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err = s.Summary(ctx, state.SummaryOptions{}); err != nil || sum.Conflicted != 0 || sum.Superseded != 0 {
+		t.Fatalf("summary after aso resolve-conflicts: %d conflicted, %d superseded (%v), want none", sum.Conflicted, sum.Superseded, err)
 	}
 }
 
@@ -213,9 +255,12 @@ func newCluster(t *testing.T) (context.Context, *clock, string, *couchtest.Clust
 	return context.Background(), newClock(), u, couchtest.NewCluster(t, u, time.Minute)
 }
 
+// TestLock_Accepted202IsNotALock: a lock written with 202 counts as held by
+// another, and the agent (who may not delete) releases the revision it
+// wrote, so that it holds no one off.
 func TestLock_Accepted202IsNotALock(t *testing.T) {
 	ctx, c, u, cl := newCluster(t)
-	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	s := open(t, couchtest.AsRole(t, cl.URL(0), couch.RoleAgent), c, "alice", "host:1:a", couch.Options{})
 
 	cl.Accept202.Store(true)
 	_, err := s.AcquireLock(ctx, "alice", "host:1:a", time.Minute)
@@ -223,8 +268,8 @@ func TestLock_Accepted202IsNotALock(t *testing.T) {
 		t.Fatalf("AcquireLock answered 202: %v, want ErrLocked", err)
 	}
 	var left map[string]any
-	if err := rawDB(t, u).Get(ctx, state.LockID("alice")).ScanDoc(&left); err == nil && left["holder"] != nil {
-		t.Fatalf("the revision written with 202 was left in place: %v", left)
+	if err := rawDB(t, u).Get(ctx, state.LockID("alice")).ScanDoc(&left); err != nil || left["expire"] != nil {
+		t.Fatalf("the revision written with 202 was left live: %v (%v)", left, err)
 	}
 
 	cl.Accept202.Store(false)
@@ -269,8 +314,8 @@ func TestLock_TwoCoordinators(t *testing.T) {
 // coordinator's write contradicts are not, and are never returned.
 func TestClaims_Accepted202(t *testing.T) {
 	ctx, c, u, cl := newCluster(t)
-	enqueue(t, open(t, u, c, "", "", couch.Options{}), requests("alice", 6))
-	s := open(t, cl.URL(0), c, "alice", "host:1:a", couch.Options{})
+	enqueue(t, open(t, couchtest.AsRole(t, u, couch.RoleProducer), c, "", "", couch.Options{}), requests("alice", 6))
+	s := open(t, couchtest.AsRole(t, cl.URL(0), couch.RoleAgent), c, "alice", "host:1:a", couch.Options{})
 
 	cl.Accept202.Store(true)
 	got, err := statetest.Claim(ctx, s, 3)
@@ -304,7 +349,21 @@ func TestClaims_Accepted202(t *testing.T) {
 		t.Fatalf("claims contradicted by another coordinator were confirmed: %d (two agents would submit them)", len(got))
 	}
 	cl.Sibling = nil
+	// every conflict was decided (its losers set aside) and aso
+	// resolve-conflicts deletes them
 	db := rawDB(t, u)
+	for _, r := range requests("alice", 6) {
+		superseded, _ := getRaw(t, db, r.ID())["superseded_revs"].([]any)
+		for _, rev := range conflictsOf(t, db, r.ID()) {
+			if !slices.Contains(superseded, any(rev)) {
+				t.Errorf("transfer %s: conflicting revision %s is not set aside (superseded %v)", r.ID(), rev, superseded)
+			}
+		}
+	}
+	op := open(t, couchtest.AsRole(t, u, couch.RoleOperator), c, "", "operator@host:cli", couch.Options{})
+	if rep, err := op.ResolveConflicts(ctx, "alice"); err != nil || rep.Resolved != 0 || len(rep.Left) != 0 {
+		t.Fatalf("aso resolve-conflicts: %+v, %v", rep, err)
+	}
 	for _, r := range requests("alice", 6) {
 		if n := len(conflictsOf(t, db, r.ID())); n != 0 {
 			var m map[string]any

@@ -40,9 +40,11 @@ func TestPickLeaf(t *testing.T) {
 	}
 }
 
-// TestResolved: the document that ends a conflict is the kept leaf on its
-// own revision, with a kill request from any other leaf unless it has
-// ended, and a history entry naming what was kept and deleted.
+// TestResolved: the document that ends a conflict is the kept leaf's
+// content written on CouchDB's winner (the first leaf), with a kill request
+// from any other leaf unless it has ended, a history entry naming what was
+// kept and set aside, and every other leaf (the kept one too, when it is not
+// the winner) added to the revisions superseded before.
 func TestResolved(t *testing.T) {
 	now := state.At(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	killed := state.Transfer{State: state.StateAcquired, Owner: "b", KillRequested: true}
@@ -53,15 +55,18 @@ func TestResolved(t *testing.T) {
 		{state.Transfer{State: state.StateSubmitted, Owner: "a", Reason: "why"}, true},
 		{state.Transfer{State: state.StateDone, Owner: "a", Reason: "why"}, false},
 	} {
-		leaves := []leaf{{rev: "2-b", t: killed}, {rev: "2-a", t: c.kept}}
-		got := resolved(leaves, 1, "host:1:x", now)
-		if got.Rev != "2-a" || got.State != c.kept.State || got.KillRequested != c.wantKill || got.Reason != "why" {
-			t.Errorf("kept %s: rev %s state %s kill %v reason %q; want 2-a, %s, kill %v, the kept reason",
+		leaves := []leaf{{rev: "2-b", t: killed}, {rev: "2-a", t: c.kept}, {rev: "2-c", t: state.Transfer{State: state.StateNew}}}
+		got := resolved(leaves, 1, []string{"1-z"}, "host:1:x", now)
+		if got.Rev != "2-b" || got.State != c.kept.State || got.KillRequested != c.wantKill || got.Reason != "why" {
+			t.Errorf("kept %s: rev %s state %s kill %v reason %q; want 2-b (the winner's), %s, kill %v, the kept reason",
 				c.kept.State, got.Rev, got.State, got.KillRequested, got.Reason, c.kept.State, c.wantKill)
 		}
 		h := got.History[len(got.History)-1]
-		if h.By != "host:1:x" || !strings.Contains(h.Reason, "kept revision 2-a") || !strings.Contains(h.Reason, "deleted 2-b") {
-			t.Errorf("kept %s: history %+v, want who resolved it, what was kept and what was deleted", c.kept.State, h)
+		if h.By != "host:1:x" || !strings.Contains(h.Reason, "kept revision 2-a") || !strings.Contains(h.Reason, "set aside 2-b") {
+			t.Errorf("kept %s: history %+v, want who resolved it, what was kept and what was set aside", c.kept.State, h)
+		}
+		if s := string(got.Extra[supersededField]); s != `["1-z","2-a","2-c"]` {
+			t.Errorf("kept %s: superseded %s, want the earlier ones, the kept leaf and the other loser", c.kept.State, s)
 		}
 	}
 }

@@ -7,9 +7,10 @@
 //
 // Transition rules come from package state (state.Claim, state.CommitTo,
 // ...), so the semantics match every other backend. Init creates the
-// database, the view, the Mango index of List and a design document whose
-// validate_doc_update function rejects malformed transfers and illegal
-// transitions server-side; it deletes the Mango indexes of earlier versions.
+// database, its _security members, the view, the Mango index of List and a
+// design document whose validate_doc_update function rejects malformed
+// transfers, illegal transitions and writes the writer's role does not
+// allow, server-side; it deletes the Mango indexes of earlier versions.
 //
 // The view. The agent's two queries read one view, "work" in the design
 // document _design/aso-views (work_map.js), so that a server keeps a
@@ -58,12 +59,20 @@
 //
 // A CouchDB cluster (see conflicts.go, lock.go, nodes.go): a _bulk_docs
 // answered 202 Accepted stored some documents on fewer replicas than the
-// write quorum. The run lock is held only on a 201 (a 202 deletes the
+// write quorum. The run lock is held only on a 201 (a 202 releases the
 // revision written and counts as locked); other writes answered 202 count
-// once a re-read shows the revision written as the document's only leaf.
-// Reads by ID ask for conflicts, and an agent's store resolves the
-// conflicted transfers of its user by fixed rules, deleting the losing
-// leaves. Several node URLs may be given; requests fail over between them.
+// once a re-read shows the revision written as the document's only leaf
+// not yet set aside. Reads by ID ask for conflicts, and an agent's store
+// resolves the conflicted transfers of its user by fixed rules, writing
+// the result on CouchDB's winner and setting the other leaves aside
+// (superseded_revs); ResolveConflicts, an operator's, deletes them.
+// Several node URLs may be given; requests fail over between them.
+//
+// Roles (roles.go): Init makes aso's roles the database's members, and
+// validate_doc_update enforces what each writes (aso-producer,
+// aso-user, aso-agent, aso-operator, aso-reader; see validate.js).
+// EnsureAccounts creates the users of the roles; WhoAmI says who a
+// credential is.
 // The store remembers the transfers it claimed and reads them by ID for
 // the agent's drain check (state.Confirmer), since views lag.
 //

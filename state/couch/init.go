@@ -40,11 +40,12 @@ var indexes = []struct {
 var obsoleteIndexes = []string{"aso-claim", "aso-active"}
 
 // Init prepares a database for aso: it creates the database if it is
-// missing, the Mango indexes, the views of the agent's queries and of
-// monitoring (StatsID), and the
-// design document with the validate_doc_update function, and deletes the
-// indexes of earlier versions. It is idempotent: run twice it writes
-// nothing the second time; after an upgrade it replaces what changed.
+// missing, makes aso's roles (Roles) its members, creates the Mango
+// indexes, the views of the agent's queries and of monitoring (StatsID),
+// and the design document with the validate_doc_update function, and
+// deletes the indexes of earlier versions. It is idempotent: run twice it
+// writes nothing the second time; after an upgrade it replaces what
+// changed. It needs a server admin.
 func Init(ctx context.Context, o Options) error {
 	c, t, _, err := connect(o)
 	if err != nil {
@@ -64,6 +65,9 @@ func Init(ctx context.Context, o Options) error {
 	}
 	db := c.DB(t.db)
 	defer db.Close()
+	if err := ensureSecurity(ctx, db); err != nil {
+		return fmt.Errorf("couch: init %s: %w", where, err)
+	}
 	if err := ensureIndexes(ctx, db); err != nil {
 		return fmt.Errorf("couch: init %s: %w", where, err)
 	}

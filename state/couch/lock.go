@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-kivik/kivik/v4"
@@ -69,13 +70,14 @@ func heldByOther(leaves []state.LockDoc, holder string, now time.Time) (state.Lo
 
 // writeLock writes d revision-checked; it reports a conflict as
 // errConflict, and a write acknowledged by fewer replicas than the write
-// quorum (202) as errNoQuorum after deleting the revision it wrote: two
+// quorum (202) as errNoQuorum after releasing the revision it wrote: two
 // such writes of one revision may both be answered 202 (or one 202 and one
 // 201), while two quorum writes of one revision cannot both succeed.
 func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) {
 	rev, err := s.writeLockKeep202(ctx, d)
 	if errors.Is(err, errNoQuorum) {
-		s.deleteRevs(ctx, state.LockID(d.User), rev)
+		d.Rev = rev
+		s.releaseLeaves(ctx, []state.LockDoc{d})
 	}
 	return rev, err
 }
@@ -100,16 +102,20 @@ func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, 
 	return res[0].Rev, nil
 }
 
-// deleteRevs deletes leaf revisions of a document, best effort: a
-// revision left behind stays a conflict that the next reader weighs.
-func (s *Store) deleteRevs(ctx context.Context, id string, revs ...string) {
-	if len(revs) == 0 {
+// releaseLeaves writes a release (no expire) on each of the given leaf
+// revisions of a lock document, best effort. The agent deletes nothing (its
+// role may not), so such leaves stay, as released locks that no reader
+// counts as held, until aso resolve-conflicts deletes them; a leaf left
+// live counts as held until it expires.
+func (s *Store) releaseLeaves(ctx context.Context, leaves []state.LockDoc) {
+	if len(leaves) == 0 {
 		return
 	}
-	ids := make([]string, len(revs))
-	docs := make([]any, len(revs))
-	for i, r := range revs {
-		ids[i], docs[i] = id, map[string]any{"_id": id, "_rev": r, "_deleted": true}
+	ids := make([]string, len(leaves))
+	docs := make([]any, len(leaves))
+	for i, d := range leaves {
+		d.ID, d.Type, d.Expire = state.LockID(d.User), state.LockDocType, state.Time{}
+		ids[i], docs[i] = d.ID, d
 	}
 	_, _, _ = s.bulkDocs(ctx, ids, docs)
 }
@@ -147,10 +153,15 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 		if o, held := heldByOther(append([]state.LockDoc{d}, others...), holder, now); held {
 			return &state.LockedError{User: user, Holder: o.Holder, Expire: o.Expire.String(), Since: o.Since}
 		}
-		// leaves of earlier races, expired or ours: no longer weighed
+		// leaves of earlier races: those of ours still live are released,
+		// the others (expired or released) are no longer weighed
+		var ours []state.LockDoc
 		for _, o := range others {
-			s.deleteRevs(ctx, o.ID, o.Rev)
+			if o.Holder == holder && o.Expire.After(now) {
+				ours = append(ours, o)
+			}
 		}
+		s.releaseLeaves(ctx, ours)
 		var cur *state.LockDoc
 		if found {
 			cur = &d
@@ -192,13 +203,15 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 			if rerr != nil {
 				return rerr
 			}
-			if o, held := heldByOther(others, l.Holder, now); held {
+			leaves := append([]state.LockDoc{d}, others...)
+			if o, held := heldByOther(leaves, l.Holder, now); held {
 				return fmt.Errorf("lock of %s is also held by %q until %s: %w", l.User, o.Holder, o.Expire, state.ErrLockLost)
 			}
-			if !ok || d.Holder != l.Holder || !d.Expire.After(now) {
+			i := slices.IndexFunc(leaves, func(o state.LockDoc) bool { return o.Holder == l.Holder && o.Expire.After(now) })
+			if !ok || i < 0 {
 				return fmt.Errorf("lock of %s is held by %q until %s: %w", l.User, d.Holder, d.Expire, state.ErrLockLost)
 			}
-			rev = d.Rev
+			rev = leaves[i].Rev
 			return err
 		}
 		if err != nil {
@@ -228,14 +241,16 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRec
 			return nil // the lock expires by itself
 		}
 		if errors.Is(err, errConflict) {
-			d, _, ok, rerr := s.readLock(ctx, l.User)
+			d, others, ok, rerr := s.readLock(ctx, l.User)
 			if rerr != nil {
 				return rerr
 			}
-			if !ok || d.Holder != l.Holder || d.Expire.IsZero() {
+			leaves := append([]state.LockDoc{d}, others...)
+			i := slices.IndexFunc(leaves, func(o state.LockDoc) bool { return o.Holder == l.Holder && !o.Expire.IsZero() })
+			if !ok || i < 0 {
 				return releasedBy(l, d, ok)
 			}
-			rev = d.Rev
+			rev = leaves[i].Rev
 		}
 		return err
 	})

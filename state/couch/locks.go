@@ -20,10 +20,11 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 	now, by := s.now(), s.by()
 	var wrote *state.RunRecord // the record of this unlock's last write answered 202
 	err := lockLoop(ctx, func() error {
-		d, _, ok, err := s.readLock(ctx, user)
+		d, others, ok, err := s.readLock(ctx, user)
 		if err != nil {
 			return err
 		}
+		d = holderLeaf(d, others, holder)
 		if wrote != nil && ok && d.Expire.IsZero() && d.LastRun != nil && *d.LastRun == *wrote {
 			return nil // the write answered 202 has reached a quorum
 		}
@@ -45,6 +46,21 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 		return fmt.Errorf("couch: unlock %s: %w", user, err)
 	}
 	return nil
+}
+
+// holderLeaf returns the leaf of a conflicted lock document that holder
+// holds, when CouchDB's winner d is not it: a leaf an agent released (it
+// deletes nothing) may win over the one the holder renews.
+func holderLeaf(d state.LockDoc, others []state.LockDoc, holder string) state.LockDoc {
+	if d.Holder == holder && !d.Expire.IsZero() {
+		return d
+	}
+	for _, o := range others {
+		if o.Holder == holder && !o.Expire.IsZero() {
+			return o
+		}
+	}
+	return d
 }
 
 // Locks returns the stored run locks of user ("" every user): one read of

@@ -1,11 +1,9 @@
 package couch_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -213,18 +211,7 @@ func goAccepts(doc []byte) error {
 // another producer would, and returns the status and body of the answer.
 func httpPut(t testing.TB, dbURL, id string, doc []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, strings.TrimSuffix(dbURL, "/")+"/"+id, bytes.NewReader(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("PUT %s: %v", id, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return do(t, http.MethodPut, strings.TrimSuffix(dbURL, "/")+"/"+id, doc)
 }
 
 // TestValidate_AgreesWithGo runs the producer corpus through aso's Go

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-kivik/kivik/v4"
@@ -61,6 +62,12 @@ type Store struct {
 	written written
 	// cursor: where the next claim goes on down the queue
 	cursor claimCursor
+	// ident: who the credentials are, once a conflict needed it
+	ident struct {
+		mu    sync.Mutex
+		known bool
+		id    Identity
+	}
 }
 
 var _ state.Store = (*Store)(nil)

@@ -1,21 +1,85 @@
 function (newDoc, oldDoc, userCtx, secObj) {
-  // aso: reject malformed transfer and lock documents and illegal state
-  // transitions. Accepts the transfers state.Transfer.Validate accepts, and
-  // only those but for the ID hash, which the agent checks at claim time
+  // aso: reject malformed transfer and lock documents, illegal state
+  // transitions, and writes the writer's role does not allow.
+  //
+  // Form. Accepts the transfers state.Transfer.Validate accepts, and only
+  // those but for the ID hash, which the agent checks at claim time
   // (TestValidate_AgreesWithGo runs one corpus through both); enforces
-  // state.CanTransition.
+  // state.CanTransition. A new transfer whose source and destination are
+  // the same file (site and LFN) is refused: its copy would overwrite, and
+  // a failed copy's clean-up delete, its own source.
+  //
+  // Roles (userCtx.roles; a refusal is a 403 naming the rule and the role):
+  //   - _admin, and the database's admins (secObj.admins): everything;
+  //   - aso-producer: creates transfers in state new, for any user, with
+  //     none of the agent's fields; requests kills;
+  //   - aso-user: the same for the transfers whose user is its name only,
+  //     and retries them;
+  //   - aso-agent: moves transfers as the state rules allow and writes the
+  //     agent's fields, and takes, renews and releases run locks (never
+  //     one another holder holds live); it creates no transfer, deletes
+  //     nothing, never retries and never withdraws the kill request of an
+  //     unfinished transfer;
+  //   - aso-operator: kills, retries, resolves conflicts, deletes (aso
+  //     purge, aso resolve-conflicts) and writes run locks (aso unlock);
+  //   - aso-reader, and members without an aso role: write no transfer and
+  //     no lock (members without an aso role may write other documents).
+  // No one changes a transfer's request (user, group, role, sites, LFNs,
+  // size, checksums, priority, dependencies, activity). Design documents
+  // are the database admins' (CouchDB itself refuses the others; this
+  // function does not run for them).
   //
   // Cost: a new transfer (aso's enqueue or another producer's write) gets
   // every check. An update of a stored transfer whose request fields are
   // unchanged skips what depends on them alone (names, LFNs, dependencies)
   // and the times and history entries it carries over unchanged: aso's own
   // writes, several per transfer, check only what they change.
-  if (newDoc._deleted) {
-    return;
-  }
   var id = newDoc._id;
   if (id.indexOf('_design/') === 0) {
     return;
+  }
+  var PRODUCER = 'aso-producer', USER = 'aso-user', AGENT = 'aso-agent', OPERATOR = 'aso-operator', READER = 'aso-reader';
+  var roles = userCtx && Array.isArray(userCtx.roles) ? userCtx.roles : [];
+  // The fields only the agent writes (and kill and retry, as they say).
+  var agentFields = ['state', 'owner', 'lease_expires', 'submit_sid', 'fts_job', 'fts_file_id', 'source_pfn', 'dest_pfn',
+    'attempts', 'retry_after', 'reason', 'error_class', 'progress', 'fts_endpoint', 'kill_requested', 'superseded_revs'];
+  // The request: no role changes it once stored.
+  var identity = ['user', 'group', 'role', 'source', 'destination', 'source_lfn', 'destination_lfn', 'size', 'checksums',
+    'priority', 'depends_on', 'activity'];
+  // times aso writes again in UTC
+  var times = ['created', 'last_update', 'lease_expires', 'retry_after'];
+  function terminalState(st) {
+    return st === 'done' || st === 'failed' || st === 'killed';
+  }
+  function hasRole(r) {
+    return roles.indexOf(r) >= 0;
+  }
+  function inSection(section) {
+    var sec = section || {};
+    return (Array.isArray(sec.names) && userCtx && userCtx.name !== null && sec.names.indexOf(userCtx.name) >= 0) ||
+      (Array.isArray(sec.roles) && roles.some(function (r) { return sec.roles.indexOf(r) >= 0; }));
+  }
+  var admin = hasRole('_admin') || inSection((secObj || {}).admins);
+  var asoRoles = [PRODUCER, USER, AGENT, OPERATOR, READER].filter(hasRole);
+  function who() {
+    var name = userCtx && userCtx.name !== null ? 'user ' + JSON.stringify(userCtx.name) : 'an anonymous user';
+    return name + ' (' + (asoRoles.length > 0 ? asoRoles.join(', ') : 'no aso role') + ')';
+  }
+  // deny refuses the write by rule, saying what the writer may not do.
+  function deny(rule, what) {
+    if (!admin && userCtx && userCtx.name === null && roles.length === 0) {
+      throw ({ unauthorized: 'document ' + id + ': rule "' + rule + '": log in to ' + what });
+    }
+    throw ({ forbidden: 'document ' + id + ': rule "' + rule + '": ' + who() + ' may not ' + what });
+  }
+  function isAsoDoc(d) {
+    return d && !d._deleted && (d.type === 'transfer' || d.type === 'lock');
+  }
+  if (newDoc._deleted) {
+    if (admin || hasRole(OPERATOR) || (asoRoles.length === 0 && !isAsoDoc(oldDoc) && id.indexOf('lock:') !== 0)) {
+      return;
+    }
+    deny('delete', 'delete documents: only aso-operator does (aso purge, aso resolve-conflicts)');
   }
   function fail(msg) {
     throw ({ forbidden: 'document ' + id + ': ' + msg });
@@ -83,18 +147,25 @@ function (newDoc, oldDoc, userCtx, secObj) {
   }
 
   if (id.indexOf('lock:') === 0) {
+    if (!admin && !hasRole(AGENT) && !hasRole(OPERATOR)) deny('locks', 'write run locks: only aso-agent and aso-operator do');
     if (newDoc.type !== 'lock') fail('type must be "lock"');
     str('user', true);
     str('holder', true);
     str('expire', false);
+    if (!admin && !hasRole(OPERATOR)) checkTakeover();
     return;
   }
   var wasTransfer = oldDoc && !oldDoc._deleted && oldDoc.type === 'transfer';
   if (typeof newDoc.type !== 'string') fail('type is required: "transfer" for a transfer document');
   if (newDoc.type !== 'transfer' && !wasTransfer) {
-    return; // another application's document
+    // another application's document: aso's roles do not write those
+    if (!admin && asoRoles.length > 0) deny('other-documents', 'write documents other than transfers and run locks');
+    return;
   }
   if (newDoc.type !== 'transfer') fail('type must be "transfer"');
+  if (!admin && (asoRoles.length === 0 || (asoRoles.length === 1 && hasRole(READER)))) {
+    deny('roles', 'write transfers: that takes aso-producer, aso-user, aso-agent or aso-operator');
+  }
 
   var request = ['user', 'group', 'role', 'source', 'destination', 'source_lfn', 'destination_lfn'];
   var from = wasTransfer ? oldDoc.state : undefined;
@@ -108,6 +179,7 @@ function (newDoc, oldDoc, userCtx, secObj) {
   // every field as it is, with a reason that starts "invalid document: ".
   if (wasTransfer && unchanged && (from === 'new' || from === 'acquired') && to === 'failed' &&
       typeof newDoc.reason === 'string' && newDoc.reason.indexOf('invalid document: ') === 0) {
+    if (!admin && !hasRole(AGENT)) deny('agent-fields', 'move a transfer to failed: only aso-agent does');
     return;
   }
 
@@ -185,6 +257,9 @@ function (newDoc, oldDoc, userCtx, secObj) {
   if (to === 'acquired' && (!newDoc.owner || !newDoc.lease_expires)) fail('an acquired transfer needs owner and lease_expires');
   if (to === 'submitted' && !newDoc.fts_job) fail('a submitted transfer needs fts_job');
 
+  if (!admin) {
+    checkRoles();
+  }
   if (!wasTransfer) {
     return;
   }
@@ -230,7 +305,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
     ['group', 'role'].forEach(function (f) { str(f, false); name(f); });
     ['source_lfn', 'destination_lfn'].forEach(function (f) { str(f, true); lfn(f); });
     if (newDoc.source === newDoc.destination && newDoc.source_lfn === newDoc.destination_lfn) {
-      fail('destination_lfn: the same file as the source (same site and LFN): a transfer onto itself, whose failed attempt would delete its source');
+      deny('same-file', 'write a transfer onto its own source (destination_lfn the same file as the source: same site and LFN), ' +
+        'whose failed attempt would delete its source');
     }
   }
   function name(f) {
@@ -258,6 +334,162 @@ function (newDoc, oldDoc, userCtx, secObj) {
       if (x === id) fail('depends_on: a transfer cannot depend on itself');
     });
   }
+  // checkTakeover refuses the take-over of a run lock another holder holds
+  // by the server's clock (with 30 s for the clocks' skew: an agent stops
+  // writing a tenth of its lock's TTL before it expires by its own clock).
+  function checkTakeover() {
+    if (!oldDoc || oldDoc._deleted || !oldDoc.holder || newDoc.holder === oldDoc.holder) return;
+    var until = epochMs(oldDoc.expire);
+    if (until !== null && until > new Date().getTime() + 30000) {
+      deny('lock-takeover', 'take the run lock of ' + oldDoc.user + ' held by ' + JSON.stringify(oldDoc.holder) + ' until ' + oldDoc.expire);
+    }
+  }
+  // epochMs is an RFC 3339 time in milliseconds since 1970, or null.
+  function epochMs(v) {
+    var m = typeof v === 'string' && rfc3339.exec(v);
+    if (!m) return null;
+    var t = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
+    if (m[9]) t -= (m[9] === '+' ? 1 : -1) * (+m[10] * 60 + +m[11]) * 60000;
+    return t;
+  }
+
+  // blank: a value aso writes as none (absent, null, "", 0, false, [], {}).
+  function blank(v) {
+    return none(v) || v === 0 || v === false || (Array.isArray(v) && v.length === 0) ||
+      (isObject(v) && Object.keys(v).length === 0);
+  }
+  // canonical checksums: keys and values in lower case, keys sorted
+  function canon(f, v) {
+    if (f !== 'checksums' || !isObject(v)) return JSON.stringify(v);
+    return JSON.stringify(Object.keys(v).map(function (k) { return k.toLowerCase() + '=' + String(v[k]).toLowerCase(); }).sort());
+  }
+  // sameValue: f is the same in both, a time the same instant (aso writes
+  // times in UTC, a producer may not)
+  function sameValue(f) {
+    var a = newDoc[f], b = oldDoc[f];
+    if (a === b || (blank(a) && blank(b)) || canon(f, a) === canon(f, b)) return true;
+    return times.indexOf(f) >= 0 && epochMs(a) !== null && epochMs(a) === epochMs(b) && fraction(a) === fraction(b);
+  }
+  // fraction: the digits of a time's fraction of a second, without
+  // trailing zeros
+  function fraction(v) {
+    var m = rfc3339.exec(v);
+    return m && m[7] ? m[7].slice(1).replace(/0+$/, '') : '';
+  }
+  // changedFields lists the fields (not CouchDB's own) an update changes.
+  function changedFields() {
+    var out = [], seen = {};
+    [newDoc, oldDoc].forEach(function (d) {
+      Object.keys(d).forEach(function (k) {
+        if (seen[k] || k.charAt(0) === '_') return;
+        seen[k] = true;
+        if (!sameValue(k)) out.push(k);
+      });
+    });
+    return out;
+  }
+  function lastEntry() {
+    var h = newDoc.history;
+    return Array.isArray(h) && h.length > 0 ? h[h.length - 1] : null;
+  }
+  // appendsHistory: the stored history's last entry is still there (as aso
+  // writes it again: times in UTC, "from" of the creation "")
+  function appendsHistory() {
+    var oh = Array.isArray(oldDoc.history) ? oldDoc.history : [];
+    if (oh.length === 0) return true;
+    var last = oh[oh.length - 1];
+    return Array.isArray(newDoc.history) && newDoc.history.some(function (e) { return sameEntry(e, last); });
+  }
+  function sameEntry(a, b) {
+    if (!isObject(a) || !isObject(b)) return a === b;
+    var at = a.at === b.at || (epochMs(a.at) !== null && epochMs(a.at) === epochMs(b.at) && fraction(a.at) === fraction(b.at));
+    return at && ['from', 'to', 'by', 'reason'].every(function (f) { return a[f] === b[f] || (none(a[f]) && none(b[f])); });
+  }
+  function only(changed, allowed) {
+    return changed.every(function (f) { return allowed.indexOf(f) >= 0; });
+  }
+  // isKill: aso kill's write (state.RequestKillOf): kill_requested set, and
+  // a new transfer killed at once.
+  function isKill(changed) {
+    var allowed = ['kill_requested', 'last_update', 'history'];
+    if (from === 'new' && to === 'killed') {
+      allowed = allowed.concat(['state', 'reason', 'error_class']);
+    } else if (from !== to || terminalState(from)) {
+      return false;
+    }
+    return newDoc.kill_requested === true && only(changed, allowed) && appendsHistory();
+  }
+  // isRetry: aso retry's write (state.RetryOf): a terminal transfer back to
+  // new, recorded, clearing what the agent wrote and setting nothing.
+  function isRetry(changed) {
+    var l = lastEntry();
+    if (!terminalState(from) || to !== 'new' || l === null || l.from !== from || l.to !== 'new' || l.reason !== 'retry requested') {
+      return false;
+    }
+    return appendsHistory() && changed.every(function (f) {
+      return f === 'state' || f === 'history' || f === 'last_update' || (agentFields.indexOf(f) >= 0 && blank(newDoc[f]));
+    });
+  }
+  // isResolution: a conflict's resolution, as the agent and aso
+  // resolve-conflicts write it.
+  function isResolution() {
+    var l = lastEntry();
+    return l !== null && l.from === to && l.to === to && typeof l.reason === 'string' && l.reason.indexOf('conflict resolved:') === 0;
+  }
+  // checkRoles refuses what the writer's roles do not allow (admins are
+  // not checked).
+  function checkRoles() {
+    if (!wasTransfer) {
+      checkCreate();
+      return;
+    }
+    for (var i = 0; i < identity.length; i++) {
+      if (!sameValue(identity[i])) deny('identity', 'change ' + identity[i] + ': a transfer\'s request never changes');
+    }
+    var changed = changedFields();
+    var own = oldDoc.user === userCtx.name;
+    var agentWhy = hasRole(AGENT) ? agentRefusal() : null;
+    if (hasRole(AGENT) && agentWhy === null) return;
+    if (hasRole(OPERATOR) && (isKill(changed) || isRetry(changed) || isResolution())) return;
+    if (hasRole(PRODUCER) && isKill(changed)) return;
+    if (hasRole(USER) && own && (isKill(changed) || isRetry(changed))) return;
+    if (agentWhy !== null) deny(agentWhy[0], agentWhy[1]);
+    if (hasRole(USER) && !own && !hasRole(PRODUCER) && !hasRole(OPERATOR)) {
+      deny('own-transfers', 'change a transfer of user ' + JSON.stringify(oldDoc.user) + ': aso-user changes only its own');
+    }
+    var what = changed.filter(function (f) { return agentFields.indexOf(f) >= 0; });
+    deny('agent-fields', 'change ' + (what.length > 0 ? what.join(', ') : changed.join(', ')) +
+      ' this way: only aso-agent moves transfers; aso-producer, aso-operator and a transfer\'s aso-user request kills, ' +
+      'aso-operator and a transfer\'s aso-user retry');
+  }
+  // agentRefusal: why an agent may not make this write ([rule, what]), or
+  // null. Beyond the transition rules checked for every writer, an agent
+  // never revives a terminal transfer (aso retry does) nor withdraws the
+  // kill request of one that goes on (a conflict's resolution may keep a
+  // leaf that ended without it).
+  function agentRefusal() {
+    if (terminalState(from) && to === 'new' && !isResolution()) {
+      return ['retry', 'revive a ' + from + ' transfer: only aso retry does (aso-operator, or the transfer\'s aso-user)'];
+    }
+    if (oldDoc.kill_requested === true && newDoc.kill_requested !== true && !terminalState(to)) {
+      return ['kill', 'withdraw the kill request of an unfinished transfer'];
+    }
+    return null;
+  }
+  // checkCreate: a new transfer, by a producer or its user, starts new
+  // with none of the agent's fields.
+  function checkCreate() {
+    if (!hasRole(PRODUCER) && !hasRole(USER)) {
+      deny('create', 'create transfers: only aso-producer and aso-user do');
+    }
+    if (!hasRole(PRODUCER) && newDoc.user !== userCtx.name) {
+      deny('own-transfers', 'create a transfer for user ' + JSON.stringify(newDoc.user) + ': aso-user creates only its own');
+    }
+    if (to !== 'new') deny('create', 'create a transfer in state ' + to + ': a transfer starts new');
+    var set = agentFields.filter(function (f) { return f !== 'state' && !blank(newDoc[f]); });
+    if (set.length > 0) deny('agent-fields', 'set ' + set.join(', ') + ' on a new transfer: only aso-agent writes it');
+  }
+
   // the length of s in UTF-8 bytes (a lone surrogate as U+FFFD, 3 bytes,
   // as Go decodes it)
   function utf8len(s) {

@@ -9,8 +9,10 @@
 // started with a server admin (user AdminUser, a random password), and the
 // URLs Server and DB return carry those credentials, so tests that pass
 // them on authenticate without knowing them. A request without them gets
-// 401, as from a real server. NewCluster puts a proxy in front of a
-// database that answers as two coordinators of a CouchDB cluster would.
+// 401, as from a real server. RoleUser and NewUser make other users (of
+// aso's roles, or any), and As and AsRole give a URL their credentials.
+// NewCluster puts a proxy in front of a database that answers as two
+// coordinators of a CouchDB cluster would.
 //
 // Use it from TestMain so the server is stopped at the end:
 //
@@ -193,8 +195,11 @@ func start() (*server, error) {
 	cmd.Dir = dir
 	pass := make([]byte, 12)
 	_, _ = rand.Read(pass)
+	// a user's password is hashed as CouchDB hashes it, with fewer
+	// iterations (CouchDB's [chttpd_auth] iterations), so that making the
+	// tests' users does not take the CPU the process tests' agents need
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+filepath.Join(logDir, "server.log"),
-		"ADMIN_USER="+AdminUser, "ADMIN_PASS="+hex.EncodeToString(pass))
+		"ADMIN_USER="+AdminUser, "ADMIN_PASS="+hex.EncodeToString(pass), "PBKDF2_ITERATIONS=1000")
 	cmd.SysProcAttr = sysProcAttr()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

@@ -5,8 +5,6 @@
 //   - ETag = document revision (kivik reads revisions from it),
 //   - gzip/deflate request bodies are inflated (kivik compresses bodies),
 //   - GET /_up and GET /:db/_design_docs, which express-pouchdb lacks,
-//   - documents written with new_edits=false keep their revision history
-//     when validate_doc_update runs (pouchdb-validation drops it),
 //   - uncaught errors are logged instead of killing the process,
 //   - views are sorted in-memory indexes (mapreduce.js), checked against
 //     PouchDB's own pouchdb-mapreduce (ASO_TEST_COUCH_VIEWS=pouchdb),
@@ -15,15 +13,20 @@
 //     the documents are not asked for,
 //   - old revisions are compacted after every write (auto_compaction), as
 //     CouchDB's compaction daemon would do later, so that the memory and
-//     the garbage collector's work do not grow with every revision.
-//   - with ADMIN_USER/ADMIN_PASS set, authentication is required as on a
-//     real CouchDB 3 (no "admin party"): every request but GET / and
-//     GET /_up needs HTTP basic auth with that user and password or the
-//     cookie of a session opened with them (POST /_session), and is
-//     answered 401 without it or with a wrong one.
+//     the garbage collector's work do not grow with every revision,
+//   - users, sessions and who may do what are CouchDB 3's: with
+//     ADMIN_USER/ADMIN_PASS set, the server admin and the users of the
+//     _users database authenticate with basic auth or a session cookie
+//     (auth.js); server-wide requests need the admin, a database's need a
+//     member by its _security object (security.js); validate_doc_update
+//     runs with the writer's userCtx and the security object, design
+//     documents need a database admin (validation.js). Without an admin
+//     every request is the admin's ("admin party").
 // Environment: HOST (default 127.0.0.1), PORT (default 0: any free port),
 // LOG (express-pouchdb log file, default a file in the OS temp directory),
-// ADMIN_USER/ADMIN_PASS (optional: the server admin; see above).
+// ADMIN_USER/ADMIN_PASS (optional: the server admin; see above),
+// PBKDF2_ITERATIONS (the iterations of a stored password, default CouchDB
+// 3.5's 600,000).
 // Once listening it prints "LISTENING http://HOST:PORT/" on stdout.
 
 const http = require('http');
@@ -46,14 +49,20 @@ const PouchDB = require('pouchdb-core')
   .plugin(require('pouchdb-adapter-memory'));
 // _all_docs with keys: one get, or one revision tree, per key (alldocs.js)
 require('./alldocs')(PouchDB);
+const users = require('./auth');
+const security = require('./security');
 
 const host = process.env.HOST || '127.0.0.1';
 const port = Number(process.env.PORT || 0);
 const logPath = process.env.LOG || path.join(os.tmpdir(), `aso-couch-testserver-${process.pid}.log`);
 
-const pouchApp = expressPouchDB(PouchDB.defaults({ adapter: 'memory', auto_compaction: true }), {
+const pouchApp = expressPouchDB({
   mode: 'fullCouchDB',
-  overrideMode: { exclude: ['compression', 'routes/fauxton'] },
+  // authentication, security and validation are this server's own
+  overrideMode: {
+    exclude: ['compression', 'routes/fauxton', 'routes/authentication', 'routes/authorization', 'routes/session',
+      'routes/special-test-auth', 'routes/security', 'validation'],
+  },
   inMemoryConfig: true,
   logPath,
 });
@@ -73,11 +82,31 @@ pouchApp.set('etag', (body) => {
   return 'W/"' + crypto.createHash('sha1').update(text).digest('hex') + '"';
 });
 
+require('./validation')(pouchApp);
+
+const adminUser = process.env.ADMIN_USER || '';
+const adminPass = process.env.ADMIN_PASS || '';
+const auth = users(adminUser, adminPass, self);
+const guard = security();
+
 const app = express();
 app.get('/_up', (req, res) => res.json({ status: 'ok' }));
-app.post('/_session', express.json({ type: () => true }), openSession);
-app.use(authenticate);
-app.post('/:db/_bulk_docs', express.json({ limit: '4gb' }), keepRevisions);
+app.use(auth.keepCookie);
+auth.openSessionRoute(app);
+if (adminUser && adminPass) {
+  app.use(auth.authenticate);
+} else {
+  app.use((req, res, next) => {
+    // admin party: everyone is the admin
+    req.userCtx = { name: null, roles: ['_admin'] };
+    delete req.headers.authorization;
+    delete req.headers.cookie;
+    next();
+  });
+}
+app.use(guard.guard);
+auth.routes(app);
+guard.routes(app);
 app.get('/:db/_design_docs', (req, res, next) => {
   const q = new URLSearchParams(req.query);
   q.set('startkey', JSON.stringify('_design/'));
@@ -87,6 +116,30 @@ app.get('/:db/_design_docs', (req, res, next) => {
   next();
 });
 app.use(pouchApp);
+
+// self makes a request of this server as its admin (the users' documents
+// are read this way) and returns {status, body}.
+function self(method, target) {
+  return new Promise((resolve, reject) => {
+    const headers = { Accept: 'application/json' };
+    if (adminUser) headers.Authorization = 'Basic ' + Buffer.from(`${adminUser}:${adminPass}`).toString('base64');
+    const r = http.request({ host, port: server.address().port, method, path: target, headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        let body = null;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch (e) {
+          // not JSON
+        }
+        resolve({ status: res.statusCode, body });
+      });
+    });
+    r.on('error', reject);
+    r.end();
+  });
+}
 
 // inflateRequest replaces a compressed request body by its inflated bytes
 // before express reads it.
@@ -120,89 +173,17 @@ function inflateRequest(req) {
 process.on('uncaughtException', (err) => console.error('uncaught exception:', err));
 process.on('unhandledRejection', (err) => console.error('unhandled rejection:', err));
 
-// keepRevisions protects the revision histories of documents written with
-// new_edits=false (as replication writes them, and as the tests make
-// conflicting revisions): pouchdb-validation replaces each document's
-// _revisions by those of the stored winner before validating it, which
-// turns the write into a no-op; CouchDB keeps them.
-function keepRevisions(req, res, next) {
-  const b = req.body;
-  if (b && b.new_edits === false && Array.isArray(b.docs)) {
-    for (const d of b.docs) {
-      if (d && typeof d === 'object' && d._revisions) {
-        const revs = d._revisions;
-        Object.defineProperty(d, '_revisions', { get: () => revs, set: () => {}, enumerable: true, configurable: true });
-      }
-    }
-  }
-  next();
-}
-
-// authenticate lets through requests with the admin's basic auth, GET /
-// (CouchDB's welcome, open to all), and everything when no admin is set.
-// PouchDB's own admin handling is not used: with an admin configured it
-// hangs on unauthenticated requests instead of answering 401.
-function authenticate(req, res, next) {
-  const user = process.env.ADMIN_USER;
-  const pass = process.env.ADMIN_PASS;
-  if (!user || !pass || (req.method === 'GET' && req.path === '/')) return next();
-  const m = /^Basic\s+(.+)$/i.exec(req.headers.authorization || '');
-  if (m) {
-    const text = Buffer.from(m[1], 'base64').toString('utf8');
-    const i = text.indexOf(':');
-    if (i < 0 || !safeEqual(text.slice(0, i), user) || !safeEqual(text.slice(i + 1), pass)) {
-      return unauthorized(res, 'Name or password is incorrect.');
-    }
-  } else if (!sessions.has(sessionCookie(req))) {
-    return unauthorized(res, 'You are not authorized to access this db.');
-  }
-  // express-pouchdb would check the credentials (or session) again against its own
-  // (empty) user database; it serves every request as admin party.
-  delete req.headers.authorization;
-  delete req.headers.cookie;
-  return next();
-}
-
-// sessions holds the cookies of the sessions opened by POST /_session.
-const sessions = new Set();
-
-function sessionCookie(req) {
-  const m = /(?:^|;\s*)AuthSession=([^;]*)/.exec(req.headers.cookie || '');
-  return m ? m[1] : '';
-}
-
-// openSession is CouchDB's cookie login: {name, password} in a JSON body.
-function openSession(req, res) {
-  const user = process.env.ADMIN_USER;
-  const pass = process.env.ADMIN_PASS;
-  const body = req.body || {};
-  if (user && pass && !(typeof body.name === 'string' && typeof body.password === 'string' &&
-      safeEqual(body.name, user) && safeEqual(body.password, pass))) {
-    return unauthorized(res, 'Name or password is incorrect.');
-  }
-  const token = crypto.randomBytes(16).toString('hex');
-  sessions.add(token);
-  res.set('Set-Cookie', `AuthSession=${token}; Version=1; Path=/; HttpOnly`);
-  return res.json({ ok: true, name: body.name || null, roles: ['_admin'] });
-}
-
-function safeEqual(a, b) {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && crypto.timingSafeEqual(x, y);
-}
-
-function unauthorized(res, reason) {
-  res.status(401).json({ error: 'unauthorized', reason });
-}
-
 const server = http.createServer((req, res) => {
   inflateRequest(req);
   app(req, res);
 });
-server.listen(port, host, () => {
-  const base = `http://${host}:${server.address().port}/`;
-  console.log(`LISTENING ${base}`);
+// express-pouchdb starts its daemons (the plugins its routes need) when
+// it is given PouchDB; requests wait until they have started.
+pouchApp.setPouchDB(PouchDB.defaults({ adapter: 'memory', auto_compaction: true })).then(() => {
+  server.listen(port, host, () => {
+    const base = `http://${host}:${server.address().port}/`;
+    console.log(`LISTENING ${base}`);
+  });
 });
 
 function stop() {
