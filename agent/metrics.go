@@ -112,7 +112,7 @@ func NewRunMetrics(user string) *RunMetrics {
 		}, []string{"state"}),
 		oldest: g("aso_oldest_waiting_seconds", "Age of the user's oldest waiting (new) transfer, 0 if none, as last counted."),
 		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "aso_failed_transfers", Help: "The user's failed transfers by error class (README, Error classes), as last counted.",
+			Name: "aso_failed_transfers", Help: "The user's failed transfers by error class (docs/operators.md, Error classes), as last counted.",
 		}, []string{"error_class"}),
 		queueUpdated: g("aso_queue_updated_time_seconds", "When the queue gauges were last counted, in seconds since the epoch."),
 	}

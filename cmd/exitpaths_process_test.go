@@ -114,7 +114,7 @@ type runRecord struct {
 // read with aso status --json.
 func lastRunOf(t testing.TB, w *proctest.World, user string) *runRecord {
 	t.Helper()
-	out := aso(t, "status", "--state="+w.StateURL, "--user", user, "--json").wantCode(t, 0)
+	out := invocation{env: w.Env}.run(t, "status", "--state="+w.StateURL, "--user", user, "--json").wantCode(t, 0)
 	var v struct {
 		Locks []struct {
 			LastRun *runRecord `json:"last_run"`

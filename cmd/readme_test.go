@@ -18,7 +18,7 @@ import (
 
 // docFiles are the user and operator documentation the tests below check:
 // README.md and the pages of docs/ that hold commands and units.
-var docFiles = []string{"../README.md", "../docs/serve.md"}
+var docFiles = []string{"../README.md", "../docs/operators.md", "../docs/serve.md", "../docs/security.md", "../docs/simulator.md"}
 
 // readDocs returns the text of every file of docFiles, one after another.
 func readDocs(t *testing.T) string {
@@ -54,7 +54,7 @@ func readmeBlocks(t *testing.T, lang string) []string {
 		}
 	}
 	if len(blocks) == 0 {
-		t.Fatalf("README.md has no %s block", lang)
+		t.Fatalf("the documentation has no %s block", lang)
 	}
 	return blocks
 }
@@ -233,7 +233,7 @@ func TestREADME_EveryFlagDocumented(t *testing.T) {
 				return
 			}
 			if !regexp.MustCompile(`--` + regexp.QuoteMeta(fl.Name) + `([^a-z0-9-]|$)`).MatchString(readme) {
-				t.Errorf("%s --%s is not in README.md", c.CommandPath(), fl.Name)
+				t.Errorf("%s --%s is not in the documentation (README.md, docs/)", c.CommandPath(), fl.Name)
 			}
 		})
 		for _, sub := range c.Commands() {
@@ -243,7 +243,7 @@ func TestREADME_EveryFlagDocumented(t *testing.T) {
 	walk(root)
 	for _, s := range extraSettings {
 		if !strings.Contains(readme, envName(s.Name)) {
-			t.Errorf("%s (%s) is not in README.md", s.Name, envName(s.Name))
+			t.Errorf("%s (%s) is not in the documentation (README.md, docs/)", s.Name, envName(s.Name))
 		}
 	}
 }

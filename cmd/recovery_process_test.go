@@ -12,6 +12,7 @@ import (
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/internal/proctest"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // TestRunProcess_TakesBackAfterSIGKILL: an agent SIGKILLed once it wrote
@@ -51,7 +52,7 @@ func TestRunProcess_TakesBackAfterSIGKILL(t *testing.T) {
 		if live == 0 {
 			t.Fatalf("the killed agent left no claim under a live lease (%d acquired): nothing to take back", len(held))
 		}
-		if l := userLocks(t, "--state="+w.StateURL, user).Locks[0]; !l.Held || l.Holder != dead || l.Process != "dead" {
+		if l := userLocksAs(t, invocation{env: w.Env}, "--state="+w.StateURL, user).Locks[0]; !l.Held || l.Holder != dead || l.Process != "dead" {
 			t.Fatalf("status of the killed agent's lock: %+v, want held by %s, process dead", l, dead)
 		}
 
@@ -66,7 +67,7 @@ func TestRunProcess_TakesBackAfterSIGKILL(t *testing.T) {
 		if !p.WaitLog("took back the claims", 0) {
 			t.Errorf("the next run did not take back the %d claims:\n%s", live, p.Tail(20))
 		}
-		l := userLocks(t, "--state="+w.StateURL, user).Locks[0]
+		l := userLocksAs(t, invocation{env: w.Env}, "--state="+w.StateURL, user).Locks[0]
 		if l.Held || l.LastRun == nil || l.LastRun.ExitCode != 0 || !strings.HasPrefix(l.LastRun.TookOver, dead+" (process ") {
 			t.Errorf("lock after the run: %+v (last run %+v), want its record naming %s as taken over", l, l.LastRun, dead)
 		}
@@ -151,7 +152,16 @@ func TestRunProcess_TakeOverOnlyOfTheDead(t *testing.T) {
 // holdUserLock makes holder take user's free run lock for ten minutes.
 func holdUserLock(t testing.TB, w *proctest.World, user, holder string) {
 	t.Helper()
-	if _, err := w.Store().AcquireLock(context.Background(), user, holder, 10*time.Minute); err != nil {
+	st := w.Store()
+	if w.Env != nil { // CouchDB: run locks are the agents' to write
+		var err error
+		cfg := state.Config{Agent: state.Agent{User: user, Owner: holder}}
+		if st, err = couch.Open(context.Background(), couch.Options{URL: w.CouchURL(couch.RoleAgent)}, cfg); err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+	}
+	if _, err := st.AcquireLock(context.Background(), user, holder, 10*time.Minute); err != nil {
 		t.Fatalf("take the lock of %s as %s: %v", user, holder, err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Exit codes. They are documented in the README and, from exitMeaning, in
+// Exit codes. They are documented in docs/operators.md and, from exitMeaning, in
 // every command's --help and man page.
 const (
 	ExitOK     = 0 // success

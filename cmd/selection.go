@@ -34,7 +34,7 @@ func (o *SelectOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Link, "link", "", "only transfers on this link, SRC->DST (site names)")
 	f.StringVar(&o.LFN, "lfn", "", "only transfers whose source or destination LFN starts with this, or matches it as a glob (* ? [...], * does not cross /)")
 	f.StringVar(&o.FTSJob, "fts-job", "", "only transfers last submitted in this FTS job")
-	f.StringVar(&o.Class, "error-class", "", "only transfers whose last failure has this error class (source_missing, no_space, ...: see the README's Error classes)")
+	f.StringVar(&o.Class, "error-class", "", "only transfers whose last failure has this error class (source_missing, no_space, ...: see Error classes in docs/operators.md)")
 	f.StringVar(&o.Since, "since", "", "only transfers updated since: a duration back from now (2h, 30m) or an RFC 3339 time")
 	f.BoolVar(&o.AllUsers, "all-users", false, "transfers of every user, not only --user's (the login name by default)")
 }

@@ -115,7 +115,7 @@ func metricsCounts(t testing.TB, path, user string) counts {
 // byState counts user's transfers by state with aso status --json.
 func byState(t testing.TB, w *proctest.World, user string) map[state.State]int {
 	t.Helper()
-	out := aso(t, "status", "--state="+w.StateURL, "--user", user, "--json").wantCode(t, 0)
+	out := invocation{env: w.Env}.run(t, "status", "--state="+w.StateURL, "--user", user, "--json").wantCode(t, 0)
 	var v struct {
 		ByState map[state.State]int `json:"by_state"`
 	}
@@ -234,7 +234,7 @@ func TestRunProcess_EveryOutcomeCountedOnce(t *testing.T) {
 		slow.set(lost.Request.SourceLFN, false)
 		w.Sim.LoseJob(job)
 		waitSubmitted(t, w, r.p, killed.ID())
-		aso(t, "kill", st, "--user", user, killed.ID()).wantCode(t, 0)
+		invocation{env: w.Env}.run(t, "kill", st, "--user", user, killed.ID()).wantCode(t, 0)
 		r.wantExit(t, w, cmd.ExitOK, true)
 		got := wantAgree(t, "every outcome", reportsOf(t, r), before, byState(t, w, user))
 		for _, n := range []string{"done", "failed", "retried", "lost", "killed", "settled"} {

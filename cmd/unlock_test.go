@@ -60,7 +60,14 @@ func locksOf(t testing.TB, st string) statusLocks { return userLocks(t, st, "bob
 // --state flag).
 func userLocks(t testing.TB, st, user string) statusLocks {
 	t.Helper()
-	out := aso(t, "status", st, "--user", user, "--json").wantCode(t, 0)
+	return userLocksAs(t, invocation{}, st, user)
+}
+
+// userLocksAs is userLocks with the environment of iv (a World's role
+// credentials on CouchDB).
+func userLocksAs(t testing.TB, iv invocation, st, user string) statusLocks {
+	t.Helper()
+	out := iv.run(t, "status", st, "--user", user, "--json").wantCode(t, 0)
 	var v statusLocks
 	if err := json.Unmarshal([]byte(out.stdout), &v); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import "strings"
 // destination copy is the transfer's own to delete (DestinationOurs).
 type ErrorClass string
 
-// The error classes. README.md ("Error classes") documents each.
+// The error classes. docs/operators.md ("Error classes") documents each.
 const (
 	ClassSourceMissing         ErrorClass = "source_missing"
 	ClassSourcePermission      ErrorClass = "source_permission"

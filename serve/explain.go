@@ -9,7 +9,7 @@ import (
 )
 
 // classHints say in a few words what a failure's error class means for
-// the person whose file it is (the README's Error classes has the rules).
+// the person whose file it is (docs/operators.md, Error classes, has the rules).
 var classHints = map[string]string{
 	"source_missing":         "the source file does not exist: check that the job wrote it",
 	"source_permission":      "the source storage refused to let it be read",

@@ -21,8 +21,7 @@
 //
 // Where it still differs from a real server (no transfer daemon, random
 // failures, tokens and VOMS signatures not validated, jobs private to their
-// submitter, everything in memory) is listed in README.md ("The FTS3
-// simulator"). Routes: POST|PUT /jobs, GET /jobs, GET|DELETE|POST
+// submitter, everything in memory) is listed in docs/simulator.md. Routes: POST|PUT /jobs, GET /jobs, GET|DELETE|POST
 // /jobs/{ids}, GET /jobs/{id}/files, GET /jobs/{id}/dm, GET
 // /jobs/{id}/{field}, DELETE /jobs/{id}/files/{fids}, GET
 // /jobs/{id}/files/{fid}/retries, GET /whoami, GET /, GET|DELETE

@@ -395,12 +395,6 @@ func (s *Store) countByID(ctx context.Context, sum *state.Summary, ts []state.Tr
 	return nil
 }
 
-// Counts counts transfers from the views of StatsID: three queries,
-// whatever the number of users and transfers (see statsReader).
-func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
-	return statsReader{s: s}.counts(ctx, o)
-}
-
 func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.SummaryOptions) {
 	sum.Total++
 	sum.ByState[t.State]++

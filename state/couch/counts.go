@@ -49,6 +49,12 @@ func statsDoc() map[string]any {
 	}
 }
 
+// Counts counts transfers from the views of StatsID: three queries,
+// whatever the number of users and transfers (see statsReader).
+func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
+	return statsReader{s: s}.counts(ctx, o)
+}
+
 // statsReader reads the views of StatsID: three queries, whatever the
 // number of users and transfers.
 type statsReader struct {
