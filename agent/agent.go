@@ -47,8 +47,6 @@ type Agent struct {
 	records *recorder
 	drain   *drainCheck
 	start   time.Time
-	// tookOver names the holder whose lock this run took over, and why.
-	tookOver string
 }
 
 // New builds an agent for the store, FTS client, sites and deleter given.
@@ -133,7 +131,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // touched.
 func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 	lctx, cancel := context.WithTimeout(ctx, a.cfg.PhaseTimeout)
-	lock, err := a.acquireLock(lctx)
+	lock, err := a.keeper.acquire(lctx)
 	cancel()
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -156,39 +154,10 @@ func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.PhaseTimeout)
 	defer cancel()
-	if rerr := a.releaseLock(rctx, lock, err); rerr != nil {
+	if rerr := a.keeper.release(rctx, lock, err, a.start); rerr != nil {
 		a.log.WithError(rerr).Warn("releasing the run lock failed; it expires by itself")
 	}
 	return nil, err
-}
-
-// acquireLock takes the user's run lock. A live lock whose holder is known
-// dead (Config.HolderGone) is taken over at once: released in the
-// holder's name with a record of who took it over and why, then taken.
-// Another agent that took it meanwhile wins: the lock is then refused
-// (state.ErrLocked) as usual.
-func (a *Agent) acquireLock(ctx context.Context) (state.Lock, error) {
-	lock, err := a.store.AcquireLock(ctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL)
-	var le *state.LockedError
-	if err == nil || a.cfg.HolderGone == nil || !errors.As(err, &le) {
-		return lock, err
-	}
-	why, gone := a.cfg.HolderGone(le.Holder)
-	if !gone {
-		return lock, err
-	}
-	dead := state.Lock{User: a.cfg.User, Holder: le.Holder, Since: le.Since.Time}
-	note := fmt.Sprintf("the run lock was taken over by %s before it expired: %s", a.cfg.Owner, why)
-	run := state.RunRecord{Holder: le.Holder, Started: le.Since, Ended: state.At(a.cfg.Now()), ExitCode: -1, Error: note, By: a.cfg.Owner}
-	if rerr := a.store.ReleaseLock(ctx, dead, &run); rerr != nil && !errors.Is(rerr, state.ErrLockLost) {
-		return lock, fmt.Errorf("take over the run lock from %s (%s): %w", le.Holder, why, rerr)
-	}
-	if lock, err = a.store.AcquireLock(ctx, a.cfg.User, a.cfg.Owner, a.cfg.LockTTL); err != nil {
-		return lock, err
-	}
-	a.tookOver = fmt.Sprintf("%s (%s)", le.Holder, why)
-	a.log.WithField("holder", le.Holder).WithField("reason", why).Warn("run lock taken over from an agent that is no longer running")
-	return lock, nil
 }
 
 // loop runs passes until the run ends, and returns the last pass.
@@ -349,7 +318,7 @@ func (a *Agent) shutdown(work context.Context, last PassStats, runErr error) err
 	if a.cfg.OnPass != nil && final.changed() {
 		a.cfg.OnPass(final)
 	}
-	err := a.releaseLock(ctx, a.keeper.current(), runErr)
+	err := a.keeper.release(ctx, a.keeper.current(), runErr, a.start)
 	switch {
 	case errors.Is(err, state.ErrLockLost):
 		a.log.WithError(err).Error("the run lock was taken by another agent while this one could not renew it; its run record is that agent's")
@@ -360,30 +329,6 @@ func (a *Agent) shutdown(work context.Context, last PassStats, runErr error) err
 		a.log.Info("run lock released")
 	}
 	return runErr
-}
-
-// maxRecordedError bounds the error text recorded with a run.
-const maxRecordedError = 500
-
-// releaseLock releases the run lock l and records the run in the same
-// write: its start, its end (now) and the exit code runErr maps to, so
-// that `aso status` shows how the user's last run ended.
-func (a *Agent) releaseLock(ctx context.Context, l state.Lock, runErr error) error {
-	code := 0
-	switch {
-	case a.cfg.ExitCode != nil:
-		code = a.cfg.ExitCode(runErr)
-	case runErr != nil:
-		code = 1
-	}
-	run := state.RunRecord{Holder: l.Holder, Started: state.At(a.start), Ended: state.At(a.cfg.Now()), ExitCode: code, TookOver: a.tookOver}
-	if runErr != nil {
-		run.Error = runErr.Error()
-		if len(run.Error) > maxRecordedError {
-			run.Error = run.Error[:maxRecordedError] + "..."
-		}
-	}
-	return a.store.ReleaseLock(ctx, l, &run)
 }
 
 type discard struct{}

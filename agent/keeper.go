@@ -38,6 +38,10 @@ type keeper struct {
 	holding atomic.Bool
 	expire  atomic.Int64
 	dead    atomic.Bool
+
+	// tookOver names the holder whose lock this run took over, and why
+	// (for the run's record).
+	tookOver string
 }
 
 func newKeeper(cfg Config, log *logrus.Entry) *keeper {
@@ -209,4 +213,57 @@ func errOr(err, def error) error {
 		return err
 	}
 	return def
+}
+
+// acquire takes the user's run lock. A live lock whose holder is known
+// dead (Config.HolderGone) is taken over at once: released in the
+// holder's name with a record of who took it over and why, then taken.
+// Another agent that took it meanwhile wins: the lock is then refused
+// (state.ErrLocked) as usual.
+func (k *keeper) acquire(ctx context.Context) (state.Lock, error) {
+	lock, err := k.store.AcquireLock(ctx, k.cfg.User, k.cfg.Owner, k.cfg.LockTTL)
+	var le *state.LockedError
+	if err == nil || k.cfg.HolderGone == nil || !errors.As(err, &le) {
+		return lock, err
+	}
+	why, gone := k.cfg.HolderGone(le.Holder)
+	if !gone {
+		return lock, err
+	}
+	dead := state.Lock{User: k.cfg.User, Holder: le.Holder, Since: le.Since.Time}
+	note := fmt.Sprintf("the run lock was taken over by %s before it expired: %s", k.cfg.Owner, why)
+	run := state.RunRecord{Holder: le.Holder, Started: le.Since, Ended: state.At(k.cfg.Now()), ExitCode: -1, Error: note, By: k.cfg.Owner}
+	if rerr := k.store.ReleaseLock(ctx, dead, &run); rerr != nil && !errors.Is(rerr, state.ErrLockLost) {
+		return lock, fmt.Errorf("take over the run lock from %s (%s): %w", le.Holder, why, rerr)
+	}
+	if lock, err = k.store.AcquireLock(ctx, k.cfg.User, k.cfg.Owner, k.cfg.LockTTL); err != nil {
+		return lock, err
+	}
+	k.tookOver = fmt.Sprintf("%s (%s)", le.Holder, why)
+	k.log.WithField("holder", le.Holder).WithField("reason", why).Warn("run lock taken over from an agent that is no longer running")
+	return lock, nil
+}
+
+// maxRecordedError bounds the error text recorded with a run.
+const maxRecordedError = 500
+
+// release releases the run lock l and records the run in the same
+// write: its start (started), its end (now) and the exit code runErr maps to, so
+// that `aso status` shows how the user's last run ended.
+func (k *keeper) release(ctx context.Context, l state.Lock, runErr error, started time.Time) error {
+	code := 0
+	switch {
+	case k.cfg.ExitCode != nil:
+		code = k.cfg.ExitCode(runErr)
+	case runErr != nil:
+		code = 1
+	}
+	run := state.RunRecord{Holder: l.Holder, Started: state.At(started), Ended: state.At(k.cfg.Now()), ExitCode: code, TookOver: k.tookOver}
+	if runErr != nil {
+		run.Error = runErr.Error()
+		if len(run.Error) > maxRecordedError {
+			run.Error = run.Error[:maxRecordedError] + "..."
+		}
+	}
+	return k.store.ReleaseLock(ctx, l, &run)
 }
