@@ -34,7 +34,7 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		"group":    true,
 	}
 	staleView(params, stale)
-	rows, err := s.query(ctx, params)
+	rows, err := workRows(ctx, s.db, params)
 	if err != nil {
 		return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) leaveOutEnded(ctx context.Context, user string, jobs []jobRow, e
 	}
 	params := map[string]any{"keys": keys, "reduce": false}
 	staleView(params, true)
-	rows, err := s.query(ctx, params)
+	rows, err := workRows(ctx, s.db, params)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map
 		}
 		return nil
 	}
-	rows, err := s.query(ctx, map[string]any{"keys": keys, "reduce": false, "include_docs": true})
+	rows, err := workRows(ctx, s.db, map[string]any{"keys": keys, "reduce": false, "include_docs": true})
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-kivik/kivik/v4"
-
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -54,7 +52,7 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		ids = append(ids, t.ID)
 		at = append(at, i)
 	}
-	out, accepted, err := s.bulkDocs(ctx, ids, docs)
+	out, accepted, err := s.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, fmt.Errorf("couch: enqueue: %w", err)
 	}
@@ -173,7 +171,7 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 		}
 	case f.IDPrefix != "":
 		// hex IDs: every ID with the prefix sorts below prefix+"g"
-		docs, err = s.findAll(ctx, map[string]any{
+		docs, err = s.db.findAll(ctx, map[string]any{
 			"selector": map[string]any{"_id": map[string]any{"$gte": f.IDPrefix, "$lt": f.IDPrefix + "g"}, "type": state.DocType},
 		}, 0)
 	case f.User != "" && f.Limit == 0 && queueOnly(f.States) && onlyUserAndStates(f):
@@ -248,7 +246,7 @@ func (s *Store) listFind(ctx context.Context, f state.Filter) ([]state.Transfer,
 		if f.Limit > 0 && f.LFN == "" {
 			n = min(n, f.Limit-len(out))
 		}
-		docs, err := s.find(ctx, map[string]any{
+		docs, err := s.db.find(ctx, map[string]any{
 			"selector":  sel,
 			"sort":      []any{map[string]string{"type": "asc"}, map[string]string{"created": "asc"}},
 			"use_index": []string{indexCreated, indexCreated},
@@ -292,7 +290,7 @@ func (s *Store) queueDocs(ctx context.Context, user string) ([]json.RawMessage, 
 	var docs []json.RawMessage
 	var after json.RawMessage
 	for {
-		rows, err := s.claimRows(ctx, user, after, page, true, false)
+		rows, err := claimRows(ctx, s.db, user, after, page, true, false)
 		if err != nil {
 			return nil, err
 		}
@@ -325,7 +323,7 @@ func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	// a quorum: a scan of a cluster reads one copy of each shard, which may
 	// not show an agent's last writes yet (its own summary after a run)
 	var unsettled []state.Transfer
-	err := s.scanAll(ctx, func(raw json.RawMessage) {
+	err := s.db.scanAll(ctx, func(raw json.RawMessage) {
 		_, kind := classify(raw)
 		if kind == kindOther {
 			return
@@ -379,7 +377,7 @@ func (s *Store) countByID(ctx context.Context, sum *state.Summary, ts []state.Tr
 	for i := range ts {
 		ids[i] = ts[i].ID
 	}
-	docs, err := s.readKeysAsStored(ctx, ids)
+	docs, err := s.db.readKeysAsStored(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -433,44 +431,6 @@ func waitsLonger(a, b *state.Transfer) bool {
 		return a.LastUpdate.Before(b.LastUpdate.Time)
 	}
 	return a.ID < b.ID
-}
-
-// scanAll pages through every document of the database.
-func (s *Store) scanAll(ctx context.Context, f func(json.RawMessage)) error {
-	const page = 2000
-	start := ""
-	for {
-		var docs []json.RawMessage
-		last := ""
-		err := retryHTTP(ctx, func() error {
-			docs, last = docs[:0], ""
-			p := map[string]any{"include_docs": true, "limit": page, "conflicts": true}
-			if start != "" {
-				p["startkey"], p["skip"] = start, 1
-			}
-			rs := s.db.AllDocs(ctx, kivik.Params(p))
-			defer rs.Close()
-			for rs.Next() {
-				id, _ := rs.ID()
-				var raw json.RawMessage
-				if err := rs.ScanDoc(&raw); err != nil {
-					return err
-				}
-				docs, last = append(docs, raw), id
-			}
-			return rs.Err()
-		})
-		if err != nil {
-			return fmt.Errorf("read %s: %w", s.url, err)
-		}
-		for _, raw := range docs {
-			f(raw)
-		}
-		if len(docs) < page {
-			return nil
-		}
-		start = last
-	}
 }
 
 // RequestKill asks for transfers to be killed (one bulk read, one

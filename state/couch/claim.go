@@ -148,7 +148,7 @@ func (s *Store) dueCandidates(ctx context.Context, user string, now time.Time, a
 	var cands []candidate
 	page := min(max(2*want, 64), maxRowsPage)
 	for {
-		rows, err := s.claimRows(ctx, user, after, page, false, stale)
+		rows, err := claimRows(ctx, s.db, user, after, page, false, stale)
 		if err != nil {
 			return nil, nil, false, err
 		}

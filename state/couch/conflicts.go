@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -234,7 +233,7 @@ func (s *Store) resolveConflicts(ctx context.Context, conflicted map[string]json
 	if err != nil {
 		return err
 	}
-	res, _, err := s.bulkDocs(ctx, ids, docs)
+	res, _, err := s.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return fmt.Errorf("resolve %d conflicted documents: %w", len(jobs), err)
 	}
@@ -263,7 +262,7 @@ func (s *Store) resolutions(ctx context.Context, jobs []*conflictJob, holder str
 			refs = append(refs, kivik.BulkGetReference{ID: j.id, Rev: r})
 		}
 	}
-	losers, err := s.readRevs(ctx, refs)
+	losers, err := s.db.readRevs(ctx, refs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -298,47 +297,11 @@ func (s *Store) mayResolve(ctx context.Context) (bool, error) {
 	s.ident.mu.Lock()
 	defer s.ident.mu.Unlock()
 	if !s.ident.known {
-		id, err := whoAmI(ctx, s.client, s.url)
+		id, err := s.db.session(ctx)
 		if err != nil {
 			return false, err
 		}
 		s.ident.id, s.ident.known = id, true
 	}
 	return s.ident.id.AnyOf(RoleAgent, RoleOperator), nil
-}
-
-// readRevs reads given revisions of documents with one _bulk_get; the map
-// is keyed by ID + "\x00" + rev.
-func (s *Store) readRevs(ctx context.Context, refs []kivik.BulkGetReference) (map[string]json.RawMessage, error) {
-	out := make(map[string]json.RawMessage, len(refs))
-	if len(refs) == 0 {
-		return out, nil
-	}
-	err := retryHTTP(ctx, func() error {
-		rs := s.db.BulkGet(ctx, refs)
-		defer rs.Close()
-		for rs.Next() {
-			var raw json.RawMessage
-			if err := rs.ScanDoc(&raw); err != nil || len(raw) == 0 {
-				continue
-			}
-			var e struct {
-				ID      string `json:"_id"`
-				Rev     string `json:"_rev"`
-				Deleted bool   `json:"_deleted"`
-			}
-			if json.Unmarshal(raw, &e) != nil || e.Deleted {
-				continue
-			}
-			out[e.ID+"\x00"+e.Rev] = raw
-		}
-		if err := rs.Err(); err != nil && kivik.HTTPStatus(err) != http.StatusNotFound {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("couch: read %d conflicting revisions from %s: %w", len(refs), s.url, err)
-	}
-	return out, nil
 }

@@ -147,12 +147,12 @@ func (r statsReader) finished(ctx context.Context, user string, since time.Time,
 // query reads the rows of view of StatsID; a missing view is an error
 // that says to run aso init.
 func (r statsReader) query(ctx context.Context, view string, params map[string]any) ([]viewRow, error) {
-	rows, err := r.s.queryView(ctx, statsDDoc, view, params)
+	rows, err := r.s.db.queryView(ctx, statsDDoc, view, params)
 	if kivik.HTTPStatus(err) == http.StatusNotFound {
-		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.s.url, view, err)
+		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.s.db.url, view, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.s.url, err)
+		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.s.db.url, err)
 	}
 	return rows, nil
 }

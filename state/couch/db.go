@@ -1,14 +1,12 @@
 package couch
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -36,6 +34,67 @@ const (
 	partsInFlight = 2    // requests of one call under way at once (see eachPart)
 	maxReadKeys   = 5000 // IDs of one _all_docs?keys=
 )
+
+// db is the database as HTTP requests see it: kivik's client and
+// database, the one bulk helper beside them (bulkHTTP), and the retry of
+// every request. It knows documents, views and revisions, not transfers.
+type db struct {
+	client *kivik.Client
+	kdb    *kivik.DB
+	bulk   *bulkHTTP // _bulk_docs and _all_docs?keys=
+	url    string    // redacted, for errors
+	// readQuorum is the r of the database's cluster (0: not a cluster,
+	// or the server does not say)
+	readQuorum int
+}
+
+// ErrNoDatabase is wrapped by the error of opening a database that does
+// not exist: only `aso init` creates one.
+var ErrNoDatabase = errors.New("the database does not exist")
+
+// openDB connects to the existing database of o in one request: the
+// database's information (404: it does not exist), with the cluster's
+// read quorum when it is a cluster.
+func openDB(ctx context.Context, o Options) (*db, error) {
+	c, t, hc, err := connect(o)
+	if err != nil {
+		return nil, err
+	}
+	d := &db{client: c, kdb: c.DB(t.db), bulk: newBulkHTTP(hc, t), url: t.server + t.db}
+	var st *kivik.DBStats
+	missing := false
+	err = retryHTTP(ctx, func() error {
+		var err error
+		st, err = d.kdb.Stats(ctx)
+		if missing = kivik.HTTPStatus(err) == http.StatusNotFound; missing {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("couch: open %s: %w", d.url, err)
+	}
+	if missing {
+		_ = c.Close()
+		return nil, fmt.Errorf("couch: open %s: %w; create it with `aso init --state URL`", d.url, ErrNoDatabase)
+	}
+	if st != nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
+		d.readQuorum = st.Cluster.ReadQuorum
+	}
+	return d, nil
+}
+
+// close releases the client's connections.
+func (d *db) close() error {
+	if err := d.kdb.Close(); err != nil {
+		return fmt.Errorf("couch: close: %w", err)
+	}
+	if err := d.client.Close(); err != nil {
+		return fmt.Errorf("couch: close: %w", err)
+	}
+	return nil
+}
 
 // transient reports whether a failed request may succeed when repeated:
 // network errors, 5xx and 429.
@@ -66,11 +125,11 @@ func retryHTTP(ctx context.Context, op func() error) error {
 }
 
 // find runs a Mango query and returns the raw documents.
-func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessage, error) {
+func (d *db) find(ctx context.Context, query map[string]any) ([]json.RawMessage, error) {
 	var docs []json.RawMessage
 	err := retryHTTP(ctx, func() error {
 		docs = docs[:0]
-		rs := s.db.Find(ctx, query)
+		rs := d.kdb.Find(ctx, query)
 		defer rs.Close()
 		for rs.Next() {
 			var raw json.RawMessage
@@ -82,14 +141,14 @@ func (s *Store) find(ctx context.Context, query map[string]any) ([]json.RawMessa
 		return rs.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("couch: query %s: %w", s.url, err)
+		return nil, fmt.Errorf("couch: query %s: %w", d.url, err)
 	}
 	return docs, nil
 }
 
 // findAll pages through a Mango query with limit and skip (bookmarks are
 // not portable) and returns every matching raw document.
-func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]json.RawMessage, error) {
+func (d *db) findAll(ctx context.Context, query map[string]any, max int) ([]json.RawMessage, error) {
 	const page = 20000
 	var all []json.RawMessage
 	for {
@@ -102,7 +161,7 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 			q[k] = v
 		}
 		q["limit"], q["skip"] = n, len(all)
-		docs, err := s.find(ctx, q)
+		docs, err := d.find(ctx, q)
 		if err != nil {
 			return nil, err
 		}
@@ -118,12 +177,12 @@ func (s *Store) findAll(ctx context.Context, query map[string]any, max int) ([]j
 // of docs, and for each whether its request was answered 202 Accepted: the
 // server stored every document reported ok, but some on fewer replicas
 // than the write quorum, so a write reported ok may yet lose a conflict.
-func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docResult, []bool, error) {
+func (d *db) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docResult, []bool, error) {
 	out := make([]docResult, 0, len(docs))
 	acc := make([]bool, 0, len(docs))
 	for lo := 0; lo < len(docs); lo += maxBulkDocs {
 		hi := min(lo+maxBulkDocs, len(docs))
-		res, accepted, err := s.bulkDocsOnce(ctx, ids[lo:hi], docs[lo:hi])
+		res, accepted, err := d.bulkDocsOnce(ctx, ids[lo:hi], docs[lo:hi])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -137,7 +196,7 @@ func (s *Store) bulkDocs(ctx context.Context, ids []string, docs []any) ([]docRe
 
 // bulkDocsOnce is bulkDocs in one request. Results are matched by ID: the
 // PouchDB server answers refused documents first.
-func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docResult, bool, error) {
+func (d *db) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docResult, bool, error) {
 	var res []docResult
 	var status int
 	err := retryHTTP(ctx, func() error {
@@ -145,14 +204,14 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]d
 			return retry.Permanent(err)
 		}
 		var err error
-		res, status, err = s.bulk.bulkDocs(ctx, docs)
+		res, status, err = d.bulk.bulkDocs(ctx, docs)
 		return err
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("couch: bulk write to %s: %w", s.url, err)
+		return nil, false, fmt.Errorf("couch: bulk write to %s: %w", d.url, err)
 	}
 	if len(res) != len(docs) {
-		return nil, false, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", s.url, len(res), len(docs))
+		return nil, false, fmt.Errorf("couch: bulk write to %s: %d results for %d documents", d.url, len(res), len(docs))
 	}
 	at := make(map[string][]int, len(ids))
 	for i, id := range ids {
@@ -162,7 +221,7 @@ func (s *Store) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]d
 	for _, r := range res {
 		q := at[r.ID]
 		if len(q) == 0 {
-			return nil, false, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", s.url, r.ID)
+			return nil, false, fmt.Errorf("couch: bulk write to %s: unexpected result for document %q", d.url, r.ID)
 		}
 		out[q[0]], at[r.ID] = r, q[1:]
 	}
@@ -196,88 +255,4 @@ func eachPart(n, size int, fn func(k, lo, hi int) error) error {
 		})
 	}
 	return g.Wait()
-}
-
-// readKeys reads documents by ID with one request (POST _all_docs with
-// keys) per maxReadKeys IDs, two at a time (eachPart). Missing and deleted
-// documents are absent from the map. The documents are read with their
-// conflicts (a CouchDB cluster reads each from a quorum of its replicas);
-// conflicted transfers of an agent's user are resolved first
-// (resolveConflicts), with one _bulk_get and one _bulk_docs for all of
-// them, and left out if they cannot be.
-func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
-	type part struct{ docs, conflicted map[string]json.RawMessage }
-	parts := make([]part, numParts(len(ids), maxReadKeys))
-	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
-		var err error
-		parts[k].docs, parts[k].conflicted, err = s.readKeysOnce(ctx, ids[lo:hi])
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]json.RawMessage, len(ids))
-	conflicted := map[string]json.RawMessage{}
-	for _, p := range parts {
-		maps.Copy(out, p.docs)
-		maps.Copy(conflicted, p.conflicted)
-	}
-	if len(conflicted) > 0 {
-		if err := s.resolveConflicts(ctx, conflicted, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// readKeysAsStored is readKeys without resolving conflicts: a conflicted
-// document is its winning revision as read. A reader that must not write
-// (a summary) uses it.
-func (s *Store) readKeysAsStored(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
-	parts := make([]map[string]json.RawMessage, numParts(len(ids), maxReadKeys))
-	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
-		docs, conflicted, err := s.readKeysOnce(ctx, ids[lo:hi])
-		maps.Copy(docs, conflicted)
-		parts[k] = docs
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]json.RawMessage, len(ids))
-	for _, p := range parts {
-		maps.Copy(out, p)
-	}
-	return out, nil
-}
-
-// readKeysOnce is readKeys of at most maxReadKeys IDs, in one request,
-// before the conflicts are resolved: the documents, and apart those with
-// conflicts.
-func (s *Store) readKeysOnce(ctx context.Context, ids []string) (docs, conflicted map[string]json.RawMessage, err error) {
-	err = retryHTTP(ctx, func() error {
-		// what a failed attempt read does not count: a document deleted
-		// since must not stay behind
-		docs, conflicted = make(map[string]json.RawMessage, len(ids)), map[string]json.RawMessage{}
-		rows, err := s.bulk.allDocs(ctx, ids, true)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			raw := r.Doc
-			if r.ID == "" || raw == nil {
-				continue // missing or deleted
-			}
-			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
-				conflicted[r.ID] = raw
-				continue
-			}
-			docs[r.ID] = raw
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("couch: read %d documents from %s: %w", len(ids), s.url, err)
-	}
-	return docs, conflicted, nil
 }

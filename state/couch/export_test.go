@@ -19,7 +19,7 @@ func SetMaxWritten(t interface{ Cleanup(func()) }, n int) {
 // Revisions is s.revisions: the current revision of each of ids that
 // exists, one _all_docs request per maxReadKeys IDs.
 func Revisions(s *Store, ctx context.Context, ids []string) (map[string]string, error) {
-	return s.revisions(ctx, ids)
+	return s.db.revisions(ctx, ids)
 }
 
 // ReadKeys is s.readKeys: the documents of ids that exist, one _all_docs

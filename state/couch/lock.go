@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -21,19 +20,12 @@ import (
 // server says how many make one.
 func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []state.LockDoc, bool, error) {
 	id := state.LockID(user)
-	params := map[string]any{"conflicts": true}
-	if s.readQuorum > 0 {
-		params["r"] = s.readQuorum
-	}
-	var raw json.RawMessage
-	err := retryHTTP(ctx, func() error {
-		return s.db.Get(ctx, id, kivik.Params(params)).ScanDoc(&raw)
-	})
-	if kivik.HTTPStatus(err) == http.StatusNotFound {
-		return state.LockDoc{}, nil, false, nil
-	}
+	raw, found, err := s.db.readConflicted(ctx, id)
 	if err != nil {
-		return state.LockDoc{}, nil, false, fmt.Errorf("read lock document %s from %s: %w", id, s.url, err)
+		return state.LockDoc{}, nil, false, fmt.Errorf("read lock document %s from %s: %w", id, s.db.url, err)
+	}
+	if !found {
+		return state.LockDoc{}, nil, false, nil
 	}
 	var d state.LockDoc
 	if err := json.Unmarshal(raw, &d); err != nil {
@@ -43,7 +35,7 @@ func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []sta
 	for _, r := range conflictsOf(raw) {
 		refs = append(refs, kivik.BulkGetReference{ID: id, Rev: r})
 	}
-	revs, err := s.readRevs(ctx, refs)
+	revs, err := s.db.readRevs(ctx, refs)
 	if err != nil {
 		return state.LockDoc{}, nil, false, err
 	}
@@ -86,7 +78,7 @@ func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) 
 // place, returning it with errNoQuorum.
 func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, error) {
 	d.ID, d.Type = state.LockID(d.User), state.LockDocType
-	res, accepted, err := s.bulkDocs(ctx, []string{d.ID}, []any{d})
+	res, accepted, err := s.db.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
 		return "", err
 	}
@@ -117,7 +109,7 @@ func (s *Store) releaseLeaves(ctx context.Context, leaves []state.LockDoc) {
 		d.ID, d.Type, d.Expire = state.LockID(d.User), state.LockDocType, state.Time{}
 		ids[i], docs[i] = d.ID, d
 	}
-	_, _, _ = s.bulkDocs(ctx, ids, docs)
+	_, _, _ = s.db.bulkDocs(ctx, ids, docs)
 }
 
 var (

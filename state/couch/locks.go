@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-kivik/kivik/v4"
-
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -70,25 +68,16 @@ func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error)
 	if user != "" {
 		start, end = state.LockID(user), state.LockID(user)
 	}
+	raws, err := s.db.readRange(ctx, start, end)
 	var out []state.LockDoc
-	err := retryHTTP(ctx, func() error {
-		out = out[:0]
-		rs := s.db.AllDocs(ctx, kivik.Params(map[string]any{"include_docs": true, "startkey": start, "endkey": end}))
-		defer rs.Close()
-		for rs.Next() {
-			var raw json.RawMessage
-			if err := rs.ScanDoc(&raw); err != nil {
-				return err
-			}
-			var d state.LockDoc
-			if json.Unmarshal(raw, &d) == nil && d.Type == state.LockDocType && d.User != "" {
-				out = append(out, d)
-			}
+	for _, raw := range raws {
+		var d state.LockDoc
+		if json.Unmarshal(raw, &d) == nil && d.Type == state.LockDocType && d.User != "" {
+			out = append(out, d)
 		}
-		return rs.Err()
-	})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: read locks of %s: %w", s.url, err)
+		return nil, fmt.Errorf("couch: read locks of %s: %w", s.db.url, err)
 	}
 	return out, nil
 }

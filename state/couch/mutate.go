@@ -172,7 +172,7 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			sent = append(sent, p)
 		}
 	}
-	out, accepted, err := s.bulkDocs(ctx, ids, docs)
+	out, accepted, err := s.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 			o.Progress(removed)
 		}
 	}
-	err := s.scanAll(ctx, func(raw json.RawMessage) {
+	err := s.db.scanAll(ctx, func(raw json.RawMessage) {
 		if _, kind := classify(raw); kind != kindTransfer || failed != nil {
 			return
 		}
@@ -66,7 +66,7 @@ func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Arc
 		ids[i] = ts[i].ID
 		docs[i] = map[string]any{"_id": ts[i].ID, "_rev": ts[i].Rev, "_deleted": true}
 	}
-	res, _, err := s.bulkDocs(ctx, ids, docs) // a deletion short of quorum still spreads
+	res, _, err := s.db.bulkDocs(ctx, ids, docs) // a deletion short of quorum still spreads
 	if err != nil {
 		return 0, err
 	}

@@ -31,7 +31,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 	var ids []string
 	var after json.RawMessage
 	for {
-		rows, err := s.claimRows(ctx, l.User, after, page, false, false)
+		rows, err := claimRows(ctx, s.db, l.User, after, page, false, false)
 		if err != nil {
 			return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 		}

@@ -48,7 +48,7 @@ func (s *Store) ResolveConflicts(ctx context.Context, user string) (ConflictRepo
 			batch = batch[:0]
 		}
 	}
-	err := s.scanAll(ctx, func(raw json.RawMessage) {
+	err := s.db.scanAll(ctx, func(raw json.RawMessage) {
 		if failed != nil || !bytes.Contains(raw, []byte(`"_conflicts"`)) || len(conflictsOf(raw)) == 0 {
 			return
 		}
@@ -134,7 +134,7 @@ func (s *Store) writeResolutions(ctx context.Context, byUser map[string][]*confl
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	res, _, err := s.bulkDocs(ctx, ids, docs)
+	res, _, err := s.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (s *Store) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep
 			refs = append(refs, kivik.BulkGetReference{ID: e.ID, Rev: r})
 		}
 	}
-	leaves, err := s.readRevs(ctx, refs)
+	leaves, err := s.db.readRevs(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (s *Store) deleteLeaves(ctx context.Context, leaves []leafRef, rep *Conflic
 	for i, l := range leaves {
 		ids[i], docs[i] = l.id, map[string]any{"_id": l.id, "_rev": l.rev, "_deleted": true}
 	}
-	res, _, err := s.bulkDocs(ctx, ids, docs)
+	res, _, err := s.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return err
 	}

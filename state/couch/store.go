@@ -2,62 +2,19 @@ package couch
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"fmt"
-	"net/http"
-	"net/url"
-	"os"
-	"strings"
+	"encoding/json"
 	"sync"
 	"time"
-
-	"github.com/go-kivik/kivik/v4"
-	"github.com/go-kivik/kivik/v4/couchdb"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// DefaultTimeout bounds every HTTP request when Options.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
-
-// Options say how to reach the database.
-type Options struct {
-	// URL names the database: couchdb://host:5984/db (plain HTTP),
-	// http://host:port/db or https://host:port/db. Credentials in the URL
-	// take precedence over Username and Password. A comma-separated list
-	// names several nodes of one cluster (see splitNodes): requests go to
-	// one node and fail over to the next when it cannot be reached, times
-	// out or answers 5xx.
-	URL string
-	// Username and Password authenticate with HTTP basic auth when set.
-	Username, Password string
-	// CAFile is a PEM bundle of the CAs to trust for https (default: the
-	// system pool).
-	CAFile string
-	// Timeout bounds every HTTP request (default DefaultTimeout).
-	Timeout time.Duration
-	// Transport, when set, replaces the default HTTP transport (tests wrap
-	// it to count requests). CAFile is then the caller's business.
-	Transport http.RoundTripper
-	// WrapTransport, if set, wraps the transport (Transport or the default
-	// one), e.g. to log every request.
-	WrapTransport func(http.RoundTripper) http.RoundTripper
-}
-
 // Store is a state.Store on one CouchDB database.
 type Store struct {
-	client *kivik.Client
-	db     *kivik.DB
-	bulk   *bulkHTTP // _bulk_docs and _all_docs?keys=
-	url    string    // redacted, for errors
+	db     *db
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
-	// readQuorum is the r of the database's cluster (0: not a cluster,
-	// or the server does not say)
-	readQuorum int
 	// written: the submitted transfers written, for the monitor's reads
 	written written
 	// cursor: where the next claim goes on down the queue
@@ -72,203 +29,32 @@ type Store struct {
 
 var _ state.Store = (*Store)(nil)
 
-// ErrNoDatabase is wrapped by the error of opening a database that does
-// not exist: only `aso init` creates one.
-var ErrNoDatabase = errors.New("the database does not exist")
-
-// target is a parsed Options.URL.
-type target struct {
-	server string // scheme://host:port/prefix/, without credentials
-	db     string
-	user   string
-	pass   string
-}
-
-func parseURL(raw string) (target, error) {
-	u, err := url.Parse(raw)
-	if err != nil && strings.Contains(raw, "@") {
-		// the parser's message may quote part of the password
-		return target{}, fmt.Errorf("couch: database URL %s: not a valid URL; %s", Redact(raw), escapeAdvice)
-	}
-	if err != nil {
-		return target{}, fmt.Errorf("couch: database URL %s: %w", Redact(raw), errors.Unwrap(err))
-	}
-	if strayAt(u) {
-		// "http://user:12/pw@host/db" parses as host "user:12", path
-		// "/pw@host/db": it must not be requested, nor shown
-		return target{}, fmt.Errorf("couch: database URL %s: an @ outside the user information; %s", Redact(raw), escapeAdvice)
-	}
-	switch u.Scheme {
-	case "couchdb":
-		u.Scheme = "http"
-	case "http", "https":
-	default:
-		return target{}, fmt.Errorf("couch: database URL %s: scheme must be couchdb, http or https", Redact(raw))
-	}
-	if u.Host == "" {
-		return target{}, fmt.Errorf("couch: database URL %s: no host", Redact(raw))
-	}
-	p := strings.TrimRight(u.EscapedPath(), "/")
-	i := strings.LastIndex(p, "/")
-	db, err := url.PathUnescape(p[i+1:])
-	if i < 0 || err != nil || db == "" {
-		return target{}, fmt.Errorf("couch: database URL %s: no database name in the path (want couchdb://HOST:PORT/DB)", Redact(raw))
-	}
-	t := target{db: db}
-	if u.User != nil {
-		t.user = u.User.Username()
-		t.pass, _ = u.User.Password()
-	}
-	u.User = nil
-	u.RawQuery, u.Fragment = "", ""
-	u.Path, u.RawPath = "", ""
-	t.server = u.String() + p[:i+1]
-	return t, nil
-}
-
-// escapeAdvice says how to give a password with URL syntax in it.
-const escapeAdvice = "escape / ? # @ % and spaces of the password as %XX, or give it in ASO_COUCHDB_PASSWORD"
-
-// strayAt reports whether u, a URL with a host, has an @ outside its user
-// information: a password with unescaped URL syntax that the parser took
-// for a host, a path, a query or a fragment. (A file: URL has no host and
-// may have an @ in its path.)
-func strayAt(u *url.URL) bool {
-	return u.Host != "" && strings.Contains(u.Host+u.Path+u.RawPath+u.RawQuery+u.Fragment, "@")
-}
-
-// Redact returns url with its password replaced by "xxxxx". A string that
-// does not parse as a URL, or in which an @ is left outside the user
-// information (a password with unescaped / ? # in it), loses everything
-// between "//" and the last "@". A list of node URLs is redacted URL by
-// URL.
-func Redact(raw string) string {
-	if parts := splitNodes(raw); len(parts) > 1 {
-		for i, p := range parts {
-			parts[i] = redactOne(p)
-		}
-		return strings.Join(parts, ",")
-	}
-	return redactOne(raw)
-}
-
-func redactOne(raw string) string {
-	if u, err := url.Parse(raw); err == nil && !strayAt(u) {
-		return u.Redacted()
-	}
-	if i, j := strings.Index(raw, "//"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
-		return raw[:i+2] + "xxxxx" + raw[j:]
-	}
-	return raw
-}
-
-func (o Options) httpClient(nodes []target) (*http.Client, error) {
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	rt := o.Transport
-	if rt == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 8
-		if o.CAFile != "" {
-			pem, err := os.ReadFile(o.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("couch: CA file: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("couch: CA file %s: no PEM certificate in it", o.CAFile)
-			}
-			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-		}
-		rt = tr
-	}
-	if o.WrapTransport != nil {
-		rt = o.WrapTransport(rt)
-	}
-	if len(nodes) > 1 {
-		f, err := newFailover(rt, nodes, timeout)
-		if err != nil {
-			return nil, err
-		}
-		// each node's try has its own timeout, within the request's
-		return &http.Client{Transport: f, Timeout: time.Duration(len(nodes)) * timeout}, nil
-	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
-}
-
-// connect builds the kivik client of o, and the HTTP client under it.
-func connect(o Options) (*kivik.Client, target, *http.Client, error) {
-	nodes, err := parseNodes(o.URL)
-	if err != nil {
-		return nil, target{}, nil, err
-	}
-	t := nodes[0]
-	if t.user == "" {
-		t.user, t.pass = o.Username, o.Password
-	}
-	hc, err := o.httpClient(nodes)
-	if err != nil {
-		return nil, t, nil, err
-	}
-	// Request bodies go uncompressed: gzip would cost the agent a tenth of
-	// its CPU time and about 1 MiB of compressor state per request, and the
-	// server as much again to inflate them, to save bandwidth that a state
-	// store next to its agents does not lack.
-	opts := []kivik.Option{couchdb.OptionHTTPClient(hc), couchdb.OptionUserAgent("aso"), couchdb.OptionNoRequestCompression()}
-	if t.user != "" {
-		opts = append(opts, couchdb.BasicAuth(t.user, t.pass))
-	}
-	c, err := kivik.New("couch", t.server, opts...)
-	if err != nil {
-		return nil, t, nil, fmt.Errorf("couch: client for %s: %w", t.server, err)
-	}
-	return c, t, hc, nil
-}
-
 // Open connects to an existing database (created by Init) and binds it to
 // cfg. It fails if the server cannot be reached or the database is missing.
 func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
-	c, t, hc, err := connect(o)
+	d, err := openDB(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: c, bulk: newBulkHTTP(hc, t), url: t.server + t.db, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}
-	// one request: the database's information (404: it does not exist),
-	// with the cluster's read quorum when it is a cluster
-	s.db = c.DB(t.db)
-	var st *kivik.DBStats
-	missing := false
-	err = retryHTTP(ctx, func() error {
-		var err error
-		st, err = s.db.Stats(ctx)
-		if missing = kivik.HTTPStatus(err) == http.StatusNotFound; missing {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("couch: open %s: %w", s.url, err)
-	}
-	if missing {
-		_ = c.Close()
-		return nil, fmt.Errorf("couch: open %s: %w; create it with `aso init --state URL`", s.url, ErrNoDatabase)
-	}
-	if st != nil && st.Cluster != nil && st.Cluster.Replicas > 1 {
-		s.readQuorum = st.Cluster.ReadQuorum
-	}
-	return s, nil
+	return &Store{db: d, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}, nil
 }
 
 // Close releases the client's connections.
-func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("couch: close: %w", err)
+func (s *Store) Close() error { return s.db.close() }
+
+// readKeys reads transfer documents by ID (db.readKeys); conflicted
+// transfers of an agent's user are resolved first (resolveConflicts), with
+// one _bulk_get and one _bulk_docs for all of them, and left out if they
+// cannot be.
+func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
+	out, conflicted, err := s.db.readKeys(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.client.Close(); err != nil {
-		return fmt.Errorf("couch: close: %w", err)
+	if len(conflicted) > 0 {
+		if err := s.resolveConflicts(ctx, conflicted, out); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return out, nil
 }

@@ -3,6 +3,7 @@ package couch
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -52,30 +53,25 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 		user, kind string
 		st         kindStats
 	}
+	viewRows, err := s.db.queryView(ctx, viewsDDoc, viewUsers, map[string]any{"group_level": 2})
 	var rows []row
-	err := retryHTTP(ctx, func() error {
-		rows = rows[:0]
-		rs := s.db.Query(ctx, viewsDDoc, viewUsers, kivik.Params(map[string]any{"group_level": 2}))
-		defer rs.Close()
-		for rs.Next() {
-			var k []string
-			var r row
-			if rs.ScanKey(&k) != nil || len(k) != 2 {
-				continue // not a row of this view's shape
-			}
-			if err := rs.ScanValue(&r.st); err != nil {
-				return err
-			}
-			r.user, r.kind = k[0], k[1]
-			rows = append(rows, r)
+	for _, vr := range viewRows {
+		var k []string
+		var r row
+		if json.Unmarshal(vr.Key, &k) != nil || len(k) != 2 {
+			continue // not a row of this view's shape
 		}
-		return rs.Err()
-	})
+		if err == nil {
+			err = json.Unmarshal(vr.Value, &r.st)
+		}
+		r.user, r.kind = k[0], k[1]
+		rows = append(rows, r)
+	}
 	if kivik.HTTPStatus(err) == http.StatusNotFound {
-		return nil, fmt.Errorf("couch: due users: %s has no view %s: run aso init to add it: %w", s.url, viewUsers, err)
+		return nil, fmt.Errorf("couch: due users: %s has no view %s: run aso init to add it: %w", s.db.url, viewUsers, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: due users: query view %s of %s: %w", viewUsers, s.url, err)
+		return nil, fmt.Errorf("couch: due users: query view %s of %s: %w", viewUsers, s.db.url, err)
 	}
 	nowUS := float64(now.UnixMicro())
 	byUser := map[string]*state.UserDue{}

@@ -48,26 +48,14 @@ type viewRow struct {
 	Doc   json.RawMessage `json:"doc"`
 }
 
-// query reads the rows of the view. With "keys" in params it is a POST,
-// otherwise a GET.
-func (s *Store) query(ctx context.Context, params map[string]any) ([]viewRow, error) {
-	rows, err := s.queryView(ctx, viewsDDoc, viewWork, params)
+// workRows reads the rows of the work view. With "keys" in params it is
+// a POST, otherwise a GET.
+func workRows(ctx context.Context, d *db, params map[string]any) ([]viewRow, error) {
+	rows, err := d.queryView(ctx, viewsDDoc, viewWork, params)
 	if err != nil {
-		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, s.url, err)
+		return nil, fmt.Errorf("couch: query view %s of %s: %w", viewWork, d.url, err)
 	}
 	return rows, nil
-}
-
-// queryView reads the rows of view of the design document ddoc (without
-// its "_design/"), retried as every request is.
-func (s *Store) queryView(ctx context.Context, ddoc, view string, params map[string]any) ([]viewRow, error) {
-	var rows []viewRow
-	err := retryHTTP(ctx, func() error {
-		var err error
-		rows, err = rowsOf(s.db.Query(ctx, ddoc, view, kivik.Params(params)), params["include_docs"] == true)
-		return err
-	})
-	return rows, err
 }
 
 // rowsOf reads every row of rs, with their documents if docs. A row that
@@ -105,7 +93,7 @@ func rowsOf(rs *kivik.ResultSet, docs bool) ([]viewRow, error) {
 // after [user, "queue", after] and before every greater claim key, so that
 // a page starts right after the last one even if that transfer has changed
 // since.
-func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessage, limit int, docs, stale bool) ([]viewRow, error) {
+func claimRows(ctx context.Context, d *db, user string, after json.RawMessage, limit int, docs, stale bool) ([]viewRow, error) {
 	start := []any{user, keyQueue}
 	if after != nil {
 		start = []any{user, keyQueue, after, map[string]any{}}
@@ -118,7 +106,7 @@ func (s *Store) claimRows(ctx context.Context, user string, after json.RawMessag
 		"reduce":       false,
 	}
 	staleView(params, stale)
-	return s.query(ctx, params)
+	return workRows(ctx, d, params)
 }
 
 // claimKeyOf returns the claim key of a queue row, as JSON.

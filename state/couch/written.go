@@ -2,8 +2,6 @@ package couch
 
 import (
 	"context"
-	"encoding/json"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -203,7 +201,7 @@ func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]sta
 				known = append(known, id)
 			}
 		}
-		revs, err := s.revisions(ctx, known)
+		revs, err := s.db.revisions(ctx, known)
 		if err != nil {
 			return nil, err
 		}
@@ -233,41 +231,6 @@ func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]sta
 	return out, nil
 }
 
-// revisions returns the current (winning) revision of each of ids that
-// exists and is not deleted.
-func (s *Store) revisions(ctx context.Context, ids []string) (map[string]string, error) {
-	parts := make([]map[string]string, numParts(len(ids), maxReadKeys))
-	err := eachPart(len(ids), maxReadKeys, func(k, lo, hi int) error {
-		return retryHTTP(ctx, func() error {
-			rows, err := s.bulk.allDocs(ctx, ids[lo:hi], false)
-			if err != nil {
-				return err
-			}
-			part := make(map[string]string, hi-lo) // a failed attempt's reads do not count
-			for _, r := range rows {
-				var v struct {
-					Rev     string `json:"rev"`
-					Deleted bool   `json:"deleted"`
-				}
-				if r.ID == "" || json.Unmarshal(r.Value, &v) != nil || v.Deleted {
-					continue // missing or deleted
-				}
-				part[r.ID] = v.Rev
-			}
-			parts[k] = part
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]string, len(ids))
-	for _, part := range parts {
-		maps.Copy(out, part)
-	}
-	return out, nil
-}
-
 // activeIDs returns the IDs of the rows of the view under keys ([user,
 // "active", job]), without documents, then those of extra not among them;
 // with stale, from the view as the server last indexed it, less the
@@ -279,7 +242,7 @@ func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []s
 		ended = s.written.endedJobs() // before the read: it may show them
 	}
 	staleView(params, stale)
-	rows, err := s.query(ctx, params)
+	rows, err := workRows(ctx, s.db, params)
 	if err != nil {
 		return nil, err
 	}
