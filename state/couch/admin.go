@@ -15,12 +15,7 @@ import (
 )
 
 // by names the writer of admin changes in history entries.
-func (s *Store) by() string {
-	if s.cfg.Agent.Owner != "" {
-		return s.cfg.Agent.Owner
-	}
-	return "aso"
-}
+func (s *Store) by() string { return s.locks.by }
 
 // Enqueue stores valid requests as new transfers with one _bulk_docs.
 func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {

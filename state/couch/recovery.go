@@ -16,7 +16,7 @@ import (
 // judged again on its new version).
 func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
 	now := s.now()
-	d, _, ok, err := s.readLock(ctx, l.User)
+	d, _, ok, err := s.locks.read(ctx, l.User)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}

@@ -120,7 +120,7 @@ func (s *Store) writeResolutions(ctx context.Context, byUser map[string][]*confl
 	var docs []any
 	for user, jobs := range byUser {
 		holder := ""
-		if d, _, ok, err := s.readLock(ctx, user); err != nil {
+		if d, _, ok, err := s.locks.read(ctx, user); err != nil {
 			return nil, err
 		} else if ok && d.Expire.After(s.now()) {
 			holder = d.Holder

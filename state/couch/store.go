@@ -12,6 +12,7 @@ import (
 // Store is a state.Store on one CouchDB database.
 type Store struct {
 	db     *db
+	locks  *locker
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
@@ -36,7 +37,19 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: d, cfg: cfg, now: cfg.Clock(), policy: cfg.Policy.WithDefaults()}, nil
+	now, by := cfg.Clock(), writerName(cfg.Agent)
+	return &Store{
+		db: d, cfg: cfg, now: now, policy: cfg.Policy.WithDefaults(),
+		locks: &locker{db: d, now: now, by: by},
+	}, nil
+}
+
+// writerName names the writer of admin changes in history entries.
+func writerName(a state.Agent) string {
+	if a.Owner != "" {
+		return a.Owner
+	}
+	return "aso"
 }
 
 // Close releases the client's connections.

@@ -14,15 +14,25 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// readLock returns the stored lock of user (CouchDB's winning revision)
+// locker is the run locks: one document per user, taken, renewed and
+// released by revision-checked writes that count only on a write quorum
+// (201), read with all their leaves (a live lock of another holder on any
+// leaf counts as held).
+type locker struct {
+	db  *db
+	now func() time.Time
+	by  string // who an unlock's record names
+}
+
+// read returns the stored lock of user (CouchDB's winning revision)
 // and the other leaf revisions of a conflicted lock document; ok is false
 // if there is none. It reads from a quorum of replicas (r) where the
 // server says how many make one.
-func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []state.LockDoc, bool, error) {
+func (k *locker) read(ctx context.Context, user string) (state.LockDoc, []state.LockDoc, bool, error) {
 	id := state.LockID(user)
-	raw, found, err := s.db.readConflicted(ctx, id)
+	raw, found, err := k.db.readConflicted(ctx, id)
 	if err != nil {
-		return state.LockDoc{}, nil, false, fmt.Errorf("read lock document %s from %s: %w", id, s.db.url, err)
+		return state.LockDoc{}, nil, false, fmt.Errorf("read lock document %s from %s: %w", id, k.db.url, err)
 	}
 	if !found {
 		return state.LockDoc{}, nil, false, nil
@@ -35,7 +45,7 @@ func (s *Store) readLock(ctx context.Context, user string) (state.LockDoc, []sta
 	for _, r := range conflictsOf(raw) {
 		refs = append(refs, kivik.BulkGetReference{ID: id, Rev: r})
 	}
-	revs, err := s.db.readRevs(ctx, refs)
+	revs, err := k.db.readRevs(ctx, refs)
 	if err != nil {
 		return state.LockDoc{}, nil, false, err
 	}
@@ -60,25 +70,25 @@ func heldByOther(leaves []state.LockDoc, holder string, now time.Time) (state.Lo
 	return state.LockDoc{}, false
 }
 
-// writeLock writes d revision-checked; it reports a conflict as
+// write writes d revision-checked; it reports a conflict as
 // errConflict, and a write acknowledged by fewer replicas than the write
 // quorum (202) as errNoQuorum after releasing the revision it wrote: two
 // such writes of one revision may both be answered 202 (or one 202 and one
 // 201), while two quorum writes of one revision cannot both succeed.
-func (s *Store) writeLock(ctx context.Context, d state.LockDoc) (string, error) {
-	rev, err := s.writeLockKeep202(ctx, d)
+func (k *locker) write(ctx context.Context, d state.LockDoc) (string, error) {
+	rev, err := k.writeKeep202(ctx, d)
 	if errors.Is(err, errNoQuorum) {
 		d.Rev = rev
-		s.releaseLeaves(ctx, []state.LockDoc{d})
+		k.releaseLeaves(ctx, []state.LockDoc{d})
 	}
 	return rev, err
 }
 
-// writeLockKeep202 is writeLock that leaves a revision answered 202 in
+// writeKeep202 is write that leaves a revision answered 202 in
 // place, returning it with errNoQuorum.
-func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, error) {
+func (k *locker) writeKeep202(ctx context.Context, d state.LockDoc) (string, error) {
 	d.ID, d.Type = state.LockID(d.User), state.LockDocType
-	res, accepted, err := s.db.bulkDocs(ctx, []string{d.ID}, []any{d})
+	res, accepted, err := k.db.bulkDocs(ctx, []string{d.ID}, []any{d})
 	if err != nil {
 		return "", err
 	}
@@ -99,7 +109,7 @@ func (s *Store) writeLockKeep202(ctx context.Context, d state.LockDoc) (string, 
 // role may not), so such leaves stay, as released locks that no reader
 // counts as held, until aso resolve-conflicts deletes them; a leaf left
 // live counts as held until it expires.
-func (s *Store) releaseLeaves(ctx context.Context, leaves []state.LockDoc) {
+func (k *locker) releaseLeaves(ctx context.Context, leaves []state.LockDoc) {
 	if len(leaves) == 0 {
 		return
 	}
@@ -109,7 +119,7 @@ func (s *Store) releaseLeaves(ctx context.Context, leaves []state.LockDoc) {
 		d.ID, d.Type, d.Expire = state.LockID(d.User), state.LockDocType, state.Time{}
 		ids[i], docs[i] = d.ID, d
 	}
-	_, _, _ = s.db.bulkDocs(ctx, ids, docs)
+	_, _, _ = k.db.bulkDocs(ctx, ids, docs)
 }
 
 var (
@@ -133,12 +143,12 @@ func lockLoop(ctx context.Context, step func() error) error {
 	return err
 }
 
-// AcquireLock takes the run lock of user (see state.Locker).
-func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.Duration) (state.Lock, error) {
+// acquire takes the run lock of user (see state.Locker).
+func (k *locker) acquire(ctx context.Context, user, holder string, ttl time.Duration) (state.Lock, error) {
 	var l state.Lock
 	err := lockLoop(ctx, func() error {
-		now := s.now()
-		d, others, found, err := s.readLock(ctx, user)
+		now := k.now()
+		d, others, found, err := k.read(ctx, user)
 		if err != nil {
 			return err
 		}
@@ -153,14 +163,14 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 				ours = append(ours, o)
 			}
 		}
-		s.releaseLeaves(ctx, ours)
+		k.releaseLeaves(ctx, ours)
 		var cur *state.LockDoc
 		if found {
 			cur = &d
 		}
 		d.Since = state.TakenSince(cur, holder, now)
 		d.User, d.Holder, d.Expire = user, holder, state.At(now.Add(ttl))
-		rev, err := s.writeLock(ctx, d)
+		rev, err := k.write(ctx, d)
 		if errors.Is(err, errNoQuorum) {
 			// another agent may hold it through other replicas
 			return &state.LockedError{User: user, Holder: "unknown (" + err.Error() + ")", Expire: d.Expire.String()}
@@ -177,21 +187,21 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 	return l, nil
 }
 
-// RenewLock extends a held lock to now+ttl. Any other writer since the lock
+// renew extends a held lock to now+ttl. Any other writer since the lock
 // was taken or last renewed means the lock is lost.
-func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) (state.Lock, error) {
+func (k *locker) renew(ctx context.Context, l state.Lock, ttl time.Duration) (state.Lock, error) {
 	rev := l.Rev
 	err := lockLoop(ctx, func() error {
-		now := s.now()
+		now := k.now()
 		exp := state.At(now.Add(ttl))
-		r, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp, Since: state.At(l.Since), LastRun: l.LastRun})
+		r, err := k.write(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Expire: exp, Since: state.At(l.Since), LastRun: l.LastRun})
 		if errors.Is(err, errNoQuorum) {
 			return fmt.Errorf("lock of %s: %w: %w", l.User, err, state.ErrLockLost)
 		}
 		if errors.Is(err, errConflict) {
 			// Only a renewal of ours whose answer was lost may have
 			// moved the revision; anything else is another writer.
-			d, others, ok, rerr := s.readLock(ctx, l.User)
+			d, others, ok, rerr := k.read(ctx, l.User)
 			if rerr != nil {
 				return rerr
 			}
@@ -218,22 +228,22 @@ func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) 
 	return l, nil
 }
 
-// ReleaseLock frees a held lock (expire removed) and records run, if not
+// release frees a held lock (expire removed) and records run, if not
 // nil, in the same write: one revision-checked write with the revision of
 // l; on a conflict the lock is read again. ErrLockLost when the lock is no
 // longer held by l.Holder.
-func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRecord) error {
+func (k *locker) release(ctx context.Context, l state.Lock, run *state.RunRecord) error {
 	rev, last := l.Rev, l.LastRun
 	if run != nil {
 		last = run
 	}
 	err := lockLoop(ctx, func() error {
-		_, err := s.writeLock(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: last})
+		_, err := k.write(ctx, state.LockDoc{Rev: rev, User: l.User, Holder: l.Holder, Since: state.At(l.Since), LastRun: last})
 		if errors.Is(err, errNoQuorum) {
 			return nil // the lock expires by itself
 		}
 		if errors.Is(err, errConflict) {
-			d, others, ok, rerr := s.readLock(ctx, l.User)
+			d, others, ok, rerr := k.read(ctx, l.User)
 			if rerr != nil {
 				return rerr
 			}

@@ -9,16 +9,16 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Unlock releases the lock of user held by holder (see state.Admin): read,
+// unlock releases the lock of user held by holder (see state.Admin): read,
 // change, revision-checked write. A write answered 202 (fewer replicas
 // than the quorum) is kept, not undone as a lock taken so would be: the
 // lock is read again, and written again until a quorum read shows it
 // released with this unlock's record.
-func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
-	now, by := s.now(), s.by()
+func (k *locker) unlock(ctx context.Context, user, holder, note string) error {
+	now, by := k.now(), k.by
 	var wrote *state.RunRecord // the record of this unlock's last write answered 202
 	err := lockLoop(ctx, func() error {
-		d, others, ok, err := s.readLock(ctx, user)
+		d, others, ok, err := k.read(ctx, user)
 		if err != nil {
 			return err
 		}
@@ -33,7 +33,7 @@ func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 		if err := state.UnlockDoc(cur, user, holder, by, note, now); err != nil {
 			return err
 		}
-		_, err = s.writeLockKeep202(ctx, d)
+		_, err = k.writeKeep202(ctx, d)
 		if errors.Is(err, errNoQuorum) {
 			wrote = d.LastRun
 			return errConflict // read and, if need be, write again
@@ -61,14 +61,14 @@ func holderLeaf(d state.LockDoc, others []state.LockDoc, holder string) state.Lo
 	return d
 }
 
-// Locks returns the stored run locks of user ("" every user): one read of
+// list returns the stored run locks of user ("" every user): one read of
 // the lock documents' range of _all_docs.
-func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error) {
+func (k *locker) list(ctx context.Context, user string) ([]state.LockDoc, error) {
 	start, end := state.LockID(""), state.LockID("")+"\ufff0"
 	if user != "" {
 		start, end = state.LockID(user), state.LockID(user)
 	}
-	raws, err := s.db.readRange(ctx, start, end)
+	raws, err := k.db.readRange(ctx, start, end)
 	var out []state.LockDoc
 	for _, raw := range raws {
 		var d state.LockDoc
@@ -77,7 +77,7 @@ func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: read locks of %s: %w", s.db.url, err)
+		return nil, fmt.Errorf("couch: read locks of %s: %w", k.db.url, err)
 	}
 	return out, nil
 }
