@@ -92,7 +92,7 @@ func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []docResult, i
 	for n, k := range ks {
 		read[n] = ids[k]
 	}
-	stored, err := s.readKeys(ctx, read)
+	stored, err := s.rv.readKeys(ctx, read)
 	if err != nil {
 		return fmt.Errorf("couch: enqueue: read back the writes answered 202 or refused: %w", err)
 	}
@@ -119,7 +119,7 @@ func (s *Store) settleEnqueued(ctx context.Context, ks []int, out []docResult, i
 
 // Get returns one transfer.
 func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
-	docs, err := s.readKeys(ctx, []string{id})
+	docs, err := s.rv.readKeys(ctx, []string{id})
 	if err != nil {
 		return state.Transfer{}, fmt.Errorf("couch: get %s: %w", id, err)
 	}
@@ -156,7 +156,7 @@ func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	switch {
 	case len(f.IDs) > 0:
 		var m map[string]json.RawMessage
-		if m, err = s.readKeys(ctx, f.IDs); err == nil {
+		if m, err = s.rv.readKeys(ctx, f.IDs); err == nil {
 			for _, id := range f.IDs {
 				if raw, ok := m[id]; ok {
 					docs = append(docs, raw)

@@ -193,7 +193,7 @@ func (s *Store) claimCandidates(ctx context.Context, cands []candidate, need int
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	docs, err := s.readKeys(ctx, ids)
+	docs, err := s.rv.readKeys(ctx, ids)
 	if err != nil {
 		return state.Claimed{}, 0, 0, err
 	}

@@ -2,14 +2,11 @@ package couch
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/go-kivik/kivik/v4"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -193,115 +190,4 @@ type conflictJob struct {
 	leaves     []leaf
 	superseded []string
 	pending    []string
-}
-
-// resolveConflicts resolves the conflicted documents of conflicted (ID ->
-// raw winner with _conflicts) that are transfers of the agent's user and
-// puts their resolved bodies into out, with one _bulk_get and one
-// _bulk_docs for all; those it cannot resolve are left out of out, so that
-// nothing acts on a revision that may lose. A document whose conflicts were
-// all superseded already goes into out as it is; other documents, and all
-// of them when the store's credentials may not resolve, go into out as
-// read.
-func (s *Store) resolveConflicts(ctx context.Context, conflicted map[string]json.RawMessage, out map[string]json.RawMessage) error {
-	user := s.cfg.Agent.User
-	var jobs []*conflictJob
-	for id, raw := range conflicted {
-		t, err := decode(raw)
-		if user == "" || err != nil || t.User != user {
-			out[id] = raw // not ours to resolve
-			continue
-		}
-		pending := pendingConflicts(raw)
-		if len(pending) == 0 {
-			out[id] = withoutConflicts(raw) // decided before
-			continue
-		}
-		jobs = append(jobs, &conflictJob{id: id, leaves: []leaf{{rev: t.Rev, t: t}}, pending: pending,
-			superseded: slices.DeleteFunc(supersededOf(raw), func(r string) bool { return !slices.Contains(conflictsOf(raw), r) })})
-	}
-	if len(jobs) == 0 {
-		return nil
-	}
-	if ok, err := s.mayResolve(ctx); err != nil || !ok {
-		for _, j := range jobs {
-			out[j.id] = conflicted[j.id]
-		}
-		return err
-	}
-	ids, docs, err := s.resolutions(ctx, jobs, s.cfg.Agent.Owner)
-	if err != nil {
-		return err
-	}
-	res, _, err := s.db.bulkDocs(ctx, ids, docs)
-	if err != nil {
-		return fmt.Errorf("resolve %d conflicted documents: %w", len(jobs), err)
-	}
-	for k, r := range res {
-		if r.Err != nil {
-			continue // a refusal or a conflict: weighed again on the next read
-		}
-		var m map[string]any
-		if json.Unmarshal(docs[k].(json.RawMessage), &m) == nil {
-			m["_rev"] = r.Rev
-			if b, err := json.Marshal(m); err == nil {
-				out[ids[k]] = b
-			}
-		}
-	}
-	return nil
-}
-
-// resolutions reads the pending leaves of jobs (one _bulk_get) and returns
-// the document that ends each conflict, by the rules above with holder as
-// the lock's holder.
-func (s *Store) resolutions(ctx context.Context, jobs []*conflictJob, holder string) ([]string, []any, error) {
-	var refs []kivik.BulkGetReference
-	for _, j := range jobs {
-		for _, r := range j.pending {
-			refs = append(refs, kivik.BulkGetReference{ID: j.id, Rev: r})
-		}
-	}
-	losers, err := s.db.readRevs(ctx, refs)
-	if err != nil {
-		return nil, nil, err
-	}
-	now := state.At(s.now())
-	var ids []string
-	var docs []any
-	for _, j := range jobs {
-		for _, r := range j.pending {
-			raw, ok := losers[j.id+"\x00"+r]
-			if !ok {
-				continue // no longer a leaf, or unreadable: weighed next time
-			}
-			if t, err := decode(raw); err == nil {
-				j.leaves = append(j.leaves, leaf{rev: r, t: t})
-			}
-		}
-		kept := pickLeaf(j.leaves, holder)
-		t := resolved(j.leaves, kept, j.superseded, s.by(), now)
-		body, err := encode(&t)
-		if err != nil {
-			continue
-		}
-		ids, docs = append(ids, j.id), append(docs, body)
-	}
-	return ids, docs, nil
-}
-
-// mayResolve reports whether the store's credentials may write a
-// resolution: aso-agent, aso-operator or a server admin (asked of the
-// server once, when a conflict first needs it).
-func (s *Store) mayResolve(ctx context.Context) (bool, error) {
-	s.ident.mu.Lock()
-	defer s.ident.mu.Unlock()
-	if !s.ident.known {
-		id, err := s.db.session(ctx)
-		if err != nil {
-			return false, err
-		}
-		s.ident.id, s.ident.known = id, true
-	}
-	return s.ident.id.AnyOf(RoleAgent, RoleOperator), nil
 }

@@ -26,7 +26,7 @@ func (s *Store) depGraph(ctx context.Context, ts []state.Transfer) (state.Deps, 
 		if len(ids) == 0 {
 			break
 		}
-		docs, err := s.readKeys(ctx, ids)
+		docs, err := s.rv.readKeys(ctx, ids)
 		if err != nil {
 			return state.Deps{}, err
 		}

@@ -221,7 +221,7 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*p
 	for k, p := range work {
 		ids[k] = items[p.idx].id
 	}
-	docs, err := s.readKeys(ctx, ids)
+	docs, err := s.rv.readKeys(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 			break
 		}
 	}
-	docs, err := s.readKeys(ctx, ids)
+	docs, err := s.rv.readKeys(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}

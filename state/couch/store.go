@@ -2,8 +2,6 @@ package couch
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -13,6 +11,7 @@ import (
 type Store struct {
 	db     *db
 	locks  *locker
+	rv     *resolver
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
@@ -20,12 +19,6 @@ type Store struct {
 	written written
 	// cursor: where the next claim goes on down the queue
 	cursor claimCursor
-	// ident: who the credentials are, once a conflict needed it
-	ident struct {
-		mu    sync.Mutex
-		known bool
-		id    Identity
-	}
 }
 
 var _ state.Store = (*Store)(nil)
@@ -38,9 +31,10 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 		return nil, err
 	}
 	now, by := cfg.Clock(), writerName(cfg.Agent)
+	locks := &locker{db: d, now: now, by: by}
 	return &Store{
+		locks: locks, rv: &resolver{db: d, locks: locks, agent: cfg.Agent, by: by, now: now},
 		db: d, cfg: cfg, now: now, policy: cfg.Policy.WithDefaults(),
-		locks: &locker{db: d, now: now, by: by},
 	}, nil
 }
 
@@ -55,19 +49,16 @@ func writerName(a state.Agent) string {
 // Close releases the client's connections.
 func (s *Store) Close() error { return s.db.close() }
 
-// readKeys reads transfer documents by ID (db.readKeys); conflicted
-// transfers of an agent's user are resolved first (resolveConflicts), with
-// one _bulk_get and one _bulk_docs for all of them, and left out if they
-// cannot be.
-func (s *Store) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
-	out, conflicted, err := s.db.readKeys(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	if len(conflicted) > 0 {
-		if err := s.resolveConflicts(ctx, conflicted, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+// ResolveConflicts ends the conflicts of the database (of user's transfers
+// and run lock only, when user is not ""): the leaves of a transfer that
+// no resolution weighed yet are resolved first, by the agent's rules (see
+// conflicts.go; ties go to the owner of the user's live run lock), with one
+// write on CouchDB's winner; then every superseded leaf is deleted. A leaf
+// whose resolution failed (the document changed meanwhile) is not deleted.
+// A run lock's leaves are deleted unless live (held until a time to come):
+// a live one is left, and said so. It is an operator's: deleting takes the
+// aso-operator role. One scan of the database, then a _bulk_get and two
+// _bulk_docs per resolveBatch conflicted documents.
+func (s *Store) ResolveConflicts(ctx context.Context, user string) (ConflictReport, error) {
+	return s.rv.sweep(ctx, user)
 }

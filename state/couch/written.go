@@ -219,7 +219,7 @@ func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]sta
 			read = append(read, id)
 		}
 	}
-	docs, err := s.readKeys(ctx, read)
+	docs, err := s.rv.readKeys(ctx, read)
 	if err != nil {
 		return nil, err
 	}

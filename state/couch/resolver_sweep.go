@@ -28,27 +28,18 @@ type ConflictReport struct {
 // with one round of requests.
 const resolveBatch = 500
 
-// ResolveConflicts ends the conflicts of the database (of user's transfers
-// and run lock only, when user is not ""): the leaves of a transfer that
-// no resolution weighed yet are resolved first, by the agent's rules (see
-// conflicts.go; ties go to the owner of the user's live run lock), with one
-// write on CouchDB's winner; then every superseded leaf is deleted. A leaf
-// whose resolution failed (the document changed meanwhile) is not deleted.
-// A run lock's leaves are deleted unless live (held until a time to come):
-// a live one is left, and said so. It is an operator's: deleting takes the
-// aso-operator role. One scan of the database, then a _bulk_get and two
-// _bulk_docs per resolveBatch conflicted documents.
-func (s *Store) ResolveConflicts(ctx context.Context, user string) (ConflictReport, error) {
+// sweep is Store.ResolveConflicts.
+func (rv *resolver) sweep(ctx context.Context, user string) (ConflictReport, error) {
 	rep := ConflictReport{Left: []string{}}
 	var batch []json.RawMessage
 	var failed error
 	flush := func() {
 		if failed == nil && len(batch) > 0 {
-			failed = s.resolveSome(ctx, batch, &rep)
+			failed = rv.sweepSome(ctx, batch, &rep)
 			batch = batch[:0]
 		}
 	}
-	err := s.db.scanAll(ctx, func(raw json.RawMessage) {
+	err := rv.db.scanAll(ctx, func(raw json.RawMessage) {
 		if failed != nil || !bytes.Contains(raw, []byte(`"_conflicts"`)) || len(conflictsOf(raw)) == 0 {
 			return
 		}
@@ -73,9 +64,9 @@ func (s *Store) ResolveConflicts(ctx context.Context, user string) (ConflictRepo
 	return rep, nil
 }
 
-// resolveSome resolves a batch of conflicted documents (see
-// ResolveConflicts).
-func (s *Store) resolveSome(ctx context.Context, raws []json.RawMessage, rep *ConflictReport) error {
+// sweepSome resolves a batch of conflicted documents (see
+// sweep).
+func (rv *resolver) sweepSome(ctx context.Context, raws []json.RawMessage, rep *ConflictReport) error {
 	byUser := map[string][]*conflictJob{}
 	var dels []leafRef // leaves to delete whatever the resolutions do
 	var locks []json.RawMessage
@@ -98,15 +89,15 @@ func (s *Store) resolveSome(ctx context.Context, raws []json.RawMessage, rep *Co
 			byUser[t.User] = append(byUser[t.User], &conflictJob{id: t.ID, leaves: []leaf{{rev: t.Rev, t: t}}, pending: pending, superseded: superseded})
 		}
 	}
-	resolvedDels, err := s.writeResolutions(ctx, byUser, rep)
+	resolvedDels, err := rv.writeResolutions(ctx, byUser, rep)
 	if err != nil {
 		return err
 	}
-	lockDels, err := s.deadLockLeaves(ctx, locks, rep)
+	lockDels, err := rv.deadLockLeaves(ctx, locks, rep)
 	if err != nil {
 		return err
 	}
-	return s.deleteLeaves(ctx, slices.Concat(dels, resolvedDels, lockDels), rep)
+	return rv.deleteLeaves(ctx, slices.Concat(dels, resolvedDels, lockDels), rep)
 }
 
 // leafRef names a leaf revision of a document.
@@ -115,17 +106,17 @@ type leafRef struct{ id, rev string }
 // writeResolutions writes the resolutions of jobs (by user: ties go to the
 // holder of the user's live run lock) with one _bulk_docs, and returns the
 // leaves they superseded, those of the resolutions written only.
-func (s *Store) writeResolutions(ctx context.Context, byUser map[string][]*conflictJob, rep *ConflictReport) ([]leafRef, error) {
+func (rv *resolver) writeResolutions(ctx context.Context, byUser map[string][]*conflictJob, rep *ConflictReport) ([]leafRef, error) {
 	var ids []string
 	var docs []any
 	for user, jobs := range byUser {
 		holder := ""
-		if d, _, ok, err := s.locks.read(ctx, user); err != nil {
+		if d, _, ok, err := rv.locks.read(ctx, user); err != nil {
 			return nil, err
-		} else if ok && d.Expire.After(s.now()) {
+		} else if ok && d.Expire.After(rv.now()) {
 			holder = d.Holder
 		}
-		i, d, err := s.resolutions(ctx, jobs, holder)
+		i, d, err := rv.resolutions(ctx, jobs, holder)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +125,7 @@ func (s *Store) writeResolutions(ctx context.Context, byUser map[string][]*confl
 	if len(docs) == 0 {
 		return nil, nil
 	}
-	res, _, err := s.db.bulkDocs(ctx, ids, docs)
+	res, _, err := rv.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +145,7 @@ func (s *Store) writeResolutions(ctx context.Context, byUser map[string][]*confl
 
 // deadLockLeaves returns the conflicting leaves of lock documents that are
 // released or expired; a live one is reported left.
-func (s *Store) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep *ConflictReport) ([]leafRef, error) {
+func (rv *resolver) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep *ConflictReport) ([]leafRef, error) {
 	var refs []kivik.BulkGetReference
 	for _, raw := range locks {
 		e, _ := classify(raw)
@@ -162,7 +153,7 @@ func (s *Store) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep
 			refs = append(refs, kivik.BulkGetReference{ID: e.ID, Rev: r})
 		}
 	}
-	leaves, err := s.db.readRevs(ctx, refs)
+	leaves, err := rv.db.readRevs(ctx, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +164,7 @@ func (s *Store) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep
 			continue
 		}
 		var d state.LockDoc
-		if json.Unmarshal(raw, &d) == nil && d.Holder != "" && d.Expire.After(s.now()) {
+		if json.Unmarshal(raw, &d) == nil && d.Holder != "" && d.Expire.After(rv.now()) {
 			rep.Left = append(rep.Left, fmt.Sprintf("%s: leaf %s is held by %q until %s: run again once it has expired", ref.ID, ref.Rev, d.Holder, d.Expire))
 			continue
 		}
@@ -183,7 +174,7 @@ func (s *Store) deadLockLeaves(ctx context.Context, locks []json.RawMessage, rep
 }
 
 // deleteLeaves deletes leaf revisions with one _bulk_docs.
-func (s *Store) deleteLeaves(ctx context.Context, leaves []leafRef, rep *ConflictReport) error {
+func (rv *resolver) deleteLeaves(ctx context.Context, leaves []leafRef, rep *ConflictReport) error {
 	if len(leaves) == 0 {
 		return nil
 	}
@@ -192,7 +183,7 @@ func (s *Store) deleteLeaves(ctx context.Context, leaves []leafRef, rep *Conflic
 	for i, l := range leaves {
 		ids[i], docs[i] = l.id, map[string]any{"_id": l.id, "_rev": l.rev, "_deleted": true}
 	}
-	res, _, err := s.db.bulkDocs(ctx, ids, docs)
+	res, _, err := rv.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return err
 	}
