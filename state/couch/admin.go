@@ -432,13 +432,13 @@ func waitsLonger(a, b *state.Transfer) bool {
 // _bulk_docs).
 func (s *Store) RequestKill(ctx context.Context, ids []string) ([]state.Result, error) {
 	now, by := s.now(), s.by()
-	return s.wrap("kill")(s.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RequestKillOf(t, now, by) }), reapply))
+	return wrap("kill")(s.w.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RequestKillOf(t, now, by) }), reapply))
 }
 
 // Retry returns terminal transfers to new (one bulk read, one _bulk_docs).
 func (s *Store) Retry(ctx context.Context, ids []string) ([]state.Result, error) {
 	now, by := s.now(), s.by()
-	return s.wrap("retry")(s.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RetryOf(t, now, by) }), reapply))
+	return wrap("retry")(s.w.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RetryOf(t, now, by) }), reapply))
 }
 
 func idItems(ids []string, f func(t *state.Transfer) error) []item {

@@ -278,7 +278,7 @@ func (s *Store) claimFrom(ctx context.Context, docs []json.RawMessage, need int,
 	}
 	// A conflicting claim is re-read once (no retry): it is ours if the
 	// write landed though its answer was lost, otherwise skipped.
-	res, err := s.mutate(ctx, items, report)
+	res, err := s.w.mutate(ctx, items, report)
 	if err != nil {
 		return state.Claimed{}, "", 0, err
 	}

@@ -78,7 +78,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 	if len(items) == 0 {
 		return nil, nil
 	}
-	res, err := s.mutate(ctx, items, reapply)
+	res, err := s.w.mutate(ctx, items, reapply)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}

@@ -15,8 +15,9 @@ type Store struct {
 	cfg    state.Config
 	now    func() time.Time
 	policy state.Policy
+	w      *writer
 	// written: the submitted transfers written, for the monitor's reads
-	written written
+	written *written
 	// cursor: where the next claim goes on down the queue
 	cursor claimCursor
 }
@@ -32,8 +33,10 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	}
 	now, by := cfg.Clock(), writerName(cfg.Agent)
 	locks := &locker{db: d, now: now, by: by}
+	rv := &resolver{db: d, locks: locks, agent: cfg.Agent, by: by, now: now}
+	w := &written{}
 	return &Store{
-		locks: locks, rv: &resolver{db: d, locks: locks, agent: cfg.Agent, by: by, now: now},
+		locks: locks, rv: rv, w: &writer{db: d, rv: rv, written: w, now: now}, written: w,
 		db: d, cfg: cfg, now: now, policy: cfg.Policy.WithDefaults(),
 	}, nil
 }

@@ -34,7 +34,7 @@ func quarantine(raw json.RawMessage, err error, a state.Agent, now time.Time) (i
 
 // heldItems builds one item per transfer of ts, whose rule is f(i, t): a
 // state rule that checks the agent's hold itself and always writes.
-func (s *Store) heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
+func heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
 	items := make([]item, len(ts))
 	for i := range ts {
 		items[i] = item{id: ts[i].ID, t: &ts[i], rule: func(t *state.Transfer) (bool, error) {
@@ -58,8 +58,8 @@ func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([]
 			of = append(of, &jobs[k])
 		}
 	}
-	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return of[i].Apply(t, a, now, ttl) })
-	res, err := s.wrap("prepare submit")(s.mutate(ctx, items, reapply))
+	items := heldItems(ts, func(i int, t *state.Transfer) error { return of[i].Apply(t, a, now, ttl) })
+	res, err := wrap("prepare submit")(s.w.mutate(ctx, items, reapply))
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +69,8 @@ func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([]
 // RenewLeases extends the leases of claimed transfers (one _bulk_docs).
 func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]state.Result, error) {
 	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
-	items := s.heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Renew(t, a, now, ttl) })
-	return s.wrap("renew leases")(s.mutate(ctx, items, reapply))
+	items := heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Renew(t, a, now, ttl) })
+	return wrap("renew leases")(s.w.mutate(ctx, items, reapply))
 }
 
 // SetTransferIDs commits each job's claimed transfers to its FTS job (one
@@ -89,8 +89,8 @@ func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][
 			jobIDs = append(jobIDs, j.JobID)
 		}
 	}
-	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.CommitTo(t, a, *commits[i], jobIDs[i], now) })
-	res, err := s.wrap("set transfer id")(s.mutate(ctx, items, reapply))
+	items := heldItems(ts, func(i int, t *state.Transfer) error { return state.CommitTo(t, a, *commits[i], jobIDs[i], now) })
+	res, err := wrap("set transfer id")(s.w.mutate(ctx, items, reapply))
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +104,8 @@ func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]sta
 	for i := range aborts {
 		ts[i] = aborts[i].Transfer
 	}
-	items := s.heldItems(ts, func(i int, t *state.Transfer) error { return state.ApplyAbort(t, a, aborts[i], p, now) })
-	return s.wrap("abort transfers")(s.mutate(ctx, items, reapply))
+	items := heldItems(ts, func(i int, t *state.Transfer) error { return state.ApplyAbort(t, a, aborts[i], p, now) })
+	return wrap("abort transfers")(s.w.mutate(ctx, items, reapply))
 }
 
 // SetTransientState records progress (one _bulk_docs; a conflict is
@@ -119,7 +119,7 @@ func (s *Store) SetTransientState(ctx context.Context, transients []state.Transi
 			return true, state.ApplyTransient(t, pr, now)
 		}}
 	}
-	return s.wrap("set transient state")(s.mutate(ctx, items, report))
+	return wrap("set transient state")(s.w.mutate(ctx, items, report))
 }
 
 // SetTerminalState persists FTS outcomes (one _bulk_docs, plus re-reads on
@@ -133,11 +133,11 @@ func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal)
 			return state.ApplyTerminal(t, a, o, p, now)
 		}}
 	}
-	return s.wrap("set terminal state")(s.mutate(ctx, items, reapply))
+	return wrap("set terminal state")(s.w.mutate(ctx, items, reapply))
 }
 
 // wrap adds the call's name to a whole-call error.
-func (s *Store) wrap(call string) func([]state.Result, error) ([]state.Result, error) {
+func wrap(call string) func([]state.Result, error) ([]state.Result, error) {
 	return func(r []state.Result, err error) ([]state.Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("couch: %s: %w", call, err)

@@ -6,10 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
+
+// writer makes the revision-checked writes of transfers: each item's rule
+// (a function of package state) applied to the version read, one
+// _bulk_docs per round, the conflicts re-read and judged again within
+// conflictRetries rounds, a 202 counted only once a read-back confirms it.
+// It notes every confirmed write in written.
+type writer struct {
+	db      *db
+	rv      *resolver
+	written *written
+	now     func() time.Time
+}
 
 // rule changes a transfer in memory. It returns false (and no error) when
 // the transfer is already as wanted and nothing must be written. Rules are
@@ -66,14 +79,14 @@ var errConflictsLeft = errors.New("conflicts left")
 // items' order. Per-item errors go into the results; the error return is
 // for failures of the whole call: the parts after a failed one are not
 // sent, those already under way finish.
-func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
+func (w *writer) mutate(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
 	if len(items) <= maxBulkDocs {
-		return s.mutateOnce(ctx, items, mode)
+		return w.mutateOnce(ctx, items, mode)
 	}
 	parts := make([][]state.Result, numParts(len(items), maxBulkDocs))
 	err := eachPart(len(items), maxBulkDocs, func(k, lo, hi int) error {
 		var err error
-		parts[k], err = s.mutateOnce(ctx, items[lo:hi], mode)
+		parts[k], err = w.mutateOnce(ctx, items[lo:hi], mode)
 		return err
 	})
 	if err != nil {
@@ -83,7 +96,7 @@ func (s *Store) mutate(ctx context.Context, items []item, mode onConflict) ([]st
 }
 
 // mutateOnce is mutate of at most maxBulkDocs items.
-func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
+func (w *writer) mutateOnce(ctx context.Context, items []item, mode onConflict) ([]state.Result, error) {
 	res := make([]state.Result, len(items))
 	var work []*pending
 	var toRead []int
@@ -96,7 +109,7 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 		work = append(work, &pending{idx: i, base: *it.t})
 	}
 	if len(toRead) > 0 {
-		read, err := s.reload(ctx, items, toRead, res)
+		read, err := w.reload(ctx, items, toRead, res)
 		if err != nil {
 			return nil, err
 		}
@@ -104,14 +117,14 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 	}
 	op := func() error {
 		var err error
-		work, err = s.writeRound(ctx, items, work, res)
+		work, err = w.writeRound(ctx, items, work, res)
 		if err != nil {
 			return retry.Permanent(err)
 		}
 		if len(work) == 0 {
 			return nil
 		}
-		work, err = s.reloadAfterConflict(ctx, items, work, res)
+		work, err = w.reloadAfterConflict(ctx, items, work, res)
 		if err != nil {
 			return retry.Permanent(err)
 		}
@@ -146,7 +159,7 @@ func (s *Store) mutateOnce(ctx context.Context, items []item, mode onConflict) (
 
 // writeRound applies the rules to work and writes the changes in one
 // request. It returns the items that conflicted.
-func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
+func (w *writer) writeRound(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
 	var docs []any
 	var ids []string
 	var sent []*pending
@@ -172,7 +185,7 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 			sent = append(sent, p)
 		}
 	}
-	out, accepted, err := s.db.bulkDocs(ctx, ids, docs)
+	out, accepted, err := w.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +195,14 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 		p.forbidden = nil
 		switch {
 		case r.Err == nil && accepted[k]:
-			s.written.forget(p.wrote.ID)
+			w.written.forget(p.wrote.ID)
 			// 202: stored, but not yet on a quorum of replicas; it counts
 			// once a re-read (with conflicts, from a quorum) shows it as
 			// the document's only leaf
 			conflicted = append(conflicted, p)
 		case r.Err == nil:
 			res[p.idx] = state.Wrote(res[p.idx].ID, r.Rev, p.wrote)
-			s.written.note(p.wrote, &p.base, r.Rev, s.now())
+			w.written.note(p.wrote, &p.base, r.Rev, w.now())
 		case errors.Is(r.Err, state.ErrConflict):
 			conflicted = append(conflicted, p)
 		default:
@@ -204,24 +217,24 @@ func (s *Store) writeRound(ctx context.Context, items []item, work []*pending, r
 
 // reload reads the documents of items[idx] and returns them as work; items
 // that are missing or invalid get their error in res.
-func (s *Store) reload(ctx context.Context, items []item, idx []int, res []state.Result) ([]*pending, error) {
+func (w *writer) reload(ctx context.Context, items []item, idx []int, res []state.Result) ([]*pending, error) {
 	work := make([]*pending, len(idx))
 	for k, i := range idx {
 		work[k] = &pending{idx: i}
 	}
-	return s.reloadAfterConflict(ctx, items, work, res)
+	return w.reloadAfterConflict(ctx, items, work, res)
 }
 
 // reloadAfterConflict re-reads the documents of work in one request. An
 // item whose stored document equals the body last written (the write was
 // applied but its answer lost) succeeds with the stored revision; one whose
 // write was refused while its revision did not move fails with ErrInvalid.
-func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
+func (w *writer) reloadAfterConflict(ctx context.Context, items []item, work []*pending, res []state.Result) ([]*pending, error) {
 	ids := make([]string, len(work))
 	for k, p := range work {
 		ids[k] = items[p.idx].id
 	}
-	docs, err := s.rv.readKeys(ctx, ids)
+	docs, err := w.rv.readKeys(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +253,7 @@ func (s *Store) reloadAfterConflict(ctx context.Context, items []item, work []*p
 		switch {
 		case p.body != nil && sameContent(raw, p.body):
 			res[i] = state.Wrote(res[i].ID, e.Rev, p.wrote)
-			s.written.note(p.wrote, &p.base, e.Rev, s.now())
+			w.written.note(p.wrote, &p.base, e.Rev, w.now())
 			continue
 		case p.forbidden != nil && e.Rev == p.base.Rev:
 			res[i].Err = p.forbiddenErr()
