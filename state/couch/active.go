@@ -152,7 +152,7 @@ func (s *Store) addWritten(user string, jobs []jobRow) []jobRow {
 // claim window, while the store remembers every submitted transfer it
 // wrote since its last listing from an up-to-date view (maxWritten).
 func (s *Store) staleListing(user string) bool {
-	return user == s.cfg.Agent.User && s.cursor.recent(s.now()) && s.written.complete()
+	return user == s.cfg.Agent.User && s.claims.cursor.recent(s.now()) && s.written.complete()
 }
 
 // ActiveTransfersOf returns the submitted transfers of user in the given

@@ -18,8 +18,7 @@ type Store struct {
 	w      *writer
 	// written: the submitted transfers written, for the monitor's reads
 	written *written
-	// cursor: where the next claim goes on down the queue
-	cursor claimCursor
+	claims  *claimer
 }
 
 var _ state.Store = (*Store)(nil)
@@ -34,10 +33,12 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	now, by := cfg.Clock(), writerName(cfg.Agent)
 	locks := &locker{db: d, now: now, by: by}
 	rv := &resolver{db: d, locks: locks, agent: cfg.Agent, by: by, now: now}
-	w := &written{}
+	w, policy := &written{}, cfg.Policy.WithDefaults()
+	wr := &writer{db: d, rv: rv, written: w, now: now}
 	return &Store{
-		locks: locks, rv: rv, w: &writer{db: d, rv: rv, written: w, now: now}, written: w,
-		db: d, cfg: cfg, now: now, policy: cfg.Policy.WithDefaults(),
+		locks: locks, rv: rv, w: wr, written: w,
+		claims: &claimer{db: d, rv: rv, w: wr, written: w, locks: locks, agent: cfg.Agent, policy: policy, now: now},
+		db:     d, cfg: cfg, now: now, policy: policy,
 	}, nil
 }
 

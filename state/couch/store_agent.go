@@ -2,34 +2,21 @@ package couch
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// InvalidReasonPrefix starts the reason of a transfer the agent moved to
-// failed because its document does not validate; validate_doc_update lets
-// exactly this move through for a document it would refuse otherwise.
-const InvalidReasonPrefix = "invalid document: "
+// NewTransfers claims up to r.Limit eligible transfers of the agent's user
+// (see state.AgentStore and claimer.claim).
+func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+	return s.claims.claim(ctx, r)
+}
 
-// quarantine returns the item that moves a queued transfer document that
-// does not validate (err) to failed, keeping every field as it is (see
-// salvage), so that it is never left waiting in silence.
-func quarantine(raw json.RawMessage, err error, a state.Agent, now time.Time) (item, bool) {
-	t, ok := salvage(raw)
-	if !ok || (t.State != state.StateNew && t.State != state.StateAcquired) {
-		return item{}, false
-	}
-	for _, f := range []string{"state", "reason", "last_update", "history"} {
-		delete(t.Extra, f) // aso's own fields, written anew below
-	}
-	reason := InvalidReasonPrefix + err.Error()
-	return item{id: t.ID, t: &t, rule: func(t *state.Transfer) (bool, error) {
-		t.Transition(state.StateFailed, now, a.Owner, reason)
-		return true, nil
-	}}, true
+// TakeBack expires the claims of l.User's other agents (see
+// state.AgentStore and claimer.takeBack).
+func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
+	return s.claims.takeBack(ctx, l)
 }
 
 // heldItems builds one item per transfer of ts, whose rule is f(i, t): a

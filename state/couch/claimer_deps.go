@@ -15,7 +15,7 @@ const maxDepRounds = 16
 // depGraph reads what the dependency rules need to judge ts: their
 // dependencies, and those of the dependencies not terminal, transitively
 // (for the cycle check), with one bulk read per level.
-func (s *Store) depGraph(ctx context.Context, ts []state.Transfer) (state.Deps, error) {
+func (c *claimer) depGraph(ctx context.Context, ts []state.Transfer) (state.Deps, error) {
 	g := state.DepGraph{}
 	for i := range ts {
 		g.Add(&ts[i])
@@ -26,7 +26,7 @@ func (s *Store) depGraph(ctx context.Context, ts []state.Transfer) (state.Deps, 
 		if len(ids) == 0 {
 			break
 		}
-		docs, err := s.rv.readKeys(ctx, ids)
+		docs, err := c.rv.readKeys(ctx, ids)
 		if err != nil {
 			return state.Deps{}, err
 		}
@@ -43,5 +43,5 @@ func (s *Store) depGraph(ctx context.Context, ts []state.Transfer) (state.Deps, 
 			}
 		}
 	}
-	return g.Deps(s.policy.DependencyWait), nil
+	return g.Deps(c.policy.DependencyWait), nil
 }

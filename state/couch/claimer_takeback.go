@@ -8,15 +8,15 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// TakeBack expires the claims of l.User's other agents (see
+// takeBack expires the claims of l.User's other agents (see
 // state.Recoverer): it checks the lock document, pages through the queue
 // rows of the user (without documents) for those under a live lease or
 // cool-off, reads them in one bulk read and writes those taken back with
 // one _bulk_docs (revision-checked: a transfer that changed meanwhile is
 // judged again on its new version).
-func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
-	now := s.now()
-	d, _, ok, err := s.locks.read(ctx, l.User)
+func (c *claimer) takeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
+	now := c.now()
+	d, _, ok, err := c.locks.read(ctx, l.User)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}
@@ -31,7 +31,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 	var ids []string
 	var after json.RawMessage
 	for {
-		rows, err := claimRows(ctx, s.db, l.User, after, page, false, false)
+		rows, err := claimRows(ctx, c.db, l.User, after, page, false, false)
 		if err != nil {
 			return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 		}
@@ -47,7 +47,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 			break
 		}
 	}
-	docs, err := s.rv.readKeys(ctx, ids)
+	docs, err := c.rv.readKeys(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}
@@ -78,7 +78,7 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 	if len(items) == 0 {
 		return nil, nil
 	}
-	res, err := s.w.mutate(ctx, items, reapply)
+	res, err := c.w.mutate(ctx, items, reapply)
 	if err != nil {
 		return nil, fmt.Errorf("couch: take back claims of %s: %w", l.User, err)
 	}
