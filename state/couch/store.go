@@ -7,18 +7,21 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Store is a state.Store on one CouchDB database.
+// Store is a state.Store on one CouchDB database. Its methods are the
+// calls of the contract, each handed to the type that owns its state and
+// policy: the claims (claimer), the monitor's reads (activeReader), the
+// revision-checked writes (writer), the run lock (locker), the reads by ID
+// that resolve conflicts (resolver), all over one database (db).
 type Store struct {
 	db     *db
 	locks  *locker
 	rv     *resolver
-	cfg    state.Config
-	now    func() time.Time
-	policy state.Policy
 	w      *writer
-	// written: the submitted transfers written, for the monitor's reads
-	written *written
-	claims  *claimer
+	claims *claimer
+	active *activeReader
+	agent  state.Agent
+	policy state.Policy
+	now    func() time.Time
 }
 
 var _ state.Store = (*Store)(nil)
@@ -30,16 +33,14 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	now, by := cfg.Clock(), writerName(cfg.Agent)
-	locks := &locker{db: d, now: now, by: by}
-	rv := &resolver{db: d, locks: locks, agent: cfg.Agent, by: by, now: now}
-	w, policy := &written{}, cfg.Policy.WithDefaults()
-	wr := &writer{db: d, rv: rv, written: w, now: now}
-	return &Store{
-		locks: locks, rv: rv, w: wr, written: w,
-		claims: &claimer{db: d, rv: rv, w: wr, written: w, locks: locks, agent: cfg.Agent, policy: policy, now: now},
-		db:     d, cfg: cfg, now: now, policy: policy,
-	}, nil
+	s := &Store{db: d, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock()}
+	w := &written{}
+	s.locks = &locker{db: d, now: s.now, by: writerName(cfg.Agent)}
+	s.rv = &resolver{db: d, locks: s.locks, agent: s.agent, by: s.locks.by, now: s.now}
+	s.w = &writer{db: d, rv: s.rv, written: w, now: s.now}
+	s.claims = &claimer{db: d, rv: s.rv, w: s.w, written: w, locks: s.locks, agent: s.agent, policy: s.policy, now: s.now}
+	s.active = &activeReader{db: d, rv: s.rv, written: w, cursor: &s.claims.cursor, user: s.agent.User, now: s.now}
+	return s, nil
 }
 
 // writerName names the writer of admin changes in history entries.

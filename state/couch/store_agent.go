@@ -19,6 +19,18 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 	return s.claims.takeBack(ctx, l)
 }
 
+// ActiveJobs lists the FTS jobs of user's submitted transfers with their
+// number of transfers (see state.AgentStore and activeReader.jobs).
+func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	return s.active.jobs(ctx, user)
+}
+
+// ActiveTransfersOf returns the submitted transfers of user in the given
+// jobs (see state.AgentStore and activeReader.transfersOf).
+func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
+	return s.active.transfersOf(ctx, user, jobs)
+}
+
 // heldItems builds one item per transfer of ts, whose rule is f(i, t): a
 // state rule that checks the agent's hold itself and always writes.
 func heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
@@ -34,7 +46,7 @@ func heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []it
 // PrepareSubmits writes the sid and endpoint of each job on its claimed
 // transfers and renews their leases (one _bulk_docs).
 func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([][]state.Result, error) {
-	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	a, now, ttl := s.agent, s.now(), s.policy.LeaseTTL
 	var ts []state.Transfer
 	var of []*state.PrepareJob
 	sizes := make([]int, len(jobs))
@@ -55,7 +67,7 @@ func (s *Store) PrepareSubmits(ctx context.Context, jobs []state.PrepareJob) ([]
 
 // RenewLeases extends the leases of claimed transfers (one _bulk_docs).
 func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]state.Result, error) {
-	a, now, ttl := s.cfg.Agent, s.now(), s.policy.LeaseTTL
+	a, now, ttl := s.agent, s.now(), s.policy.LeaseTTL
 	items := heldItems(transfers, func(_ int, t *state.Transfer) error { return state.Renew(t, a, now, ttl) })
 	return wrap("renew leases")(s.w.mutate(ctx, items, reapply))
 }
@@ -63,7 +75,7 @@ func (s *Store) RenewLeases(ctx context.Context, transfers []state.Transfer) ([]
 // SetTransferIDs commits each job's claimed transfers to its FTS job (one
 // _bulk_docs).
 func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][]state.Result, error) {
-	a, now := s.cfg.Agent, s.now()
+	a, now := s.agent, s.now()
 	var ts []state.Transfer
 	var commits []*state.Commit
 	var jobIDs []string
@@ -86,7 +98,7 @@ func (s *Store) SetTransferIDs(ctx context.Context, jobs []state.CommitJob) ([][
 
 // AbortTransfers ends transactions without a job (one _bulk_docs).
 func (s *Store) AbortTransfers(ctx context.Context, aborts []state.Abort) ([]state.Result, error) {
-	a, now, p := s.cfg.Agent, s.now(), s.policy
+	a, now, p := s.agent, s.now(), s.policy
 	ts := make([]state.Transfer, len(aborts))
 	for i := range aborts {
 		ts[i] = aborts[i].Transfer
@@ -112,7 +124,7 @@ func (s *Store) SetTransientState(ctx context.Context, transients []state.Transi
 // SetTerminalState persists FTS outcomes (one _bulk_docs, plus re-reads on
 // conflicts).
 func (s *Store) SetTerminalState(ctx context.Context, outcomes []state.Terminal) ([]state.Result, error) {
-	a, now, p := s.cfg.Agent, s.now(), s.policy
+	a, now, p := s.agent, s.now(), s.policy
 	items := make([]item, len(outcomes))
 	for i := range outcomes {
 		o := outcomes[i]

@@ -1,7 +1,6 @@
 package couch
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"time"
@@ -185,83 +184,4 @@ func (w *written) idsIn(user string, jobs map[string][]state.Transfer) []string 
 	}
 	slices.Sort(out)
 	return out
-}
-
-// readUnchanged returns the transfers of ids as stored: those remembered
-// at the server's current revision from memory, the others read (with
-// their conflicts resolved, as readKeys does). The revisions are one
-// _all_docs request without documents per maxReadKeys IDs.
-func (s *Store) readUnchanged(ctx context.Context, ids []string) (map[string]state.Transfer, error) {
-	out := make(map[string]state.Transfer, len(ids))
-	mem := s.written.lookup(ids)
-	if len(mem) >= minWrittenRead {
-		known := make([]string, 0, len(mem))
-		for _, id := range ids {
-			if _, ok := mem[id]; ok {
-				known = append(known, id)
-			}
-		}
-		revs, err := s.db.revisions(ctx, known)
-		if err != nil {
-			return nil, err
-		}
-		for id, t := range mem {
-			if revs[id] == t.Rev {
-				out[id] = t
-			} else {
-				s.written.forget(id)
-			}
-		}
-	}
-	var read []string
-	for _, id := range ids {
-		if _, ok := out[id]; !ok {
-			read = append(read, id)
-		}
-	}
-	docs, err := s.rv.readKeys(ctx, read)
-	if err != nil {
-		return nil, err
-	}
-	for id, raw := range docs {
-		if t, err := decode(raw); err == nil {
-			out[id] = t
-		}
-	}
-	return out, nil
-}
-
-// activeIDs returns the IDs of the rows of the view under keys ([user,
-// "active", job]), without documents, then those of extra not among them;
-// with stale, from the view as the server last indexed it, less the
-// transfers the store wrote out of their job since.
-func (s *Store) activeIDs(ctx context.Context, keys []any, stale bool, extra []string) ([]string, error) {
-	params := map[string]any{"keys": keys, "reduce": false}
-	var ended map[string]string
-	if stale {
-		ended = s.written.endedJobs() // before the read: it may show them
-	}
-	staleView(params, stale)
-	rows, err := workRows(ctx, s.db, params)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, 0, len(rows)+len(extra))
-	seen := make(map[string]bool, len(rows)+len(extra))
-	for _, r := range rows {
-		if _, gone := ended[r.ID]; gone {
-			continue // written out of its job since the view was indexed
-		}
-		if r.ID != "" && !seen[r.ID] {
-			seen[r.ID] = true
-			ids = append(ids, r.ID)
-		}
-	}
-	for _, id := range extra {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	return ids, nil
 }

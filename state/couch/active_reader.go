@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -13,7 +14,21 @@ import (
 // maxJobKeys bounds the jobs ActiveTransfersOf asks for in one request.
 const maxJobKeys = 1000
 
-// ActiveJobs lists the FTS jobs of user's submitted transfers with their
+// activeReader answers the monitor's reads of submitted transfers from the
+// active rows of the work view. Within the claim window of its own user's
+// queue it reads the view as last indexed and amends it with what the
+// store wrote itself (written); the transfers it remembers are read by
+// revision only.
+type activeReader struct {
+	db      *db
+	rv      *resolver
+	written *written
+	cursor  *claimCursor // the claim's: whether it read the head lately
+	user    string       // the agent's
+	now     func() time.Time
+}
+
+// jobs lists the FTS jobs of user's submitted transfers with their
 // number of transfers, the job with the oldest last_update first (then by
 // ID), in one request: the active rows of the view reduced by _stats,
 // grouped by job. Within state.StaleClaimWindow of a claim from the head
@@ -21,12 +36,12 @@ const maxJobKeys = 1000
 // staleListing), with the jobs of the transfers the store committed itself
 // added from memory and those it wrote out of their job since left out: a
 // job committed by another writer since waits at most the window.
-func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	now := s.now()
-	stale := s.staleListing(user)
+func (a *activeReader) jobs(ctx context.Context, user string) ([]state.JobRef, error) {
+	now := a.now()
+	stale := a.staleListing(user)
 	var ended map[string]string
 	if stale {
-		ended = s.written.endedJobs() // before the read: it may show them
+		ended = a.written.endedJobs() // before the read: it may show them
 	}
 	params := map[string]any{
 		"startkey": []any{user, keyActive},
@@ -34,12 +49,12 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		"group":    true,
 	}
 	staleView(params, stale)
-	rows, err := workRows(ctx, s.db, params)
+	rows, err := workRows(ctx, a.db, params)
 	if err != nil {
 		return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
 	}
 	if !stale {
-		s.written.indexed(now)
+		a.written.indexed(now)
 	}
 	jobs := make([]jobRow, 0, len(rows))
 	for _, r := range rows {
@@ -54,10 +69,10 @@ func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, er
 		jobs = append(jobs, jobRow{state.JobRef{ID: k[2], Transfers: v.Count}, v.Min})
 	}
 	if stale {
-		if jobs, err = s.leaveOutEnded(ctx, user, jobs, ended); err != nil {
+		if jobs, err = a.leaveOutEnded(ctx, user, jobs, ended); err != nil {
 			return nil, fmt.Errorf("couch: active jobs of %s: %w", user, err)
 		}
-		jobs = s.addWritten(user, jobs)
+		jobs = a.addWritten(user, jobs)
 	}
 	slices.SortFunc(jobs, func(a, b jobRow) int {
 		return cmp.Or(cmp.Compare(a.oldest, b.oldest), cmp.Compare(a.ref.ID, b.ref.ID))
@@ -88,7 +103,7 @@ func staleView(params map[string]any, stale bool) {
 // the jobs of a stale listing that have some: their rows' IDs in one
 // query of the view as it is, since an index brought up to date by another
 // query may no longer hold them. A job left with none is dropped.
-func (s *Store) leaveOutEnded(ctx context.Context, user string, jobs []jobRow, ended map[string]string) ([]jobRow, error) {
+func (a *activeReader) leaveOutEnded(ctx context.Context, user string, jobs []jobRow, ended map[string]string) ([]jobRow, error) {
 	touched := map[string]bool{}
 	for _, j := range ended {
 		touched[j] = true
@@ -104,7 +119,7 @@ func (s *Store) leaveOutEnded(ctx context.Context, user string, jobs []jobRow, e
 	}
 	params := map[string]any{"keys": keys, "reduce": false}
 	staleView(params, true)
-	rows, err := workRows(ctx, s.db, params)
+	rows, err := workRows(ctx, a.db, params)
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +145,12 @@ func (s *Store) leaveOutEnded(ctx context.Context, user string, jobs []jobRow, e
 
 // addWritten adds to jobs those of the transfers the store committed
 // itself and remembers.
-func (s *Store) addWritten(user string, jobs []jobRow) []jobRow {
+func (a *activeReader) addWritten(user string, jobs []jobRow) []jobRow {
 	at := make(map[string]int, len(jobs))
 	for i, j := range jobs {
 		at[j.ref.ID] = i
 	}
-	for id, w := range s.written.jobsOf(user) {
+	for id, w := range a.written.jobsOf(user) {
 		oldest := float64(w.oldest.UnixMicro())
 		if i, ok := at[id]; ok {
 			jobs[i].ref.Transfers = max(jobs[i].ref.Transfers, w.transfers)
@@ -151,86 +166,6 @@ func (s *Store) addWritten(user string, jobs []jobRow) []jobRow {
 // the view as it is: user's is the queue the store claims from, within the
 // claim window, while the store remembers every submitted transfer it
 // wrote since its last listing from an up-to-date view (maxWritten).
-func (s *Store) staleListing(user string) bool {
-	return user == s.cfg.Agent.User && s.claims.cursor.recent(s.now()) && s.written.complete()
-}
-
-// ActiveTransfersOf returns the submitted transfers of user in the given
-// jobs, in the order of jobs, each job's transfers by FTS file ID then ID:
-// one request (a POST of the view keys) per maxJobKeys jobs.
-func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
-	byJob := make(map[string][]state.Transfer, len(jobs))
-	var keys []any
-	for i, j := range jobs {
-		if _, ok := byJob[j]; !ok {
-			byJob[j] = nil
-			keys = append(keys, []string{user, keyActive, j})
-		}
-		if len(keys) == maxJobKeys || (i == len(jobs)-1 && len(keys) > 0) {
-			if err := s.activeOf(ctx, user, keys, byJob); err != nil {
-				return nil, fmt.Errorf("couch: active transfers of %s: %w", user, err)
-			}
-			keys = keys[:0]
-		}
-	}
-	out := []state.Job{}
-	for _, j := range jobs {
-		ts := byJob[j]
-		if len(ts) == 0 {
-			continue
-		}
-		delete(byJob, j)
-		state.SortJob(ts)
-		out = append(out, state.Job{ID: j, Transfers: ts})
-	}
-	return out, nil
-}
-
-// activeOf reads the submitted transfers of user under keys ([user,
-// "active", job]) into byJob.
-func (s *Store) activeOf(ctx context.Context, user string, keys []any, byJob map[string][]state.Transfer) error {
-	add := func(t state.Transfer) {
-		if t.State != state.StateSubmitted || t.User != user {
-			return
-		}
-		if _, asked := byJob[t.FTSJob]; asked {
-			byJob[t.FTSJob] = append(byJob[t.FTSJob], t)
-		}
-	}
-	if stale := s.staleListing(user); stale || s.written.size() >= minWrittenRead {
-		// most of them were probably written by this store: their IDs, then
-		// only the documents that changed since; on a stale view, with the
-		// IDs of those the store committed itself
-		var mine []string
-		if stale {
-			mine = s.written.idsIn(user, byJob)
-		}
-		ids, err := s.activeIDs(ctx, keys, stale, mine)
-		if err != nil {
-			return err
-		}
-		ts, err := s.readUnchanged(ctx, ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if t, ok := ts[id]; ok {
-				add(t)
-			}
-		}
-		return nil
-	}
-	rows, err := workRows(ctx, s.db, map[string]any{"keys": keys, "reduce": false, "include_docs": true})
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if r.Doc == nil {
-			continue
-		}
-		if t, err := decode(r.Doc); err == nil {
-			add(t)
-		}
-	}
-	return nil
+func (a *activeReader) staleListing(user string) bool {
+	return user == a.user && a.cursor.recent(a.now()) && a.written.complete()
 }
