@@ -49,16 +49,10 @@ func statsDoc() map[string]any {
 	}
 }
 
-// Counts counts transfers from the views of StatsID: three queries,
-// whatever the number of users and transfers (see statsReader).
-func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
-	return statsReader{s: s}.counts(ctx, o)
-}
-
 // statsReader reads the views of StatsID: three queries, whatever the
 // number of users and transfers.
 type statsReader struct {
-	s *Store
+	db *db
 }
 
 // counts is state.Admin.Counts.
@@ -147,12 +141,12 @@ func (r statsReader) finished(ctx context.Context, user string, since time.Time,
 // query reads the rows of view of StatsID; a missing view is an error
 // that says to run aso init.
 func (r statsReader) query(ctx context.Context, view string, params map[string]any) ([]viewRow, error) {
-	rows, err := r.s.db.queryView(ctx, statsDDoc, view, params)
+	rows, err := r.db.queryView(ctx, statsDDoc, view, params)
 	if kivik.HTTPStatus(err) == http.StatusNotFound {
-		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.s.db.url, view, err)
+		return nil, fmt.Errorf("couch: counts: %s has no view %s: run aso init to add it: %w", r.db.url, view, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.s.db.url, err)
+		return nil, fmt.Errorf("couch: counts: query view %s of %s: %w", view, r.db.url, err)
 	}
 	return rows, nil
 }

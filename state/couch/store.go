@@ -19,6 +19,7 @@ type Store struct {
 	w      *writer
 	claims *claimer
 	active *activeReader
+	admin  *admin
 	agent  state.Agent
 	policy state.Policy
 	now    func() time.Time
@@ -40,6 +41,7 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	s.w = &writer{db: d, rv: s.rv, written: w, now: s.now}
 	s.claims = &claimer{db: d, rv: s.rv, w: s.w, written: w, locks: s.locks, agent: s.agent, policy: s.policy, now: s.now}
 	s.active = &activeReader{db: d, rv: s.rv, written: w, cursor: &s.claims.cursor, user: s.agent.User, now: s.now}
+	s.admin = &admin{db: d, rv: s.rv, w: s.w, by: s.locks.by, now: s.now}
 	return s, nil
 }
 
@@ -53,17 +55,3 @@ func writerName(a state.Agent) string {
 
 // Close releases the client's connections.
 func (s *Store) Close() error { return s.db.close() }
-
-// ResolveConflicts ends the conflicts of the database (of user's transfers
-// and run lock only, when user is not ""): the leaves of a transfer that
-// no resolution weighed yet are resolved first, by the agent's rules (see
-// conflicts.go; ties go to the owner of the user's live run lock), with one
-// write on CouchDB's winner; then every superseded leaf is deleted. A leaf
-// whose resolution failed (the document changed meanwhile) is not deleted.
-// A run lock's leaves are deleted unless live (held until a time to come):
-// a live one is left, and said so. It is an operator's: deleting takes the
-// aso-operator role. One scan of the database, then a _bulk_get and two
-// _bulk_docs per resolveBatch conflicted documents.
-func (s *Store) ResolveConflicts(ctx context.Context, user string) (ConflictReport, error) {
-	return s.rv.sweep(ctx, user)
-}

@@ -8,12 +8,12 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Purge removes the terminal transfers o selects (see state.Purger): it
+// purge removes the terminal transfers o selects (see state.Purger): it
 // pages through _all_docs like Summary and, every maxBulkDocs selected
 // transfers, archives them (synced) and deletes them with one _bulk_docs
 // of revision-checked deletions; a transfer that changed since it was read
 // conflicts and stays.
-func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
+func (a *admin) purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 	var batch []state.Transfer
 	removed := 0
 	var failed error
@@ -21,7 +21,7 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 		if failed != nil || len(batch) == 0 {
 			return
 		}
-		n, err := s.purgeBatch(ctx, batch, o.Archive)
+		n, err := a.purgeBatch(ctx, batch, o.Archive)
 		removed += n
 		failed = err
 		batch = batch[:0]
@@ -29,7 +29,7 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 			o.Progress(removed)
 		}
 	}
-	err := s.db.scanAll(ctx, func(raw json.RawMessage) {
+	err := a.db.scanAll(ctx, func(raw json.RawMessage) {
 		if _, kind := classify(raw); kind != kindTransfer || failed != nil {
 			return
 		}
@@ -50,13 +50,13 @@ func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 }
 
 // purgeBatch archives ts (when asked) and deletes them.
-func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Archiver) (int, error) {
-	if a != nil {
-		state.NotePurged(ts, s.by(), s.now())
-		if err := a.Write(ts); err != nil {
+func (a *admin) purgeBatch(ctx context.Context, ts []state.Transfer, arch state.Archiver) (int, error) {
+	if arch != nil {
+		state.NotePurged(ts, a.by, a.now())
+		if err := arch.Write(ts); err != nil {
 			return 0, fmt.Errorf("archive: %w", err)
 		}
-		if err := a.Sync(); err != nil {
+		if err := arch.Sync(); err != nil {
 			return 0, fmt.Errorf("archive: %w", err)
 		}
 	}
@@ -66,7 +66,7 @@ func (s *Store) purgeBatch(ctx context.Context, ts []state.Transfer, a state.Arc
 		ids[i] = ts[i].ID
 		docs[i] = map[string]any{"_id": ts[i].ID, "_rev": ts[i].Rev, "_deleted": true}
 	}
-	res, _, err := s.db.bulkDocs(ctx, ids, docs) // a deletion short of quorum still spreads
+	res, _, err := a.db.bulkDocs(ctx, ids, docs) // a deletion short of quorum still spreads
 	if err != nil {
 		return 0, err
 	}
