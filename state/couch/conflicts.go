@@ -16,7 +16,7 @@ import (
 // leave a document with several leaf revisions; CouchDB picks one as the
 // winner on every node but keeps the others, listed in _conflicts, until
 // someone deletes them. An agent's store resolves the conflicted transfers
-// of its user whenever it reads them (readKeys), by these rules:
+// of its user whenever it reads them (resolver.readKeys), by these rules:
 //
 //  1. The leaf furthest along wins: done, then killed, then failed, then
 //     submitted (an FTS job exists), then acquired with a submit_sid (a

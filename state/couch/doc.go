@@ -57,7 +57,7 @@
 // newest revision before it checks the one sent, and answers refused
 // documents out of order (results are matched by ID).
 //
-// A CouchDB cluster (see conflicts.go, lock.go, nodes.go): a _bulk_docs
+// A CouchDB cluster (see conflicts.go, locker.go, nodes.go): a _bulk_docs
 // answered 202 Accepted stored some documents on fewer replicas than the
 // write quorum. The run lock is held only on a 201 (a 202 releases the
 // revision written and counts as locked); other writes answered 202 count
