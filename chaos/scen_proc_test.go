@@ -287,7 +287,7 @@ func pauseTakeover(e *env) {
 }
 
 // lockHeld is the end of an agent's error when it found the run lock held.
-var lockHeld = regexp.MustCompile(`run lock held by \S+ until (\d{4}-\d\d-\d\dT[0-9:.]+Z)`)
+var lockHeld = regexp.MustCompile(`run lock (?:of \S+ is )?held by \S+ until (\d{4}-\d\d-\d\dT[0-9:.]+Z)`)
 
 // lockRenewedSince reports whether p exited because it found the run lock
 // held by a lock that expires after at+1s: renewed after at (the lock TTL
