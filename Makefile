@@ -28,7 +28,7 @@ test-busy: test-setup ## the whole test suite, as make test, while stress-ng kee
 test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js, stress-ng (apt-get, as root) and the test server's npm packages; else print the command to run
 	@./scripts/test-setup
 
-lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the size rules: no non-test file over 500 lines, no function over 80
+lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the code-shape rules: no function over 80 lines, a type's methods in its own files, no agent type over 25 methods
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
