@@ -1,6 +1,7 @@
 package fts
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -165,4 +166,25 @@ func (c *Client) endpointURL(path, query string) string {
 		s += "?" + query
 	}
 	return s
+}
+
+// tlsConfig builds the client TLS settings: the proxy as client
+// certificate and the CA directory as roots.
+func (c *Client) tlsConfig() (*tls.Config, error) {
+	conf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.cfg.Insecure} //nolint:gosec // opt-in for tests and development
+	if c.cfg.CertDir != "" && !c.cfg.Insecure {
+		pool, err := loadCertDir(c.cfg.CertDir)
+		if err != nil {
+			return nil, err
+		}
+		conf.RootCAs = pool
+	}
+	if c.proxy != nil {
+		// Always offer the proxy: grid servers list many CAs, and a proxy's
+		// issuer is the user certificate, which is in no such list.
+		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return &c.proxy.current().tlsCert, nil
+		}
+	}
+	return conf, nil
 }

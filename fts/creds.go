@@ -146,27 +146,6 @@ func (p *proxyCredential) checkValid(now time.Time) error {
 	return nil
 }
 
-// tlsConfig builds the client TLS settings: the proxy as client
-// certificate and the CA directory as roots.
-func (c *Client) tlsConfig() (*tls.Config, error) {
-	conf := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.cfg.Insecure} //nolint:gosec // opt-in for tests and development
-	if c.cfg.CertDir != "" && !c.cfg.Insecure {
-		pool, err := loadCertDir(c.cfg.CertDir)
-		if err != nil {
-			return nil, err
-		}
-		conf.RootCAs = pool
-	}
-	if c.proxy != nil {
-		// Always offer the proxy: grid servers list many CAs, and a proxy's
-		// issuer is the user certificate, which is in no such list.
-		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return &c.proxy.current().tlsCert, nil
-		}
-	}
-	return conf, nil
-}
-
 // caFileName matches the files of a grid CA directory that hold
 // certificates: name.pem, name.crt and the hash links hash.0, hash.1, ...
 var caFileName = regexp.MustCompile(`(?i)\.(pem|crt|cer|[0-9]+)$`)

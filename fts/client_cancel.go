@@ -75,19 +75,6 @@ func (c *Client) cancelChunk(ctx context.Context, ids []string) []CancelResult {
 	return out
 }
 
-func (e wireJob) cancelResult() CancelResult {
-	res := CancelResult{JobID: string(e.JobID), State: string(e.JobState), Message: clip(string(e.HTTPMessage))}
-	code := statusCode(string(e.HTTPStatus))
-	if e.HTTPStatus == "" || code == http.StatusOK || code == http.StatusNotModified {
-		return res
-	}
-	if code == 0 {
-		code = http.StatusBadGateway
-	}
-	res.Err = fmt.Errorf("fts: cancel job %s: %w", res.JobID, &HTTPError{StatusCode: code, Message: res.Message})
-	return res
-}
-
 // CancelFiles cancels files of one job (DELETE /jobs/{id}/files/{fids};
 // the job must be a plain one, not multi-source or multihop) and returns
 // each file's state afterwards, in input order: "CANCELED", the terminal

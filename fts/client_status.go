@@ -66,30 +66,6 @@ func (f FileStatus) TransferID() string {
 	return string(m.TransferID)
 }
 
-type wireJob struct {
-	JobID       flexString `json:"job_id"`
-	JobState    flexString `json:"job_state"`
-	Reason      flexString `json:"reason"`
-	HTTPStatus  flexString `json:"http_status"`
-	HTTPMessage flexString `json:"http_message"`
-	Files       []wireFile `json:"files"`
-}
-
-type wireFile struct {
-	FileID       flexInt         `json:"file_id"`
-	FileState    flexString      `json:"file_state"`
-	SourceSURL   flexString      `json:"source_surl"`
-	DestSURL     flexString      `json:"dest_surl"`
-	Reason       flexString      `json:"reason"`
-	StartTime    ftsTime         `json:"start_time"`
-	FinishTime   ftsTime         `json:"finish_time"`
-	Filesize     flexInt         `json:"filesize"`
-	Throughput   flexFloat       `json:"throughput"`
-	Retry        flexInt         `json:"retry"`
-	FileMetadata json.RawMessage `json:"file_metadata"`
-	Recoverable  flexBool        `json:"recoverable"`
-}
-
 // Status returns the state of the given jobs, in input order. It asks for
 // at most MaxJobsPerQuery jobs per request, each request under its own
 // timeout. A job whose request failed gets Err; the others are still
@@ -213,47 +189,6 @@ func decodeEntries[T any](body []byte) ([]T, error) {
 		return nil, fmt.Errorf("unreadable reply: %s", clip(string(body)))
 	}
 	return entries, nil
-}
-
-// status converts one reply entry.
-func (e wireJob) status() JobStatus {
-	st := JobStatus{JobID: string(e.JobID)}
-	code := statusCode(string(e.HTTPStatus))
-	switch {
-	case code == http.StatusNotFound:
-		st.Lost = true
-		st.Reason = clip(string(e.HTTPMessage))
-		return st
-	case e.HTTPStatus != "" && (code < 200 || code > 299):
-		if code == 0 {
-			code = http.StatusBadGateway
-		}
-		st.Err = fmt.Errorf("fts: status of job %s: %w", st.JobID,
-			&HTTPError{StatusCode: code, Message: clip(string(e.HTTPMessage))})
-		return st
-	case e.JobState == "":
-		st.Err = fmt.Errorf("fts: status of job %s: reply has no job_state", st.JobID)
-		return st
-	}
-	st.State = string(e.JobState)
-	st.Reason = string(e.Reason)
-	for _, f := range e.Files {
-		st.Files = append(st.Files, FileStatus{
-			FileID:      int64(f.FileID),
-			State:       string(f.FileState),
-			SourceSURL:  string(f.SourceSURL),
-			DestSURL:    string(f.DestSURL),
-			Reason:      string(f.Reason),
-			StartTime:   f.StartTime.Time,
-			FinishTime:  f.FinishTime.Time,
-			Filesize:    int64(f.Filesize),
-			Throughput:  float64(f.Throughput),
-			Retry:       int(f.Retry),
-			Metadata:    f.FileMetadata,
-			Recoverable: f.Recoverable.ptr(),
-		})
-	}
-	return st
 }
 
 func failAll(ids []string, err error) []JobStatus {
