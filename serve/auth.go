@@ -252,21 +252,6 @@ func eachLine(path string, f func(n int, line string) error) error {
 	return sc.Err()
 }
 
-// guard runs h with the viewer of the request, or refuses it.
-func (s *Server) guard(h func(w http.ResponseWriter, r *http.Request, v *viewer)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v, code, msg := s.o.Auth.identify(r)
-		if v == nil {
-			if code == http.StatusUnauthorized && s.o.Auth.passwords != nil {
-				w.Header().Set("WWW-Authenticate", `Basic realm="aso", charset="UTF-8"`)
-			}
-			s.refuse(w, r, code, msg)
-			return
-		}
-		h(w, r, v)
-	})
-}
-
 // scope returns the user whose transfers a request may see when it names
 // user ("": none): user for an operator (every user when ""), the
 // viewer's own user otherwise, or false when it names another user.

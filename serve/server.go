@@ -195,3 +195,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, name string, v a
 }
 
 func isAPI(r *http.Request) bool { return len(r.URL.Path) >= 5 && r.URL.Path[:5] == "/api/" }
+
+// guard runs h with the viewer of the request, or refuses it.
+func (s *Server) guard(h func(w http.ResponseWriter, r *http.Request, v *viewer)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v, code, msg := s.o.Auth.identify(r)
+		if v == nil {
+			if code == http.StatusUnauthorized && s.o.Auth.passwords != nil {
+				w.Header().Set("WWW-Authenticate", `Basic realm="aso", charset="UTF-8"`)
+			}
+			s.refuse(w, r, code, msg)
+			return
+		}
+		h(w, r, v)
+	})
+}

@@ -189,56 +189,6 @@ func NewTransfer(r Request, now time.Time, by string) Transfer {
 	return t
 }
 
-// Validate checks a stored transfer document: its request fields, its state,
-// and the fields its state requires. Backends use it to quarantine documents
-// they cannot trust.
-func (t *Transfer) Validate() error {
-	if t.Type != DocType {
-		return &ValidationError{Field: "type", Value: t.Type, Reason: `must be "transfer"`}
-	}
-	r := t.Request()
-	if err := r.Validate(); err != nil {
-		return err
-	}
-	if t.ID != r.ID() {
-		return &ValidationError{Field: "_id", Value: t.ID, Reason: "does not match the hash of user, source, source_lfn, destination, destination_lfn"}
-	}
-	if !t.State.Valid() {
-		return &ValidationError{Field: "state", Value: string(t.State), Reason: "unknown state"}
-	}
-	if t.Created.IsZero() {
-		return &ValidationError{Field: "created", Value: "", Reason: "is required (an RFC 3339 timestamp)"}
-	}
-	if t.LastUpdate.IsZero() {
-		return &ValidationError{Field: "last_update", Value: "", Reason: "is required (an RFC 3339 timestamp)"}
-	}
-	if t.Attempts < 0 {
-		return &ValidationError{Field: "attempts", Value: itoa(int64(t.Attempts)), Reason: "must be >= 0"}
-	}
-	switch t.State {
-	case StateAcquired:
-		if t.Owner == "" || t.LeaseExpires.IsZero() {
-			return &ValidationError{Field: "owner", Value: t.Owner, Reason: "an acquired transfer needs owner and lease_expires"}
-		}
-	case StateSubmitted:
-		if t.FTSJob == "" {
-			return &ValidationError{Field: "fts_job", Value: "", Reason: "a submitted transfer needs fts_job"}
-		}
-	}
-	return nil
-}
-
-// Request returns the request fields of t.
-func (t *Transfer) Request() Request {
-	return Request{
-		User: t.User, Group: t.Group, Role: t.Role,
-		Source: t.Source, Destination: t.Destination,
-		SourceLFN: t.SourceLFN, DestinationLFN: t.DestinationLFN,
-		Size: t.Size, Checksums: t.Checksums, Priority: t.Priority, DependsOn: t.DependsOn,
-		Activity: t.Activity,
-	}
-}
-
 func isHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil
