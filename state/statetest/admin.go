@@ -12,16 +12,6 @@ import (
 // the operator so, and the store records it as who asked.
 const Operator = "carol@ops.example.org:cli"
 
-// wantLast fails unless the last history entry of t is want, made by
-// Operator now.
-func (e *env) wantLast(t state.Transfer, want state.Transition) {
-	e.t.Helper()
-	want.At, want.By = state.At(e.clock.Now()), Operator
-	if len(t.History) == 0 || !reflect.DeepEqual(t.History[len(t.History)-1], want) {
-		e.t.Fatalf("history of %s: %+v; want it to end with %+v", t.ID, t.History, want)
-	}
-}
-
 var adminCases = []testCase{
 	{"RequestKill", func(e *env) {
 		s := e.store(Alice, "agent-a")

@@ -1,8 +1,6 @@
 package statetest
 
 import (
-	"reflect"
-	"slices"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -72,54 +70,4 @@ var pagerCases = []testCase{
 			e.t.Fatalf("ActiveJobs of a user without transfers: %+v, %v", refs, err)
 		}
 	}},
-}
-
-// checkPager checks that ActiveJobs lists the jobs of user, which must be
-// want in order, with their numbers of transfers, and that
-// ActiveTransfersOf gives the same jobs asked one at a time, all at once
-// and in reverse order; it returns them.
-func (e *env) checkPager(s state.Store, p state.AgentStore, user string, want ...string) []state.Job {
-	e.t.Helper()
-	all, err := Active(ctx, s, user)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var names []string
-	for _, j := range all {
-		names = append(names, j.ID)
-	}
-	if !slices.Equal(names, want) {
-		e.t.Fatalf("the active jobs of %s are %v, want %v", user, names, want)
-	}
-	refs, err := p.ActiveJobs(ctx, user)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if len(refs) != len(all) {
-		e.t.Fatalf("ActiveJobs(%s) = %+v; ActiveTransfersOf gives jobs %v", user, refs, names)
-	}
-	for i, r := range refs {
-		if r.ID != all[i].ID || r.Transfers != len(all[i].Transfers) {
-			e.t.Fatalf("ActiveJobs(%s)[%d] = %+v; ActiveTransfersOf gives %s with %d transfers", user, i, r, all[i].ID, len(all[i].Transfers))
-		}
-	}
-	// one job at a time, then all of them in reverse order
-	for _, j := range all {
-		got, err := p.ActiveTransfersOf(ctx, user, []string{j.ID})
-		if err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], j) {
-			e.t.Fatalf("ActiveTransfersOf(%s, %s) = %+v, %v; want %+v", user, j.ID, got, err, j)
-		}
-	}
-	rev := slices.Clone(names)
-	slices.Reverse(rev)
-	got, err := p.ActiveTransfersOf(ctx, user, rev)
-	if err != nil || len(got) != len(all) {
-		e.t.Fatalf("ActiveTransfersOf(%s, %v): %d jobs, %v", user, rev, len(got), err)
-	}
-	for i := range got {
-		if !reflect.DeepEqual(got[i], all[len(all)-1-i]) {
-			e.t.Fatalf("ActiveTransfersOf(%s, %v)[%d] = %+v; want %+v", user, rev, i, got[i], all[len(all)-1-i])
-		}
-	}
-	return all
 }

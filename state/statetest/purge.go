@@ -32,18 +32,6 @@ func (a *memArchive) Sync() error {
 	return nil
 }
 
-// finish submits the transfers s claims (n of them) and ends them with outcome.
-func (e *env) finish(s state.Store, n int, job string, outcome state.Outcome) []string {
-	e.t.Helper()
-	ts := e.submit(s, n, job)
-	outs := make([]state.Terminal, len(ts))
-	for i, t := range ts {
-		outs[i] = state.Terminal{Transfer: t, Outcome: outcome, FTSJob: job}
-	}
-	e.ok("SetTerminalState", e.terminal(s, outs...), nil, n)
-	return ids(ts)
-}
-
 var purgeCases = []testCase{
 	{"Purge/TerminalOlderThan", func(e *env) {
 		a, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")

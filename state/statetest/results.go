@@ -53,28 +53,3 @@ var resultCases = []testCase{
 		e.wrote(s, "SetTerminalState again", res, state.StateFailed, time.Time{})
 	}},
 }
-
-// current reads ts again (their revisions move with every write).
-func (e *env) current(s state.Store, ts []state.Transfer) []state.Transfer {
-	e.t.Helper()
-	out := make([]state.Transfer, len(ts))
-	for i := range ts {
-		out[i] = e.get(s, ts[i].ID)
-	}
-	return out
-}
-
-// wrote fails unless every result reports want and lease (zero: none), and
-// the stored transfer agrees with its result.
-func (e *env) wrote(s state.Store, call string, res []state.Result, want state.State, lease time.Time) {
-	e.t.Helper()
-	for _, r := range res {
-		tr := e.get(s, r.ID)
-		if r.State != want || !r.LeaseExpires.Equal(lease) {
-			e.t.Fatalf("%s %s: result says %q, lease %v; want %q, lease %v", call, r.ID, r.State, r.LeaseExpires.Time, want, lease)
-		}
-		if tr.State != r.State || !tr.LeaseExpires.Equal(r.LeaseExpires.Time) || tr.Rev != r.Rev {
-			e.t.Fatalf("%s %s: result says %q, lease %v, rev %s; stored %q, lease %v, rev %s", call, r.ID, r.State, r.LeaseExpires.Time, r.Rev, tr.State, tr.LeaseExpires.Time, tr.Rev)
-		}
-	}
-}

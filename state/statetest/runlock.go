@@ -7,17 +7,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// lockOf returns the stored lock of user, read by a fresh handle (so that
-// a file store decodes it from the file).
-func (e *env) lockOf(_ state.Store, user string) state.LockDoc {
-	e.t.Helper()
-	ls, err := e.store(user, "reader").Locks(ctx, user)
-	if err != nil || len(ls) != 1 || ls[0].User != user {
-		e.t.Fatalf("Locks(%s): %+v, %v", user, ls, err)
-	}
-	return ls[0]
-}
-
 var runLockCases = []testCase{
 	{"Lock/RunRecordAndUnlock", func(e *env) {
 		s := e.store(Alice, "agent-a")

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -88,21 +87,6 @@ func Run(t *testing.T, newDB func(t *testing.T) Factory) {
 	}
 }
 
-// env is the world of one subtest: a fresh database and a fake clock.
-type env struct {
-	t     *testing.T
-	open  Factory
-	clock *Clock
-}
-
-// store opens a handle for agent owner working on user's queue.
-func (e *env) store(user, owner string) state.Store {
-	e.t.Helper()
-	s := e.open(e.t, state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: Policy, Now: e.clock.Now})
-	e.t.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
 var ctx = context.Background()
 
 // Req returns a valid request of user for file n on the link Src->Dst.
@@ -112,81 +96,6 @@ func Req(user string, n int) state.Request {
 		SourceLFN:      fmt.Sprintf("/store/temp/user/%s/out_%d.root", user, n),
 		DestinationLFN: fmt.Sprintf("/store/user/%s/out_%d.root", user, n),
 		Size:           int64(1000 + n), Checksums: map[string]string{"adler32": fmt.Sprintf("%08x", n)},
-	}
-}
-
-func (e *env) enqueue(s state.Store, reqs ...state.Request) []string {
-	e.t.Helper()
-	res, err := s.Enqueue(ctx, reqs)
-	if err != nil {
-		e.t.Fatalf("Enqueue: %v", err)
-	}
-	if len(res) != len(reqs) {
-		e.t.Fatalf("Enqueue returned %d results for %d requests", len(res), len(reqs))
-	}
-	ids := make([]string, len(res))
-	for i, r := range res {
-		if r.Status != state.Stored || r.Err != nil {
-			e.t.Fatalf("Enqueue item %d: status %q, err %v; want stored", i, r.Status, r.Err)
-		}
-		ids[i] = r.ID
-	}
-	return ids
-}
-
-func (e *env) claim(s state.Store, limit int) []state.Transfer {
-	e.t.Helper()
-	c, err := s.NewTransfers(ctx, state.ClaimRequest{Limit: limit})
-	if err != nil {
-		e.t.Fatalf("NewTransfers(%d): %v", limit, err)
-	}
-	return c.Transfers
-}
-
-func (e *env) get(s state.Store, id string) state.Transfer {
-	e.t.Helper()
-	tr, err := s.Get(ctx, id)
-	if err != nil {
-		e.t.Fatalf("Get(%s): %v", id, err)
-	}
-	return tr
-}
-
-// ok fails unless the bulk call succeeded for every one of n items.
-func (e *env) ok(call string, res []state.Result, err error, n int) []state.Result {
-	e.t.Helper()
-	if err != nil {
-		e.t.Fatalf("%s: %v", call, err)
-	}
-	if len(res) != n {
-		e.t.Fatalf("%s: %d results for %d items", call, len(res), n)
-	}
-	for i, r := range res {
-		if r.Err != nil {
-			e.t.Fatalf("%s item %d (%s): %v", call, i, r.ID, r.Err)
-		}
-		if r.Rev == "" {
-			e.t.Fatalf("%s item %d (%s): success without a revision", call, i, r.ID)
-		}
-	}
-	return res
-}
-
-func (e *env) wantState(s state.Store, id string, want state.State) state.Transfer {
-	e.t.Helper()
-	tr := e.get(s, id)
-	if tr.State != want {
-		e.t.Fatalf("transfer %s is %s (reason %q), want %s", id, tr.State, tr.Reason, want)
-	}
-	return tr
-}
-
-// unchanged fails if the stored document differs from before.
-func (e *env) unchanged(s state.Store, before state.Transfer) {
-	e.t.Helper()
-	after := e.get(s, before.ID)
-	if !reflect.DeepEqual(before, after) {
-		e.t.Fatalf("transfer %s changed:\nbefore %+v\nafter  %+v", before.ID, before, after)
 	}
 }
 
@@ -211,22 +120,6 @@ func commitsOf(ts []state.Transfer) []state.Commit {
 		cs[i] = state.Commit{Transfer: tr, SourcePFN: "file:///src" + tr.SourceLFN, DestPFN: "file:///dst" + tr.DestinationLFN, FileID: int64(i + 1)}
 	}
 	return cs
-}
-
-// submit claims n transfers with s and commits them to job.
-func (e *env) submit(s state.Store, n int, job string) []state.Transfer {
-	e.t.Helper()
-	ts := e.claim(s, n)
-	if len(ts) != n {
-		e.t.Fatalf("claimed %d transfers, want %d", len(ts), n)
-	}
-	res, err := Commit(ctx, s, commitsOf(ts), job)
-	e.ok("SetTransferID", res, err, n)
-	out := make([]state.Transfer, n)
-	for i, tr := range ts {
-		out[i] = e.wantState(s, tr.ID, state.StateSubmitted)
-	}
-	return out
 }
 
 // ReqID is the transfer ID of Req(user, n).

@@ -7,18 +7,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-func (e *env) terminal(s state.Store, outs ...state.Terminal) []state.Result {
-	e.t.Helper()
-	res, err := s.SetTerminalState(ctx, outs)
-	if err != nil {
-		e.t.Fatalf("SetTerminalState: %v", err)
-	}
-	if len(res) != len(outs) {
-		e.t.Fatalf("SetTerminalState: %d results for %d items", len(res), len(outs))
-	}
-	return res
-}
-
 var terminalCases = []testCase{
 	{"SetTerminalState/Outcomes", func(e *env) {
 		s := e.store(Alice, "agent-a")

@@ -1,7 +1,6 @@
 package statetest
 
 import (
-	"reflect"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -114,27 +113,4 @@ var usersCases = []testCase{
 			e.t.Fatalf("DueUsers with the dependency done: %+v, want bob with 1 queued since %s", got, Start)
 		}
 	}},
-}
-
-// checkDue fails unless DueUsers at the clock's time gives want.
-func (e *env) checkDue(l state.Admin, want []state.UserDue) {
-	e.t.Helper()
-	got, err := l.DueUsers(ctx, e.clock.Now())
-	if err != nil {
-		e.t.Fatalf("DueUsers: %v", err)
-	}
-	for _, us := range [][]state.UserDue{got, want} {
-		for i := range us {
-			us[i].Since = us[i].Since.UTC()
-			if !us[i].LockedUntil.IsZero() {
-				us[i].LockedUntil = us[i].LockedUntil.UTC()
-			}
-		}
-	}
-	if len(got) == 0 && len(want) == 0 {
-		return
-	}
-	if !reflect.DeepEqual(got, want) {
-		e.t.Fatalf("DueUsers at %s:\n got %+v\nwant %+v", e.clock.Now().Format(time.RFC3339), got, want)
-	}
 }

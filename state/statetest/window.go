@@ -83,17 +83,3 @@ var windowCases = []testCase{
 		claim(5, 5, false)
 	}},
 }
-
-// enqueueEach enqueues the requests from..to-1 of Alice at priority prio,
-// one clock second apart, and returns their IDs in queue order.
-func (e *env) enqueueEach(s state.Store, from, to, prio int) []string {
-	e.t.Helper()
-	var out []string
-	for i := from; i < to; i++ {
-		r := Req(Alice, i)
-		r.Priority = prio
-		out = append(out, e.enqueue(s, r)[0])
-		e.clock.Advance(time.Second)
-	}
-	return out
-}
