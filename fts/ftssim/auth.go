@@ -39,11 +39,11 @@ func (id *identity) owns(j *job) bool { return j.credID == id.dlgID }
 // authenticate finds the request's credentials: a verified client
 // certificate or proxy chain first, then a bearer token. Without either it
 // returns the HTTP code and message of FTS's auth middleware.
-func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
+func authenticate(o Options, r *http.Request) (*identity, int, string) {
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		var pool *x509.CertPool
-		if s.opts.TLS != nil {
-			pool = s.opts.TLS.ClientCAs
+		if o.TLS != nil {
+			pool = o.TLS.ClientCAs
 		}
 		chain := r.TLS.PeerCertificates
 		eec, err := gridcert.VerifyChain(chain, pool, time.Now())
@@ -58,10 +58,10 @@ func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return nil, http.StatusForbidden, "Invalid credentials (Authorization header is not a Bearer token)"
 		}
-		if !s.opts.oauth2() {
+		if !o.oauth2() {
 			return nil, http.StatusBadRequest, "Unsupported authentication method: method=OAuth2"
 		}
-		if len(s.opts.Tokens) > 0 && !slices.Contains(s.opts.Tokens, token) {
+		if len(o.Tokens) > 0 && !slices.Contains(o.Tokens, token) {
 			return nil, http.StatusForbidden, "Invalid credentials (Could not validate token)"
 		}
 		// FTS's delegation id of a token user is sha1(iss+sub); a token
@@ -70,7 +70,7 @@ func (s *Simulator) authenticate(r *http.Request) (*identity, int, string) {
 		if iss, sub := jwtIssuerSubject(token); iss != "" && sub != "" {
 			dlg = delegationID(iss+sub, nil)
 		}
-		return &identity{dn: s.opts.UserDN, dns: []string{s.opts.UserDN}, method: methodOAuth, vo: s.opts.VO, dlgID: dlg}, 0, ""
+		return &identity{dn: o.UserDN, dns: []string{o.UserDN}, method: methodOAuth, vo: o.VO, dlgID: dlg}, 0, ""
 	}
 	return nil, http.StatusForbidden, "The user does not belong to any authorized vo"
 }
@@ -105,7 +105,7 @@ func jwtIssuerSubject(token string) (iss, sub string) {
 }
 
 // handleWhoami serves GET /whoami.
-func (s *Simulator) handleWhoami(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
+func handleWhoami(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
 	level := map[string]string{"deleg": "all", "transfer": "vo"}
 	if id.method == methodOAuth {
 		level = map[string]string{"deleg": "all", "transfer": "all"}
@@ -130,7 +130,7 @@ func (s *Simulator) handleWhoami(w http.ResponseWriter, _ *http.Request, id *ide
 }
 
 // handleVersion serves GET /.
-func (s *Simulator) handleVersion(w http.ResponseWriter, _ *http.Request, _ *identity, _ []string) {
+func handleVersion(w http.ResponseWriter, _ *http.Request, _ *identity, _ []string) {
 	v := func(a, b, c int) map[string]int { return map[string]int{"major": a, "minor": b, "patch": c} }
 	writeJSON(w, http.StatusOK, map[string]any{
 		"delegation": v(2, 0, 0),

@@ -19,7 +19,7 @@ import (
 // checkLocal is url-copy's check before a copy: the source must be a
 // readable regular file, and the destination must not exist unless
 // overwrite is set. It returns "" or the FTS reason.
-func (s *Simulator) checkLocal(f *file) string {
+func checkLocal(f *file) string {
 	src, dst := localPath(f.sourceSURL), localPath(f.destSURL)
 	in, err := os.Open(src)
 	if err != nil {
@@ -45,8 +45,8 @@ func (s *Simulator) checkLocal(f *file) string {
 // verification. It writes to a temporary file renamed into place, so a
 // failure leaves no partial destination. It returns the bytes copied and
 // "" or the FTS reason.
-func (s *Simulator) copyLocal(f *file) (int64, string) {
-	if reason := s.checkLocal(f); reason != "" {
+func copyLocal(f *file) (int64, string) {
+	if reason := checkLocal(f); reason != "" {
 		return 0, reason
 	}
 	src, dst := localPath(f.sourceSURL), localPath(f.destSURL)

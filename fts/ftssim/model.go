@@ -141,7 +141,7 @@ func (s *Simulator) advance(j *job, now time.Time) {
 	if j.expiry != nil && !j.expired {
 		if exp := time.Unix(*j.expiry, 0).UTC(); !exp.After(now) {
 			s.advanceFiles(j, exp)
-			s.expire(j, exp)
+			j.expire(exp)
 		}
 	}
 	s.advanceFiles(j, now)
@@ -151,12 +151,12 @@ func (s *Simulator) advanceFiles(j *job, now time.Time) {
 	for _, f := range j.files {
 		s.advanceFile(f, now)
 	}
-	s.aggregate(j)
+	j.aggregate()
 }
 
 // expire cancels the queued files of a job still active at its
 // max_time_in_queue (FTS cancelExpiredJobsForVo); running files go on.
-func (s *Simulator) expire(j *job, exp time.Time) {
+func (j *job) expire(exp time.Time) {
 	j.expired = true
 	if isJobTerminal(j.state) {
 		return
@@ -167,7 +167,7 @@ func (s *Simulator) expire(j *job, exp time.Time) {
 			f.state, f.reason, f.reasonSet, f.finishTime = stateCanceled, reasonQueueExpiry, true, &at
 		}
 	}
-	s.aggregate(j)
+	j.aggregate()
 }
 
 func (s *Simulator) advanceFile(f *file, now time.Time) {
@@ -218,7 +218,7 @@ func (s *Simulator) step(f *file, t time.Time) {
 		// url-copy checks the source and the destination as it starts,
 		// before it copies anything
 		if s.opts.LocalFiles && isLocal(f.sourceSURL) && isLocal(f.destSURL) {
-			if reason := s.checkLocal(f); reason != "" {
+			if reason := checkLocal(f); reason != "" {
 				end := t
 				f.finishTime, f.txDuration = &end, 0
 				s.fail(f, t, reason)
@@ -238,14 +238,14 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 	if local {
 		// url-copy checks the source and the destination before it copies
 		// anything: a drawn transfer failure can only happen after that.
-		reason = s.checkLocal(f)
+		reason = checkLocal(f)
 	}
 	if reason == "" && unit(h) < s.failureRate {
 		reasons := s.opts.FailureReasons
 		reason = reasons[mix(h, 7)%uint64(len(reasons))]
 	} else if reason == "" && local {
 		var size int64
-		size, reason = s.copyLocal(f)
+		size, reason = copyLocal(f)
 		copied = reason == ""
 		f.filesize = size
 	}
@@ -266,7 +266,7 @@ func (s *Simulator) finishAttempt(f *file, t time.Time) {
 		if tx > 0 {
 			f.throughput = float64(size) / (1 << 20) / tx
 		}
-		s.afterTerminal(f, t)
+		f.afterTerminal(t)
 		return
 	}
 	s.fail(f, t, reason)
@@ -297,7 +297,7 @@ func (s *Simulator) fail(f *file, t time.Time, reason string) {
 	if errnoOf(reason) == errECANCELED {
 		f.state = stateCanceled
 	}
-	s.afterTerminal(f, t)
+	f.afterTerminal(t)
 }
 
 // maxRetries is FTS's getRetry: retry 0 means the server default, a
@@ -324,7 +324,7 @@ func (j *job) effectiveRetryDelay() time.Duration {
 
 // afterTerminal activates what a terminal file unblocks: the next hop of a
 // multihop job when a hop finished, the next replica when one failed.
-func (s *Simulator) afterTerminal(f *file, t time.Time) {
+func (f *file) afterTerminal(t time.Time) {
 	j := f.job
 	switch {
 	case j.jobType == "H" && f.state == stateFinished:
@@ -347,7 +347,7 @@ func (s *Simulator) afterTerminal(f *file, t time.Time) {
 // aggregate sets the job state from its files (FTS updateJobTransferStatus):
 // ACTIVE once a file was scheduled; when no file is active any more, counted
 // per file index, FINISHED, FINISHEDDIRTY, FAILED or CANCELED.
-func (s *Simulator) aggregate(j *job) {
+func (j *job) aggregate() {
 	if isJobTerminal(j.state) {
 		return
 	}

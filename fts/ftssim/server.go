@@ -40,7 +40,7 @@ func Start(addr string, opts Options) (*Server, error) {
 	s.transport = clientTransport(opts.TLS)
 	scheme := "http"
 	if opts.TLS != nil {
-		s.srv.TLSConfig = sim.tlsConfig()
+		s.srv.TLSConfig = tlsConfig(sim.opts)
 		ln = tls.NewListener(ln, s.srv.TLSConfig)
 		scheme = "https"
 	}
@@ -58,8 +58,8 @@ func Start(addr string, opts Options) (*Server, error) {
 // tlsConfig asks for client certificates when ClientCAs are given and
 // verifies proxy chains itself, since Go's verifier refuses certificates
 // issued by an end-entity certificate.
-func (s *Simulator) tlsConfig() *tls.Config {
-	t := s.opts.TLS
+func tlsConfig(o Options) *tls.Config {
+	t := o.TLS
 	cfg := &tls.Config{Certificates: []tls.Certificate{t.Cert}, MinVersion: tls.VersionTLS12}
 	if t.ClientCAs == nil {
 		return cfg

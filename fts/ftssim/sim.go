@@ -201,9 +201,9 @@ func (s *Simulator) resolve(r *http.Request) route {
 	get, del := m == http.MethodGet, m == http.MethodDelete
 	switch {
 	case path == "/" && get:
-		return route{kind: "version", h: s.handleVersion}
+		return route{kind: "version", h: handleVersion}
 	case len(p) == 1 && p[0] == "whoami" && get:
-		return route{kind: "whoami", h: s.handleWhoami}
+		return route{kind: "whoami", h: handleWhoami}
 	case len(p) == 1 && p[0] == "jobs" && (m == http.MethodPost || m == http.MethodPut):
 		return route{kind: "submit", h: s.handleSubmit}
 	case len(p) == 1 && p[0] == "jobs" && get:
@@ -284,7 +284,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeApache500(w)
 		return
 	}
-	id, code, msg := s.authenticate(r)
+	id, code, msg := authenticate(s.opts, r)
 	if id == nil {
 		writeHTMLError(w, code, msg)
 		return
