@@ -14,6 +14,7 @@ import (
 type Simulator struct {
 	opts  Options
 	start time.Time // real time at creation, for Speed
+	fault *faults
 
 	mu          sync.Mutex
 	jobs        map[string]*job
@@ -21,11 +22,6 @@ type Simulator struct {
 	nextFileID  int64
 	ids         *uuid1Gen
 	failureRate float64
-	counts      map[string]int
-	fail503     int
-	failDB      int           // the next requests that find the database down
-	dbDown      bool          // the database is down until SetDatabaseDown(false)
-	hang        chan struct{} // non-nil while hanging; closed to release
 	dlg         map[string]*delegation
 	// destInUse holds, by dest_surl_uuid, the last file given each one
 	// (with CheckDuplicates); FTS clears the column when a file ends.
@@ -52,7 +48,7 @@ func New(opts Options) *Simulator {
 		nextFileID:  firstFileID(opts.Seed),
 		ids:         newUUID1Gen(opts.Seed),
 		failureRate: opts.FailureRate,
-		counts:      map[string]int{},
+		fault:       newFaults(),
 		dlg:         map[string]*delegation{},
 	}
 }
@@ -74,42 +70,20 @@ func (s *Simulator) now() time.Time {
 
 // SetHang makes the simulator hold every request without answering (until
 // SetHang(false) or the client gives up), for timeout tests.
-func (s *Simulator) SetHang(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case on && s.hang == nil:
-		s.hang = make(chan struct{})
-	case !on && s.hang != nil:
-		close(s.hang)
-		s.hang = nil
-	}
-}
+func (s *Simulator) SetHang(on bool) { s.fault.setHang(on) }
 
 // Fail503 makes the next n requests fail with 503 and the HTML page of
 // FTS's database TimeoutHandler.
-func (s *Simulator) Fail503(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail503 = n
-}
+func (s *Simulator) Fail503(n int) { s.fault.set503(n) }
 
 // SetDatabaseDown makes the simulator answer every request (but GET
 // /sim/files) as FTS does while its database is down: Apache's own 500
 // HTML page, since the application fails before it can answer.
-func (s *Simulator) SetDatabaseDown(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dbDown = on
-}
+func (s *Simulator) SetDatabaseDown(on bool) { s.fault.setDatabaseDown(on) }
 
 // FailDatabase makes the next n requests find the database down (see
 // SetDatabaseDown).
-func (s *Simulator) FailDatabase(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failDB = n
-}
+func (s *Simulator) FailDatabase(n int) { s.fault.failDatabase(n) }
 
 // LoseJob forgets a job, as when FTS archives or loses it: it answers 404
 // afterwards. Its files stay in Files.
@@ -163,15 +137,7 @@ func (s *Simulator) Files() []SimFile {
 // "unknown". Requests refused by Fail503, FailDatabase or authentication
 // count too;
 // GET /sim/files does not.
-func (s *Simulator) Requests() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.counts))
-	for k, v := range s.counts {
-		out[k] = v
-	}
-	return out
-}
+func (s *Simulator) Requests() map[string]int { return s.fault.requests() }
 
 // handlerFunc serves an authenticated request; args are the path's
 // variable parts.
@@ -247,18 +213,7 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt := s.resolve(r)
-	s.mu.Lock()
-	s.counts[rt.kind]++
-	hang := s.hang
-	failing := s.fail503 > 0
-	if failing {
-		s.fail503--
-	}
-	dbDown := s.dbDown || s.failDB > 0
-	if s.failDB > 0 && !failing {
-		s.failDB--
-	}
-	s.mu.Unlock()
+	a := s.fault.admit(rt.kind)
 
 	if s.opts.Latency > 0 {
 		t := time.NewTimer(s.opts.Latency)
@@ -269,18 +224,18 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if hang != nil {
+	if a.hang != nil {
 		select {
-		case <-hang:
+		case <-a.hang:
 		case <-r.Context().Done():
 			return
 		}
 	}
-	if failing {
+	if a.fail503 {
 		writeHTMLError(w, http.StatusServiceUnavailable, msg503)
 		return
 	}
-	if dbDown {
+	if a.dbDown {
 		writeApache500(w)
 		return
 	}
