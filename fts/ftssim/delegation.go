@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asyncstageout/aso/internal/gridcert"
@@ -21,13 +22,43 @@ import (
 // delegation request.
 const delegationKeyBits = 2048
 
-// checkDelegation returns FTS's 419 message when the user has no usable
+// delegations holds each delegation id's state: the pending request's
+// key and the stored proxy's termination.
+type delegations struct {
+	mu   sync.Mutex
+	byID map[string]*delegation
+}
+
+// delegation is one user's delegation state: the key of the pending
+// request, and the termination time of the stored proxy.
+type delegation struct {
+	key         *rsa.PrivateKey
+	csrPEM      []byte
+	termination *time.Time
+	vomsAttrs   []string // the delegated proxy's FQANs
+}
+
+func newDelegations() *delegations { return &delegations{byID: map[string]*delegation{}} }
+
+// expireAll makes every delegated proxy expired a second ago.
+func (ds *delegations) expireAll() {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	past := time.Now().Add(-time.Second).UTC()
+	for _, d := range ds.byID {
+		if d.termination != nil {
+			d.termination = &past
+		}
+	}
+}
+
+// check returns FTS's 419 message when the user has no usable
 // delegated proxy, or "". Credential lifetimes are checked against real
 // time, like the certificates themselves.
-func (s *Simulator) checkDelegation(id *identity) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d := s.dlg[id.dlgID]
+func (ds *delegations) check(id *identity) string {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	d := ds.byID[id.dlgID]
 	if d == nil || d.termination == nil {
 		return fmt.Sprintf("No delegation found for \"%s\"", id.dn)
 	}
@@ -68,13 +99,13 @@ func modernClient(userAgent string) bool {
 	return major > 3 || (major == 3 && minor >= 12)
 }
 
-// handleDelegationInfo serves GET /delegation/{dlg}: the delegation's
+// handleInfo serves GET /delegation/{dlg}: the delegation's
 // termination time and the delegated proxy's FQANs ([""] for a plain proxy,
 // as FTS splits its empty attribute string), or null ([] to FTS 3.12+
 // clients) without a delegation.
-func (s *Simulator) handleDelegationInfo(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
-	s.mu.Lock()
-	d := s.dlg[id.dlgID]
+func (ds *delegations) handleInfo(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
+	ds.mu.Lock()
+	d := ds.byID[id.dlgID]
 	var reply any
 	if modernClient(r.UserAgent()) {
 		reply = []any{}
@@ -86,19 +117,19 @@ func (s *Simulator) handleDelegationInfo(w http.ResponseWriter, r *http.Request,
 		}
 		reply = map[string]any{"termination_time": d.termination.UTC().Format(ftsTime), "voms_attrs": attrs}
 	}
-	s.mu.Unlock()
+	ds.mu.Unlock()
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// handleDelegationDelete serves DELETE /delegation/{dlg}.
-func (s *Simulator) handleDelegationDelete(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
-	s.mu.Lock()
-	d := s.dlg[id.dlgID]
+// handleDelete serves DELETE /delegation/{dlg}.
+func (ds *delegations) handleDelete(w http.ResponseWriter, _ *http.Request, id *identity, args []string) {
+	ds.mu.Lock()
+	d := ds.byID[id.dlgID]
 	found := d != nil && d.termination != nil
 	if found {
 		d.termination = nil
 	}
-	s.mu.Unlock()
+	ds.mu.Unlock()
 	if !found {
 		writeError(w, http.StatusNotFound, "Delegated credentials not found")
 		return
@@ -106,11 +137,11 @@ func (s *Simulator) handleDelegationDelete(w http.ResponseWriter, _ *http.Reques
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleDelegationRequest serves GET /delegation/{dlg}/request: a PEM
+// handleRequest serves GET /delegation/{dlg}/request: a PEM
 // certificate request whose key the server keeps (and reuses until the
 // proxy is delegated).
-func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
-	csr := s.pendingRequest(id.dlgID)
+func (ds *delegations) handleRequest(w http.ResponseWriter, _ *http.Request, id *identity, _ []string) {
+	csr := ds.pendingRequest(id.dlgID)
 	if csr == nil {
 		// Generate outside the lock (it is slow); the first to store wins.
 		nd, err := newDelegationRequest()
@@ -118,17 +149,17 @@ func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Reque
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		s.mu.Lock()
-		d := s.dlg[id.dlgID]
+		ds.mu.Lock()
+		d := ds.byID[id.dlgID]
 		if d == nil {
 			d = &delegation{}
-			s.dlg[id.dlgID] = d
+			ds.byID[id.dlgID] = d
 		}
 		if d.key == nil {
 			d.key, d.csrPEM = nd.key, nd.csrPEM
 		}
 		csr = d.csrPEM
-		s.mu.Unlock()
+		ds.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Delegation-ID", id.dlgID)
@@ -136,10 +167,10 @@ func (s *Simulator) handleDelegationRequest(w http.ResponseWriter, _ *http.Reque
 }
 
 // pendingRequest returns the stored request of a delegation id, or nil.
-func (s *Simulator) pendingRequest(dlgID string) []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d := s.dlg[dlgID]; d != nil && d.key != nil {
+func (ds *delegations) pendingRequest(dlgID string) []byte {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if d := ds.byID[dlgID]; d != nil && d.key != nil {
 		return d.csrPEM
 	}
 	return nil
@@ -159,20 +190,20 @@ func newDelegationRequest() (*delegation, error) {
 	return &delegation{key: key, csrPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}, nil
 }
 
-// handleDelegationPut serves PUT /delegation/{dlg}/credential: the proxy the
+// handlePut serves PUT /delegation/{dlg}/credential: the proxy the
 // client signed from the request, followed by the client's own chain.
-func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
+func (ds *delegations) handlePut(w http.ResponseWriter, r *http.Request, id *identity, args []string) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Could not read the proxy: "+err.Error())
 		return
 	}
-	s.mu.Lock()
+	ds.mu.Lock()
 	var key *rsa.PrivateKey
-	if d := s.dlg[id.dlgID]; d != nil {
+	if d := ds.byID[id.dlgID]; d != nil {
 		key = d.key
 	}
-	s.mu.Unlock()
+	ds.mu.Unlock()
 	if key == nil {
 		writeError(w, http.StatusBadRequest, "No credential cache found")
 		return
@@ -182,10 +213,10 @@ func (s *Simulator) handleDelegationPut(w http.ResponseWriter, r *http.Request, 
 		writeError(w, http.StatusBadRequest, "Could not process the proxy: "+err.Error())
 		return
 	}
-	s.mu.Lock()
-	s.dlg[id.dlgID].termination = &expiry
-	s.dlg[id.dlgID].vomsAttrs = fqans
-	s.mu.Unlock()
+	ds.mu.Lock()
+	ds.byID[id.dlgID].termination = &expiry
+	ds.byID[id.dlgID].vomsAttrs = fqans
+	ds.mu.Unlock()
 	w.WriteHeader(http.StatusCreated)
 }
 

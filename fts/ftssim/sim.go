@@ -1,7 +1,6 @@
 package ftssim
 
 import (
-	"crypto/rsa"
 	"net/http"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ type Simulator struct {
 	opts  Options
 	start time.Time // real time at creation, for Speed
 	fault *faults
+	creds *delegations
 
 	mu          sync.Mutex
 	jobs        map[string]*job
@@ -22,19 +22,9 @@ type Simulator struct {
 	nextFileID  int64
 	ids         *uuid1Gen
 	failureRate float64
-	dlg         map[string]*delegation
 	// destInUse holds, by dest_surl_uuid, the last file given each one
 	// (with CheckDuplicates); FTS clears the column when a file ends.
 	destInUse map[string]*file
-}
-
-// delegation is one user's delegation state: the key of the pending
-// request, and the termination time of the stored proxy.
-type delegation struct {
-	key         *rsa.PrivateKey
-	csrPEM      []byte
-	termination *time.Time
-	vomsAttrs   []string // the delegated proxy's FQANs
 }
 
 // New returns a simulator configured by opts.
@@ -49,7 +39,7 @@ func New(opts Options) *Simulator {
 		ids:         newUUID1Gen(opts.Seed),
 		failureRate: opts.FailureRate,
 		fault:       newFaults(),
-		dlg:         map[string]*delegation{},
+		creds:       newDelegations(),
 	}
 }
 
@@ -103,16 +93,7 @@ func (s *Simulator) SetFailureRate(p float64) {
 
 // ExpireDelegation makes every delegated proxy expired, so the next
 // submission of an X.509 client gets 419 until it delegates again.
-func (s *Simulator) ExpireDelegation() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	past := time.Now().Add(-time.Second).UTC()
-	for _, d := range s.dlg {
-		if d.termination != nil {
-			d.termination = &past
-		}
-	}
-}
+func (s *Simulator) ExpireDelegation() { s.creds.expireAll() }
 
 // Files lists every file the simulator received, in submission order, with
 // its current state (the content of GET /sim/files).
@@ -191,13 +172,13 @@ func (s *Simulator) resolve(r *http.Request) route {
 	case len(p) == 5 && p[0] == "jobs" && p[2] == "files" && p[4] == "retries" && get:
 		return route{kind: "retries", h: s.handleRetries, args: []string{p[1], p[3]}}
 	case len(p) == 2 && p[0] == "delegation" && get:
-		return route{kind: "delegation_info", h: ownDelegation(s.handleDelegationInfo), args: p[1:]}
+		return route{kind: "delegation_info", h: ownDelegation(s.creds.handleInfo), args: p[1:]}
 	case len(p) == 2 && p[0] == "delegation" && del:
-		return route{kind: "delegation_delete", h: ownDelegation(s.handleDelegationDelete), args: p[1:]}
+		return route{kind: "delegation_delete", h: ownDelegation(s.creds.handleDelete), args: p[1:]}
 	case len(p) == 3 && p[0] == "delegation" && p[2] == "request" && get:
-		return route{kind: "delegation_request", h: ownDelegation(s.handleDelegationRequest), args: p[1:2]}
+		return route{kind: "delegation_request", h: ownDelegation(s.creds.handleRequest), args: p[1:2]}
 	case len(p) == 3 && p[0] == "delegation" && p[2] == "credential" && (m == http.MethodPut || m == http.MethodPost):
-		return route{kind: "delegation", h: ownDelegation(s.handleDelegationPut), args: p[1:2]}
+		return route{kind: "delegation", h: ownDelegation(s.creds.handlePut), args: p[1:2]}
 	}
 	return route{kind: "unknown", h: handleUnknown}
 }

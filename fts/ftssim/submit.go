@@ -22,7 +22,7 @@ func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request, id *ide
 		return
 	}
 	if id.method == methodCert && s.opts.RequireDelegation {
-		if msg := s.checkDelegation(id); msg != "" {
+		if msg := s.creds.check(id); msg != "" {
 			writeError(w, 419, msg)
 			return
 		}
