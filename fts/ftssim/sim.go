@@ -2,60 +2,30 @@ package ftssim
 
 import (
 	"net/http"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
 // Simulator is an FTS3 server in memory: an http.Handler. Its knobs are safe
 // to call while it serves.
+//
+// It routes each request, after the faults a test injected (faults), to
+// the type that owns what the request is about: the job table (status,
+// listing, cancel, modify), the submitter (new jobs) or the delegations.
 type Simulator struct {
 	opts  Options
-	start time.Time // real time at creation, for Speed
 	fault *faults
 	creds *delegations
-
-	mu          sync.Mutex
-	jobs        map[string]*job
-	ledger      []*file // every file ever received, also of lost jobs
-	nextFileID  int64
-	ids         *uuid1Gen
-	failureRate float64
-	// destInUse holds, by dest_surl_uuid, the last file given each one
-	// (with CheckDuplicates); FTS clears the column when a file ends.
-	destInUse map[string]*file
+	jobs  *jobTable
+	sub   *submitter
 }
 
 // New returns a simulator configured by opts.
 func New(opts Options) *Simulator {
 	opts = opts.withDefaults()
-	return &Simulator{
-		opts:        opts,
-		start:       time.Now(),
-		jobs:        map[string]*job{},
-		destInUse:   map[string]*file{},
-		nextFileID:  firstFileID(opts.Seed),
-		ids:         newUUID1Gen(opts.Seed),
-		failureRate: opts.FailureRate,
-		fault:       newFaults(),
-		creds:       newDelegations(),
-	}
-}
-
-// firstFileID is where file ids start: a large integer, as on a server
-// that has run for years, drawn from the seed.
-func firstFileID(seed int64) int64 {
-	return 1_000_000_000 + int64(mix(uint64(seed), 0xf11e)%1_000_000_000)
-}
-
-// now is the simulated time.
-func (s *Simulator) now() time.Time {
-	if s.opts.Now != nil {
-		return s.opts.Now().UTC()
-	}
-	el := time.Since(s.start)
-	return s.start.Add(time.Duration(float64(el) * s.opts.Speed)).UTC()
+	s := &Simulator{opts: opts, fault: newFaults(), creds: newDelegations(), jobs: newJobTable(opts)}
+	s.sub = &submitter{opts: opts, jobs: s.jobs, creds: s.creds}
+	return s
 }
 
 // SetHang makes the simulator hold every request without answering (until
@@ -77,19 +47,11 @@ func (s *Simulator) FailDatabase(n int) { s.fault.failDatabase(n) }
 
 // LoseJob forgets a job, as when FTS archives or loses it: it answers 404
 // afterwards. Its files stay in Files.
-func (s *Simulator) LoseJob(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.jobs, id)
-}
+func (s *Simulator) LoseJob(id string) { s.jobs.lose(id) }
 
 // SetFailureRate changes the probability that an attempt fails; it applies
 // to attempts that end from now on.
-func (s *Simulator) SetFailureRate(p float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failureRate = p
-}
+func (s *Simulator) SetFailureRate(p float64) { s.jobs.setFailureRate(p) }
 
 // ExpireDelegation makes every delegated proxy expired, so the next
 // submission of an X.509 client gets 419 until it delegates again.
@@ -97,19 +59,7 @@ func (s *Simulator) ExpireDelegation() { s.creds.expireAll() }
 
 // Files lists every file the simulator received, in submission order, with
 // its current state (the content of GET /sim/files).
-func (s *Simulator) Files() []SimFile {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	for _, j := range s.jobs {
-		s.advance(j, now)
-	}
-	out := make([]SimFile, len(s.ledger))
-	for i, f := range s.ledger {
-		out[i] = f.sim()
-	}
-	return out
-}
+func (s *Simulator) Files() []SimFile { return s.jobs.files() }
 
 // Requests returns how many requests of each kind were received: "submit",
 // "status" (GET /jobs/ids), "files", "retries", "field", "list", "cancel",
@@ -152,25 +102,25 @@ func (s *Simulator) resolve(r *http.Request) route {
 	case len(p) == 1 && p[0] == "whoami" && get:
 		return route{kind: "whoami", h: handleWhoami}
 	case len(p) == 1 && p[0] == "jobs" && (m == http.MethodPost || m == http.MethodPut):
-		return route{kind: "submit", h: s.handleSubmit}
+		return route{kind: "submit", h: s.sub.handleSubmit}
 	case len(p) == 1 && p[0] == "jobs" && get:
-		return route{kind: "list", h: s.handleList}
+		return route{kind: "list", h: s.jobs.handleList}
 	case len(p) == 2 && p[0] == "jobs" && get:
-		return route{kind: "status", h: s.handleStatus, args: p[1:]}
+		return route{kind: "status", h: s.jobs.handleStatus, args: p[1:]}
 	case len(p) == 2 && p[0] == "jobs" && del:
-		return route{kind: "cancel", h: s.handleCancel, args: p[1:]}
+		return route{kind: "cancel", h: s.jobs.handleCancel, args: p[1:]}
 	case len(p) == 2 && p[0] == "jobs" && m == http.MethodPost:
-		return route{kind: "modify", h: s.handleModify, args: p[1:]}
+		return route{kind: "modify", h: s.jobs.handleModify, args: p[1:]}
 	case len(p) == 3 && p[0] == "jobs" && p[2] == "files" && get:
-		return route{kind: "files", h: s.handleFiles, args: p[1:2]}
+		return route{kind: "files", h: s.jobs.handleFiles, args: p[1:2]}
 	case len(p) == 3 && p[0] == "jobs" && p[2] == "dm" && get:
-		return route{kind: "dm", h: s.handleDM, args: p[1:2]}
+		return route{kind: "dm", h: s.jobs.handleDM, args: p[1:2]}
 	case len(p) == 3 && p[0] == "jobs" && get:
-		return route{kind: "field", h: s.handleField, args: p[1:]}
+		return route{kind: "field", h: s.jobs.handleField, args: p[1:]}
 	case len(p) == 4 && p[0] == "jobs" && p[2] == "files" && del:
-		return route{kind: "cancel_files", h: s.handleCancelFiles, args: []string{p[1], p[3]}}
+		return route{kind: "cancel_files", h: s.jobs.handleCancelFiles, args: []string{p[1], p[3]}}
 	case len(p) == 5 && p[0] == "jobs" && p[2] == "files" && p[4] == "retries" && get:
-		return route{kind: "retries", h: s.handleRetries, args: []string{p[1], p[3]}}
+		return route{kind: "retries", h: s.jobs.handleRetries, args: []string{p[1], p[3]}}
 	case len(p) == 2 && p[0] == "delegation" && get:
 		return route{kind: "delegation_info", h: ownDelegation(s.creds.handleInfo), args: p[1:]}
 	case len(p) == 2 && p[0] == "delegation" && del:
@@ -226,19 +176,4 @@ func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rt.h(w, r, id, rt.args)
-}
-
-// sortedJobs returns the live jobs by submission time.
-func (s *Simulator) sortedJobs() []*job {
-	out := make([]*job, 0, len(s.jobs))
-	for _, j := range s.jobs {
-		out = append(out, j)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if !out[a].submitTime.Equal(out[b].submitTime) {
-			return out[a].submitTime.Before(out[b].submitTime)
-		}
-		return out[a].files[0].id < out[b].files[0].id
-	})
-	return out
 }

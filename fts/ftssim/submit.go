@@ -14,25 +14,33 @@ import (
 // maxBody bounds a submission's size.
 const maxBody = 64 << 20
 
+// submitter serves submissions: it reads a job as FTS's REST server does,
+// checks the user's delegation, and stores the job in the table.
+type submitter struct {
+	opts  Options
+	jobs  *jobTable
+	creds *delegations
+}
+
 // handleSubmit serves POST|PUT /jobs.
-func (s *Simulator) handleSubmit(w http.ResponseWriter, r *http.Request, id *identity, _ []string) {
+func (sb *submitter) handleSubmit(w http.ResponseWriter, r *http.Request, id *identity, _ []string) {
 	body, serr := readSubmission(r)
 	if serr != nil {
 		writeError(w, serr.code, serr.msg)
 		return
 	}
-	if id.method == methodCert && s.opts.RequireDelegation {
-		if msg := s.creds.check(id); msg != "" {
+	if id.method == methodCert && sb.opts.RequireDelegation {
+		if msg := sb.creds.check(id); msg != "" {
 			writeError(w, 419, msg)
 			return
 		}
 	}
-	s.mu.Lock()
-	j, serr := s.build(body, id)
+	sb.jobs.mu.Lock()
+	j, serr := sb.build(body, id)
 	if serr == nil {
-		serr = s.insert(j)
+		serr = sb.jobs.insert(j)
 	}
-	s.mu.Unlock()
+	sb.jobs.mu.Unlock()
 	if serr != nil {
 		writeError(w, serr.code, serr.msg)
 		return
@@ -92,8 +100,8 @@ func defaultParams() map[string]any {
 }
 
 // build turns a submission into a job, validating it as FTS's JobBuilder.
-// Callers hold s.mu.
-func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError) {
+// Callers hold sb.jobs.mu.
+func (sb *submitter) build(body map[string]any, id *identity) (*job, *submitError) {
 	params := defaultParams()
 	if p, ok := body["params"]; ok && p != nil {
 		pm, ok := p.(map[string]any)
@@ -125,7 +133,7 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 	if !ok || files == nil {
 		return nil, badRequest("No transfers operations specified")
 	}
-	now := s.now()
+	now := sb.jobs.now()
 	j := &job{vo: id.vo, userDN: id.dn, credID: id.dlgID, submitTime: now, metadata: jm, state: stateSubmitted}
 	if params["id_generator"] == "deterministic" {
 		sid, ok := params["sid"]
@@ -138,12 +146,12 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 		if sid, ok := params["sid"]; ok && sid != nil {
 			j.sid = fmt.Sprint(sid)
 		}
-		j.id = s.ids.next(now)
+		j.id = sb.jobs.ids.next(now)
 	}
-	if serr := s.jobParams(j, params, now); serr != nil {
+	if serr := sb.jobParams(j, params, now); serr != nil {
 		return nil, serr
 	}
-	if serr := s.unmanagedTokens(j, params); serr != nil {
+	if serr := sb.unmanagedTokens(j, params); serr != nil {
 		return nil, serr
 	}
 	list, ok := files.([]any)
@@ -151,14 +159,14 @@ func (s *Simulator) build(body map[string]any, id *identity) (*job, *submitError
 		return nil, typeError("'files' must be a list, not '%s'", pyType(files))
 	}
 	for i, entry := range list {
-		if serr := s.addFiles(j, params, entry, i); serr != nil {
+		if serr := sb.addFiles(j, params, entry, i); serr != nil {
 			return nil, serr
 		}
 	}
 	if len(j.files) == 0 {
 		return nil, badRequest("No valid pairs available")
 	}
-	if serr := s.finishBuild(j, params); serr != nil {
+	if serr := sb.finishBuild(j, params); serr != nil {
 		return nil, serr
 	}
 	return j, tokenTapeCheck(id, params)
@@ -185,7 +193,7 @@ func tokenTapeCheck(id *identity, p map[string]any) *submitError {
 }
 
 // jobParams reads the job-level parameters.
-func (s *Simulator) jobParams(j *job, p map[string]any, now time.Time) *submitError {
+func (sb *submitter) jobParams(j *job, p map[string]any, now time.Time) *submitError {
 	var serr *submitError
 	if j.retry, serr = pyInt("retry", p["retry"]); serr != nil {
 		return serr
@@ -228,7 +236,7 @@ func (s *Simulator) jobParams(j *job, p map[string]any, now time.Time) *submitEr
 	case safeFlag(p["reuse"]):
 		j.jobType = "Y"
 	}
-	return s.overwriteFlag(j, p)
+	return sb.overwriteFlag(j, p)
 }
 
 func internalJobParams(p map[string]any) *string {
@@ -259,7 +267,7 @@ func internalJobParams(p map[string]any) *string {
 }
 
 // overwriteFlag is FTS's _validate_overwrite_flag.
-func (s *Simulator) overwriteFlag(j *job, p map[string]any) *submitError {
+func (sb *submitter) overwriteFlag(j *job, p map[string]any) *submitError {
 	ow, owr, disk, hop := p["overwrite"], p["overwrite_on_retry"], p["overwrite_when_only_on_disk"], p["overwrite_hop"]
 	n := 0
 	for _, v := range []any{ow, owr, disk, hop} {
@@ -292,7 +300,7 @@ func (s *Simulator) overwriteFlag(j *job, p map[string]any) *submitError {
 }
 
 // addFiles adds the |sources| x |destinations| rows of one files[] entry.
-func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *submitError {
+func (sb *submitter) addFiles(j *job, p map[string]any, entry any, index int) *submitError {
 	fd, ok := entry.(map[string]any)
 	if !ok {
 		return typeError("a 'files' entry must be an object, not '%s'", pyType(entry))
@@ -341,12 +349,12 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 		return serr
 	}
 	for si, src := range srcs {
-		su, serr := validateURL(src, s.opts)
+		su, serr := validateURL(src, sb.opts)
 		if serr != nil {
 			return serr
 		}
 		for di, dst := range dsts {
-			du, serr := validateURL(dst, s.opts)
+			du, serr := validateURL(dst, sb.opts)
 			if serr != nil {
 				return serr
 			}
@@ -372,7 +380,7 @@ func (s *Simulator) addFiles(j *job, p map[string]any, entry any, index int) *su
 
 // finishBuild applies the whole-job rules: checksum mode, source and
 // destination SE, replica and hop selection.
-func (s *Simulator) finishBuild(j *job, p map[string]any) *submitError {
+func (sb *submitter) finishBuild(j *job, p map[string]any) *submitError {
 	hasChecksum := false
 	for _, f := range j.files {
 		if f.checksum != "" {
@@ -444,21 +452,11 @@ func (s *Simulator) finishBuild(j *job, p map[string]any) *submitError {
 	return nil
 }
 
-// insert stores a built job, refusing a duplicated id (409). Callers hold
-// s.mu.
-func (s *Simulator) insert(j *job) *submitError {
-	if _, dup := s.jobs[j.id]; dup {
-		return &submitError{http.StatusConflict, "The sid provided by the user is duplicated"}
+// unmanagedTokens applies params.unmanaged_tokens.
+func (sb *submitter) unmanagedTokens(j *job, p map[string]any) *submitError {
+	j.unmanagedTokens = safeFlag(p["unmanaged_tokens"])
+	if j.unmanagedTokens && sb.opts.RefuseUnmanagedTokens {
+		return badRequest("Unmanaged tokens are not allowed!")
 	}
-	if serr := s.checkDuplicates(j); serr != nil {
-		return serr
-	}
-	for _, f := range j.files {
-		f.id = s.nextFileID
-		f.hashedID = int(mix(uint64(s.opts.Seed), uint64(f.id)) % (1 << 16))
-		s.nextFileID++
-		s.ledger = append(s.ledger, f)
-	}
-	s.jobs[j.id] = j
 	return nil
 }

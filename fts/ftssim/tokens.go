@@ -145,15 +145,6 @@ func scitag(v any) (any, *submitError) {
 	return n, nil
 }
 
-// unmanagedTokens applies params.unmanaged_tokens.
-func (s *Simulator) unmanagedTokens(j *job, p map[string]any) *submitError {
-	j.unmanagedTokens = safeFlag(p["unmanaged_tokens"])
-	if j.unmanagedTokens && s.opts.RefuseUnmanagedTokens {
-		return badRequest("Unmanaged tokens are not allowed!")
-	}
-	return nil
-}
-
 // tokenID is a file's src_token_id or dst_token_id: null without a token.
 func tokenID(u *TokenUse) any {
 	if u == nil {

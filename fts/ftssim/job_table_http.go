@@ -18,30 +18,30 @@ func forbiddenMsg(action, id string) string {
 	return fmt.Sprintf("Not enough permissions to %s the job \"%s\"", action, id)
 }
 
-// lookup returns the job advanced to now, or nil. Callers hold s.mu.
-func (s *Simulator) lookup(id string) *job {
-	j := s.jobs[id]
+// lookup returns the job advanced to now, or nil. Callers hold jt.mu.
+func (jt *jobTable) lookup(id string) *job {
+	j := jt.jobs[id]
 	if j != nil {
-		s.advance(j, s.now())
+		jt.eng.advance(j, jt.now())
 	}
 	return j
 }
 
 // handleStatus serves GET /jobs/{id} and GET /jobs/a,b,c[?files=..].
-func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
+func (jt *jobTable) handleStatus(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
 	ids := strings.Split(args[0], ",")
 	var fields []string
 	if v, ok := r.URL.Query()["files"]; ok {
 		fields = strings.Split(v[0], ",")
 	}
-	s.mu.Lock()
+	jt.mu.Lock()
 	statuses := make([]map[string]any, 0, len(ids))
 	errs := 0
 	for _, id := range ids {
 		if id == "" {
 			continue
 		}
-		j := s.lookup(id)
+		j := jt.lookup(id)
 		if j == nil {
 			statuses = append(statuses, errorDict(id, http.StatusNotFound, notFoundMsg(id)))
 			errs++
@@ -63,7 +63,7 @@ func (s *Simulator) handleStatus(w http.ResponseWriter, r *http.Request, who *id
 		d["http_status"] = "200 Ok"
 		statuses = append(statuses, d)
 	}
-	s.mu.Unlock()
+	jt.mu.Unlock()
 	switch {
 	case len(ids) == 1 && len(statuses) == 1 && errs == 1:
 		writeJSON(w, entryCode(statuses[0]), statuses[0])
@@ -88,10 +88,10 @@ func entryCode(d map[string]any) int {
 
 // withJob runs fn under the lock on the job advanced to now, or answers
 // 404, or 403 for another identity's job, as FTS's views do.
-func (s *Simulator) withJob(w http.ResponseWriter, who *identity, id string, fn func(j *job)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j := s.lookup(id)
+func (jt *jobTable) withJob(w http.ResponseWriter, who *identity, id string, fn func(j *job)) {
+	jt.mu.Lock()
+	defer jt.mu.Unlock()
+	j := jt.lookup(id)
 	if j == nil {
 		writeError(w, http.StatusNotFound, notFoundMsg(id))
 		return
@@ -105,13 +105,13 @@ func (s *Simulator) withJob(w http.ResponseWriter, who *identity, id string, fn 
 
 // handleDM serves GET /jobs/{id}/dm: the job's data-management operations,
 // none for a transfer job.
-func (s *Simulator) handleDM(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
-	s.withJob(w, who, args[0], func(*job) { writeJSON(w, http.StatusOK, []any{}) })
+func (jt *jobTable) handleDM(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	jt.withJob(w, who, args[0], func(*job) { writeJSON(w, http.StatusOK, []any{}) })
 }
 
 // handleFiles serves GET /jobs/{id}/files.
-func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
-	s.withJob(w, who, args[0], func(j *job) {
+func (jt *jobTable) handleFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	jt.withJob(w, who, args[0], func(j *job) {
 		out := make([]map[string]any, len(j.files))
 		for i, f := range j.files {
 			out[i] = fileJSON(f)
@@ -121,8 +121,8 @@ func (s *Simulator) handleFiles(w http.ResponseWriter, _ *http.Request, who *ide
 }
 
 // handleRetries serves GET /jobs/{id}/files/{fid}/retries.
-func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
-	s.withJob(w, who, args[0], func(j *job) {
+func (jt *jobTable) handleRetries(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	jt.withJob(w, who, args[0], func(j *job) {
 		fid, _ := strconv.ParseInt(args[1], 10, 64)
 		for _, f := range j.files {
 			if f.id == fid {
@@ -139,8 +139,8 @@ func (s *Simulator) handleRetries(w http.ResponseWriter, _ *http.Request, who *i
 }
 
 // handleField serves GET /jobs/{id}/{field}: the bare value of one field.
-func (s *Simulator) handleField(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
-	s.withJob(w, who, args[0], func(j *job) {
+func (jt *jobTable) handleField(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	jt.withJob(w, who, args[0], func(j *job) {
 		v, ok := jobJSON(j)[args[1]]
 		if !ok {
 			writeError(w, http.StatusNotFound, "No such field")
@@ -152,7 +152,7 @@ func (s *Simulator) handleField(w http.ResponseWriter, _ *http.Request, who *ide
 
 // handleList serves GET /jobs: the user's VO's jobs, unfinished ones unless
 // state_in is given.
-func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *identity, _ []string) {
+func (jt *jobTable) handleList(w http.ResponseWriter, r *http.Request, id *identity, _ []string) {
 	q := r.URL.Query()
 	limit := -1
 	if v := q.Get("limit"); v != "" {
@@ -172,11 +172,11 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 			states[st] = true
 		}
 	}
-	s.mu.Lock()
+	jt.mu.Lock()
 	out := []map[string]any{}
-	now := s.now()
-	for _, j := range s.sortedJobs() {
-		s.advance(j, now)
+	now := jt.now()
+	for _, j := range jt.sortedJobs() {
+		jt.eng.advance(j, now)
 		if (states == nil && isJobTerminal(j.state)) || (states != nil && !states[j.state]) {
 			continue
 		}
@@ -185,7 +185,7 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 		}
 		out = append(out, jobJSON(j))
 	}
-	s.mu.Unlock()
+	jt.mu.Unlock()
 	if limit >= 0 {
 		// FTS then lists the newest first.
 		slices.Reverse(out)
@@ -195,11 +195,11 @@ func (s *Simulator) handleList(w http.ResponseWriter, r *http.Request, id *ident
 }
 
 // handleCancel serves DELETE /jobs/{ids}.
-func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+func (jt *jobTable) handleCancel(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
 	ids := strings.Split(args[0], ",")
-	s.mu.Lock()
-	now := s.now()
-	responses := s.modifyJobs(who, "cancel", ids, func(j *job) {
+	jt.mu.Lock()
+	now := jt.now()
+	responses := jt.modifyJobs(who, "cancel", ids, func(j *job) {
 		reason := reasonUserCancel
 		j.state, j.canceled, j.reason, j.finished = stateCanceled, true, &reason, &now
 		for _, f := range j.files {
@@ -215,21 +215,21 @@ func (s *Simulator) handleCancel(w http.ResponseWriter, _ *http.Request, who *id
 			f.state, f.reason, f.reasonSet = stateCanceled, reasonUserCancel, true
 		}
 	})
-	s.mu.Unlock()
+	jt.mu.Unlock()
 	multistatus(w, responses, len(ids) > 1)
 }
 
 // modifyJobs applies change to each active job of ids and returns FTS's
 // per-job replies: the job with "200 Ok", the job with "304 Not Modified"
 // when it is terminal, a 404 error entry, or a 403 one for another
-// identity's job (left untouched). Callers hold s.mu.
-func (s *Simulator) modifyJobs(who *identity, action string, ids []string, change func(j *job)) []map[string]any {
+// identity's job (left untouched). Callers hold jt.mu.
+func (jt *jobTable) modifyJobs(who *identity, action string, ids []string, change func(j *job)) []map[string]any {
 	var responses []map[string]any
 	for _, id := range ids {
 		if id == "" {
 			continue
 		}
-		j := s.lookup(id)
+		j := jt.lookup(id)
 		switch {
 		case j == nil:
 			responses = append(responses, errorDict(id, http.StatusNotFound, notFoundMsg(id)))
@@ -276,16 +276,16 @@ func multistatus(w http.ResponseWriter, responses []map[string]any, multi bool) 
 }
 
 // handleCancelFiles serves DELETE /jobs/{id}/files/{fids}.
-func (s *Simulator) handleCancelFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
-	s.withJob(w, who, args[0], func(j *job) { s.cancelFiles(w, j, args[1]) })
+func (jt *jobTable) handleCancelFiles(w http.ResponseWriter, _ *http.Request, who *identity, args []string) {
+	jt.withJob(w, who, args[0], func(j *job) { jt.cancelFiles(w, j, args[1]) })
 }
 
-func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
+func (jt *jobTable) cancelFiles(w http.ResponseWriter, j *job, fids string) {
 	if j.jobType != "N" {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Multihop or reuse jobs must be cancelled at once (%s)", j.jobType))
 		return
 	}
-	now := s.now()
+	now := jt.now()
 	var changed []string
 	for _, sid := range strings.Split(fids, ",") {
 		fid, err := strconv.ParseInt(sid, 10, 64)
@@ -320,7 +320,7 @@ func (s *Simulator) cancelFiles(w http.ResponseWriter, j *job, fids string) {
 }
 
 // handleModify serves POST /jobs/{ids} with {"params":{"priority":N}}.
-func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
+func (jt *jobTable) handleModify(w http.ResponseWriter, r *http.Request, who *identity, args []string) {
 	body, serr := readSubmission(r)
 	if serr != nil {
 		writeError(w, serr.code, serr.msg)
@@ -338,12 +338,12 @@ func (s *Simulator) handleModify(w http.ResponseWriter, r *http.Request, who *id
 		}
 	}
 	ids := strings.Split(args[0], ",")
-	s.mu.Lock()
-	responses := s.modifyJobs(who, "modify", ids, func(j *job) {
+	jt.mu.Lock()
+	responses := jt.modifyJobs(who, "modify", ids, func(j *job) {
 		if prio != 0 {
 			j.priority = min(max(prio, 1), 5)
 		}
 	})
-	s.mu.Unlock()
+	jt.mu.Unlock()
 	multistatus(w, responses, len(ids) > 1)
 }
