@@ -25,7 +25,7 @@ const (
 // of word settings, states and error classes, and from the store (one
 // bounded query each) users, links and transfer IDs.
 func setupCompletion(root *cobra.Command, g *Globals) {
-	_ = root.RegisterFlagCompletionFunc("user", g.fromStore(completeUsers))
+	_ = root.RegisterFlagCompletionFunc("user", fromStore(g, completeUsers))
 	for name, words := range choices {
 		_ = root.RegisterFlagCompletionFunc(name, fixed(nonEmpty(words)))
 	}
@@ -33,11 +33,11 @@ func setupCompletion(root *cobra.Command, g *Globals) {
 		if c.Flags().Lookup("in-state") != nil {
 			_ = c.RegisterFlagCompletionFunc("in-state", listOf(stateNames()))
 			_ = c.RegisterFlagCompletionFunc("error-class", fixed(errorClassNames()))
-			_ = c.RegisterFlagCompletionFunc("link", g.fromStore(completeLinks))
+			_ = c.RegisterFlagCompletionFunc("link", fromStore(g, completeLinks))
 		}
 		switch c.Name() {
 		case "status", "kill", "retry":
-			c.ValidArgsFunction = g.fromStore(completeIDs)
+			c.ValidArgsFunction = fromStore(g, completeIDs)
 		}
 	}
 }
@@ -98,7 +98,7 @@ type storeCompleter func(ctx context.Context, g *Globals, st state.Store, toComp
 // (the completion runs without the command's setup), opens the store
 // read-only and asks list. Nothing is logged (the shell would show it),
 // and a failure completes nothing.
-func (g *Globals) fromStore(list storeCompleter) cobra.CompletionFunc {
+func fromStore(g *Globals, list storeCompleter) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		none := cobra.ShellCompDirectiveNoFileComp
 		if err := g.Load(cmd); err != nil {

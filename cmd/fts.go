@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftssim"
+	"github.com/asyncstageout/aso/srm"
 )
 
 // FTSOptions are the flags that select and authenticate to an FTS3 server.
@@ -139,4 +140,13 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+// gfalCertDir is the CA directory given to gfal-rm: the one of certDir when
+// a site needs it, else only one given by --cert-dir or X509_CERT_DIR.
+func (o *FTSOptions) gfalCertDir(g *Globals, sites *srm.Sites) string {
+	if sitesNeedCA(sites) {
+		return o.certDir(g)
+	}
+	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+	"golang.org/x/term"
 )
 
 // Log field names, shared by every log line.
@@ -102,4 +103,11 @@ func (g *Globals) stdin() io.Reader {
 		return os.Stdin
 	}
 	return g.Stdin
+}
+
+// stdinTerminal reports whether standard input is a terminal: only then
+// is a question asked.
+func (g *Globals) stdinTerminal() bool {
+	f, ok := g.stdin().(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -38,13 +36,6 @@ func (o *ActOptions) AddFlags(f *pflag.FlagSet, large string) {
 
 // errNotConfirmed is the error of an action the operator declined.
 var errNotConfirmed = errors.New("not confirmed: nothing was changed (--yes acts without asking)")
-
-// stdinTerminal reports whether standard input is a terminal: only then
-// is a question asked.
-func (g *Globals) stdinTerminal() bool {
-	f, ok := g.stdin().(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
 
 // ask asks question on standard error and reads the answer from standard
 // input: errNotConfirmed unless it is y or yes.

@@ -167,12 +167,3 @@ func sitesNeedCA(sites *srm.Sites) bool {
 	}
 	return false
 }
-
-// gfalCertDir is the CA directory given to gfal-rm: the one of certDir when
-// a site needs it, else only one given by --cert-dir or X509_CERT_DIR.
-func (o *FTSOptions) gfalCertDir(g *Globals, sites *srm.Sites) string {
-	if sitesNeedCA(sites) {
-		return o.certDir(g)
-	}
-	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
-}
