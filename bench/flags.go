@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -56,17 +55,4 @@ func writeRequests(path string, n int, req func(i int) state.Request) error {
 		return err
 	}
 	return f.Close()
-}
-
-// freshDB creates a fresh database set up by `aso init`; drop drops it,
-// unless keep.
-func (s *couchServer) freshDB(ctx context.Context, aso string, keep bool) (db string, drop func(), err error) {
-	if db, err = s.newDB(ctx, aso); err != nil {
-		return "", nil, err
-	}
-	return db, func() {
-		if !keep {
-			s.dropDB(db)
-		}
-	}, nil
 }

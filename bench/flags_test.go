@@ -45,30 +45,45 @@ func TestParseFlags_Repeat(t *testing.T) {
 	}
 }
 
-// TestMedianRun: the run of median agent/ref is kept (the lower middle one
-// of an even count) with every run's agent/ref in run order; a failed run
-// is kept over any other; a single run carries no list.
+// TestMedianRun: the figures are the medians of each series (drain, CPU,
+// RSS, each reference), the limit the fastest median reference, the ratios
+// those of the medians, with every run's drain and ratios in run order; a
+// failed run is kept over any other; a single run is kept as it is.
 func TestMedianRun(t *testing.T) {
-	run := func(drain, ratio float64) Run { return Run{DrainSeconds: drain, Ratio: ratio} }
+	run := func(drain, cpu, seq, pipe float64) Run {
+		r := Run{N: 100, DrainSeconds: drain, CPUSeconds: cpu, References: []RefResult{{Name: "seq", Seconds: seq}, {Name: "pipe", InFlight: 2, Seconds: pipe}}}
+		r.setLimit()
+		return r
+	}
 	for _, c := range []struct {
-		name      string
-		runs      []Run
-		wantDrain float64
-		wantList  []float64
+		name                   string
+		runs                   []Run
+		drain, cpu, seq, limit float64
+		limitName              string
+		drains                 []float64
 	}{
-		{"one", []Run{run(10, 1.3)}, 10, nil},
-		{"odd", []Run{run(12, 1.3), run(10, 1.1), run(11, 1.2)}, 11, []float64{1.3, 1.1, 1.2}},
-		{"even", []Run{run(12, 1.4), run(10, 1.1), run(13, 1.5), run(11, 1.2)}, 11, []float64{1.4, 1.1, 1.5, 1.2}},
-		{"failed", []Run{run(12, 1.3), {Error: "boom"}}, 0, nil},
+		{"one", []Run{run(10, 2, 8, 9)}, 10, 2, 8, 8, "seq", nil},
+		{"odd", []Run{run(12, 3, 10, 8), run(10, 1, 9, 7), run(11, 2, 8, 9)}, 11, 2, 9, 8, "pipe", []float64{12, 10, 11}},
+		{"even", []Run{run(12, 4, 10, 5), run(10, 1, 6, 7), run(13, 3, 8, 9), run(11, 2, 7, 6)}, 11.5, 2.5, 7.5, 6.5, "pipe", []float64{12, 10, 13, 11}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := medianRun(c.runs)
-			if got.DrainSeconds != c.wantDrain || !slices.Equal(got.Ratios, c.wantList) {
-				t.Errorf("medianRun = drain %v ratios %v, want drain %v ratios %v", got.DrainSeconds, got.Ratios, c.wantDrain, c.wantList)
+			if got.DrainSeconds != c.drain || got.CPUSeconds != c.cpu || !slices.Equal(got.Drains, c.drains) {
+				t.Errorf("medianRun: drain %v, CPU %v, drains %v; want %v, %v, %v", got.DrainSeconds, got.CPUSeconds, got.Drains, c.drain, c.cpu, c.drains)
 			}
-			if c.name == "failed" && got.Error != "boom" {
-				t.Errorf("medianRun kept %+v, want the failed run", got)
+			if got.ReferenceSeconds != c.seq || got.LimitSeconds != c.limit || got.Limit != c.limitName {
+				t.Errorf("medianRun: sequential %v, limit %v (%s); want %v, %v (%s)", got.ReferenceSeconds, got.LimitSeconds, got.Limit, c.seq, c.limit, c.limitName)
+			}
+			if got.Ratio != c.drain/c.seq || got.LimitRatio != c.drain/c.limit {
+				t.Errorf("medianRun: ratios %v, %v; want %v, %v", got.Ratio, got.LimitRatio, c.drain/c.seq, c.drain/c.limit)
+			}
+			if len(c.runs) > 1 && (len(got.Ratios) != len(c.runs) || got.Ratios[0] != c.runs[0].Ratio || got.LimitRatios[0] != c.runs[0].LimitRatio) {
+				t.Errorf("medianRun: per-run ratios %v, %v; want those of the runs in order", got.Ratios, got.LimitRatios)
 			}
 		})
+	}
+	failed := medianRun([]Run{run(12, 1, 10, 9), {Error: "boom"}})
+	if failed.Error != "boom" {
+		t.Errorf("medianRun kept %+v, want the failed run", failed)
 	}
 }

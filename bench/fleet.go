@@ -29,6 +29,7 @@ type fleetOptions struct {
 	interval, discover time.Duration
 	timeout            time.Duration
 	keep               bool
+	inFlight           []int
 }
 
 // FleetRun is the result of one fleet benchmark run.
@@ -43,11 +44,19 @@ type FleetRun struct {
 	EnqueueSeconds     float64 `json:"enqueue_seconds"`
 	DrainSeconds       float64 `json:"drain_seconds"`
 	TransfersPerSecond float64 `json:"transfers_per_second"`
-	Reference          string  `json:"reference"`
-	ReferenceSeconds   float64 `json:"reference_seconds"`
-	// RefShare is reference time over drain time: the share of the raw
-	// write speed the fleet reaches (target: at least 0.5).
-	RefShare float64 `json:"reference_to_drain"`
+	// References are the reference writes of the same revisions on the
+	// same store (see Run.References): the first one is the sequential
+	// reference, Limit the fastest.
+	References       []RefResult `json:"references"`
+	Reference        string      `json:"reference"`
+	ReferenceSeconds float64     `json:"reference_seconds"`
+	Limit            string      `json:"limit"`
+	LimitSeconds     float64     `json:"limit_seconds"`
+	// RefShare and LimitShare are the sequential reference's and the
+	// limit's time over the drain time: the share of the raw write speed
+	// the fleet reaches (target: the limit's at least 0.7).
+	RefShare   float64 `json:"reference_to_drain"`
+	LimitShare float64 `json:"limit_to_drain"`
 	// HTTP requests the parents and agents sent to CouchDB (0 on memfile).
 	HTTPRequests      int     `json:"http_requests"`
 	DiscoveryRequests int     `json:"discovery_requests"`
@@ -59,8 +68,13 @@ type FleetRun struct {
 	// ended before it started the next one (target: one discovery round).
 	MaxSlotIdle float64 `json:"max_slot_idle_seconds"`
 	Agents      int     `json:"agents_started"`
-	Locked      int     `json:"agents_locked_out"`
-	Rounds      int     `json:"fleet_rounds"`
+	// LostRaces counts the users whose run lock a parent found taken by
+	// another host when it went to take it for an agent (no agent
+	// started); Locked the agents that found it so (exit 3). Their sum
+	// over Agents is the share of lost races (target: under 5%).
+	LostRaces int `json:"lost_lock_races"`
+	Locked    int `json:"agents_locked_out"`
+	Rounds    int `json:"fleet_rounds"`
 
 	Error string `json:"error,omitempty"`
 }
@@ -99,7 +113,7 @@ func fleetMain(args []string) int {
 			break
 		}
 	}
-	printFleetTable(os.Stdout, runs)
+	printFleetTable(os.Stdout, runs, o.discover)
 	if err := writeJSON(o.out, runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
@@ -126,13 +140,17 @@ func parseFleetFlags(args []string) (fleetOptions, error) {
 	fs.DurationVar(&o.discover, "discover-interval", 5*time.Second, "--discover-interval of the parents")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
+	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references (the fastest reference is the limit)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.inFlight, err = positiveInts("-in-flight", *inFlight); err != nil {
 		return o, err
 	}
 	if o.users <= 0 || o.perUser <= 0 || o.parents <= 0 || o.maxAgents <= 0 {
 		return o, fmt.Errorf("-users, -per-user, -parents and -max-agents must be positive")
 	}
-	var err error
 	if o.backends, err = parseBackends(*backends); err != nil {
 		return o, err
 	}
@@ -215,12 +233,11 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	if err != nil {
 		return r, err
 	}
-	r.MaxSlotIdle, r.Agents, r.Locked = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked
+	r.MaxSlotIdle, r.Agents, r.Locked, r.LostRaces = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked, ev.lostRaces
 
 	if err := fleetReference(ctx, o, cs, dir, &r); err != nil {
 		return r, fmt.Errorf("reference: %w", err)
 	}
-	r.RefShare = r.ReferenceSeconds / r.DrainSeconds
 	return r, nil
 }
 
@@ -255,20 +272,26 @@ func drainFleets(ctx context.Context, o fleetOptions, r *FleetRun, p fleetPlaces
 	}
 }
 
-// fleetReference measures the reference of r: the same number of writes,
-// in the batches of the agent, straight to the backend.
+// fleetReference measures the references of r: the same revisions, in
+// the batches of the agent, straight to the backend (see runOne); on
+// memfile the agents' records are those of four writes per user.
 func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir string, r *FleetRun) error {
 	n, batch := r.Transfers, agent.DefaultBatchSize
 	var err error
 	if r.Backend == "couch" {
-		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batch)
-		r.ReferenceSeconds, err = cs.reference(ctx, o.aso, n, batch)
+		r.References, err = couchReferences(ctx, cs, o.aso, n, batch, o.inFlight, 0)
 	} else {
-		recs := int64(4 * ((n + batch - 1) / batch))
-		r.Reference = fmt.Sprintf("%d documents in %d journal records, as many fsyncs", 4*n, recs)
-		r.ReferenceSeconds, err = journalReference(filepath.Join(dir, "reference.aso"), n, recs, recs)
+		recs := int64(4 * r.Users)
+		r.References, err = journalReferences(dir, n, batch, recs, recs, 0)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	run := Run{References: r.References, DrainSeconds: r.DrainSeconds}
+	run.setLimit()
+	r.Reference, r.ReferenceSeconds, r.Limit, r.LimitSeconds = run.Reference, run.ReferenceSeconds, run.Limit, run.LimitSeconds
+	r.RefShare, r.LimitShare = 1/run.Ratio, 1/run.LimitRatio
+	return nil
 }
 
 // writeFleetRequests writes perUser requests for each of users users.
@@ -372,4 +395,13 @@ func notDone(ctx context.Context, st string) (int, error) {
 		return 0, err
 	}
 	return sum.Total - sum.ByState[state.StateDone], nil
+}
+
+// lostShare is the share of agent starts that lost the race for a lock:
+// the parents' lost races and the agents locked out, over agents started.
+func (r FleetRun) lostShare() float64 {
+	if r.Agents == 0 {
+		return 0
+	}
+	return float64(r.LostRaces+r.Locked) / float64(r.Agents)
 }

@@ -48,6 +48,7 @@ type options struct {
 	pouchMax   int
 	ftsLatency time.Duration
 	repeat     int
+	inFlight   []int // the pipelined CouchDB references' requests in flight
 }
 
 func main() {
@@ -90,7 +91,12 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pouchMax, "pouch-max", 100000, "largest queue run on the PouchDB test server (single-threaded and in memory: 100,000 drain in 3 to 4 minutes and take about 2.5 GB); real CouchDB runs every size")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each backend and size; the table shows the run of median agent/ref and lists every run's")
 	fs.DurationVar(&o.ftsLatency, "fts-latency", 0, "time the FTS simulator takes to answer each request (a real FTS takes from a tenth of a second to seconds to store a job)")
+	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references, comma-separated (the sequential one always runs; the fastest of all is the limit)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.inFlight, err = positiveInts("-in-flight", *inFlight); err != nil {
 		return o, err
 	}
 	if o.repeat < 1 {
@@ -99,19 +105,28 @@ func parseFlags(args []string) (options, error) {
 	if o.ftsLatency < 0 {
 		return o, fmt.Errorf("-fts-latency %s: want a duration of 0 or more", o.ftsLatency)
 	}
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return o, fmt.Errorf("-n %q: want positive integers separated by commas", *sizes)
-		}
-		o.sizes = append(o.sizes, n)
+	if o.sizes, err = positiveInts("-n", *sizes); err != nil {
+		return o, err
 	}
-	var err error
 	if o.backends, err = parseBackends(*backends); err != nil {
 		return o, err
 	}
 	o.aso, err = asoBinary(o.aso)
 	return o, err
+}
+
+// positiveInts parses the value of flag name: positive integers separated
+// by commas.
+func positiveInts(name, list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s %q: want positive integers separated by commas", name, list)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -141,7 +156,7 @@ func run(ctx context.Context, o options) error {
 			var rs []Run
 			for k := range o.repeat {
 				fmt.Fprintf(os.Stderr, "bench: %s, %d transfers (run %d of %d)...\n", b, n, k+1, o.repeat)
-				r, err := runOne(ctx, o, self, b, n, couchSrv)
+				r, err := runOne(ctx, o, self, b, n, couchSrv, k)
 				if err != nil {
 					r.Error = err.Error()
 					fmt.Fprintf(os.Stderr, "bench: %s %d: %v\n", b, n, err)

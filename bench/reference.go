@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"os/user"
+	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
@@ -116,4 +118,72 @@ func journalReference(path string, n int, records, fsyncs int64) (float64, error
 		}
 	}
 	return time.Since(t0).Seconds(), nil
+}
+
+// RefResult is one reference measured: how it wrote the revisions and how
+// long it took.
+type RefResult struct {
+	Name     string  `json:"name"`
+	InFlight int     `json:"in_flight,omitempty"` // CouchDB: _bulk_docs requests in flight
+	Seconds  float64 `json:"seconds"`
+}
+
+// refVariant is a reference to measure.
+type refVariant struct {
+	name     string
+	inFlight int
+	measure  func() (float64, error)
+}
+
+// measureRefs measures every variant, starting with the one at rot (modulo
+// their number) and going round, and returns their results in the
+// variants' order.
+func measureRefs(vs []refVariant, rot int) ([]RefResult, error) {
+	out := make([]RefResult, len(vs))
+	for k := range vs {
+		i := (rot + k) % len(vs)
+		secs, err := vs[i].measure()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", vs[i].name, err)
+		}
+		out[i] = RefResult{Name: vs[i].name, InFlight: vs[i].inFlight, Seconds: secs}
+	}
+	return out, nil
+}
+
+// couchReferences measures the CouchDB reference of n transfers in
+// batches of batch with one request in flight (sequential), then with each
+// of inFlight.
+func couchReferences(ctx context.Context, cs *couchServer, aso string, n, batch int, inFlight []int, rot int) ([]RefResult, error) {
+	vs := []refVariant{{name: fmt.Sprintf("%d revisions in _bulk_docs batches of %d, one after another", 4*n, batch), inFlight: 1}}
+	for _, k := range inFlight {
+		vs = append(vs, refVariant{name: fmt.Sprintf("the same, %d in flight", k), inFlight: k})
+	}
+	for i := range vs {
+		k := vs[i].inFlight
+		vs[i].measure = func() (float64, error) { return cs.reference(ctx, aso, n, batch, k) }
+	}
+	return measureRefs(vs, rot)
+}
+
+// journalReferences measures the memfile reference of n transfers: the 4n
+// documents as the agent writes them (records journal records, fsyncs
+// fdatasyncs), then batched as the file allows: the same records with one
+// fdatasync, records of batch documents, and one record per revision of
+// every transfer (four), each fdatasynced.
+func journalReferences(dir string, n, batch int, records, fsyncs int64, rot int) ([]RefResult, error) {
+	path := filepath.Join(dir, "reference.aso")
+	perBatch := int64(4 * ((n + batch - 1) / batch))
+	vs := []refVariant{
+		{name: fmt.Sprintf("%d documents in %d journal records, %d fsyncs", 4*n, records, fsyncs)},
+		{name: fmt.Sprintf("the same %d records, one fsync", records)},
+		{name: fmt.Sprintf("%d records of %d documents, each fsynced", perBatch, batch)},
+		{name: "4 records of a revision of every transfer, each fsynced"},
+	}
+	pattern := [][2]int64{{records, fsyncs}, {records, 1}, {perBatch, perBatch}, {4, 4}}
+	for i := range vs {
+		p := pattern[i]
+		vs[i].measure = func() (float64, error) { return journalReference(path, n, p[0], p[1]) }
+	}
+	return measureRefs(vs, rot)
 }

@@ -25,15 +25,25 @@ type Machine struct {
 	Go       string `json:"go"`
 }
 
-// Growth compares the drain time of the largest run of a backend with its
-// smallest.
+// Growth compares the largest run of a backend with its smallest: how
+// many times the drain time, the agent's CPU time and its peak RSS grew,
+// against how many times the transfers did (Linear).
 type Growth struct {
 	Backend string  `json:"backend"`
 	Small   int     `json:"small"`
 	Large   int     `json:"large"`
 	Ratio   float64 `json:"time_ratio"` // large time / small time
-	Linear  float64 `json:"linear"`     // large / small
+	CPU     float64 `json:"cpu_ratio"`
+	RSS     float64 `json:"rss_ratio"`
+	Linear  float64 `json:"linear"` // large / small
 }
+
+// maxGrowth is the most any growth may be from 10,000 to 100,000 transfers
+// (ten times the transfers, and a tenth more).
+const maxGrowth = 11.0
+
+// targets are the most agent/limit may be, by backend.
+var targets = map[string]float64{"couch": 1.2, "memfile": 1.5}
 
 func machine() Machine {
 	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
@@ -68,7 +78,8 @@ func growth(runs []Run) []Growth {
 		if s.N == l.N {
 			continue
 		}
-		out = append(out, Growth{Backend: b, Small: s.N, Large: l.N, Ratio: l.DrainSeconds / s.DrainSeconds, Linear: float64(l.N) / float64(s.N)})
+		out = append(out, Growth{Backend: b, Small: s.N, Large: l.N, Ratio: l.DrainSeconds / s.DrainSeconds,
+			CPU: l.CPUSeconds / s.CPUSeconds, RSS: l.PeakRSSMiB / s.PeakRSSMiB, Linear: float64(l.N) / float64(s.N)})
 	}
 	return out
 }
@@ -76,16 +87,16 @@ func growth(runs []Run) []Growth {
 func printTable(w io.Writer, res Results) {
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Go)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tagent CPU s\treference s\tagent/ref\t")
+	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tagent CPU s\tsequential s\tlimit s\tagent/sequential\tagent/limit\ttarget\t")
 	for _, r := range res.Runs {
 		if r.Error != "" {
 			continue // listed below the table
 		}
 		ph := r.PhaseRoundTrips
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n",
 			r.Backend, r.N, r.EnqueuePerSecond, r.DrainSeconds, r.TransfersPerSecond, r.Passes,
 			r.RoundTripsPerTransfer, r.RoundTripUnit, ph["claim"], ph["submit"], ph["monitor"], ph["record"], ph["upkeep"],
-			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.CPUSeconds, r.ReferenceSeconds, r.Ratio)
+			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.CPUSeconds, r.ReferenceSeconds, r.LimitSeconds, r.Ratio, r.LimitRatio, verdict(r))
 	}
 	tw.Flush()
 	for _, r := range res.Runs {
@@ -94,20 +105,57 @@ func printTable(w io.Writer, res Results) {
 		}
 	}
 	fmt.Fprintln(w, "\nRT: state-store round trips (HTTP requests for CouchDB, fsyncs for memfile) per transfer, in total and by phase.")
-	fmt.Fprintln(w, "reference: the same revisions written with no agent logic (CouchDB: _bulk_docs batches; memfile: journal records and fsyncs).")
+	fmt.Fprintln(w, "sequential: the same revisions written with no agent logic, one write after another as the agent batches them (CouchDB: _bulk_docs; memfile: journal records and fsyncs);")
+	fmt.Fprintln(w, "limit: the fastest of the references (CouchDB: also with several _bulk_docs in flight; memfile: also in fewer records and fsyncs); target: the most agent/limit may be.")
 	for _, g := range res.Growth {
-		fmt.Fprintf(w, "growth %s: %d -> %d transfers took %.1fx the time (linear: %.0fx)\n", g.Backend, g.Small, g.Large, g.Ratio, g.Linear)
+		fmt.Fprintf(w, "growth %s: %d -> %d transfers (%.0fx): drain time %.1fx, agent CPU %.1fx, peak RSS %.1fx (at most %.0fx: %s)\n",
+			g.Backend, g.Small, g.Large, g.Linear, g.Ratio, g.CPU, g.RSS, maxGrowth, okIf(max(g.Ratio, g.CPU, g.RSS) <= maxGrowth))
 	}
 	for _, r := range res.Runs {
 		if r.Error != "" {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %d: FTS requests %v, each answered after %gs (-fts-latency); reference: %s\n", r.Backend, r.N, r.FTSRequests, r.FTSLatency, r.Reference)
-		if len(r.Ratios) > 1 {
-			fmt.Fprintf(w, "%d runs (-repeat), agent/ref in the order they ran: %s; the figures are the median run's\n", len(r.Ratios), ratioList(r.Ratios))
+		fmt.Fprintf(w, "\n%s %d: FTS requests %v, each answered after %gs (-fts-latency)\n", r.Backend, r.N, r.FTSRequests, r.FTSLatency)
+		if len(r.Drains) > 1 {
+			fmt.Fprintf(w, "%d runs (-repeat), in the order they ran: drain s %s; agent/sequential %s; agent/limit %s; the figures are the medians of each series\n",
+				len(r.Drains), numList(r.Drains), numList(r.Ratios), numList(r.LimitRatios))
 		}
+		printRefs(w, r.References)
 		printCalls(w, r)
 	}
+}
+
+// printRefs prints the references measured, the limit marked.
+func printRefs(w io.Writer, refs []RefResult) {
+	best := 0
+	for i, x := range refs {
+		if x.Seconds < refs[best].Seconds {
+			best = i
+		}
+	}
+	for i, x := range refs {
+		mark := ""
+		if i == best {
+			mark = "  <- the limit"
+		}
+		fmt.Fprintf(w, "  reference %.2f s: %s%s\n", x.Seconds, x.Name, mark)
+	}
+}
+
+// verdict says whether run r meets its backend's target of agent/limit.
+func verdict(r Run) string {
+	t, ok := targets[r.Backend]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("<= %.1f: %s", t, okIf(r.LimitRatio <= t))
+}
+
+func okIf(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
 }
 
 // printCalls prints what each kind of state-store call cost in run r.
@@ -126,7 +174,7 @@ func printCalls(w io.Writer, r Run) {
 	tw.Flush()
 }
 
-func ratioList(rs []float64) string {
+func numList(rs []float64) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = fmt.Sprintf("%.2f", r)

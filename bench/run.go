@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"syscall"
 	"time"
 
@@ -55,19 +56,33 @@ type Run struct {
 	SubmitsPerTransfer float64        `json:"submits_per_transfer"`
 	StatusPerTransfer  float64        `json:"status_per_transfer"`
 
-	Reference        string  `json:"reference"`
-	ReferenceSeconds float64 `json:"reference_seconds"`
-	Ratio            float64 `json:"agent_to_reference"`
-	// Ratios is agent/ref of every run of this backend and size, in the
-	// order they ran (-repeat); the other figures are those of the run of
-	// median agent/ref.
-	Ratios []float64 `json:"agent_to_reference_runs,omitempty"`
+	// References are the reference writes measured on the same store
+	// after the agent's run, in a fixed order (the first one is the
+	// sequential reference); Limit is the fastest of them.
+	References       []RefResult `json:"references"`
+	Reference        string      `json:"reference"` // the sequential reference
+	ReferenceSeconds float64     `json:"reference_seconds"`
+	Ratio            float64     `json:"agent_to_reference"`
+	Limit            string      `json:"limit"`
+	LimitSeconds     float64     `json:"limit_seconds"`
+	LimitRatio       float64     `json:"agent_to_limit"`
+	// With -repeat, the drain time, agent/ref and agent/limit of every run
+	// in the order they ran; the figures above are then the medians of
+	// each series (drain, CPU, RSS, every reference), the limit the
+	// fastest median reference and the ratios those of the medians.
+	Drains      []float64 `json:"drain_seconds_runs,omitempty"`
+	Ratios      []float64 `json:"agent_to_reference_runs,omitempty"`
+	LimitRatios []float64 `json:"agent_to_limit_runs,omitempty"`
 
 	Error string `json:"error,omitempty"`
 }
 
 // runOne measures backend b at n transfers.
-func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServer) (Run, error) {
+//
+// rot rotates the order in which the references run, so that over
+// repeated runs each one runs as often early as late while the machine's
+// load drifts.
+func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServer, rot int) (Run, error) {
 	r := Run{Backend: b, N: n, Server: "memfile (local file)", FTSLatency: o.ftsLatency.Seconds()}
 	dir, err := os.MkdirTemp("", "aso-bench-")
 	if err != nil {
@@ -109,16 +124,14 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	r.fill(cr, ru, sim)
 
 	if b == "couch" {
-		r.Reference = fmt.Sprintf("%d revisions in _bulk_docs batches of %d", 4*n, batchOf(o))
-		r.ReferenceSeconds, err = cs.reference(ctx, o.aso, n, batchOf(o))
+		r.References, err = couchReferences(ctx, cs, o.aso, n, batchOf(o), o.inFlight, rot)
 	} else {
-		r.Reference = fmt.Sprintf("%d documents in %d journal records, %d fsyncs", 4*n, cr.Records, cr.Fsyncs)
-		r.ReferenceSeconds, err = journalReference(filepath.Join(dir, "reference.aso"), n, cr.Records, cr.Fsyncs)
+		r.References, err = journalReferences(dir, n, batchOf(o), cr.Records, cr.Fsyncs, rot)
 	}
 	if err != nil {
 		return r, fmt.Errorf("reference: %w", err)
 	}
-	r.Ratio = r.DrainSeconds / r.ReferenceSeconds
+	r.setLimit()
 	return r, nil
 }
 
@@ -294,24 +307,71 @@ func asoCommand(ctx context.Context, aso, st string, args ...string) *exec.Cmd {
 }
 
 // medianRun returns, of the runs of one backend and size, the first that
-// failed, or else the run of median agent/ref (the lower of the two middle
-// ones for an even count), carrying every run's agent/ref in run order.
+// failed, or else the run of median drain time (the lower of the two
+// middle ones for an even count) with the medians of every series (drain,
+// agent CPU, peak RSS, each reference), the limit and ratios of those
+// medians, and every run's drain, agent/ref and agent/limit in run order.
 func medianRun(rs []Run) Run {
 	for _, r := range rs {
 		if r.Error != "" {
 			return r
 		}
 	}
-	ratios := make([]float64, len(rs))
-	byRatio := make([]Run, len(rs))
-	for i, r := range rs {
-		ratios[i] = r.Ratio
-		byRatio[i] = r
+	if len(rs) == 1 {
+		return rs[0]
 	}
-	sort.SliceStable(byRatio, func(i, j int) bool { return byRatio[i].Ratio < byRatio[j].Ratio })
-	m := byRatio[(len(byRatio)-1)/2]
-	if len(rs) > 1 {
-		m.Ratios = ratios
+	col := func(f func(Run) float64) []float64 {
+		out := make([]float64, len(rs))
+		for i, r := range rs {
+			out[i] = f(r)
+		}
+		return out
 	}
+	drains := col(func(r Run) float64 { return r.DrainSeconds })
+	byDrain := slices.Clone(rs)
+	slices.SortStableFunc(byDrain, func(a, b Run) int { return cmp.Compare(a.DrainSeconds, b.DrainSeconds) })
+	m := byDrain[(len(byDrain)-1)/2]
+	m.Drains = drains
+	m.DrainSeconds = median(drains)
+	m.TransfersPerSecond = float64(m.N) / m.DrainSeconds
+	m.Ratios = col(func(r Run) float64 { return r.Ratio })
+	m.LimitRatios = col(func(r Run) float64 { return r.LimitRatio })
+	m.CPUSeconds = median(col(func(r Run) float64 { return r.CPUSeconds }))
+	m.PeakRSSMiB = median(col(func(r Run) float64 { return r.PeakRSSMiB }))
+	m.References = slices.Clone(m.References)
+	for i := range m.References {
+		m.References[i].Seconds = median(col(func(r Run) float64 { return r.References[i].Seconds }))
+	}
+	m.setLimit()
 	return m
+}
+
+// median is the median of xs (the mean of the two middle ones for an
+// even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	k := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[k]
+	}
+	return (s[k-1] + s[k]) / 2
+}
+
+// setLimit sets the sequential reference (the first), the limit (the
+// fastest reference) and the agent's ratios to both.
+func (r *Run) setLimit() {
+	if len(r.References) == 0 {
+		return
+	}
+	seq, lim := r.References[0], r.References[0]
+	for _, x := range r.References[1:] {
+		if x.Seconds < lim.Seconds {
+			lim = x
+		}
+	}
+	r.Reference, r.ReferenceSeconds = seq.Name, seq.Seconds
+	r.Limit, r.LimitSeconds = lim.Name, lim.Seconds
+	r.Ratio = r.DrainSeconds / r.ReferenceSeconds
+	r.LimitRatio = r.DrainSeconds / r.LimitSeconds
 }

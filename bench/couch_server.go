@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,23 +16,32 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/asyncstageout/aso/state"
 )
 
 // couchServer is the CouchDB server of the benchmark: the Node test server
-// started here, or the real CouchDB of ASO_TEST_COUCHDB_URL.
+// started here, or the real CouchDB of ASO_TEST_COUCHDB_URL, a single node
+// or the nodes of a cluster separated by commas.
 type couchServer struct {
-	base string // ends in "/", may hold credentials
-	name string
-	cmd  *exec.Cmd
-	hc   *http.Client
+	base  string   // the first node; ends in "/", may hold credentials
+	nodes []string // every node, base first
+	name  string
+	cmd   *exec.Cmd
+	hc    *http.Client
 }
 
 func startCouch(ctx context.Context) (*couchServer, error) {
 	hc := &http.Client{Timeout: 5 * time.Minute}
 	if u := os.Getenv("ASO_TEST_COUCHDB_URL"); u != "" {
-		return &couchServer{base: strings.TrimRight(u, "/") + "/", name: "CouchDB at " + redact(u), hc: hc}, nil
+		s := &couchServer{hc: hc}
+		for _, n := range strings.Split(u, ",") {
+			s.nodes = append(s.nodes, strings.TrimRight(strings.TrimSpace(n), "/")+"/")
+		}
+		s.base = s.nodes[0]
+		s.name = "CouchDB at " + redact(s.base)
+		if len(s.nodes) > 1 {
+			s.name = fmt.Sprintf("CouchDB cluster at %s and %d more nodes", redact(s.base), len(s.nodes)-1)
+		}
+		return s, nil
 	}
 	dir := filepath.Join("state", "couch", "testserver")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "express-pouchdb")); err != nil {
@@ -66,6 +74,7 @@ func startCouch(ctx context.Context) (*couchServer, error) {
 	}()
 	select {
 	case s.base = <-found:
+		s.nodes = []string{s.base}
 		return s, nil
 	case <-time.After(30 * time.Second):
 	case <-ctx.Done():
@@ -88,7 +97,15 @@ func (s *couchServer) stop() {
 	}
 }
 
-func (s *couchServer) dbURL(db string) string { return s.base + db }
+// dbURL is the --state of database db: every node's URL of it, separated
+// by commas (aso fails over between them).
+func (s *couchServer) dbURL(db string) string {
+	urls := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		urls[i] = n + db
+	}
+	return strings.Join(urls, ",")
+}
 
 // newDB creates a fresh database set up by `aso init`.
 func (s *couchServer) newDB(ctx context.Context, aso string) (string, error) {
@@ -101,13 +118,32 @@ func (s *couchServer) newDB(ctx context.Context, aso string) (string, error) {
 	return db, nil
 }
 
+// freshDB creates a fresh database set up by `aso init`; drop drops it,
+// unless keep.
+func (s *couchServer) freshDB(ctx context.Context, aso string, keep bool) (db string, drop func(), err error) {
+	if db, err = s.newDB(ctx, aso); err != nil {
+		return "", nil, err
+	}
+	return db, func() {
+		if !keep {
+			s.dropDB(db)
+		}
+	}, nil
+}
+
 func (s *couchServer) dropDB(db string) {
 	_, _ = s.do(context.Background(), http.MethodDelete, db, nil)
 }
 
-// do sends one request and returns the body of a 2xx answer.
+// do sends one request to the first node and returns the body of a 2xx
+// answer.
 func (s *couchServer) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	u, err := url.Parse(s.base + path)
+	return s.doAt(ctx, 0, method, path, body)
+}
+
+// doAt is do on node i (modulo the number of nodes).
+func (s *couchServer) doAt(ctx context.Context, i int, method, path string, body []byte) ([]byte, error) {
+	u, err := url.Parse(s.nodes[i%len(s.nodes)] + path)
 	if err != nil {
 		return nil, err
 	}
@@ -135,61 +171,6 @@ func (s *couchServer) do(ctx context.Context, method, path string, body []byte) 
 		return nil, fmt.Errorf("%s %s: HTTP %d: %.300s", method, redact(req.URL.String()), resp.StatusCode, rb)
 	}
 	return rb, nil
-}
-
-// reference writes, to a fresh database set up like the agent's, the n
-// transfers and then the four revisions of each one's life (claim,
-// submit_sid, commit, terminal: the revisions the agent writes when every
-// transfer finishes at the first status query), as _bulk_docs batches of
-// batch documents. It returns the time spent in the revision requests.
-func (s *couchServer) reference(ctx context.Context, aso string, n, batch int) (float64, error) {
-	db, err := s.newDB(ctx, aso)
-	if err != nil {
-		return 0, err
-	}
-	defer s.dropDB(db)
-	now := time.Now()
-	ts := referenceTransfers(n, now)
-	steps := append([]func(t *state.Transfer) error{nil}, lifeSteps(now)...) // insert: not timed, like aso enqueue
-	var timed time.Duration
-	for si, step := range steps {
-		for lo := 0; lo < n; lo += batch {
-			part := ts[lo:min(n, lo+batch)]
-			docs := make([]state.Transfer, len(part))
-			for i := range part {
-				if step != nil {
-					if err := step(&part[i]); err != nil {
-						return 0, fmt.Errorf("revision %d of %s: %w", si, part[i].ID, err)
-					}
-				}
-				part[i].Type = state.DocType
-				docs[i] = part[i]
-			}
-			body, err := json.Marshal(map[string]any{"docs": docs})
-			if err != nil {
-				return 0, err
-			}
-			t0 := time.Now()
-			rb, err := s.do(ctx, http.MethodPost, db+"/_bulk_docs", body)
-			if si > 0 {
-				timed += time.Since(t0)
-			}
-			if err != nil {
-				return 0, err
-			}
-			var res []struct{ ID, Rev, Error, Reason string }
-			if err := json.Unmarshal(rb, &res); err != nil {
-				return 0, err
-			}
-			for i, r := range res {
-				if r.Error != "" {
-					return 0, fmt.Errorf("revision %d of %s: %s: %s", si, r.ID, r.Error, r.Reason)
-				}
-				part[i].Rev = r.Rev
-			}
-		}
-	}
-	return timed.Seconds(), nil
 }
 
 func redact(raw string) string {
