@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -31,6 +32,10 @@ type FleetOptions struct {
 	// progress (hidden flag --progress-fd): the agent writes each pass
 	// there (see progressSink).
 	ProgressFD int
+	// Owner is set by --all-users on its agents (hidden flag
+	// --fleet-owner): the owner ID under which the fleet took the user's
+	// run lock for the agent, which runs under it (see takeLock).
+	Owner string
 
 	// flags are the flags of the run command, for the agents' arguments.
 	flags func() *pflag.FlagSet
@@ -54,8 +59,10 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.DiscoverInterval, "discover-interval", DefaultDiscoverInterval, "with --all-users: look for users with due work this often while agents run (and at once whenever one ends)")
 	f.BoolVar(&o.Agent, "fleet-agent", false, "set by --all-users on its agents: one user's agent (whatever --all-users says), no queue summary at the end")
 	f.IntVar(&o.ProgressFD, "progress-fd", 0, "set by --all-users on its agents: write each pass as a JSON line to this descriptor")
+	f.StringVar(&o.Owner, "fleet-owner", "", "set by --all-users on its agents: the agent ID under which it took the user's run lock for the agent")
 	_ = f.MarkHidden("fleet-agent")
 	_ = f.MarkHidden("progress-fd")
+	_ = f.MarkHidden("fleet-owner")
 	o.flags = cmd.Flags
 }
 
@@ -71,6 +78,7 @@ type fleet struct {
 	id     string // this fleet's agent ID, in its log lines
 	log    *logrus.Entry
 	lister state.Admin
+	locker fleetLocker
 	exe    string
 	base   []string // the arguments of every agent, before the per-user ones
 	view   *fleetView
@@ -90,6 +98,10 @@ type fleet struct {
 	// done holds users not to run again: a permanent failure, or any run
 	// with --once or --dry-run.
 	done map[string]bool
+	// heldUntil holds users whose run lock the fleet found held by another
+	// agent when it went to take it (a race lost since the discovery
+	// round): they are left out until that lock expires.
+	heldUntil map[string]time.Time
 
 	// freed holds when each slot freed by an ended agent was freed, oldest
 	// first, until an agent takes it; maxSlotWait is the longest a freed
@@ -97,7 +109,7 @@ type fleet struct {
 	freed       []time.Time
 	maxSlotWait time.Duration
 
-	worst, ok, locked, started int
+	worst, ok, locked, started, lostRaces int
 	// heldElsewhere counts the due users of the last round left alone
 	// because an agent elsewhere holds their run lock.
 	heldElsewhere int
@@ -142,19 +154,19 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	con := g.openConsole(g.Progress, 0)
 	defer con.close()
 	f := &fleet{
-		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, exe: exe,
+		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, locker: store, exe: exe,
 		base: fo.agentBase(), start: time.Now(), view: newFleetView(con),
 		running: map[string]*child{}, ended: make(chan *child, fo.MaxAgents),
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
 	}
 	if o.Agent.MaxRuntime > 0 {
 		f.stop = f.start.Add(o.Agent.MaxRuntime)
 	}
 	defer f.killOnSecondSignal(ctx)()
 	err = f.loop(ctx)
-	f.wait()
+	f.wait(ctx)
 	con.close()
-	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "max_slot_wait_s": f.maxSlotWait.Seconds(),
+	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces, "max_slot_wait_s": f.maxSlotWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
 		return err
@@ -229,7 +241,7 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	select {
 	case <-ctx.Done():
 	case c := <-f.ended:
-		f.reap(c)
+		f.reap(ctx, c)
 	case <-tick:
 	case <-retry:
 	case <-stop:
@@ -263,20 +275,29 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 		case ok && sameDue(last, u):
 			continue
 		}
-		if _, gone := dead[u.User]; u.LockedUntil.After(time.Now()) && !gone {
+		if _, gone := dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.heldElsewhereNow(u.User)) {
 			// an agent elsewhere works on it; if that agent dies, the lock
 			// expires and a later round (or run) takes the user
 			f.heldElsewhere++
 			continue
 		}
 		if t, ok := f.notBefore[u.User]; ok && time.Now().Before(t) {
-			if pending.IsZero() || t.Before(pending) {
-				pending = t
-			}
+			pending = earliest(pending, t)
 			continue
 		}
-		if err := f.startAgent(ctx, u); err != nil {
+		h, err := f.takeLock(ctx, u.User)
+		if errors.Is(err, errLostRace) {
+			f.heldElsewhere++
+			continue
+		}
+		if err != nil {
+			pending = earliest(pending, f.notBefore[u.User])
+			continue
+		}
+		if err := f.startAgent(ctx, u, h); err != nil {
 			f.log.WithError(err).WithField(FieldUser, u.User).Error("cannot start the agent of this user")
+			f.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
+				Error: "the fleet could not start the agent: " + err.Error()})
 			f.done[u.User] = true
 			f.note(ExitError)
 			continue
@@ -324,8 +345,9 @@ func (f *fleet) slotTaken() time.Duration {
 }
 
 // reap records how the agent c ended and when its user may run again.
-func (f *fleet) reap(c *child) {
+func (f *fleet) reap(ctx context.Context, c *child) {
 	delete(f.running, c.user.User)
+	f.releaseHandoff(ctx, c)
 	f.freed = append(f.freed, time.Now())
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
@@ -402,17 +424,21 @@ func (f *fleet) summary(code int) error {
 func (f *fleet) pastStop() bool { return !f.stop.IsZero() && !time.Now().Before(f.stop) }
 
 // wait waits for every running agent to end.
-func (f *fleet) wait() {
+func (f *fleet) wait(ctx context.Context) {
 	for len(f.running) > 0 {
-		f.reap(<-f.ended)
+		f.reap(ctx, <-f.ended)
 	}
 }
 
-// agentArgs are the arguments of the agent of user u: the fleet's own,
-// then the per-user ones, which come last and so win.
-func (f *fleet) agentArgs(u string) ([]string, error) {
+// agentArgs are the arguments of the agent of user u, which runs under
+// the owner ID of h if h holds one: the fleet's own, then the per-user
+// ones, which come last and so win.
+func (f *fleet) agentArgs(u string, h handoff) ([]string, error) {
 	args := append([]string(nil), f.base...)
 	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
+	if h.Owner != "" {
+		args = append(args, "--fleet-owner", h.Owner)
+	}
 	if f.view.on() {
 		args = append(args, "--progress-fd", fmt.Sprint(progressFD))
 	}

@@ -30,6 +30,7 @@ func (e exitCodeError) Unwrap() error { return e.err }
 // child is one running agent process of the fleet.
 type child struct {
 	user    state.UserDue
+	handoff handoff // the run lock the fleet took for the agent
 	cmd     *exec.Cmd
 	started time.Time
 	ended   time.Time
@@ -45,12 +46,12 @@ func (c *child) runtime() time.Duration { return c.ended.Sub(c.started) }
 // startAgent starts the agent of u in a process group of its own (so that
 // a second signal can kill it with its gfal-rm), its output read line by
 // line into the fleet's log.
-func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
-	args, err := f.agentArgs(u.User)
+func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff) error {
+	args, err := f.agentArgs(u.User, h)
 	if err != nil {
 		return err
 	}
-	c := &child{user: u, cmd: exec.Command(f.exe, args...)}
+	c := &child{user: u, handoff: h, cmd: exec.Command(f.exe, args...)}
 	out := &logRelay{log: f.g.Log, user: u.User}
 	c.out = out
 	c.cmd.Stdout, c.cmd.Stderr = out, out
@@ -72,7 +73,7 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue) error {
 	f.pids.add(pid)
 	f.running[u.User] = c
 	f.started++
-	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "waiting_since": u.Since.UTC().Format(time.RFC3339),
+	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "owner": h.Owner, "waiting_since": u.Since.UTC().Format(time.RFC3339),
 		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken().Seconds()}).Info("agent started")
 	read := make(chan struct{})
 	if progress != nil {

@@ -131,7 +131,10 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	defer onStopSignals(ctx, nil, func() { end.secondSignal(ctx) })()
 
-	owner := agentID()
+	owner, err := runOwner(&o.Fleet)
+	if err != nil {
+		return err
+	}
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
 	sc := state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy.WithDefaults()}
 	store, err := g.OpenStore(ctx, sc)

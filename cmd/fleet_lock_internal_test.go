@@ -1,0 +1,155 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/internal/holder"
+	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
+)
+
+// staleDue is a store whose discovery answers what it found before
+// another host took a user's lock: the race a fleet's round can lose.
+type staleDue struct {
+	state.Admin
+	due []state.UserDue
+}
+
+func (s staleDue) DueUsers(context.Context, time.Time) ([]state.UserDue, error) { return s.due, nil }
+
+// testFleet is a fleet over store whose agents cannot start (its binary
+// does not exist): a round that tries to start one marks the user done.
+func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
+	o := &RunOptions{}
+	o.Agent.PhaseTimeout, o.Agent.LockTTL = 10*time.Second, 5*time.Minute
+	o.Fleet.MaxAgents, o.Fleet.DiscoverInterval = 4, time.Second
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), lister: lister, locker: store,
+		exe: filepath.Join(t.TempDir(), "no-aso"), view: newFleetView(&console{}), running: map[string]*child{}, ended: make(chan *child, 4),
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{}}
+}
+
+// TestFleetRound_LostRaceStartsNoAgent: discovery found ann due and her
+// lock free, then another host took the lock. The round's take of the
+// lock loses: no agent is tried, the other host's lock is untouched, and
+// the next round leaves ann out without asking for the lock again.
+func TestFleetRound_LostRaceStartsNoAgent(t *testing.T) {
+	ctx := context.Background()
+	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	due := []state.UserDue{{User: "ann", Since: time.Now().Add(-time.Minute), Queued: 3}}
+	const other = "otherhost:4242:1234-abcdef01-cafe"
+	if _, err := store.AcquireLock(ctx, "ann", other, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	f := testFleet(t, staleDue{Admin: store, due: due}, store)
+	for round := 1; round <= 2; round++ {
+		started, _, err := f.round(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if started != 0 || f.started != 0 || f.done["ann"] {
+			t.Fatalf("round %d tried to start an agent for a user whose lock another host holds (started %d, done %v)", round, started, f.done["ann"])
+		}
+		if f.lostRaces != 1 || f.heldElsewhere != 1 {
+			t.Errorf("round %d: lost races %d, held elsewhere %d; want 1 and 1 (the second round does not ask again)", round, f.lostRaces, f.heldElsewhere)
+		}
+	}
+	locks, err := store.Locks(ctx, "ann")
+	if err != nil || len(locks) != 1 || locks[0].Holder != other || !locks[0].Expire.After(time.Now()) {
+		t.Errorf("ann's lock after the lost race: %+v, %v; want the other host's, live", locks, err)
+	}
+}
+
+// TestFleetTakeLock_HandOver: a free lock is taken under a new owner ID of
+// this process, which the agent is given; its release records the run; a
+// lock whose holder is known dead is left to the agent to take over.
+func TestFleetTakeLock_HandOver(t *testing.T) {
+	ctx := context.Background()
+	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f := testFleet(t, store, store)
+	h, err := f.takeLock(ctx, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hh, ok := state.ParseHolder(h.Owner); !ok || hh.PID != os.Getpid() {
+		t.Errorf("handed owner %q: want an owner ID of this process", h.Owner)
+	}
+	args, err := f.agentArgs("ann", h)
+	if err != nil || !containsPair(args, "--fleet-owner", h.Owner) {
+		t.Errorf("agent args %q, %v: want --fleet-owner %s", args, err, h.Owner)
+	}
+	// the agent takes the handed lock as its own, and releases it
+	agentLock, err := store.AcquireLock(ctx, "ann", h.Owner, time.Minute)
+	if err != nil {
+		t.Fatalf("the agent's take of the handed lock: %v", err)
+	}
+	if err := store.ReleaseLock(ctx, agentLock, &state.RunRecord{Holder: h.Owner, ExitCode: 0}); err != nil {
+		t.Fatal(err)
+	}
+	// the fleet's release after the agent's writes nothing
+	f.releaseHandoff(ctx, &child{user: state.UserDue{User: "ann"}, handoff: h, code: ExitOK, out: &logRelay{}})
+	locks, _ := store.Locks(ctx, "ann")
+	if len(locks) != 1 || locks[0].LastRun == nil || locks[0].LastRun.Error != "" || !locks[0].Expire.IsZero() {
+		t.Errorf("ann's lock after the agent's release and the fleet's: %+v; want released with the agent's record", locks)
+	}
+
+	// a holder of this host whose process is gone: the agent takes over
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	this := holder.This()
+	this.PID = gone.ProcessState.Pid()
+	dead := state.HolderID(this, "dead")
+	if _, err := store.AcquireLock(ctx, "bob", dead, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := f.takeLock(ctx, "bob"); err != nil || h.Owner != "" || f.lostRaces != 0 {
+		t.Errorf("take of a dead holder's lock: %+v, %v, lost races %d; want no hand-over, no error, no lost race", h, err, f.lostRaces)
+	}
+}
+
+// TestRunOwner: --fleet-owner is an agent of a fleet's only, and must be
+// an owner ID.
+func TestRunOwner(t *testing.T) {
+	id := agentID()
+	if got, err := runOwner(&FleetOptions{Agent: true, Owner: id}); err != nil || got != id {
+		t.Errorf("runOwner(fleet agent, %s) = %q, %v", id, got, err)
+	}
+	if got, err := runOwner(&FleetOptions{}); err != nil || got == "" {
+		t.Errorf("runOwner() = %q, %v; want a new owner ID", got, err)
+	}
+	for _, fo := range []FleetOptions{{Owner: id}, {Agent: true, Owner: "nonsense"}} {
+		var ue usageError
+		if _, err := runOwner(&fo); !errors.As(err, &ue) {
+			t.Errorf("runOwner(%+v): %v, want a usage error", fo, err)
+		}
+	}
+}
+
+func containsPair(args []string, k, v string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == k && args[i+1] == v {
+			return true
+		}
+	}
+	return false
+}
