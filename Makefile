@@ -47,14 +47,14 @@ demo: build test-setup ## the main job offline (installs gfal-rm first, as test 
 BENCH_N        ?= 10000,100000
 BENCH_BACKENDS ?= memfile,couch
 BENCH_FLAGS    ?=
-bench: build test-setup ## throughput, round trips, FTS requests and memory (BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
+bench: build test-setup ## throughput, round trips, FTS requests and memory, agent/limit against sequential and pipelined references, growth (BENCH_FLAGS=-repeat 5 for the targets; BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
 
 FLEET_USERS    ?= 1000
 FLEET_PER_USER ?= 100
 FLEET_FLAGS    ?=
-bench-fleet: build ## a fleet: FLEET_USERS x FLEET_PER_USER transfers, 4 run --all-users parents of 8 agents on CouchDB, one on memfile; table + bench/fleet-results.json
+bench-fleet: build test-setup ## a fleet: FLEET_USERS x FLEET_PER_USER transfers, 4 run --all-users parents of 8 agents on CouchDB, one on memfile; limit/drain, lost lock races, slot idle time; table + bench/fleet-results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -fleet -aso $(BIN) -users $(FLEET_USERS) -per-user $(FLEET_PER_USER) $(FLEET_FLAGS)
 
