@@ -98,9 +98,9 @@ type fleet struct {
 	// done holds users not to run again: a permanent failure, or any run
 	// with --once or --dry-run.
 	done map[string]bool
-	// heldUntil holds users whose run lock the fleet found held by another
-	// agent when it went to take it (a race lost since the discovery
-	// round): they are left out until that lock expires.
+	// heldUntil holds users whose run lock another agent holds, as this
+	// round's read of the locks found it, or the fleet's take of the lock
+	// since (a race lost): they are left out until that lock expires.
 	heldUntil map[string]time.Time
 
 	// freed holds when each slot freed by an ended agent was freed, oldest
@@ -258,7 +258,7 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	if err != nil {
 		return 0, time.Time{}, err
 	}
-	dead := f.deadHolders(ctx)
+	dead := f.readLocks(ctx)
 	due = withDeadHolders(due, dead)
 	f.spread(due)
 	f.view.round(due)
@@ -276,7 +276,8 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 			continue
 		}
 		if _, gone := dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.heldElsewhereNow(u.User)) {
-			// an agent elsewhere works on it; if that agent dies, the lock
+			// an agent elsewhere works on it (the view or this round's
+			// read of the locks says so); if that agent dies, the lock
 			// expires and a later round (or run) takes the user
 			f.heldElsewhere++
 			continue

@@ -9,11 +9,15 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// deadHolders returns the users whose live run lock is held by an agent
-// known dead (its process gone from this host: see holder.Of), by user:
-// their agent takes the lock over at once, and the claims of the dead one
-// back. One read of the locks per round.
-func (f *fleet) deadHolders(ctx context.Context) map[string]state.LockDoc {
+// readLocks reads the run locks, once per round. It returns the users
+// whose live run lock is held by an agent known dead (its process gone
+// from this host: see holder.Of), by user: their agent takes the lock
+// over at once, and the claims of the dead one back. It replaces
+// heldUntil with the users whose live lock another live holder holds, and
+// until when: discovery leaves them out, even when its view does not show
+// the lock yet (another host took it since the view was read). If the read
+// fails, heldUntil stays as it was.
+func (f *fleet) readLocks(ctx context.Context) map[string]state.LockDoc {
 	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
 	defer cancel()
 	locks, err := f.lister.Locks(qctx, "")
@@ -21,12 +25,18 @@ func (f *fleet) deadHolders(ctx context.Context) map[string]state.LockDoc {
 		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
 		return nil
 	}
-	dead := map[string]state.LockDoc{}
+	now := time.Now()
+	dead, held := map[string]state.LockDoc{}, map[string]time.Time{}
 	for _, l := range locks {
-		if l.Expire.After(time.Now()) && holder.Of(l.Holder).State == holder.Gone {
+		switch {
+		case !l.Expire.After(now) || f.running[l.User] != nil:
+		case holder.Of(l.Holder).State == holder.Gone:
 			dead[l.User] = l
+		default:
+			held[l.User] = l.Expire.Time
 		}
 	}
+	f.heldUntil = held
 	return dead
 }
 

@@ -64,7 +64,8 @@ func (f *fleet) takeLock(ctx context.Context, u string) (handoff, error) {
 }
 
 // heldElsewhereNow reports whether the run lock of u was found held by
-// another holder (takeLock) and has not expired since.
+// another holder (this round's read of the locks, or takeLock since) and
+// has not expired since.
 func (f *fleet) heldElsewhereNow(u string) bool {
 	t, ok := f.heldUntil[u]
 	if ok && !time.Now().Before(t) {

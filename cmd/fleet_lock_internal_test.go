@@ -18,13 +18,22 @@ import (
 )
 
 // staleDue is a store whose discovery answers what it found before
-// another host took a user's lock: the race a fleet's round can lose.
+// another host took a user's lock, and, if staleLocks, whose read of the
+// locks too: the races a fleet's round can lose.
 type staleDue struct {
 	state.Admin
-	due []state.UserDue
+	due        []state.UserDue
+	staleLocks bool
 }
 
 func (s staleDue) DueUsers(context.Context, time.Time) ([]state.UserDue, error) { return s.due, nil }
+
+func (s staleDue) Locks(ctx context.Context, user string) ([]state.LockDoc, error) {
+	if s.staleLocks {
+		return nil, nil
+	}
+	return s.Admin.Locks(ctx, user)
+}
 
 // testFleet is a fleet over store whose agents cannot start (its binary
 // does not exist): a round that tries to start one marks the user done.
@@ -39,38 +48,45 @@ func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{}}
 }
 
-// TestFleetRound_LostRaceStartsNoAgent: discovery found ann due and her
-// lock free, then another host took the lock. The round's take of the
-// lock loses: no agent is tried, the other host's lock is untouched, and
-// the next round leaves ann out without asking for the lock again.
-func TestFleetRound_LostRaceStartsNoAgent(t *testing.T) {
-	ctx := context.Background()
-	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	due := []state.UserDue{{User: "ann", Since: time.Now().Add(-time.Minute), Queued: 3}}
-	const other = "otherhost:4242:1234-abcdef01-cafe"
-	if _, err := store.AcquireLock(ctx, "ann", other, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	f := testFleet(t, staleDue{Admin: store, due: due}, store)
-	for round := 1; round <= 2; round++ {
-		started, _, err := f.round(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if started != 0 || f.started != 0 || f.done["ann"] {
-			t.Fatalf("round %d tried to start an agent for a user whose lock another host holds (started %d, done %v)", round, started, f.done["ann"])
-		}
-		if f.lostRaces != 1 || f.heldElsewhere != 1 {
-			t.Errorf("round %d: lost races %d, held elsewhere %d; want 1 and 1 (the second round does not ask again)", round, f.lostRaces, f.heldElsewhere)
-		}
-	}
-	locks, err := store.Locks(ctx, "ann")
-	if err != nil || len(locks) != 1 || locks[0].Holder != other || !locks[0].Expire.After(time.Now()) {
-		t.Errorf("ann's lock after the lost race: %+v, %v; want the other host's, live", locks, err)
+// TestFleetRound_LockTakenElsewhere: discovery found ann due and her
+// lock free, then another host took the lock. The round's read of the
+// locks shows it: no agent is tried and the lock is not asked for. When
+// the other host took it after that read too, the round's take of the
+// lock loses the race: still no agent. The other host's lock is untouched.
+func TestFleetRound_LockTakenElsewhere(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		staleLocks bool
+		lost       int
+	}{{"after discovery", false, 0}, {"after the read of the locks", true, 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			due := []state.UserDue{{User: "ann", Since: time.Now().Add(-time.Minute), Queued: 3}}
+			const other = "otherhost:4242:1234-abcdef01-cafe"
+			if _, err := store.AcquireLock(ctx, "ann", other, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			f := testFleet(t, staleDue{Admin: store, due: due, staleLocks: c.staleLocks}, store)
+			started, _, err := f.round(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if started != 0 || f.started != 0 || f.done["ann"] {
+				t.Fatalf("the round tried to start an agent for a user whose lock another host holds (started %d, done %v)", started, f.done["ann"])
+			}
+			if f.lostRaces != c.lost || f.heldElsewhere != 1 {
+				t.Errorf("lost races %d, held elsewhere %d; want %d and 1", f.lostRaces, f.heldElsewhere, c.lost)
+			}
+			locks, err := store.Locks(ctx, "ann")
+			if err != nil || len(locks) != 1 || locks[0].Holder != other || !locks[0].Expire.After(time.Now()) {
+				t.Errorf("ann's lock after the round: %+v, %v; want the other host's, live", locks, err)
+			}
+		})
 	}
 }
 
