@@ -100,21 +100,7 @@ func (a *Auth) TLSConfig(cert tls.Certificate) *tls.Config {
 		return cfg
 	}
 	cfg.ClientAuth = tls.RequestClientCert
-	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(raw) == 0 {
-			return nil
-		}
-		chain := make([]*x509.Certificate, len(raw))
-		for i, r := range raw {
-			c, err := x509.ParseCertificate(r)
-			if err != nil {
-				return fmt.Errorf("client certificate: %w", err)
-			}
-			chain[i] = c
-		}
-		_, err := gridcert.VerifyChain(chain, a.clientCAs, a.now())
-		return err
-	}
+	cfg.VerifyPeerCertificate = gridcert.VerifyPeer(a.clientCAs, a.now)
 	return cfg
 }
 

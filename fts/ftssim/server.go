@@ -68,21 +68,7 @@ func tlsConfig(o Options) *tls.Config {
 	if t.RequireClientCert {
 		cfg.ClientAuth = tls.RequireAnyClientCert
 	}
-	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(raw) == 0 {
-			return nil
-		}
-		chain := make([]*x509.Certificate, len(raw))
-		for i, r := range raw {
-			c, err := x509.ParseCertificate(r)
-			if err != nil {
-				return fmt.Errorf("fts-sim: client certificate: %w", err)
-			}
-			chain[i] = c
-		}
-		_, err := gridcert.VerifyChain(chain, t.ClientCAs, time.Now())
-		return err
-	}
+	cfg.VerifyPeerCertificate = gridcert.VerifyPeer(t.ClientCAs, time.Now)
 	return cfg
 }
 

@@ -101,3 +101,25 @@ func FormatRDNs(seq pkix.RDNSequence) string {
 	}
 	return b.String()
 }
+
+// VerifyPeer returns a tls.Config.VerifyPeerCertificate that accepts a
+// client certificate chain, grid proxies included, when VerifyChain
+// accepts it against roots at now(); a handshake without a client
+// certificate passes (the server decides what such a client may do).
+func VerifyPeer(roots *x509.CertPool, now func() time.Time) func([][]byte, [][]*x509.Certificate) error {
+	return func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return nil
+		}
+		chain := make([]*x509.Certificate, len(raw))
+		for i, r := range raw {
+			c, err := x509.ParseCertificate(r)
+			if err != nil {
+				return fmt.Errorf("client certificate: %w", err)
+			}
+			chain[i] = c
+		}
+		_, err := VerifyChain(chain, roots, now())
+		return err
+	}
+}
