@@ -1,10 +1,7 @@
 package proctest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,6 +88,7 @@ type Proc struct {
 	t    testing.TB
 	cmd  *exec.Cmd
 	log  *os.File
+	logs *logTail
 	done chan struct{}
 
 	mu       sync.Mutex
@@ -110,13 +108,19 @@ func start(t testing.TB, dir, name string, lifetime time.Duration, args, env []s
 	if err != nil {
 		t.Fatalf("proctest: %v", err)
 	}
+	logs, err := newLogTail(logPath)
+	if err != nil {
+		lf.Close()
+		t.Fatalf("proctest: %v", err)
+	}
 	c := exec.Command(exe, args...)
 	c.Env = append(childEnv(), env...)
 	c.Stdout, c.Stderr = lf, lf
 	c.SysProcAttr = sysProcAttr()
-	p := &Proc{Name: name, LogPath: logPath, t: t, cmd: c, log: lf, done: make(chan struct{})}
+	p := &Proc{Name: name, LogPath: logPath, t: t, cmd: c, log: lf, logs: logs, done: make(chan struct{})}
 	if err := c.Start(); err != nil {
 		lf.Close()
+		logs.watch.close()
 		t.Fatalf("proctest: start %s: %v", name, err)
 	}
 	p.Started = time.Now()
@@ -141,6 +145,7 @@ func start(t testing.TB, dir, name string, lifetime time.Duration, args, env []s
 		}
 		p.mu.Unlock()
 		close(p.done)
+		logs.watch.close() // the log is complete
 	}()
 	t.Cleanup(func() {
 		_ = p.signal(syscall.SIGKILL)
@@ -265,65 +270,53 @@ func (p *Proc) Tail(n int) string {
 
 // WaitLog waits at most d until the process's log has a line containing
 // substr, and reports whether it came; it returns false at once if the
-// process exits without writing it.
+// process exits without writing it. With d <= 0 it looks at the log as it
+// is and does not wait.
 func (p *Proc) WaitLog(substr string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		exited := false
-		select {
-		case <-p.done:
-			exited = true
-		default:
-		}
-		if b, err := os.ReadFile(p.LogPath); err == nil && bytes.Contains(b, []byte(substr)) {
-			return true
-		}
-		if exited || time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return p.logs.scan(p.done, d, func(text string, _ map[string]any) bool { return strings.Contains(text, substr) })
 }
 
-// LogLines returns the JSON log lines of the process, decoded; other lines
-// (a panic, a race report) are returned with the key "raw".
+// Await calls see on each line of the process's log in order (decoded as
+// LogLines decodes them), each once, as the process writes them, until see
+// returns true; then it returns true. It returns false when the process
+// exited and see refused every line, or after d. It wakes on the writes to
+// the log (inotify), never on a timer.
+func (p *Proc) Await(d time.Duration, see func(l map[string]any) bool) bool {
+	return p.logs.scan(p.done, d, func(_ string, l map[string]any) bool { return see(l) })
+}
+
+// LogLines returns the JSON log lines of the process so far, decoded; other
+// lines (a panic, a race report) are returned with the key "raw". The maps
+// are shared with every other reader: do not change them.
 func (p *Proc) LogLines() []map[string]any {
-	b, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		return nil
-	}
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		m := map[string]any{}
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			m = map[string]any{"raw": sc.Text()}
-		}
-		out = append(out, m)
-	}
-	return out
+	_, lines := p.logs.lines(closed(p.done))
+	return lines
 }
 
-// LastPhase names where the process was, judged by its last log line: the
-// phase field (submit, monitor, record, shutdown), else "start" before the
-// first pass and "between passes" after a pass summary.
+// LastPhase names where the process was, judged by its last log line (see
+// PhaseOf); "start" before its first line.
 func (p *Proc) LastPhase() string {
 	lines := p.LogLines()
 	if len(lines) == 0 {
 		return "start"
 	}
-	last := lines[len(lines)-1]
-	if ph, ok := last["phase"].(string); ok && ph != "" {
+	return PhaseOf(lines[len(lines)-1])
+}
+
+// PhaseOf names where an agent is once it logged the line l: the phase
+// field (submit, monitor, record, shutdown), else "start" before the first
+// pass and "between passes" after a pass summary.
+func PhaseOf(l map[string]any) string {
+	if ph, ok := l["phase"].(string); ok && ph != "" {
 		return ph
 	}
-	switch last["msg"] {
+	switch l["msg"] {
 	case "pass":
 		return "between passes"
 	case "run lock taken", "local FTS simulator started", nil:
 		return "start"
 	}
-	return fmt.Sprint(last["msg"])
+	return fmt.Sprint(l["msg"])
 }
 
 // Pid is the process ID; aso's agent ID (hostname:pid:random) contains it.

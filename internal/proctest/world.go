@@ -222,6 +222,8 @@ func (w *World) RunToEnd(user string, d time.Duration, extra ...string) *Proc {
 		case code == 0:
 			return p
 		case (code == cmd.ExitLocked || code == cmd.ExitTempFail) && time.Now().Before(deadline):
+			// cron's interval between runs, which the loop plays: each run
+			// looks for itself, so this waits for no condition
 			time.Sleep(100 * time.Millisecond)
 		default:
 			w.t.Fatalf("proctest: %s exited %d\n%s", p.Name, code, p.Tail(60))

@@ -1,11 +1,8 @@
 package proctest
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,63 +12,70 @@ import (
 // PauseOutsideStore freezes p (SIGSTOP) at a moment it holds no lock of
 // the World's file store: an agent frozen inside a call of a memfile store
 // holds the file's flock, and every other process waits for it until it
-// resumes. It pauses p, tries the flock without waiting, and while p holds
-// it resumes p for a moment and tries again. A CouchDB World has no such
-// lock: p is paused at once. It fails the test if p never lets go of the
-// lock, or exits first.
+// resumes. It takes the file's flock itself, as a memfile store does
+// (waiting while p or another process holds it), pauses p while holding
+// it, waits until p has stopped, and lets go. A CouchDB World has no such
+// lock: p is paused at once. It fails the test if p exits first, or holds
+// the lock for a minute.
 func (w *World) PauseOutsideStore(p *Proc) {
 	w.t.Helper()
 	if w.opts.Couch {
 		p.Pause()
 		return
 	}
-	f, err := os.Open(strings.TrimPrefix(w.StateURL, "file:"))
-	if err != nil {
-		w.t.Fatalf("proctest: %v", err)
+	f := w.lockStore(p, time.Minute)
+	defer f.Close() // and so lets go of the lock
+	p.Pause()
+	if err := waitStopped(p, time.Minute); err != nil {
+		w.t.Fatalf("proctest: pause %s: %v\n%s", p.Name, err, p.Tail(20))
 	}
-	defer f.Close()
-	for try := 0; try < 1000; try++ {
-		p.Pause()
-		waitStopped(p.Pid())
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-			return
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			w.t.Fatalf("proctest: flock %s: %v", f.Name(), err)
-		}
-		p.Resume()
-		select {
-		case <-p.Done():
-			w.t.Fatalf("proctest: %s exited before it could be paused outside the store\n%s", p.Name, p.Tail(20))
-		case <-time.After(time.Millisecond):
-		}
-	}
-	w.t.Fatalf("proctest: %s held the file store's lock at each of 1000 pauses", p.Name)
 }
 
-// waitStopped waits (at most a second) until every thread of process pid
-// has stopped: a signal's delivery to all of them is not immediate.
-func waitStopped(pid int) {
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) {
-		tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-		if err != nil || len(tasks) == 0 {
-			return // not Linux, or gone: nothing to wait for
+// lockStore takes the exclusive flock of the World's state file and
+// returns the handle that holds it. Like a memfile store it takes it again
+// on the new file when the file was replaced (compacted) meanwhile.
+func (w *World) lockStore(p *Proc, d time.Duration) *os.File {
+	w.t.Helper()
+	path := strings.TrimPrefix(w.StateURL, "file:")
+	deadline := time.Now().Add(d)
+	for {
+		f, err := os.Open(path)
+		if err != nil {
+			w.t.Fatalf("proctest: %v", err)
 		}
-		stopped := true
-		for _, t := range tasks {
-			b, err := os.ReadFile(t)
-			i := bytes.LastIndexByte(b, ')')
-			if err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'T' && b[i+2] != 't' {
-				stopped = false
-				break
-			}
+		if err := flockUntil(f, p.Done(), time.Until(deadline)); err != nil {
+			w.t.Fatalf("proctest: the flock of %s, to pause %s outside the store: %v\n%s", path, p.Name, err, p.Tail(20))
 		}
-		if stopped {
-			return
+		var held, named unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &held) == nil && unix.Stat(path, &named) == nil && held.Dev == named.Dev && held.Ino == named.Ino {
+			return f
 		}
-		time.Sleep(time.Millisecond)
+		f.Close() // replaced while we waited: lock the new file
+	}
+}
+
+// flockUntil takes the exclusive flock of f, waiting in the kernel (a
+// blocking flock) until the holder lets go, at most d and while stop is
+// open. When it gives up it leaves f to the waiting flock, which closes f
+// (letting go of the lock) once the lock is granted.
+func flockUntil(f *os.File, stop <-chan struct{}, d time.Duration) error {
+	got := make(chan error) // unbuffered: a lock nobody takes is let go
+	go func() {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		select {
+		case got <- err:
+		default:
+			f.Close()
+		}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-got:
+		return err
+	case <-stop:
+		return errors.New("the process exited")
+	case <-t.C:
+		return errors.New("held by another process for " + d.String())
 	}
 }
