@@ -8,12 +8,15 @@ type faults struct {
 	mu      sync.Mutex
 	counts  map[string]int
 	fail503 int
-	failDB  int           // the next requests that find the database down
-	dbDown  bool          // the database is down until setDatabaseDown(false)
-	hang    chan struct{} // non-nil while hanging; closed to release
+	failDB  int                      // the next requests that find the database down
+	dbDown  bool                     // the database is down until setDatabaseDown(false)
+	hang    chan struct{}            // non-nil while hanging; closed to release
+	next    map[string]chan struct{} // by kind: closed at the next request
 }
 
-func newFaults() *faults { return &faults{counts: map[string]int{}} }
+func newFaults() *faults {
+	return &faults{counts: map[string]int{}, next: map[string]chan struct{}{}}
+}
 
 // admission is what a request meets before the API sees it.
 type admission struct {
@@ -29,6 +32,10 @@ func (f *faults) admit(kind string) admission {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.counts[kind]++
+	if c := f.next[kind]; c != nil {
+		close(c)
+		delete(f.next, kind)
+	}
 	a := admission{hang: f.hang, fail503: f.fail503 > 0, dbDown: f.dbDown || f.failDB > 0}
 	if a.fail503 {
 		f.fail503--
@@ -37,6 +44,16 @@ func (f *faults) admit(kind string) admission {
 		f.failDB--
 	}
 	return a
+}
+
+// arrival returns a channel closed when the next request of kind comes.
+func (f *faults) arrival(kind string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.next[kind] == nil {
+		f.next[kind] = make(chan struct{})
+	}
+	return f.next[kind]
 }
 
 // setHang holds every request (on) or releases them (off).

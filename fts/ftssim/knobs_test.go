@@ -46,13 +46,19 @@ func TestKnobs_Hang(t *testing.T) {
 	}
 
 	done := make(chan int, 1)
+	arrived := f.srv.Arrival("whoami")
 	go func() {
 		done <- call(t, f.srv.Client(), http.MethodGet, f.srv.URL+"/whoami", testToken, nil).code
 	}()
 	select {
+	case <-arrived:
+	case code := <-done:
+		t.Fatalf("answered %d, uncounted, while hanging", code)
+	}
+	select {
 	case code := <-done:
 		t.Fatalf("answered %d while hanging", code)
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(50 * time.Millisecond): // let it wait: no answer may come while hanging
 	}
 	f.srv.SetHang(false)
 	select {
@@ -117,6 +123,7 @@ func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
 	}
 	srv.SetHang(true)
 	errc := make(chan error, 1)
+	arrived := srv.Arrival("whoami")
 	go func() {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/whoami", nil)
 		req.Header.Set("Authorization", "Bearer x")
@@ -126,7 +133,11 @@ func TestKnobs_CloseReleasesHungRequests(t *testing.T) {
 		}
 		errc <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-arrived: // the request hangs
+	case err := <-errc:
+		t.Fatalf("the request ended before it hung: %v", err)
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- srv.Close() }()
 	select {

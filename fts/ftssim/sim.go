@@ -70,6 +70,11 @@ func (s *Simulator) Files() []SimFile { return s.jobs.files() }
 // GET /sim/files does not.
 func (s *Simulator) Requests() map[string]int { return s.fault.requests() }
 
+// Arrival returns a channel closed when the next request of kind (as
+// Requests names them) comes after the call: a test waits on it for the
+// moment a client sends its submission or status query.
+func (s *Simulator) Arrival(kind string) <-chan struct{} { return s.fault.arrival(kind) }
+
 // handlerFunc serves an authenticated request; args are the path's
 // variable parts.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, id *identity, args []string)
