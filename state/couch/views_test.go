@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,11 +22,17 @@ import (
 // viewRows returns the rows of the view for the keys [user, part, ...].
 func viewRows(t *testing.T, db *kivik.DB, user, part string, extra map[string]any) (keys [][]any, values []json.RawMessage) {
 	t.Helper()
+	return viewRowsCtx(context.Background(), t, db, user, part, extra)
+}
+
+// viewRowsCtx is viewRows with the query's context.
+func viewRowsCtx(ctx context.Context, t *testing.T, db *kivik.DB, user, part string, extra map[string]any) (keys [][]any, values []json.RawMessage) {
+	t.Helper()
 	p := map[string]any{"startkey": []any{user, part}, "endkey": []any{user, part, map[string]any{}}, "reduce": false}
 	for k, v := range extra {
 		p[k] = v
 	}
-	rs := db.Query(context.Background(), couch.ViewsDDoc, "work", kivik.Params(p))
+	rs := db.Query(ctx, couch.ViewsDDoc, "work", kivik.Params(p))
 	defer rs.Close()
 	for rs.Next() {
 		var k []any
@@ -165,12 +173,17 @@ func TestViews_WritesDuringTheQuery(t *testing.T) {
 			err error
 		}
 		renew := make(chan renewed, 1)
+		sent := make(chan struct{})
+		var once sync.Once
+		query := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(sent) }) },
+		})
 		go func() {
-			time.Sleep(2 * time.Millisecond) // once the query is on its way
+			<-sent // once the query is on its way
 			res, err := s.RenewLeases(ctx, claimed[batch-100:])
 			renew <- renewed{res, err}
 		}()
-		_, values := viewRows(t, db, "bob", "queue", nil)
+		_, values := viewRowsCtx(query, t, db, "bob", "queue", nil)
 		w := <-renew
 		mustOK(t, w.res, w.err)
 		due := 0

@@ -119,6 +119,20 @@ func (c *Cluster) URL(i int) string {
 	return f.String()
 }
 
+// Met returns the moment every write made so far is seen through both
+// fronts: the last write's time plus the window.
+func (c *Cluster) Met() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at time.Time
+	for _, w := range c.last {
+		if w.at.After(at) {
+			at = w.at
+		}
+	}
+	return at.Add(c.window)
+}
+
 // serve handles one request through front.
 func (c *Cluster) serve(front int, w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
