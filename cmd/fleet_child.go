@@ -144,9 +144,11 @@ func processExitCode(c *exec.Cmd, err error) int {
 // returned function stops watching.
 func (f *fleet) killOnSecondSignal(ctx context.Context) func() {
 	return onStopSignals(ctx, func() {
-		for _, pid := range f.pids.list() {
+		pids := f.pids.list()
+		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
+		f.log.WithField("agents", len(pids)).Info("stop signal passed on to the agents; a second one kills them")
 	}, func() {
 		for _, pid := range f.pids.list() {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)

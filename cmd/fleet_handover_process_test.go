@@ -17,20 +17,18 @@ import (
 // "agent started" line of the fleet p for user, waiting up to d for it.
 func agentStart(t *testing.T, p *proctest.Proc, user string, n int, d time.Duration) (int, string) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		k := 0
-		for _, l := range p.LogLines() {
-			if l["msg"] == "agent started" && l["user"] == user {
-				if k++; k == n {
-					return int(l["pid"].(float64)), fmt.Sprint(l["owner"])
-				}
-			}
+	k, pid, owner := 0, 0, ""
+	if !p.Await(d, func(l map[string]any) bool {
+		if l["msg"] != "agent started" || l["user"] != user {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		pid, owner = int(l["pid"].(float64)), fmt.Sprint(l["owner"])
+		k++
+		return k == n
+	}) {
+		t.Fatalf("no agent %d of %s started\n%s", n, user, p.Tail(30))
 	}
-	t.Fatalf("no agent %d of %s started\n%s", n, user, p.Tail(30))
-	return 0, ""
+	return pid, owner
 }
 
 // lockOf reads the stored run lock of user in w.
@@ -67,18 +65,15 @@ func TestFleetProcess_HandOverRenewedAndReleased(t *testing.T) {
 		}
 	}
 	first := lockOf(t, w, "ann")
-	deadline := time.Now().Add(45 * time.Second)
-	for l := first; ; l = lockOf(t, w, "ann") {
+	renewed := w.AwaitStore(45*time.Second, p.Done(), func() bool {
+		l := lockOf(t, w, "ann")
 		if l.Holder != owner {
 			t.Fatalf("ann's lock is held by %s, want the handed owner %s", l.Holder, owner)
 		}
-		if l.Expire.After(first.Expire.Time) {
-			break // renewed by the agent
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ann's lock was not renewed past %s\n%s", first.Expire, p.Tail(30))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return l.Expire.After(first.Expire.Time) // renewed by the agent
+	})
+	if !renewed {
+		t.Fatalf("ann's lock was not renewed past %s\n%s", first.Expire, p.Tail(30))
 	}
 	p.Term()
 	if code := p.Wait(30 * time.Second); code != cmd.ExitOK {

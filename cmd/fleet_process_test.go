@@ -198,25 +198,20 @@ func startedFleet(t *testing.T, seed uint64) (*proctest.World, *proctest.Proc, [
 		w.Add(u, proctest.Good, 4)
 	}
 	p := w.Start("fleet", fleetArgs(w, "--max-agents", "3")...)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		var pids []int
-		submitted := 0
-		for _, l := range p.LogLines() {
-			switch {
-			case l["msg"] == "agent started":
-				pids = append(pids, int(l["pid"].(float64)))
-			case l["msg"] == "job submitted":
-				submitted++
-			}
+	var pids []int
+	submitted := 0
+	if !p.Await(30*time.Second, func(l map[string]any) bool {
+		switch {
+		case l["msg"] == "agent started":
+			pids = append(pids, int(l["pid"].(float64)))
+		case l["msg"] == "job submitted":
+			submitted++
 		}
-		if len(pids) == 3 && submitted >= 3 {
-			return w, p, pids
-		}
-		time.Sleep(100 * time.Millisecond)
+		return len(pids) == 3 && submitted >= 3
+	}) {
+		t.Fatalf("the fleet's three agents did not all submit\n%s", p.Tail(40))
 	}
-	t.Fatalf("the fleet's three agents did not all submit\n%s", p.Tail(40))
-	return nil, nil, nil
+	return w, p, pids
 }
 
 // alive reports whether process pid exists (a zombie counts as gone only
@@ -267,23 +262,20 @@ func TestFleetProcess_Signals(t *testing.T) {
 			}
 		}
 		p.Term()
+		if !p.WaitLog(`"msg":"stop signal passed on to the agents`, 30*time.Second) {
+			t.Fatalf("the fleet did not pass the signal on (exit %d)\n%s", p.Code(), p.Tail(20))
+		}
 		select {
 		case <-p.Done():
 			t.Fatalf("the fleet exited (%d) without waiting for its agents\n%s", p.Code(), p.Tail(20))
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(500 * time.Millisecond): // let it wait: this test is about the fleet waiting
 		}
 		p.Term()
 		if code := p.Wait(10 * time.Second); code != cmd.ExitError {
 			t.Fatalf("fleet exit %d after two signals, want %d\n%s", code, cmd.ExitError, p.Tail(40))
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for _, pid := range pids {
-			for alive(pid) && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			if alive(pid) {
-				t.Errorf("agent %d survived the second signal", pid)
-			}
+		if err := proctest.WaitExits(pids, 5*time.Second); err != nil {
+			t.Errorf("an agent survived the second signal: %v", err)
 		}
 	})
 }

@@ -25,22 +25,37 @@ import (
 )
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
+// reads, which tells a reader when more was written.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed at the next write
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
 }
 
 func (s *syncBuffer) String() string {
+	text, _ := s.written()
+	return text
+}
+
+// written returns what was written so far and a channel closed at the
+// next write.
+func (s *syncBuffer) written() (string, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.String()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{})
+	}
+	return s.b.String(), s.wrote
 }
 
 // startFTSSim runs `aso fts-sim args...` in the background and returns the
@@ -64,16 +79,20 @@ func startFTSSim(t *testing.T, args ...string) (string, func() int) {
 			return -1
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if line, ok := strings.CutPrefix(stdout.String(), "fts-sim: serving "); ok && strings.HasSuffix(line, "\n") {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for waiting := true; waiting; {
+		out, more := stdout.written()
+		if line, ok := strings.CutPrefix(out, "fts-sim: serving "); ok && strings.HasSuffix(line, "\n") {
 			t.Cleanup(func() { cancel() })
 			return strings.TrimSpace(line), stop
 		}
 		select {
+		case <-more:
 		case code := <-done:
 			t.Fatalf("fts-sim exited %d: %s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
+		case <-deadline.C:
+			waiting = false
 		}
 	}
 	cancel()

@@ -297,35 +297,14 @@ func releasedAtStop(t *testing.T, w *proctest.World, user string) counts {
 func waitSubmitted(t *testing.T, w *proctest.World, p *proctest.Proc, id string) string {
 	t.Helper()
 	var job string
-	waitFor(t, p, func() bool {
+	if !w.AwaitStore(time.Minute, p.Done(), func() bool {
 		tr, err := w.Store().Get(context.Background(), id)
 		job = tr.FTSJob
 		return err == nil && tr.State == state.StateSubmitted
-	}, id+" submitted")
-	return job
-}
-
-// waitFor waits (a minute at most) until ok, while p runs; it fails the
-// test if p exits first.
-func waitFor(t *testing.T, p *proctest.Proc, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		exited := false
-		select {
-		case <-p.Done():
-			exited = true
-		default:
-		}
-		if ok() {
-			return
-		}
-		if exited {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	}) {
+		t.Fatalf("%s submitted never came; %s logged, besides passes:\n%s", id, p.Name, strings.Join(notPasses(p), "\n"))
 	}
-	t.Fatalf("%s never came; %s logged, besides passes:\n%s", what, p.Name, strings.Join(notPasses(p), "\n"))
+	return job
 }
 
 // notPasses are the log lines of p other than pass summaries.
