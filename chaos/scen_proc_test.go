@@ -94,7 +94,7 @@ func sigtermIn(e *env, phase string, round int) {
 	}
 	in := phaseProbe(e, phase)
 	p := e.agent()
-	if !waitFor(p, in, 20*time.Second) {
+	if !in(p, 20*time.Second) {
 		e.wait(p, time.Minute)
 		e.t.Logf("round %d: %s ended before phase %s", round, p.Name, phase)
 		return
@@ -110,46 +110,42 @@ func sigtermIn(e *env, phase string, round int) {
 	}
 }
 
-// phaseProbe returns a test that becomes true once an agent started after
+// phaseProbe returns a wait that returns true once an agent started after
 // the call is in phase, judged from outside: the run lock taken (before it
 // the process may not handle signals yet, and has touched nothing), a
 // submission or a status query received by FTS, a gfal-rm started, a pass
-// summary logged.
-func phaseProbe(e *env, phase string) func(p *proctest.Proc) bool {
-	sub, st := e.w.Sim.Requests()["submit"], e.w.Sim.Requests()["status"]
-	rm := gfalCalls(e)
+// summary logged. The wait returns false if the agent exits first or d
+// passes; it wakes on the event itself (a request, a write of the log or
+// of the wrapper's count), never on a timer.
+func phaseProbe(e *env, phase string) func(p *proctest.Proc, d time.Duration) bool {
 	switch phase {
-	case "start":
-		return func(p *proctest.Proc) bool {
-			lines := p.LogLines()
-			return len(lines) > 0 && lines[len(lines)-1]["msg"] == "run lock taken"
+	case "submit", "monitor":
+		arrived := e.w.Sim.Arrival(map[string]string{"submit": "submit", "monitor": "status"}[phase])
+		return func(p *proctest.Proc, d time.Duration) bool {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-arrived:
+				return true
+			case <-p.Done():
+				return false
+			case <-t.C:
+				return false
+			}
 		}
-	case "submit":
-		return func(*proctest.Proc) bool { return e.w.Sim.Requests()["submit"] > sub }
-	case "monitor":
-		return func(*proctest.Proc) bool { return e.w.Sim.Requests()["status"] > st }
 	case "record":
-		return func(*proctest.Proc) bool { return gfalCalls(e) > rm }
-	}
-	return func(p *proctest.Proc) bool { return p.LastPhase() == phase }
-}
-
-// waitFor polls in until it holds for p; false if p exited first or d
-// passed.
-func waitFor(p *proctest.Proc, in func(*proctest.Proc) bool, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.Done():
-			return false
-		default:
+		rm := gfalCalls(e)
+		return func(p *proctest.Proc, d time.Duration) bool {
+			ok, err := proctest.AwaitFile(gfalCallsPath(e), d, p.Done(), func() bool { return gfalCalls(e) > rm })
+			if err != nil {
+				e.t.Fatalf("watch the gfal-rm wrapper's calls: %v", err)
+			}
+			return ok
 		}
-		if in(p) {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	return false
+	return func(p *proctest.Proc, d time.Duration) bool {
+		return p.Await(d, func(l map[string]any) bool { return proctest.PhaseOf(l) == phase })
+	}
 }
 
 // logged reports whether p logged msg.
@@ -162,50 +158,48 @@ func logged(p *proctest.Proc, msg string) (map[string]any, bool) {
 	return nil, false
 }
 
-// holds reports whether p holds the run lock now, judged by its log.
-func holds(p *proctest.Proc) bool {
-	select {
-	case <-p.Done():
-		return false
-	default:
+// overlap watches a and b until both exit and returns for how long both
+// held the run lock at once (0 if for less than 300 ms, since one logs the
+// release just after the other may have taken it). A process holds the
+// lock from the moment its "run lock taken" line is seen until its "run
+// lock released" line is seen, or it exits; the lines are seen as they are
+// written (Proc.Await).
+func overlap(a, b *proctest.Proc) time.Duration {
+	ha, hb := make(chan [2]time.Time), make(chan [2]time.Time)
+	go func() { ha <- holding(a) }()
+	go func() { hb <- holding(b) }()
+	x, y := <-ha, <-hb
+	from, to := x[0], x[1]
+	if y[0].After(from) {
+		from = y[0]
 	}
-	_, taken := logged(p, "run lock taken")
-	_, released := logged(p, "run lock released")
-	return taken && !released
+	if y[1].Before(to) {
+		to = y[1]
+	}
+	if x[0].IsZero() || y[0].IsZero() || to.Sub(from) < 300*time.Millisecond {
+		return 0
+	}
+	return to.Sub(from)
 }
 
-// overlap watches a and b until both exit and returns for how long both
-// held the run lock at once (0 if never for more than one poll, since one
-// logs the release just after the other may have taken it).
-func overlap(a, b *proctest.Proc) time.Duration {
-	var since time.Time
-	var longest time.Duration
-	for {
-		both := holds(a) && holds(b)
-		switch {
-		case both && since.IsZero():
-			since = time.Now()
-		case both:
-			longest = max(longest, time.Since(since))
-		default:
-			since = time.Time{}
+// holding returns when p was seen to take the run lock (zero if never)
+// and to let go of it: its release line, or its exit.
+func holding(p *proctest.Proc) [2]time.Time {
+	var h [2]time.Time
+	p.Await(proctest.DefaultLifetime+time.Minute, func(l map[string]any) bool {
+		switch l["msg"] {
+		case "run lock taken":
+			h[0] = time.Now()
+		case "run lock released":
+			h[1] = time.Now()
 		}
-		select {
-		case <-a.Done():
-			<-b.Done()
-			if longest < 300*time.Millisecond {
-				return 0
-			}
-			return longest
-		case <-b.Done():
-			<-a.Done()
-			if longest < 300*time.Millisecond {
-				return 0
-			}
-			return longest
-		case <-time.After(20 * time.Millisecond):
-		}
+		return false // to the end of the log
+	})
+	<-p.Done()
+	if end := p.Started.Add(p.Runtime()); h[1].IsZero() || end.Before(h[1]) {
+		h[1] = end
 	}
+	return h
 }
 
 // pauseTakeover freezes one agent mid-run past its TTLs, lets a second one
@@ -215,7 +209,7 @@ func pauseTakeover(e *env) {
 	e.t.Helper()
 	monitoring := phaseProbe(e, "monitor")
 	a := e.agent()
-	if !waitFor(a, monitoring, 20*time.Second) {
+	if !monitoring(a, 20*time.Second) {
 		e.wait(a, time.Minute)
 		e.violate("%s exited before it monitored anything: nothing to take over", a.Name)
 		return
@@ -223,7 +217,9 @@ func pauseTakeover(e *env) {
 	sleep(context.Background(), e.between(0, 400*time.Millisecond))
 	a.Pause()
 	e.faults.add("sigstop", 1)
-	// lock TTL 1 s, lease TTL 2 s (proctest.World.AgentArgs)
+	// frozen past its lock TTL of 1 s and lease TTL of 2 s
+	// (proctest.World.AgentArgs): they run out on the clock, the
+	// scenario's subject, not a condition to poll
 	time.Sleep(3500 * time.Millisecond)
 	b := e.agent()
 	waited := false

@@ -192,9 +192,12 @@ exit $rc
 
 // gfalCalls is how many times the wrapper of gfalWrapper was run.
 func gfalCalls(e *env) int {
-	b, _ := os.ReadFile(filepath.Join(e.w.Dir, "gfal-calls"))
+	b, _ := os.ReadFile(gfalCallsPath(e))
 	return bytes.Count(b, []byte("call\n"))
 }
+
+// gfalCallsPath is the file the wrapper of gfalWrapper counts its runs in.
+func gfalCallsPath(e *env) string { return filepath.Join(e.w.Dir, "gfal-calls") }
 
 // gfalRun runs agents with extra requests that must fail (so there is
 // something to delete) and counts the wrapper's misbehaviours.

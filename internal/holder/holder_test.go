@@ -1,13 +1,15 @@
 package holder_test
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
@@ -99,16 +101,24 @@ func TestOf(t *testing.T) {
 	}
 }
 
-// waitState waits (a few seconds at most) until process pid is in state st.
+// waitState waits until the child pid has stopped ("T") or exited ("Z":
+// not reaped yet), and checks that /proc says so. waitid reports the
+// change when it happens, and WNOWAIT leaves it in place, so that the
+// child's own Wait still reaps it.
 func waitState(t *testing.T, pid int, st string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
-		if err == nil && strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))[0] == st {
-			return
-		}
+	var info unix.Siginfo
+	var err error = unix.EINTR
+	for errors.Is(err, unix.EINTR) {
+		err = unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT, nil)
 	}
-	t.Fatalf("process %d never reached state %s", pid, st)
+	if err != nil {
+		t.Fatalf("waitid %d: %v", pid, err)
+	}
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	if err != nil || strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))[0] != st {
+		t.Fatalf("process %d is not in state %s: %q, %v", pid, st, b, err)
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
