@@ -104,7 +104,7 @@ func (s *slowFTS) Submit(ctx context.Context, sub fts.Submission) (string, error
 	s.maxIn = max(s.maxIn, s.inFlight)
 	s.mu.Unlock()
 	defer func() { s.mu.Lock(); s.inFlight--; s.mu.Unlock() }()
-	time.Sleep(s.delay)
+	time.Sleep(s.delay) // FTS's latency, the test's subject: not a poll
 	if s.refuse {
 		return "", &fts.HTTPError{StatusCode: 401, Message: "A valid X509 certificate or proxy is needed"}
 	}

@@ -19,7 +19,7 @@ type slowActive struct {
 }
 
 func (s slowActive) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	time.Sleep(s.d)
+	time.Sleep(s.d) // the slow phase, the test's subject: not a poll
 	return s.Store.ActiveJobs(ctx, user)
 }
 

@@ -36,7 +36,8 @@ func TestRunProcess_FrozenAgentWakesToALostLock(t *testing.T) {
 		if err != nil || len(ls) != 1 || ls[0].Expire.IsZero() {
 			t.Fatalf("the frozen agent's lock: %+v, %v", ls, err)
 		}
-		// the frozen agent renews nothing: its lock ends at the stored expiry
+		// the frozen agent renews nothing: its lock ends at the stored
+		// expiry, a moment on the clock (not a condition to poll)
 		time.Sleep(time.Until(ls[0].Expire.Add(100 * time.Millisecond)))
 
 		b := startRun(t, w, "next", user, "--lock-ttl", "10m")

@@ -89,7 +89,7 @@ func TestTransport_ReportsStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	time.Sleep(100 * time.Millisecond) // no report may come after the reply
+	time.Sleep(100 * time.Millisecond) // let it wait five stall periods: no report may come after the reply
 	mu.Lock()
 	defer mu.Unlock()
 	if len(stalls) != 3 {

@@ -167,7 +167,7 @@ func TestDo_HonoursContext(t *testing.T) {
 		op, calls := failing(-1)
 		p := retry.Policy{Initial: time.Hour}
 		p.Notify = func(error, time.Duration, time.Duration) {
-			go func() { time.Sleep(time.Second); cancel() }()
+			go func() { time.Sleep(time.Second); cancel() }() // the bubble's clock: the context ends a second into the wait
 		}
 		start := time.Now()
 		if err := p.Do(ctx, op); !errors.Is(err, context.Canceled) {

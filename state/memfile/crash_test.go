@@ -130,7 +130,7 @@ func runChild(t *testing.T, path string, gen int, d time.Duration) []string {
 			}
 		}
 	}()
-	time.Sleep(d)
+	time.Sleep(d) // the moment of the crash, the test's subject: not a poll
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-done
 	_ = cmd.Wait()
