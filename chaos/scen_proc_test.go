@@ -119,6 +119,10 @@ func sigtermIn(e *env, phase string, round int) {
 // of the wrapper's count), never on a timer.
 func phaseProbe(e *env, phase string) func(p *proctest.Proc, d time.Duration) bool {
 	switch phase {
+	case "start":
+		return func(p *proctest.Proc, d time.Duration) bool {
+			return p.Await(d, func(l map[string]any) bool { return l["msg"] == "run lock taken" })
+		}
 	case "submit", "monitor":
 		arrived := e.w.Sim.Arrival(map[string]string{"submit": "submit", "monitor": "status"}[phase])
 		return func(p *proctest.Proc, d time.Duration) bool {
