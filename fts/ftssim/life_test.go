@@ -197,7 +197,7 @@ func TestLife_Speed(t *testing.T) {
 		r := call(t, c, http.MethodPost, base+"/jobs", testToken, jobBody(nil, transfer("gsiftp://a.example.org/f", "gsiftp://b.example.org/f")))
 		id := r.obj(t)["job_id"].(string)
 		state := func() any { return call(t, c, http.MethodGet, base+"/jobs/"+id, testToken, nil).obj(t)["job_state"] }
-		time.Sleep(time.Second - time.Millisecond)
+		time.Sleep(time.Second - time.Millisecond) // the bubble's clock: no real time passes
 		if st := state(); st == "FINISHED" {
 			t.Fatalf("a transfer of a simulated hour finished after %s at speed 3600", time.Second-time.Millisecond)
 		}
