@@ -18,12 +18,12 @@ man: build ## write a man page per command, generated from the help, into man/
 	$(BIN) man man
 
 test: test-setup ## run the whole test suite with the race detector (installs what it needs first; see test-setup)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 BUSY_CPUS ?= 2
 test-busy: test-setup ## the whole test suite, as make test, while stress-ng keeps BUSY_CPUS (2) cores busy: it must pass on a loaded machine
 	@stress-ng --cpu $(BUSY_CPUS) --quiet & pid=$$!; trap 'kill $$pid; wait $$pid' EXIT; \
-	echo "+ go test -race -count=1 ./...   (stress-ng --cpu $(BUSY_CPUS), pid $$pid)"; $(GO) test -race -count=1 ./...
+	echo "+ go test -race -count=1 -timeout 30m ./...   (stress-ng --cpu $(BUSY_CPUS), pid $$pid)"; $(GO) test -race -count=1 -timeout 30m ./...
 
 test-setup: ## install what the tests need: gfal-rm, gfal2 plugins, Node.js, stress-ng (apt-get, as root) and the test server's npm packages; else print the command to run
 	@./scripts/test-setup
