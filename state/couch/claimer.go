@@ -10,8 +10,8 @@ import (
 )
 
 // claimer claims transfers of the agent's user from the queue rows of the
-// work view: due candidates read without documents, then by ID, settled or
-// claimed within the link cap in one revision-checked write. It owns the
+// work view: due candidates with their documents (see dueCandidates),
+// settled or claimed within the link cap in one revision-checked write. It owns the
 // cursor where the next claim goes on down the queue, and takes back the
 // claims of the user's other agents for the holder of the run lock.
 type claimer struct {
@@ -36,9 +36,10 @@ const maxRowsPage = 50000
 
 // claim claims up to r.Limit eligible transfers of the agent's user
 // (see state.AgentStore). Each round reads the due candidates from the
-// queue rows of the view (without documents), their documents in one bulk
-// read, at most one bulk read of dependencies and one _bulk_docs (plus one
-// re-read if claims conflicted); a claim that loses a race is skipped and
+// queue rows of the view, with their documents (dueCandidates), at most
+// one bulk read of the documents the rows did not bring and one of
+// dependencies, and one _bulk_docs (plus one re-read if claims
+// conflicted); a claim that loses a race is skipped and
 // the next round goes on further down the queue. Within
 // state.StaleClaimWindow of a claim from the head, a claim starts where the
 // last one stopped, on the view as it is. With a link cap, the candidates
@@ -97,24 +98,34 @@ func (c *claimer) claim(ctx context.Context, r state.ClaimRequest) (state.Claime
 	return out, nil
 }
 
-// candidate is a transfer due in the queue, with its claim key.
+// candidate is a transfer due in the queue, with its claim key and its
+// document if its row brought it.
 type candidate struct {
 	id  string
 	key json.RawMessage
+	doc json.RawMessage
 }
 
 // dueCandidates reads user's queue after the claim key after (nil: from
 // its head) and returns up to want transfers due at now, in claim order,
 // the claim key of the last row it looked at, and whether it reached the
-// end of the queue. Rows carry no documents, so passing over transfers
-// that are not due (in cool-off, or under a live lease) costs little;
-// pages grow while they hold too few due transfers. With stale, the view
+// end of the queue. On a single node the first page, of want rows (64 at
+// least), brings the documents (include_docs, with their conflicts), so
+// that a queue of due transfers is claimed without reading them by ID;
+// the pages after it carry no documents, so passing over transfers that
+// are not due (in cool-off, or under a live lease) costs little, and grow
+// while they hold too few due transfers. A cluster reads the documents by ID, from a
+// quorum of replicas, as a view reads them from one. With stale, the view
 // is read as the server last indexed it.
 func (c *claimer) dueCandidates(ctx context.Context, user string, now time.Time, after json.RawMessage, want int, stale bool) ([]candidate, json.RawMessage, bool, error) {
 	var cands []candidate
+	docs := c.db.readQuorum == 0
 	page := min(max(2*want, 64), maxRowsPage)
+	if docs {
+		page = min(max(want, 64), maxRowsPage)
+	}
 	for {
-		rows, err := claimRows(ctx, c.db, user, after, page, false, stale)
+		rows, err := claimRows(ctx, c.db, user, after, page, docs, stale)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -126,7 +137,7 @@ func (c *claimer) dueCandidates(ctx context.Context, user string, now time.Time,
 			}
 			after, moved = k, true
 			if due(r.Value, now) {
-				cands = append(cands, candidate{r.ID, k})
+				cands = append(cands, candidate{r.ID, k, r.Doc})
 				if len(cands) == want {
 					return cands, after, false, nil
 				}
@@ -135,7 +146,7 @@ func (c *claimer) dueCandidates(ctx context.Context, user string, now time.Time,
 		if len(rows) < page || !moved {
 			return cands, after, true, nil
 		}
-		page = min(2*page, maxRowsPage)
+		docs, page = false, min(max(2*page, 64), maxRowsPage)
 	}
 }
 
@@ -150,22 +161,27 @@ func due(v json.RawMessage, now time.Time) bool {
 	return us <= float64(now.UnixMicro())
 }
 
-// claimCandidates reads the documents of cands and claims up to need of
-// them (see claimFrom); stop is the number of candidates it got to before
-// it had need, 0 if it went through them all; passed is how many it passed
-// over for their links' cap.
+// claimCandidates reads the documents of cands their rows did not bring
+// and claims up to need of them (see claimFrom); stop is the number of
+// candidates it got to before it had need, 0 if it went through them all;
+// passed is how many it passed over for their links' cap.
 func (c *claimer) claimCandidates(ctx context.Context, cands []candidate, need int, r state.ClaimRequest, budget *state.LinkBudget) (got state.Claimed, stop, passed int, err error) {
-	ids := make([]string, len(cands))
-	for i, c := range cands {
-		ids[i] = c.id
+	var missing []string
+	have := make(map[string]json.RawMessage, len(cands))
+	for _, c := range cands {
+		if c.doc != nil {
+			have[c.id] = c.doc
+		} else {
+			missing = append(missing, c.id)
+		}
 	}
-	docs, err := c.rv.readKeys(ctx, ids)
+	docs, err := c.rv.readKeysBeside(ctx, missing, have)
 	if err != nil {
 		return state.Claimed{}, 0, 0, err
 	}
-	raws := make([]json.RawMessage, 0, len(ids))
-	for _, id := range ids {
-		if raw, ok := docs[id]; ok {
+	raws := make([]json.RawMessage, 0, len(cands))
+	for _, c := range cands {
+		if raw, ok := docs[c.id]; ok {
 			raws = append(raws, raw)
 		}
 	}

@@ -445,42 +445,16 @@ func TestLock_LiveLeafOfAnotherHolder(t *testing.T) {
 // while another holds it through the others; on one node it is not.
 func TestLock_ReadsFromTheReadQuorum(t *testing.T) {
 	for _, cluster := range []bool{true, false} {
-		u := newDB(t)
-		tu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := tu.Path
 		var mu sync.Mutex
 		var lockReads []string
-		rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: tu.Scheme, Host: tu.Host})
-		rp.ModifyResponse = func(resp *http.Response) error {
-			r := resp.Request
-			switch {
-			case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+state.LockID("alice")):
+		at := reportingCluster(t, newDB(t), cluster, func(r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/"+state.LockID("alice")) {
 				mu.Lock()
 				lockReads = append(lockReads, r.URL.RawQuery)
 				mu.Unlock()
-			case r.Method == http.MethodGet && r.URL.Path == db && cluster && resp.StatusCode == http.StatusOK:
-				var info map[string]any
-				b, err := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				if err != nil || json.Unmarshal(b, &info) != nil {
-					return fmt.Errorf("database information: %v", err)
-				}
-				info["cluster"] = map[string]int{"q": 2, "n": 3, "w": 2, "r": 2}
-				b, _ = json.Marshal(info)
-				resp.Body = io.NopCloser(bytes.NewReader(b))
-				resp.ContentLength = int64(len(b))
-				resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 			}
-			return nil
-		}
-		srv := httptest.NewServer(rp)
-		t.Cleanup(srv.Close)
-		pu, _ := url.Parse(srv.URL + db)
-		pu.User = tu.User
-		s := open(t, pu.String(), newClock(), "alice", "host:1:a", couch.Options{})
+		})
+		s := open(t, at, newClock(), "alice", "host:1:a", couch.Options{})
 		if _, err := s.AcquireLock(context.Background(), "alice", "host:1:a", time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -497,6 +471,43 @@ func TestLock_ReadsFromTheReadQuorum(t *testing.T) {
 			}
 		}
 	}
+}
+
+// reportingCluster returns the URL of a proxy to the database u whose
+// information reports a cluster (n=3, r=2) if cluster; seen is told of
+// every request answered.
+func reportingCluster(t *testing.T, u string, cluster bool, seen func(*http.Request)) string {
+	t.Helper()
+	tu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := tu.Path
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: tu.Scheme, Host: tu.Host})
+	rp.ModifyResponse = func(resp *http.Response) error {
+		r := resp.Request
+		seen(r)
+		if r.Method != http.MethodGet || r.URL.Path != db || !cluster || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		var info map[string]any
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || json.Unmarshal(b, &info) != nil {
+			return fmt.Errorf("database information: %v", err)
+		}
+		info["cluster"] = map[string]int{"q": 2, "n": 3, "w": 2, "r": 2}
+		b, _ = json.Marshal(info)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	pu, _ := url.Parse(srv.URL + db)
+	pu.User = tu.User
+	return pu.String()
 }
 
 // TestClaims_LostAreContended: claims answered 202 that never reached a

@@ -37,6 +37,12 @@ func (d *db) readKeys(ctx context.Context, ids []string) (docs, conflicted map[s
 	return docs, conflicted, nil
 }
 
+// hasConflicts reports whether the document raw, read with its
+// conflicts, has any.
+func hasConflicts(raw json.RawMessage) bool {
+	return bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0
+}
+
 // readKeysAsStored is readKeys with the conflicted documents among the
 // others, each as its winning revision as read. A reader that must not
 // write (a summary) uses it.
@@ -64,7 +70,7 @@ func (d *db) readKeysOnce(ctx context.Context, ids []string) (docs, conflicted m
 			if r.ID == "" || raw == nil {
 				continue // missing or deleted
 			}
-			if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
+			if hasConflicts(raw) {
 				conflicted[r.ID] = raw
 				continue
 			}

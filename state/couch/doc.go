@@ -24,10 +24,12 @@
 // ascending order is the claim order (priority descending, then oldest
 // last_update, then ID). The view has a row [user, "queue", order] per new
 // or acquired transfer whose value is the time it may be claimed
-// (retry_after or lease_expires). NewTransfers reads these rows (without
-// documents) from the head of the queue, passes over those not due, and
-// reads the documents of the due ones by ID; the next round starts after
-// the last key read. A due document that does not validate is moved to
+// (retry_after or lease_expires). NewTransfers reads these rows from the
+// head of the queue, the first page with the documents and their conflicts
+// (include_docs; on a cluster, which would read them from one replica,
+// without), passes over those not due, and reads by ID the documents of
+// the due ones its rows did not bring; the next round starts after the
+// last key read. A due document that does not validate is moved to
 // failed in the same _bulk_docs as the claims, its reason naming the field.
 //
 // Fields aso does not know (a producer's task name, job ID, ...) are kept

@@ -37,9 +37,26 @@ type resolver struct {
 // _bulk_get and one _bulk_docs for all of them, and left out if they
 // cannot be.
 func (rv *resolver) readKeys(ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
-	out, conflicted, err := rv.db.readKeys(ctx, ids)
-	if err != nil {
-		return nil, err
+	return rv.readKeysBeside(ctx, ids, nil)
+}
+
+// readKeysBeside is readKeys of ids, with the documents of have (ID ->
+// document with its _conflicts, read by a view's include_docs) added: the
+// conflicted ones of both are resolved together.
+func (rv *resolver) readKeysBeside(ctx context.Context, ids []string, have map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	out, conflicted := make(map[string]json.RawMessage, len(ids)+len(have)), map[string]json.RawMessage{}
+	if len(ids) > 0 {
+		var err error
+		if out, conflicted, err = rv.db.readKeys(ctx, ids); err != nil {
+			return nil, err
+		}
+	}
+	for id, raw := range have {
+		if hasConflicts(raw) {
+			conflicted[id] = raw
+		} else {
+			out[id] = raw
+		}
 	}
 	if len(conflicted) > 0 {
 		if err := rv.resolve(ctx, conflicted, out); err != nil {

@@ -39,8 +39,8 @@ func viewsDoc() map[string]any {
 	}
 }
 
-// viewRow is one row of a view query: Value without include_docs, Doc
-// with it (nil for a deleted document).
+// viewRow is one row of a view query: Value, and Doc with include_docs
+// (nil for a deleted document).
 type viewRow struct {
 	ID    string          `json:"id"`
 	Key   json.RawMessage `json:"key"`
@@ -60,7 +60,7 @@ func workRows(ctx context.Context, d *db, params map[string]any) ([]viewRow, err
 
 // rowsOf reads every row of rs, with their documents if docs. A row that
 // is an error (a key not found) is left out; a deleted document's Doc is
-// nil.
+// nil. A row without a value (_all_docs of a missing key) keeps Value nil.
 func rowsOf(rs *kivik.ResultSet, docs bool) ([]viewRow, error) {
 	defer rs.Close()
 	var rows []viewRow
@@ -73,12 +73,11 @@ func rowsOf(rs *kivik.ResultSet, docs bool) ([]viewRow, error) {
 		if err := rs.ScanKey(&r.Key); err != nil {
 			return nil, err
 		}
-		if docs {
-			if rs.ScanDoc(&r.Doc) != nil || string(r.Doc) == "null" {
-				r.Doc = nil // deleted
-			}
-		} else if err := rs.ScanValue(&r.Value); err != nil {
+		if err := rs.ScanValue(&r.Value); err != nil {
 			return nil, err
+		}
+		if docs && (rs.ScanDoc(&r.Doc) != nil || string(r.Doc) == "null") {
+			r.Doc = nil // deleted
 		}
 		rows = append(rows, r)
 	}
@@ -87,7 +86,9 @@ func rowsOf(rs *kivik.ResultSet, docs bool) ([]viewRow, error) {
 
 // claimRows reads up to limit rows of user's queue in claim order, after
 // the claim key after (nil: from the head of the queue), with their
-// documents if docs, from the view as the server last indexed it if stale
+// documents and their conflicts if docs (read from the shard copy that
+// answers, not from a quorum: a cluster's claims read the documents by ID),
+// from the view as the server last indexed it if stale
 // (update=false: without waiting for the writes since to be indexed). The
 // keys are [user, "queue", order], and [user, "queue", after, {}] sorts
 // after [user, "queue", after] and before every greater claim key, so that
@@ -104,6 +105,9 @@ func claimRows(ctx context.Context, d *db, user string, after json.RawMessage, l
 		"limit":        limit,
 		"include_docs": docs,
 		"reduce":       false,
+	}
+	if docs {
+		params["conflicts"] = true
 	}
 	staleView(params, stale)
 	return workRows(ctx, d, params)

@@ -13,10 +13,11 @@
 // does.
 //
 // Supported: GET and POST _view with startkey/endkey (start_key/end_key),
-// key, keys, inclusive_end, descending, limit, skip, include_docs, reduce,
-// group, group_level, update (true, false: answer from the index as it is,
-// lazy: answer so, then bring it up to date) and the older stale (ok,
-// update_after), the built-in reduce functions _sum, _count and _stats
+// key, keys, inclusive_end, descending, limit, skip, include_docs (and
+// conflicts with it), reduce, group, group_level, update (true, false:
+// answer from the index as it is, lazy: answer so, then bring it up to
+// date) and the older stale (ok, update_after), the built-in reduce
+// functions _sum, _count and _stats
 // (numbers) and JavaScript reduce functions (called once per group, without
 // rereduce). Not supported: startkey_docid/endkey_docid, update_seq,
 // _view_cleanup (a no-op). Unlike CouchDB 3, nothing brings an index up to
@@ -280,8 +281,10 @@ async function run(db, index, def, opts, mode) {
   if (opts.include_docs && out.length) {
     // one get per document: about three times as fast as allDocs with
     // keys, which opens a read stream per key
+    // (with conflicts=true, their _conflicts, as CouchDB gives them)
     const ids = [...new Set(out.map((r) => r.id))];
-    const docs = new Map(await Promise.all(ids.map((id) => db.get(id).then((d) => [id, d], () => [id, null]))));
+    const get = opts.conflicts === true || opts.conflicts === 'true' ? { conflicts: true } : {};
+    const docs = new Map(await Promise.all(ids.map((id) => db.get(id, get).then((d) => [id, d], () => [id, null]))));
     for (const r of out) r.doc = docs.get(r.id);
   }
   return { total_rows: total, offset: skip, rows: out };
