@@ -73,6 +73,7 @@ FUZZ_TARGETS := \
 	./state/memfile:FuzzStateFile \
 	./state/memfile:FuzzOpen \
 	./state/memfile:FuzzDecodeDoc \
+	./state/memfile:FuzzCacheWritten \
 	./state/couch:FuzzDecode \
 	./state/couch:FuzzExtraFields \
 	./fts:FuzzParseStatus \

@@ -164,7 +164,7 @@ func (c claimer) candidates(ui *userIndex, limit int, r state.ClaimRequest) []fa
 func (c claimer) try(t *state.Transfer, deps state.Deps, out *state.Claimed) bool {
 	if state.SettleUnrunnable(t, deps, c.now, c.agent.Owner) {
 		c.x.put(t)
-		out.Settled = append(out.Settled, *t)
+		out.Settled = append(out.Settled, cloneTransfer(t)) // t is cached once written
 		return false
 	}
 	if !state.ReadyToClaim(t, deps, c.now) {
@@ -174,7 +174,7 @@ func (c claimer) try(t *state.Transfer, deps state.Deps, out *state.Claimed) boo
 		return false
 	}
 	c.x.put(t)
-	out.Transfers = append(out.Transfers, *t)
+	out.Transfers = append(out.Transfers, cloneTransfer(t))
 	return true
 }
 
@@ -204,7 +204,7 @@ func (c claimer) takeBack(l state.Lock) ([]state.Transfer, error) {
 	for k := range ts {
 		if state.TakeBackClaim(&ts[k], l, now) {
 			x.put(&ts[k])
-			out = append(out, ts[k])
+			out = append(out, cloneTransfer(&ts[k]))
 		}
 	}
 	return out, nil

@@ -18,7 +18,8 @@ type userIndex struct {
 }
 
 // db is the in-memory state: metas of the transfers, their indexes, the
-// invalid documents and the run locks.
+// invalid documents and the run locks; and the transfers last written or
+// read, decoded (cache), which are dropped with the db.
 type db struct {
 	metas   []meta
 	free    []int32
@@ -27,10 +28,14 @@ type db struct {
 	locks   map[string]*state.LockDoc
 	users   map[uint32]*userIndex
 	strs    strtab
+	cache   docCache
 }
 
-func newDB() *db {
-	return &db{ids: map[key]int32{}, invalid: map[string]invalidDoc{}, locks: map[string]*state.LockDoc{}, users: map[uint32]*userIndex{}}
+// newDB returns an empty db whose cache holds at most cacheBytes of
+// encoded documents.
+func newDB(cacheBytes int) *db {
+	return &db{ids: map[key]int32{}, invalid: map[string]invalidDoc{}, locks: map[string]*state.LockDoc{}, users: map[uint32]*userIndex{},
+		cache: newDocCache(cacheBytes)}
 }
 
 // claimLess orders the queue as state.ClaimLess orders transfers.
@@ -131,6 +136,7 @@ func (d *db) put(t *state.Transfer, sp span) {
 	switch {
 	case ok:
 		d.unindex(i)
+		d.cache.drop(d.metas[i].at) // the version replaced
 	case len(d.free) > 0:
 		i, d.free = d.free[len(d.free)-1], d.free[:len(d.free)-1]
 	default:
@@ -156,6 +162,7 @@ func (d *db) putInvalid(id, reason string, sp span) {
 // remove drops the valid transfer in slot i.
 func (d *db) remove(i int32) {
 	d.unindex(i)
+	d.cache.drop(d.metas[i].at)
 	delete(d.ids, d.metas[i].id)
 	d.metas[i] = meta{}
 	d.free = append(d.free, i)

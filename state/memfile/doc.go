@@ -2,13 +2,15 @@
 // made durable in one local file before it returns. It serves offline use
 // (one machine, no CouchDB) and tests.
 //
-// Memory holds only an index: per transfer a small record without
-// pointers (its ID in binary, state, user and sites interned, priority,
-// times, FTS job) and where its current version lies in the file, about 200
-// bytes a transfer. A call that needs whole transfers reads them back with
-// pread, neighbours in one read, and decodes them; nothing decoded is kept
-// between calls. The file is never mapped: it is read through bounded
-// buffers, so the resident memory does not grow with its size.
+// Memory holds an index: per transfer a small record without pointers
+// (its ID in binary, state, user and sites interned, priority, times, FTS
+// job) and where its current version lies in the file, about 200 bytes a
+// transfer. A call that needs whole transfers takes them from a bounded
+// cache of the versions this handle last wrote or read (docCache, keyed by
+// where the version lies in the file), or reads them back with pread,
+// neighbours in one read, and decodes them. The file is never mapped: it
+// is read through bounded buffers, so the resident memory does not grow
+// with its size.
 //
 // The file is JSON lines: a header, then documents (a snapshot written by
 // compaction, one document a line, editable by hand), then journal records,

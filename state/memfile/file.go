@@ -16,6 +16,10 @@ type Stats struct {
 	JournalRecords int64 // records appended by this handle
 	Compactions    int64 // compactions done by this handle
 	Reloads        int64 // full re-reads after another handle compacted the file
+	// Decoded counts the transfers calls decoded from the file, CacheHits
+	// those they took from the cache instead (reading a file at open and
+	// catching up with others' records are not counted).
+	Decoded, CacheHits int64
 	// SyncTime is the time spent in fsync of journal records, CompactTime
 	// the time spent compacting (fsyncs included).
 	SyncTime, CompactTime time.Duration
@@ -124,7 +128,7 @@ func (f *file) update(ctx context.Context, call string, durable bool, fn func(x 
 		if err := state.CheckFence(ctx); err != nil {
 			return fmt.Errorf("memfile: %s: %w", call, err)
 		}
-		x := newTx(j.d, &j.src, rand.Uint64)
+		x := newTx(j.d, &j.src, rand.Uint64, &j.stats)
 		if err := fn(x, f.now()); err != nil {
 			return err
 		}

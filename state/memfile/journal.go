@@ -45,7 +45,7 @@ func (j *journal) setFile(f *os.File) {
 // reset forgets what was read: the next catchUp reads the file from its
 // start.
 func (j *journal) reset() {
-	j.d, j.off, j.line, j.snapEnd = newDB(), 0, 0, -1
+	j.d, j.off, j.line, j.snapEnd = newDB(j.opts.CacheBytes), 0, 0, -1
 }
 
 // close closes the file and frees the memory of j, which a closed store

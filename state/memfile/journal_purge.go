@@ -49,7 +49,7 @@ func (j *journal) purge(o state.PurgeOptions, by string, now func() time.Time) (
 // archive writes the transfers of slots to a, purgeChunk at a time, and
 // syncs it.
 func (j *journal) archive(a state.Archiver, slots []int32, by string, now time.Time) error {
-	x := newTx(j.d, &j.src, nil)
+	x := newTx(j.d, &j.src, nil, &j.stats)
 	for lo := 0; lo < len(slots); lo += purgeChunk {
 		ts, err := x.readAll(slots[lo:min(lo+purgeChunk, len(slots))])
 		if err != nil {

@@ -22,33 +22,34 @@ func (j *journal) commit(x *tx, call string, durable bool) error {
 	if j.opts.ReadOnly {
 		return fmt.Errorf("memfile: %s: %s: %w", call, j.path, ErrReadOnly)
 	}
-	spans, err := j.appendRecord(x.staged(), durable)
+	at := j.off
+	spans, rec, err := j.appendRecord(x.staged(), durable)
 	if err != nil {
 		return fmt.Errorf("memfile: %s: %w", call, err)
 	}
-	x.apply(spans)
+	x.apply(spans, rec, at)
 	return nil
 }
 
 // appendRecord appends docs as one record and returns where each lies in
-// the file.
-func (j *journal) appendRecord(docs []any, durable bool) ([]span, error) {
+// the file, and the record (valid until the next).
+func (j *journal) appendRecord(docs []any, durable bool) ([]span, []byte, error) {
 	rec, spans, kept, err := encodeBatch(j.wbuf, docs)
 	if j.wbuf = kept; cap(kept) > maxKeptBuffer {
 		j.wbuf = nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := j.f.WriteAt(rec, j.off); err != nil {
 		_ = j.f.Truncate(j.off)
-		return nil, err
+		return nil, nil, err
 	}
 	if durable {
 		start := time.Now()
 		if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
 			_ = j.f.Truncate(j.off)
-			return nil, err
+			return nil, nil, err
 		}
 		j.stats.Fsyncs++
 		j.stats.SyncTime += time.Since(start)
@@ -62,7 +63,7 @@ func (j *journal) appendRecord(docs []any, durable bool) ([]span, error) {
 	j.off += int64(len(rec))
 	j.line += 1 + len(docs)
 	j.stats.JournalRecords++
-	return spans, nil
+	return spans, rec, nil
 }
 
 // maxKeptBuffer bounds the encoding buffer a journal keeps between records.
@@ -101,15 +102,18 @@ func (j *journal) compact() error {
 	}
 	j.f.Close() // waiters on the old file see it was replaced
 	j.setFile(f)
+	moved := make(map[int64]int64, len(docs))
 	for _, l := range docs {
 		if l.slot >= 0 {
 			j.d.metas[l.slot].at.off = l.to
+			moved[l.from.off] = l.to
 		} else {
 			bad := j.d.invalid[l.id]
 			bad.at.off = l.to
 			j.d.invalid[l.id] = bad
 		}
 	}
+	j.d.cache.move(moved)
 	j.off, j.snapEnd = size, size
 	j.line = 1 + len(j.d.ids) + len(j.d.locks) + len(j.d.invalid)
 	j.stats.Compactions++

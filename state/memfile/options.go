@@ -33,6 +33,10 @@ type Options struct {
 	// or was stopped in the middle of a write, must not block every later
 	// run at its start.
 	LockWait time.Duration
+	// CacheBytes bounds the transfers a Store keeps decoded between calls,
+	// those it last wrote or read, by their encoded size (0:
+	// DefaultCacheBytes; negative: none are kept).
+	CacheBytes int
 }
 
 // DefaultLockWait is Options.LockWait's default: far longer than any

@@ -36,6 +36,9 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if o.LockWait <= 0 {
 		o.LockWait = DefaultLockWait
 	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
 	f, err := openStateFile(path, o, cfg.Clock())
 	if err != nil {
 		return nil, err

@@ -19,10 +19,11 @@ type tx struct {
 	locks  map[string]*state.LockDoc
 	order  []string // IDs in write order
 	revGen func() uint64
+	stats  *Stats // the handle's, which counts the reads
 }
 
-func newTx(d *db, src *source, revGen func() uint64) *tx {
-	return &tx{d: d, src: src, docs: map[string]*state.Transfer{}, locks: map[string]*state.LockDoc{}, revGen: revGen}
+func newTx(d *db, src *source, revGen func() uint64, stats *Stats) *tx {
+	return &tx{d: d, src: src, docs: map[string]*state.Transfer{}, locks: map[string]*state.LockDoc{}, revGen: revGen, stats: stats}
 }
 
 // stateOf returns the current state of the transfer with id.
@@ -43,16 +44,35 @@ func (x *tx) exists(id string) bool {
 	return bad || ok
 }
 
-// read decodes the stored transfers of slots into out[i].
+// read copies the stored transfers of slots into out[i]: from the cache
+// when it holds their current version, else decoded from the file (and
+// then cached).
 func (x *tx) read(slots []int32, out []state.Transfer) error {
-	spans := make([]span, len(slots))
+	var spans []span
+	var at []int   // out's index of each span
+	var hit []bool // with checkHits: whether out holds the cached version
+	hits := 0
 	for i, s := range slots {
-		spans[i] = x.d.metas[s].at
-	}
-	return x.src.readSpans(spans, func(i int, b []byte) error {
-		if err := decodeJSON(b, &out[i]); err != nil {
-			return fmt.Errorf("%s at offset %d no longer decodes: %v", x.src.path, spans[i].off, err)
+		sp := x.d.metas[s].at
+		ok := x.d.cache.get(sp, &out[i])
+		if !ok || checkHits {
+			spans, at, hit = append(spans, sp), append(at, i), append(hit, ok)
 		}
+		if ok {
+			hits++
+		}
+	}
+	x.stats.CacheHits += int64(hits)
+	x.stats.Decoded += int64(len(slots) - hits)
+	return x.src.readSpans(spans, func(k int, b []byte) error {
+		t := &out[at[k]]
+		if checkHits && hit[k] {
+			return checkHit(b, t)
+		}
+		if err := decodeJSON(b, t); err != nil {
+			return fmt.Errorf("%s at offset %d no longer decodes: %v", x.src.path, spans[k].off, err)
+		}
+		x.d.cache.addRead(spans[k], t)
 		return nil
 	})
 }
@@ -111,12 +131,16 @@ func (x *tx) putLock(l *state.LockDoc) {
 
 func (x *tx) empty() bool { return len(x.order) == 0 }
 
-// apply moves the staged writes into the db; spans[i] locates the i-th
-// staged document in the file.
-func (x *tx) apply(spans []span) {
+// apply moves the staged writes into the db, once they are in the file:
+// spans[i] locates the i-th staged document there, in rec, the record
+// appended at offset at. The staged transfers are cached: nothing else
+// holds them (what a call returns of them is a copy).
+func (x *tx) apply(spans []span, rec []byte, at int64) {
 	for i, id := range x.order {
 		if t, ok := x.docs[id]; ok {
 			x.d.put(t, spans[i])
+			from := spans[i].off - at
+			x.d.cache.addWritten(spans[i], t, rec[from:from+int64(spans[i].n)])
 		} else {
 			x.d.putLock(x.locks[id])
 		}
