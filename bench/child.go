@@ -35,6 +35,8 @@ type childResult struct {
 	Calls        map[string]CallCount `json:"calls"`
 	Fsyncs       int64                `json:"fsyncs,omitempty"`
 	Records      int64                `json:"journal_records,omitempty"`
+	Decoded      int64                `json:"decoded,omitempty"`
+	CacheHits    int64                `json:"cache_hits,omitempty"`
 	// PeakRSSKiB is the process's own high-water mark of resident memory
 	// (VmHWM), read at the end of the run.
 	PeakRSSKiB int64 `json:"peak_rss_kib"`
@@ -118,7 +120,7 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 	r.Calls = cnt.snapshot()
 	if mf != nil {
 		s := mf.Stats()
-		r.Fsyncs, r.Records = s.Fsyncs, s.JournalRecords
+		r.Fsyncs, r.Records, r.Decoded, r.CacheHits = s.Fsyncs, s.JournalRecords, s.Decoded, s.CacheHits
 	}
 	left, err := store.List(ctx, state.Filter{User: user, States: []state.State{
 		state.StateNew, state.StateAcquired, state.StateSubmitted, state.StateFailed, state.StateKilled}})

@@ -121,6 +121,9 @@ func printTable(w io.Writer, res Results) {
 				len(r.Drains), numList(r.Drains), numList(r.Ratios), numList(r.LimitRatios))
 		}
 		printRefs(w, r.References)
+		if r.Decoded+r.CacheHits > 0 {
+			fmt.Fprintf(w, "  transfers read back by the agent's calls: %d decoded from the file, %d from the cache\n", r.Decoded, r.CacheHits)
+		}
 		printCalls(w, r)
 	}
 }
