@@ -68,6 +68,21 @@ func (c *docCache) get(sp span, out *state.Transfer) bool {
 	return true
 }
 
+// take moves the cached document at sp into out, reporting whether there
+// is one: for a caller that will write it, whose version replaces it.
+func (c *docCache) take(sp span, out *state.Transfer) bool {
+	e, ok := c.cur[sp.off]
+	if !ok {
+		e, ok = c.old[sp.off]
+	}
+	if !ok || e.n != sp.n {
+		return false
+	}
+	c.drop(sp)
+	*out = *e.t // the entry's, no longer shared
+	return true
+}
+
 // addRead caches a copy of t, decoded from the file at sp.
 func (c *docCache) addRead(sp span, t *state.Transfer) {
 	if c.max <= 0 || sp.n > c.max {

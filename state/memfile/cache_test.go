@@ -127,8 +127,8 @@ func TestCache_FailedAppendCachesNothing(t *testing.T) {
 	if _, err := s.RenewLeases(ctx, []state.Transfer{claimed}); err == nil {
 		t.Fatal("a renewal on a file that cannot be written succeeded")
 	}
-	if c := cachedVersion(t, s, claimed.ID); c == nil || c.Rev != claimed.Rev {
-		t.Fatalf("after the failed append the cache holds %+v, not the claimed version %s", c, claimed.Rev)
+	if c := cachedVersion(t, s, claimed.ID); c != nil && c.Rev != claimed.Rev {
+		t.Fatalf("after the failed append the cache holds revision %s, not the claimed version %s", c.Rev, claimed.Rev)
 	}
 	s.mu.Lock()
 	for off := range s.j.d.cache.cur {
@@ -138,6 +138,9 @@ func TestCache_FailedAppendCachesNothing(t *testing.T) {
 	}
 	s.mu.Unlock()
 	s.j.setFile(rw)
+	if got, err := s.Get(ctx, claimed.ID); err != nil || got.Rev != claimed.Rev {
+		t.Fatalf("after the failed append read back %+v, %v; want the claimed revision %s", got, err, claimed.Rev)
+	}
 	clock.Advance(time.Second)
 	res, err := s.RenewLeases(ctx, []state.Transfer{claimed})
 	if err != nil || res[0].Err != nil {

@@ -53,7 +53,7 @@ func (c claimer) inOrder(limit int) (state.Claimed, error) {
 		} else {
 			ui.queue.AscendGreaterOrEqual(last, visit)
 		}
-		ts, err := x.readAll(slots)
+		ts, err := x.readForWrite(slots)
 		if err != nil {
 			return state.Claimed{}, fmt.Errorf("memfile: new transfers: %w", err)
 		}
@@ -98,7 +98,7 @@ func (c claimer) byLink(r state.ClaimRequest) (state.Claimed, error) {
 		if len(pick) == 0 {
 			break
 		}
-		ts, err := x.readAll(pick)
+		ts, err := x.readForWrite(pick)
 		if err != nil {
 			return state.Claimed{}, fmt.Errorf("memfile: new transfers: %w", err)
 		}

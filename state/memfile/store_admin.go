@@ -35,7 +35,7 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 // Get returns one transfer.
 func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	return do(ctx, s.file, "get", false, func(x *tx, _ time.Time) (state.Transfer, error) {
-		ts, err := x.load([]string{id})
+		ts, err := x.load([]string{id}, false)
 		if err != nil {
 			return state.Transfer{}, fmt.Errorf("memfile: get %s: %w", id, err)
 		}

@@ -46,15 +46,22 @@ func (x *tx) exists(id string) bool {
 
 // read copies the stored transfers of slots into out[i]: from the cache
 // when it holds their current version, else decoded from the file (and
-// then cached).
-func (x *tx) read(slots []int32, out []state.Transfer) error {
+// then cached). A caller that will write them (forWrite) takes them out of
+// the cache instead, and what it decodes is not cached: the versions it
+// writes replace them there.
+func (x *tx) read(slots []int32, out []state.Transfer, forWrite bool) error {
 	var spans []span
 	var at []int   // out's index of each span
 	var hit []bool // with checkHits: whether out holds the cached version
 	hits := 0
 	for i, s := range slots {
 		sp := x.d.metas[s].at
-		ok := x.d.cache.get(sp, &out[i])
+		var ok bool
+		if forWrite {
+			ok = x.d.cache.take(sp, &out[i])
+		} else {
+			ok = x.d.cache.get(sp, &out[i])
+		}
 		if !ok || checkHits {
 			spans, at, hit = append(spans, sp), append(at, i), append(hit, ok)
 		}
@@ -72,7 +79,9 @@ func (x *tx) read(slots []int32, out []state.Transfer) error {
 		if err := decodeJSON(b, t); err != nil {
 			return fmt.Errorf("%s at offset %d no longer decodes: %v", x.src.path, spans[k].off, err)
 		}
-		x.d.cache.addRead(spans[k], t)
+		if !forWrite {
+			x.d.cache.addRead(spans[k], t)
+		}
 		return nil
 	})
 }
@@ -80,12 +89,19 @@ func (x *tx) read(slots []int32, out []state.Transfer) error {
 // readAll returns the stored transfers of slots.
 func (x *tx) readAll(slots []int32) ([]state.Transfer, error) {
 	out := make([]state.Transfer, len(slots))
-	return out, x.read(slots, out)
+	return out, x.read(slots, out, false)
+}
+
+// readForWrite returns the stored transfers of slots, to be written (read).
+func (x *tx) readForWrite(slots []int32) ([]state.Transfer, error) {
+	out := make([]state.Transfer, len(slots))
+	return out, x.read(slots, out, true)
 }
 
 // load returns the stored transfer of every ID (read, so private to the
 // caller), or nil; what this tx staged is not looked at (the caller does).
-func (x *tx) load(ids []string) ([]*state.Transfer, error) {
+// forWrite: the caller will write them (read).
+func (x *tx) load(ids []string, forWrite bool) ([]*state.Transfer, error) {
 	out := make([]*state.Transfer, len(ids))
 	var at []int
 	var slots []int32
@@ -95,8 +111,8 @@ func (x *tx) load(ids []string) ([]*state.Transfer, error) {
 			slots = append(slots, s)
 		}
 	}
-	stored, err := x.readAll(slots)
-	if err != nil {
+	stored := make([]state.Transfer, len(slots))
+	if err := x.read(slots, stored, forWrite); err != nil {
 		return nil, err
 	}
 	for k, i := range at {
@@ -171,7 +187,7 @@ type rule func(i int, t *state.Transfer, now time.Time) (bool, error)
 // contract asks of a conflict). An ID given twice sees the write made for
 // its first item.
 func (x *tx) each(call string, ids []string, r rule, now time.Time) ([]state.Result, error) {
-	stored, err := x.load(ids)
+	stored, err := x.load(ids, true)
 	if err != nil {
 		return nil, fmt.Errorf("memfile: %s: %w", call, err)
 	}

@@ -26,7 +26,7 @@ func (x *tx) deps(wait time.Duration) state.Deps {
 		}
 		deps, seen := read[id]
 		if !seen {
-			if ts, err := x.load([]string{id}); err == nil && ts[0] != nil {
+			if ts, err := x.load([]string{id}, false); err == nil && ts[0] != nil {
 				deps = ts[0].DependsOn
 			}
 			read[id] = deps
