@@ -93,6 +93,20 @@ func (c *docCache) addRead(sp span, t *state.Transfer) {
 	c.insert(sp.off, cached{n: sp.n, t: &cp})
 }
 
+// addIfRoom caches a copy of t, decoded from the file at sp while reading
+// what this handle has not written (the file at open, others' records),
+// if the current generation has room for it: a file read at open fills
+// half the bound with the documents it holds first (all of a queue of
+// 10,000, which the agent then claims without decoding them again), and
+// others' records do not push out what this handle works on.
+func (c *docCache) addIfRoom(sp span, t *state.Transfer) {
+	if c.max <= 0 || c.bytes+sp.n > c.max {
+		return
+	}
+	cp := cloneTransfer(t)
+	c.insert(sp.off, cached{n: sp.n, t: &cp})
+}
+
 // addWritten caches t, which the caller gives up, once its encoding enc
 // lies in the file at sp, if decoding enc gives t back exactly (written).
 func (c *docCache) addWritten(sp span, t *state.Transfer, enc []byte) {

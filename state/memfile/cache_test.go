@@ -297,3 +297,25 @@ func TestCache_WrittenTakesRuleOutputs(t *testing.T) {
 		}
 	}
 }
+
+// TestCache_FilledAtOpen: the transfers a handle decodes when it reads a
+// file at open are cached (within half the bound), so that its first
+// calls do not decode them again; every hit is checked against the file.
+func TestCache_FilledAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.aso")
+	clock := statetest.NewClock(time.Now())
+	s, claimed := cacheTestStore(t, path, clock)
+	s.Close()
+	again, err := Open(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "agent-b"}, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	got, err := again.Get(context.Background(), claimed.ID)
+	if err != nil || got.Rev != claimed.Rev {
+		t.Fatalf("get: %+v, %v", got, err)
+	}
+	if st := again.Stats(); st.CacheHits != 1 || st.Decoded != 0 {
+		t.Fatalf("the first read after open: %d from the cache, %d decoded; want 1 and 0", st.CacheHits, st.Decoded)
+	}
+}

@@ -127,5 +127,6 @@ func (j *journal) applyDoc(id string, d *anyDoc, raw []byte, bad string, off int
 		j.d.putLock(&state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire, Since: d.Since, LastRun: d.LastRun})
 	default:
 		j.d.put(&d.Transfer, sp)
+		j.d.cache.addIfRoom(sp, &d.Transfer)
 	}
 }
