@@ -24,10 +24,6 @@ type Metrics struct {
 	passes    prometheus.Counter
 }
 
-// NewMetrics registers the agent's metrics in a fresh registry, without a
-// user label.
-func NewMetrics() *Metrics { return NewMetricsFor("") }
-
 // userLabels is the constant label every series of user's agent carries:
 // node_exporter refuses the same series from two files, so the files of
 // the agents of two users must differ by it.

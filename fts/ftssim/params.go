@@ -15,8 +15,6 @@ type submitError struct {
 	msg  string
 }
 
-func (e *submitError) Error() string { return e.msg }
-
 func badRequest(format string, args ...any) *submitError {
 	return &submitError{400, fmt.Sprintf(format, args...)}
 }

@@ -13,8 +13,6 @@ type (
 	Options = ftssim.Options
 	// TLSOptions configure HTTPS and client certificates (ftssim.TLSOptions).
 	TLSOptions = ftssim.TLSOptions
-	// Simulator is the FTS3 server in memory (ftssim.Simulator).
-	Simulator = ftssim.Simulator
 	// Server is a simulator listening on a port (ftssim.Server).
 	Server = ftssim.Server
 	// SimFile is one file the simulator received (ftssim.SimFile).
@@ -23,20 +21,8 @@ type (
 	PKI = ftssim.PKI
 )
 
-// DefaultUserDN is ftssim.DefaultUserDN.
-const DefaultUserDN = ftssim.DefaultUserDN
-
-// DefaultFailureReasons is ftssim.DefaultFailureReasons.
-var DefaultFailureReasons = ftssim.DefaultFailureReasons
-
-// New returns a simulator (ftssim.New).
-func New(opts Options) *Simulator { return ftssim.New(opts) }
-
 // Start serves a new simulator on addr (ftssim.Start).
 func Start(addr string, opts Options) (*Server, error) { return ftssim.Start(addr, opts) }
-
-// DeterministicJobID is ftssim.DeterministicJobID.
-func DeterministicJobID(vo, sid string) string { return ftssim.DeterministicJobID(vo, sid) }
 
 // NewServer starts a simulator on 127.0.0.1:0 for a test, like
 // httptest.NewServer, and closes it when the test ends.
