@@ -145,8 +145,8 @@ func (t *Transfer) Checksum() string {
 }
 
 // Transition moves t to state to at now, recording by and reason in History,
-// LastUpdate and (for failures) Reason. It does not check legality: backends
-// call CanTransition first.
+// LastUpdate and (for failures) Reason. It does not check legality: the
+// rules (rules.go) decide which moves a backend makes.
 func (t *Transfer) Transition(to State, now time.Time, by, reason string) {
 	at := At(now)
 	t.History = appendHistory(t.History, Transition{At: at, From: t.State, To: to, By: by, Reason: reason})
@@ -171,26 +171,6 @@ func appendHistory(h []Transition, tr Transition) []Transition {
 		h = append(h[:1], h[len(h)-MaxHistory+1:]...)
 	}
 	return h
-}
-
-// CanTransition reports whether from -> to is a legal move of the state
-// machine. Retry (terminal -> new) is legal only through Store.Retry, which
-// callers signal with retry=true.
-func CanTransition(from, to State, retry bool) bool {
-	if from.Terminal() {
-		return retry && to == StateNew
-	}
-	switch from {
-	case StateNew:
-		return to == StateAcquired || to == StateFailed || to == StateKilled
-	case StateAcquired:
-		// acquired -> acquired is a lease renewal or a take-over of an expired lease.
-		return to == StateAcquired || to == StateSubmitted || to == StateNew || to.Terminal()
-	case StateSubmitted:
-		// submitted -> new: retryable failure or a job FTS lost.
-		return to == StateSubmitted || to == StateNew || to.Terminal()
-	}
-	return false
 }
 
 // TransferID is the deterministic ID of a request: the hex SHA-256 of its

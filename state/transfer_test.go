@@ -63,34 +63,6 @@ func TestValidID(t *testing.T) {
 	}
 }
 
-func TestCanTransition(t *testing.T) {
-	legal := map[[2]state.State]bool{}
-	for _, p := range [][2]state.State{
-		{"new", "acquired"}, {"new", "failed"}, {"new", "killed"},
-		{"acquired", "acquired"}, {"acquired", "submitted"}, {"acquired", "new"},
-		{"acquired", "done"}, {"acquired", "failed"}, {"acquired", "killed"},
-		{"submitted", "submitted"}, {"submitted", "new"},
-		{"submitted", "done"}, {"submitted", "failed"}, {"submitted", "killed"},
-	} {
-		legal[p] = true
-	}
-	for _, from := range state.States {
-		for _, to := range state.States {
-			want := legal[[2]state.State{from, to}]
-			if got := state.CanTransition(from, to, false); got != want {
-				t.Errorf("CanTransition(%s, %s) = %v, want %v", from, to, got, want)
-			}
-			wantRetry := want || from.Terminal() && to == state.StateNew
-			if got := state.CanTransition(from, to, true); got != wantRetry {
-				t.Errorf("CanTransition(%s, %s, retry) = %v, want %v", from, to, got, wantRetry)
-			}
-		}
-	}
-	if state.CanTransition("bogus", state.StateNew, true) {
-		t.Error("an unknown state may move")
-	}
-}
-
 func TestStates(t *testing.T) {
 	for _, s := range state.States {
 		if !s.Valid() {

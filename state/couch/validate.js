@@ -5,9 +5,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
   // Form. Accepts the transfers state.Transfer.Validate accepts, and only
   // those but for the ID hash, which the agent checks at claim time
   // (TestValidate_AgreesWithGo runs one corpus through both); enforces
-  // state.CanTransition. A new transfer whose source and destination are
-  // the same file (site and LFN) is refused: its copy would overwrite, and
-  // a failed copy's clean-up delete, its own source.
+  // the transitions of docs/design.md section 3. A new transfer whose
+  // source and destination are the same file (site and LFN) is refused:
+  // its copy would overwrite, and a failed copy's clean-up delete, its own
+  // source.
   //
   // Roles (userCtx.roles; a refusal is a 403 naming the rule and the role):
   //   - _admin, and the database's admins (secObj.admins): everything;
