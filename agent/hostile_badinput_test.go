@@ -13,7 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -148,9 +147,7 @@ func TestAgent_CatastrophicSiteRule(t *testing.T) {
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: \"/((a+)+)+$\"\n      result: file://%s/evil/$1\n", srcSite, w.src, dstSite, w.dst, evil, w.dir)
-	var err error
-	w.sites, err = srm.ParseSites([]byte(sites), w.dir)
-	must(t, err)
+	w.useSites("evil-sites.yaml", sites)
 	var good, bad []state.Request
 	for i := 0; i < 5; i++ {
 		r, _ := w.request("good", i, true)

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -38,11 +36,7 @@ func linkWorldOn(t *testing.T, newW func(testing.TB, ftstest.Options) *world, sl
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n",
 		srcSite, w.src, dstSite, w.dst, fastSite, fastDir)
-	p := filepath.Join(w.dir, "link-sites.yaml")
-	must(t, os.WriteFile(p, []byte(sites), 0o644))
-	var err error
-	w.sites, err = srm.LoadSites(p)
-	must(t, err)
+	w.useSites("link-sites.yaml", sites)
 	slow := make([]state.Request, slowN)
 	for i := range slow {
 		slow[i], _ = w.request("slow", i, true)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/tokens"
 )
@@ -33,9 +32,7 @@ func malformedAmongGood(t *testing.T, prio int) {
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: gsiftp\n  rules:\n    - path-match: /store/(.*)\n      result: gsiftp:///store/$1\n", srcSite, w.src, dstSite, w.dst, noHost)
-	var err error
-	w.sites, err = srm.ParseSites([]byte(sites), w.dir)
-	must(t, err)
+	w.useSites("nohost-sites.yaml", sites)
 	var good, bad []state.Request
 	for i := range 3 {
 		r, _ := w.request("good", i, true)

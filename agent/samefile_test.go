@@ -5,14 +5,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/statetest"
 )
@@ -28,11 +26,7 @@ func (w *world) withAlias() {
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s//store/./$1\n",
 		srcSite, w.src, dstSite, w.dst, aliasSite, w.src)
-	p := filepath.Join(w.dir, "alias-sites.yaml")
-	must(w.t, os.WriteFile(p, []byte(sites), 0o644))
-	var err error
-	w.sites, err = srm.LoadSites(p)
-	must(w.t, err)
+	w.useSites("alias-sites.yaml", sites)
 }
 
 // sameFileRequest is a request whose destination is its own source, through

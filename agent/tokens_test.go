@@ -12,7 +12,6 @@ import (
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/tokens"
 )
@@ -25,11 +24,7 @@ func tokenWorld(t *testing.T, w *world, exp time.Time) ([]string, map[string]str
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  tokens: true\n  token-base: %s\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  tokens: true\n  token-base: %s\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n",
 		srcSite, w.src, w.src, dstSite, w.dst, w.dst)
-	p := filepath.Join(w.dir, "token-sites.yaml")
-	must(t, os.WriteFile(p, []byte(sites), 0o644))
-	var err error
-	w.sites, err = srm.LoadSites(p)
-	must(t, err)
+	w.useSites("token-sites.yaml", sites)
 	dir := filepath.Join(w.dir, "tokens")
 	must(t, os.MkdirAll(dir, 0o700))
 	byScope := map[string]string{}

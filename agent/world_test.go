@@ -70,6 +70,17 @@ func newWorld(t testing.TB, simOpts ftstest.Options) *world {
 	return w
 }
 
+// useSites writes sites to the file name in w's directory and makes it
+// the world's sites.
+func (w *world) useSites(name, sites string) {
+	w.t.Helper()
+	p := filepath.Join(w.dir, name)
+	must(w.t, os.WriteFile(p, []byte(sites), 0o644))
+	var err error
+	w.sites, err = srm.LoadSites(p)
+	must(w.t, err)
+}
+
 // newWorldOn builds a world on the stores opener opens (one per agent).
 func newWorldOn(t testing.TB, simOpts ftstest.Options, opener func(cfg state.Config) (state.Store, error)) *world {
 	t.Helper()
@@ -78,12 +89,9 @@ func newWorldOn(t testing.TB, simOpts ftstest.Options, opener func(cfg state.Con
 	w.src, w.dst = filepath.Join(w.dir, srcSite), filepath.Join(w.dir, dstSite)
 	sites := fmt.Sprintf("%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n"+
 		"%s:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n", srcSite, w.src, dstSite, w.dst)
-	sitesFile := filepath.Join(w.dir, "sites.yaml")
-	must(t, os.WriteFile(sitesFile, []byte(sites), 0o644))
-	var err error
-	w.sites, err = srm.LoadSites(sitesFile)
-	must(t, err)
+	w.useSites("sites.yaml", sites)
 	w.store = w.open("setup")
+	var err error
 
 	token := "token-for-tests"
 	tf := filepath.Join(w.dir, "token")
