@@ -229,8 +229,15 @@ func TestAgent_CancelledInFTSWhileQueuedLeavesTheDestinationAlone(t *testing.T) 
 	if len(files) != 1 {
 		t.Fatalf("%d files submitted, want 1", len(files))
 	}
-	if _, err := w.client.Cancel(context.Background(), []string{files[0].JobID}); err != nil {
-		t.Fatal(err)
+	// somebody else cancels the whole job in FTS (DELETE /jobs/ID)
+	req, err := http.NewRequest(http.MethodDelete, w.sim.URL+"/jobs/"+files[0].JobID, nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer token-for-tests")
+	resp, err := w.sim.Client().Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel of job %s: %s", files[0].JobID, resp.Status)
 	}
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	if got := w.get(r.ID()); got.State != state.StateFailed || got.ErrorClass != "canceled" {

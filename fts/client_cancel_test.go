@@ -3,46 +3,11 @@ package fts_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"reflect"
 	"testing"
 
 	"github.com/asyncstageout/aso/fts"
 )
-
-func TestCancel_Bulk(t *testing.T) {
-	f := newFake(t)
-	f.reply("DELETE /jobs/"+jobActive+","+jobLost+","+jobOther, http.StatusMultiStatus, golden(t, "cancel_207.json"))
-	c := f.proxyClient(t, nil)
-	res, err := c.Cancel(context.Background(), []string{jobActive, jobLost, jobOther})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := res[0]; r.JobID != jobActive || r.State != "CANCELED" || r.Err != nil {
-		t.Errorf("active job: %+v, want CANCELED", r)
-	}
-	if r := res[1]; r.JobID != jobLost || !errors.Is(r.Err, fts.ErrNotFound) {
-		t.Errorf("unknown job: %+v, want ErrNotFound", r)
-	}
-	if r := res[2]; r.JobID != jobOther || r.State != "FINISHED" || r.Err != nil || r.Message != "The job is in a terminal state" {
-		t.Errorf("finished job: %+v, want success with its terminal state", r)
-	}
-}
-
-func TestCancel_SingleAlreadyTerminalOrUnknown(t *testing.T) {
-	f := newFake(t)
-	f.reply("DELETE /jobs/"+jobShared, 200, shared(t, "cancel_304.json"))
-	f.reply("DELETE /jobs/"+jobLost, 404, shared(t, "not_found.json"))
-	c := f.proxyClient(t, nil)
-	res, err := c.Cancel(context.Background(), []string{jobShared})
-	if err != nil || res[0].Err != nil || res[0].State != "FINISHED" || res[0].Message != "The job is in a terminal state" {
-		t.Errorf("Cancel of a finished job: %v %+v, want success with state FINISHED", err, res)
-	}
-	res, err = c.Cancel(context.Background(), []string{jobLost})
-	if err != nil || !errors.Is(res[0].Err, fts.ErrNotFound) {
-		t.Errorf("Cancel of an unknown job: %v %+v, want ErrNotFound", err, res)
-	}
-}
 
 func TestCancelFiles(t *testing.T) {
 	f := newFake(t)
@@ -64,21 +29,5 @@ func TestCancelFiles(t *testing.T) {
 	}
 	if _, err := c.CancelFiles(context.Background(), jobActive, nil); err == nil {
 		t.Error("CancelFiles without files accepted")
-	}
-}
-
-func TestCancel_RequestRefused(t *testing.T) {
-	f := newFake(t)
-	f.reply("DELETE /jobs/"+jobActive+","+jobOther, http.StatusUnauthorized,
-		[]byte("<!doctype html>\n<title>401 Unauthorized</title>\n<h1>Unauthorized</h1>\n<p>A valid X509 certificate or proxy is needed</p>\n"))
-	c := f.proxyClient(t, nil)
-	res, err := c.Cancel(context.Background(), []string{jobActive, jobOther})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range res {
-		if !errors.Is(r.Err, fts.ErrUnauthorized) || r.State != "" {
-			t.Errorf("%s: %+v, want ErrUnauthorized", r.JobID, r)
-		}
 	}
 }

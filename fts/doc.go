@@ -1,7 +1,7 @@
 // Package fts is a client of the FTS3 REST API (https://host:8446): it
 // authenticates with an X.509 proxy (as TLS client certificate) or an OAuth2
 // bearer token, delegates the proxy to the server when needed, submits
-// transfer jobs, queries their status in bulk and cancels jobs or files. It
+// transfer jobs, queries their status in bulk and cancels files. It
 // also reads FTS's failure reasons (ParseReason) and maps them to a stable
 // vocabulary of error classes with their retry policy (Classify).
 //

@@ -81,16 +81,6 @@ func TestGolden_FileAttributes(t *testing.T) {
 	}
 }
 
-func TestGolden_Cancel(t *testing.T) {
-	f := newFake(t)
-	f.reply("DELETE /jobs/"+jobShared, 200, shared(t, "cancel_200.json"))
-	c := f.proxyClient(t, nil)
-	res, err := c.Cancel(context.Background(), []string{jobShared})
-	if err != nil || res[0].Err != nil || res[0].State != "CANCELED" {
-		t.Errorf("cancel_200.json: %v %+v", err, res)
-	}
-}
-
 func TestGolden_WhoAmIAndJobIDs(t *testing.T) {
 	f := newFake(t)
 	f.reply("GET /whoami", 200, shared(t, "whoami.json"))

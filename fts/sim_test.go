@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,10 +149,6 @@ func TestSim_Token(t *testing.T) {
 	if err != nil || sts[0].Err != nil || sts[0].State != "SUBMITTED" {
 		t.Fatalf("Status: %v %+v, want SUBMITTED", err, sts)
 	}
-	res, err := c.Cancel(ctx, []string{id})
-	if err != nil || res[0].Err != nil || res[0].State != "CANCELED" {
-		t.Fatalf("Cancel: %v %+v", err, res)
-	}
 	if got := e.srv.Requests()["delegation_info"]; got != 0 {
 		t.Errorf("token client asked for delegation info %d times", got)
 	}
@@ -194,44 +189,6 @@ func TestSim_BulkStatusWithLostJob(t *testing.T) {
 	one, err := c.Status(ctx, ids[1:2])
 	if err != nil || !one[0].Lost {
 		t.Errorf("lost job alone (404 reply): %v %+v, want Lost", err, one)
-	}
-}
-
-func TestSim_CancelActiveAndTerminal(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	e := newSim(t, ftstest.Options{QueueDelay: time.Minute, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
-	c := e.tokenClient(t)
-	ctx := context.Background()
-	done, err := c.Submit(ctx, simSubmission("c1", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Add(int64(time.Hour))
-	if sts, err := c.Status(ctx, []string{done}); err != nil || !fts.TerminalJobState(sts[0].State) {
-		t.Fatalf("job after an hour: %v %+v, want terminal", err, sts)
-	}
-	active, err := c.Submit(ctx, simSubmission("c2", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := c.Cancel(ctx, []string{active, done, fts.JobIDFromSID("cms", "never")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res[0].Err != nil || res[0].State != "CANCELED" {
-		t.Errorf("cancel of an active job: %+v", res[0])
-	}
-	if res[1].Err != nil || !fts.TerminalJobState(res[1].State) || res[1].State == "CANCELED" {
-		t.Errorf("cancel of a finished job: %+v, want success keeping its state", res[1])
-	}
-	if !errors.Is(res[2].Err, fts.ErrNotFound) {
-		t.Errorf("cancel of an unknown job: %+v, want ErrNotFound", res[2])
-	}
-	// Cancelling again: the job is terminal now, which is success.
-	res, err = c.Cancel(ctx, []string{active})
-	if err != nil || res[0].Err != nil || res[0].State != "CANCELED" {
-		t.Errorf("second cancel: %v %+v, want success with state CANCELED", err, res)
 	}
 }
 

@@ -73,18 +73,3 @@ func (e wireJob) status() JobStatus {
 	}
 	return st
 }
-
-// cancelResult converts one entry of a cancel reply: a job already
-// terminal (304) is not an error.
-func (e wireJob) cancelResult() CancelResult {
-	res := CancelResult{JobID: string(e.JobID), State: string(e.JobState), Message: clip(string(e.HTTPMessage))}
-	code := statusCode(string(e.HTTPStatus))
-	if e.HTTPStatus == "" || code == http.StatusOK || code == http.StatusNotModified {
-		return res
-	}
-	if code == 0 {
-		code = http.StatusBadGateway
-	}
-	res.Err = fmt.Errorf("fts: cancel job %s: %w", res.JobID, &HTTPError{StatusCode: code, Message: res.Message})
-	return res
-}
