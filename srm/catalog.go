@@ -11,7 +11,7 @@ import (
 // input, so bounding the input and the number of regular expression
 // evaluations bounds the time.
 const (
-	// MaxLFNLength is the longest LFN Resolve accepts, in bytes.
+	// MaxLFNLength is the longest LFN ResolveFor accepts, in bytes.
 	MaxLFNLength = 4096
 	// MaxPFNLength is the longest result (final or intermediate, after a
 	// chain) a catalogue may produce, in bytes.

@@ -46,7 +46,7 @@ func TestSites_DestinationMatchOfTheDestination(t *testing.T) {
 // read, its bytes as the characters they stand for.
 func TestSites_Latin1Catalogue(t *testing.T) {
 	s := catalogueSites(t)
-	got, err := s.Resolve("T3_CH_LATIN", "/store/user/x.root")
+	got, err := s.ResolveFor("T3_CH_LATIN", "/store/user/x.root", "")
 	if want := "davs://se.example.ch:2880/dépôt/cms/store/user/x.root"; err != nil || got != want {
 		t.Fatalf("Resolve = %q, %v, want %q", got, err, want)
 	}

@@ -122,7 +122,7 @@ func TestLoadSites_RelativeAndAbsolutePaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, site := range []string{"REL", "ABS"} {
-		if got, err := s.Resolve(site, "/store/a"); err != nil || got != "davs://h/d/store/a" {
+		if got, err := s.ResolveFor(site, "/store/a", ""); err != nil || got != "davs://h/d/store/a" {
 			t.Errorf("Resolve(%s) = %q, %v", site, got, err)
 		}
 	}

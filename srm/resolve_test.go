@@ -56,7 +56,7 @@ func TestSites_Resolve(t *testing.T) {
 				t.Fatalf("ResolveFor(%s, %s, %q) = %s, want %s", tt.site, tt.lfn, tt.dest, got, tt.want)
 			}
 			if tt.dest == "" {
-				if got2, err := s.Resolve(tt.site, tt.lfn); err != nil || got2 != got {
+				if got2, err := s.ResolveFor(tt.site, tt.lfn, ""); err != nil || got2 != got {
 					t.Fatalf("Resolve = %q, %v; ResolveFor with no destination gave %q", got2, err, got)
 				}
 			}
@@ -81,7 +81,7 @@ func TestSites_ResolveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pfn, err := s.Resolve(tt.site, tt.lfn)
+			pfn, err := s.ResolveFor(tt.site, tt.lfn, "")
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Resolve(%s, %q) = %q, %v; want %v", tt.site, tt.lfn, pfn, err, tt.want)
 			}
@@ -117,7 +117,7 @@ func TestParseSites_JSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Resolve("T3_A", "/store/x"); err != nil || got != "file:///d/x" {
+	if got, err := s.ResolveFor("T3_A", "/store/x", ""); err != nil || got != "file:///d/x" {
 		t.Fatalf("Resolve = %q, %v, want file:///d/x", got, err)
 	}
 }
@@ -131,7 +131,7 @@ func TestSites_CatastrophicPattern(t *testing.T) {
 	}
 	lfn := strings.Repeat("a", srm.MaxLFNLength-1) + "!"
 	start := time.Now()
-	_, err = s.Resolve("T", lfn)
+	_, err = s.ResolveFor("T", lfn, "")
 	if !errors.Is(err, srm.ErrNoMatch) {
 		t.Fatalf("Resolve = %v, want ErrNoMatch", err)
 	}
@@ -140,7 +140,7 @@ func TestSites_CatastrophicPattern(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Resolve took %v", d)
 	}
-	if got, err := s.Resolve("T", "aaaa"); err != nil || got != "x/a" && got != "x/aaaa" {
+	if got, err := s.ResolveFor("T", "aaaa", ""); err != nil || got != "x/a" && got != "x/aaaa" {
 		t.Fatalf("Resolve(aaaa) = %q, %v", got, err)
 	}
 }
@@ -153,7 +153,7 @@ func TestSites_WorkBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Resolve("T", "/store/a"); !errors.Is(err, srm.ErrBadCatalog) || !strings.Contains(err.Error(), "rule evaluations") {
+	if _, err := s.ResolveFor("T", "/store/a", ""); !errors.Is(err, srm.ErrBadCatalog) || !strings.Contains(err.Error(), "rule evaluations") {
 		t.Fatalf("Resolve = %v, want ErrBadCatalog for too much work", err)
 	}
 }
@@ -163,10 +163,10 @@ func TestSites_ResultTooLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Resolve("T", "/"+strings.Repeat("x", 1000)); !errors.Is(err, srm.ErrBadCatalog) {
+	if _, err := s.ResolveFor("T", "/"+strings.Repeat("x", 1000), ""); !errors.Is(err, srm.ErrBadCatalog) {
 		t.Fatalf("Resolve = %v, want ErrBadCatalog", err)
 	}
-	if got, err := s.Resolve("T", "/a"); err != nil || got != strings.Repeat("/a", 9) {
+	if got, err := s.ResolveFor("T", "/a", ""); err != nil || got != strings.Repeat("/a", 9) {
 		t.Fatalf("Resolve(/a) = %q, %v", got, err)
 	}
 }

@@ -183,15 +183,9 @@ func (s *Sites) Names() []string {
 	return slices.Sorted(maps.Keys(s.sites))
 }
 
-// Resolve turns lfn into the site's PFN with the site's preferred protocol.
-// Rules with a destination-match are evaluated against an empty destination.
-// Errors are *ResolveError wrapping ErrUnknownSite, ErrNoMatch, ErrBadLFN or
-// ErrBadCatalog.
-func (s *Sites) Resolve(site, lfn string) (string, error) {
-	return s.ResolveFor(site, lfn, "")
-}
-
-// ResolveFor is Resolve with every rule's destination-match evaluated
+// ResolveFor turns lfn into the site's PFN with the site's preferred
+// protocol. Errors are *ResolveError wrapping ErrUnknownSite, ErrNoMatch,
+// ErrBadLFN or ErrBadCatalog. Every rule's destination-match is evaluated
 // against destination, the transfer's destination site, for its source
 // PFN and its destination PFN alike: PhEDEx, which defined
 // destination-match for transfers, evaluates it against the destination

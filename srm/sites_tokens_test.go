@@ -45,7 +45,7 @@ func TestSites_TokenScope(t *testing.T) {
 		{"T1_US_FNAL", "/store/temp/user/x.root", false, "storage.read:/dcache/uscmsdisk/store/temp/user", true},
 		{"T2_US_MIT", "/store/user/alice/f.root", true, "", false},
 	} {
-		pfn, err := s.Resolve(c.site, c.lfn)
+		pfn, err := s.ResolveFor(c.site, c.lfn, "")
 		if err != nil {
 			t.Fatal(err)
 		}

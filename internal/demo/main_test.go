@@ -47,7 +47,7 @@ func TestPrepare_AnyCount(t *testing.T) {
 				if !strings.Contains(r.SourceLFN, "/out_") {
 					continue
 				}
-				pfn, err := sites.Resolve(r.Source, r.SourceLFN)
+				pfn, err := sites.ResolveFor(r.Source, r.SourceLFN, "")
 				if err != nil {
 					t.Fatal(err)
 				}
