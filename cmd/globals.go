@@ -13,8 +13,6 @@ import (
 // Log field names, shared by every log line.
 const (
 	FieldTransfer = "transfer_id"
-	FieldJob      = "fts_job"
-	FieldPhase    = "phase"
 	FieldUser     = "user"
 )
 

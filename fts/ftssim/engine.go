@@ -125,7 +125,7 @@ func (e *engine) finishAttempt(f *file, t time.Time) {
 // reason is recoverable and retries are left, else FAILED, or CANCELED for
 // ECANCELED.
 func (e *engine) fail(f *file, t time.Time, reason string) {
-	rec := recoverable(reason)
+	rec := Recoverable(reason)
 	f.reason, f.reasonSet, f.recoverable = reason, true, &rec
 	f.throughput = 0
 	if rec && f.retry < f.job.maxRetries(e.opts.DefaultRetry) {

@@ -52,8 +52,3 @@ func mustReadReasons(s string) []string {
 	}
 	return r
 }
-
-// Recoverable reports whether FTS retries a failed attempt with this
-// reason (when the job has retries left): FTS's url-copy decision, applied
-// by the simulator to the reasons it draws.
-func Recoverable(reason string) bool { return recoverable(reason) }

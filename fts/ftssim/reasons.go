@@ -67,14 +67,15 @@ var (
 	}
 )
 
-// recoverable is FTS's retry decision (retryTransfer of FTS 3.12 and
-// later, which url-copy applies to every failed attempt): messages that
-// imply a retry, then ETIMEDOUT, say yes; ECANCELED and messages that forbid
-// a retry say no; otherwise the errno decides, by scope (GENERAL_FAILURE and
-// reasons without a scope fall under TRANSFER). Older servers did not list
-// EEXIST, EROFS and EFAULT for DESTINATION, so they retried a destination
-// that exists.
-func recoverable(reason string) bool {
+// Recoverable reports whether FTS retries a failed attempt with this
+// reason when the job has retries left: retryTransfer of FTS 3.12 and
+// later, which url-copy applies to every failed attempt and the simulator
+// to the reasons it draws. Messages that imply a retry, then ETIMEDOUT,
+// say yes; ECANCELED and messages that forbid a retry say no; otherwise
+// the errno decides, by scope (GENERAL_FAILURE and reasons without a scope
+// fall under TRANSFER). Servers before 3.12 retried EEXIST, EROFS and
+// EFAULT at the DESTINATION.
+func Recoverable(reason string) bool {
 	scope, errno, msg := parseReason(reason)
 	if containsAny(msg, impliesRetry) || errno == errETIMEDOUT {
 		return true
