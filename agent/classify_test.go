@@ -12,7 +12,7 @@ import (
 
 // TestAgent_FailureClasses runs transfers that FTS fails with one real
 // reason each time and checks what the class decides: a missing source
-// (the davs 404, which no text pattern of the old classifier matched)
+// (the davs 404, classified by its errno and status, not by its text)
 // fails at the first attempt and its partial copy is deleted; a queue
 // expiry is retried until the attempts run out and the file at the
 // destination, which the transfer never wrote, is left alone; a reason no

@@ -29,7 +29,7 @@ type stopSignal struct{ sig os.Signal }
 
 func (e *stopSignal) Error() string { return "stopped by " + signalName(e.sig) }
 
-// Is makes a stop a cancellation, as it was before it had a cause: what
+// Is makes a stop a cancellation (errors.Is(err, context.Canceled)): what
 // a signal cut short is no error of its own (see stoppedEarly).
 func (e *stopSignal) Is(target error) bool { return target == context.Canceled }
 
