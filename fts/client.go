@@ -37,13 +37,10 @@ type Config struct {
 	DelegationLifetime time.Duration // asked lifetime, capped by the proxy's remaining life (default 24 h)
 	// RetryInitial is the first delay of the retry loop (default 500 ms).
 	RetryInitial time.Duration
-	// HTTPClient, if set, is used as is (its transport must present the
-	// credentials); Timeout still applies per request.
-	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
-	// WrapTransport, if set, wraps the transport New builds (not that of
-	// HTTPClient), e.g. to log every request.
+	// WrapTransport, if set, wraps the transport New builds, e.g. to log
+	// every request.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// OnRetry, if set, is called before each retry of a failed request with
 	// the request's method and path (no query), the error, the wait before
@@ -87,10 +84,6 @@ func New(cfg Config) (*Client, error) {
 		}
 	default:
 		return nil, errors.New("fts: no credentials: give an X.509 proxy file or a token file")
-	}
-	if cfg.HTTPClient != nil {
-		c.hc = cfg.HTTPClient
-		return c, nil
 	}
 	tlsConf, err := c.tlsConfig()
 	if err != nil {

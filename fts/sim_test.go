@@ -323,26 +323,3 @@ func TestSim_HangAndBurst(t *testing.T) {
 		t.Errorf("took %v with Timeout 200ms", d)
 	}
 }
-
-func TestSim_HTTPClientAsIs(t *testing.T) {
-	srv := ftstest.NewServer(t, ftstest.Options{Tokens: []string{"local-token"}}) // plain HTTP, in-process use
-	token := writeToken(t, "local-token", 0o600)
-	c := newClient(t, fts.Config{Endpoint: srv.URL, TokenFile: token, HTTPClient: srv.Client()},
-		func(cfg *fts.Config) { cfg.Timeout = 200 * time.Millisecond })
-	ctx := context.Background()
-	id, err := c.Submit(ctx, simSubmission("local-1", 1))
-	if err != nil {
-		t.Fatalf("Submit over the given client: %v", err)
-	}
-	// The given client's own timeout is a minute: ours still bounds each request.
-	srv.SetHang(true)
-	defer srv.SetHang(false)
-	start := time.Now()
-	sts, err := c.Status(ctx, []string{id})
-	if err != nil || !errors.Is(sts[0].Err, fts.ErrTimeout) {
-		t.Errorf("Status on a hung server: %v %+v, want ErrTimeout", err, sts)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v with Timeout 200ms", d)
-	}
-}

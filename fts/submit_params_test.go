@@ -17,7 +17,7 @@ import (
 // a checksum (false would still compare the destination with it).
 func TestSubmit_ParamsAsTheServerStoresThem(t *testing.T) {
 	srv := ftstest.NewServer(t, ftstest.Options{Tokens: []string{"local-token"}})
-	c := newClient(t, fts.Config{Endpoint: srv.URL, TokenFile: writeToken(t, "local-token", 0o600), HTTPClient: srv.Client()}, nil)
+	c := newClient(t, fts.Config{Endpoint: srv.URL, TokenFile: writeToken(t, "local-token", 0o600)}, nil)
 	for _, tc := range []struct {
 		name   string
 		params fts.SubmitParams
