@@ -84,11 +84,9 @@ type TLSOptions struct {
 	// Cert is the server's certificate and key.
 	Cert tls.Certificate
 	// ClientCAs verify client certificates and proxy chains; nil asks for no
-	// client certificate.
+	// client certificate. A connection without one may still use a bearer
+	// token.
 	ClientCAs *x509.CertPool
-	// RequireClientCert refuses TLS connections without a client
-	// certificate; otherwise bearer tokens work too.
-	RequireClientCert bool
 }
 
 // DefaultUserDN is the DN of bearer-token users when Options.UserDN is empty.

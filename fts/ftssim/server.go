@@ -65,9 +65,6 @@ func tlsConfig(o Options) *tls.Config {
 		return cfg
 	}
 	cfg.ClientAuth = tls.RequestClientCert
-	if t.RequireClientCert {
-		cfg.ClientAuth = tls.RequireAnyClientCert
-	}
 	cfg.VerifyPeerCertificate = gridcert.VerifyPeer(t.ClientCAs, time.Now)
 	return cfg
 }
