@@ -68,10 +68,4 @@ func TestTerminalStates(t *testing.T) {
 			t.Errorf("TerminalJobState(%q) = %v", s, got)
 		}
 	}
-	for s, want := range map[string]bool{"FINISHED": true, "FAILED": true, "CANCELED": true, "NOT_USED": true,
-		"FINISHEDDIRTY": false, "ACTIVE": false, "READY": false, "ON_HOLD": false, "TOKEN_PREP": false} {
-		if got := fts.TerminalFileState(s); got != want {
-			t.Errorf("TerminalFileState(%q) = %v", s, got)
-		}
-	}
 }

@@ -123,7 +123,7 @@ func TestSim_ProxySubmitStatusAdopt(t *testing.T) {
 		t.Fatalf("job %+v, want terminal with 3 files", st)
 	}
 	for _, f := range st.Files {
-		if !strings.HasPrefix(f.TransferID(), "t-sid-1-") || f.FileID == 0 || !fts.TerminalFileState(f.State) ||
+		if !strings.HasPrefix(f.TransferID(), "t-sid-1-") || f.FileID == 0 || !terminalFile(f.State) ||
 			f.DestSURL == "" || f.FinishTime.IsZero() {
 			t.Errorf("file %+v", f)
 		}
@@ -213,7 +213,7 @@ func TestSim_CancelFiles(t *testing.T) {
 	if got := sts[0].Files[0].State; got != "CANCELED" {
 		t.Errorf("cancelled file is %s", got)
 	}
-	if got := sts[0].Files[1].State; fts.TerminalFileState(got) {
+	if got := sts[0].Files[1].State; terminalFile(got) {
 		t.Errorf("the other file is %s, want still queued", got)
 	}
 }
@@ -322,4 +322,14 @@ func TestSim_HangAndBurst(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("took %v with Timeout 200ms", d)
 	}
+}
+
+// terminalFile reports whether a file in state s has ended: FINISHED,
+// FAILED, CANCELED, or NOT_USED (a replica or hop that was not used).
+func terminalFile(s string) bool {
+	switch s {
+	case "FINISHED", "FAILED", "CANCELED", "NOT_USED":
+		return true
+	}
+	return false
 }
