@@ -14,7 +14,6 @@ type Store = state.AgentStore
 // FTS is what the agent needs of an FTS3 server (*fts.Client).
 type FTS interface {
 	VO(ctx context.Context) (string, error)
-	EnsureDelegation(ctx context.Context) error
 	Submit(ctx context.Context, s fts.Submission) (string, error)
 	Status(ctx context.Context, jobIDs []string) ([]fts.JobStatus, error)
 	CancelFiles(ctx context.Context, jobID string, fileIDs []int64) ([]string, error)

@@ -46,8 +46,7 @@ var errGoneLocal = errors.New("the in-process FTS simulator of an earlier run en
 // no job any more, so its jobs are lost (and submitted again to --fts).
 type goneLocal struct{}
 
-func (goneLocal) VO(context.Context) (string, error)     { return "local", nil }
-func (goneLocal) EnsureDelegation(context.Context) error { return nil }
+func (goneLocal) VO(context.Context) (string, error) { return "local", nil }
 
 func (goneLocal) Submit(context.Context, fts.Submission) (string, error) { return "", errGoneLocal }
 
