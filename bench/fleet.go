@@ -30,6 +30,7 @@ type fleetOptions struct {
 	timeout            time.Duration
 	keep               bool
 	inFlight           []int
+	trace              string
 }
 
 // FleetRun is the result of one fleet benchmark run.
@@ -140,6 +141,7 @@ func parseFleetFlags(args []string) (fleetOptions, error) {
 	fs.DurationVar(&o.discover, "discover-interval", 5*time.Second, "--discover-interval of the parents")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
+	fs.StringVar(&o.trace, "trace", "", "write a line per CouchDB request of the parents and agents into this file (tab-separated)")
 	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references (the fastest reference is the limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -194,7 +196,14 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		}
 		defer drop()
 		st = cs.dbURL(db)
-		if proxy, err = startCountingProxy(cs.base); err != nil {
+		var trace *requestTrace
+		if o.trace != "" {
+			if trace, err = newRequestTrace(o.trace); err != nil {
+				return r, err
+			}
+			defer trace.close()
+		}
+		if proxy, err = startCountingProxy(cs.base, trace); err != nil {
 			return r, err
 		}
 		defer proxy.close()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -29,9 +30,58 @@ type countingProxy struct {
 	srv       *http.Server
 	requests  atomic.Int64
 	discovery atomic.Int64
+	trace     *requestTrace // nil: none
 }
 
-func startCountingProxy(base string) (*countingProxy, error) {
+// requestTrace writes a line per request the proxy passed on: seconds
+// since the start, method, path and query, status, duration in
+// milliseconds (see -trace of aso-bench -fleet).
+type requestTrace struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	f     *os.File
+	start time.Time
+}
+
+func newRequestTrace(path string) (*requestTrace, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &requestTrace{f: f, w: bufio.NewWriter(f), start: time.Now()}
+	fmt.Fprintln(t.w, "t_s\tmethod\turl\tstatus\tms")
+	return t, nil
+}
+
+func (t *requestTrace) line(r *http.Request, status int, began time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%.3f\t%s\t%s\t%d\t%.1f\n", began.Sub(t.start).Seconds(), r.Method, r.URL.RequestURI(), status,
+		float64(time.Since(began).Microseconds())/1000)
+}
+
+func (t *requestTrace) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.w.Flush(); err != nil {
+		t.f.Close()
+		return err
+	}
+	return t.f.Close()
+}
+
+// statusWriter keeps the status code a handler sent.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func startCountingProxy(base string, trace *requestTrace) (*countingProxy, error) {
 	target, err := url.Parse(base)
 	if err != nil {
 		return nil, err
@@ -40,7 +90,7 @@ func startCountingProxy(base string) (*countingProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &countingProxy{url: "http://" + l.Addr().String() + "/"}
+	p := &countingProxy{url: "http://" + l.Addr().String() + "/", trace: trace}
 	rp := &httputil.ReverseProxy{ErrorLog: log.New(io.Discard, "", 0), Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target)
 		r.Out.Host = target.Host
@@ -54,7 +104,13 @@ func startCountingProxy(base string) (*countingProxy, error) {
 		if strings.Contains(r.URL.Path, "/_view/users") {
 			p.discovery.Add(1)
 		}
-		rp.ServeHTTP(w, r)
+		if p.trace == nil {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		began, sw := time.Now(), &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		rp.ServeHTTP(sw, r)
+		p.trace.line(r, sw.status, began)
 	}), ReadHeaderTimeout: time.Minute}
 	go func() { _ = p.srv.Serve(l) }()
 	return p, nil
