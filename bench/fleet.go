@@ -68,7 +68,11 @@ type FleetRun struct {
 	// MaxSlotIdle is the longest a parent left a slot free after an agent
 	// ended before it started the next one (target: one discovery round).
 	MaxSlotIdle float64 `json:"max_slot_idle_seconds"`
-	Agents      int     `json:"agents_started"`
+	// MaxBacklogIdle is MaxSlotIdle over the slots a parent filled from
+	// its backlog between discovery rounds (MaxSlotIdle also counts the
+	// slots that waited for a round because no user was left to start).
+	MaxBacklogIdle float64 `json:"max_slot_idle_backlog_seconds"`
+	Agents         int     `json:"agents_started"`
 	// LostRaces counts the users whose run lock a parent found taken by
 	// another host when it went to take it for an agent (no agent
 	// started); Locked the agents that found it so (exit 3). Their sum
@@ -242,7 +246,8 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	if err != nil {
 		return r, err
 	}
-	r.MaxSlotIdle, r.Agents, r.Locked, r.LostRaces = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked, ev.lostRaces
+	r.MaxSlotIdle, r.MaxBacklogIdle = ev.maxSlotIdle.Seconds(), ev.maxBacklogIdle.Seconds()
+	r.Agents, r.Locked, r.LostRaces = ev.agents, ev.locked, ev.lostRaces
 
 	if err := fleetReference(ctx, o, cs, dir, &r); err != nil {
 		return r, fmt.Errorf("reference: %w", err)

@@ -148,6 +148,7 @@ func maxFirstSubmit(files []ftstest.SimFile, start time.Time) time.Duration {
 type fleetEvents struct {
 	agents, locked, lostRaces int
 	maxSlotIdle               time.Duration
+	maxBacklogIdle            time.Duration
 }
 
 // readFleetLogs reads the parents' own lines (those with a "fleet"
@@ -177,6 +178,7 @@ func scanFleetLog(r io.Reader, ev *fleetEvents) error {
 			Msg      string   `json:"msg"`
 			ExitCode *int     `json:"exit_code"`
 			MaxWait  *float64 `json:"max_slot_wait_s"`
+			Backlog  float64  `json:"max_slot_wait_backlog_s"`
 			Lost     int      `json:"lost_lock_races"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Fleet == "" {
@@ -187,6 +189,7 @@ func scanFleetLog(r io.Reader, ev *fleetEvents) error {
 			ev.agents++
 		case l.Msg == "fleet finished" && l.MaxWait != nil:
 			ev.maxSlotIdle = max(ev.maxSlotIdle, time.Duration(*l.MaxWait*float64(time.Second)))
+			ev.maxBacklogIdle = max(ev.maxBacklogIdle, time.Duration(l.Backlog*float64(time.Second)))
 			ev.lostRaces += l.Lost
 		case l.ExitCode != nil && *l.ExitCode == 3: // an agent's end
 			ev.locked++
@@ -198,23 +201,23 @@ func scanFleetLog(r io.Reader, ev *fleetEvents) error {
 // printFleetTable prints one line per run.
 func printFleetTable(w io.Writer, runs []FleetRun, discover time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tusers\ttransfers\tparents x agents\tdrain s\ttransfers/s\treference s\tlimit s\tref/drain\tlimit/drain\tHTTP/transfer\tdiscovery queries\tmax first submit s\tmax slot idle s\tagents\tlost races\tlocked out\tlost/agents\t")
+	fmt.Fprintln(tw, "backend\tusers\ttransfers\tparents x agents\tdrain s\ttransfers/s\treference s\tlimit s\tref/drain\tlimit/drain\tHTTP/transfer\tdiscovery queries\tmax first submit s\tmax slot idle s\tfrom backlog s\tagents\tlost races\tlocked out\tlost/agents\t")
 	for _, r := range runs {
 		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\terror: %s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.Error)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\terror: %s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.Error)
 			continue
 		}
 		httpPer, disc := "-", "-"
 		if r.HTTPRequests > 0 {
 			httpPer, disc = fmt.Sprintf("%.2f", r.HTTPPerTransfer), fmt.Sprint(r.DiscoveryRequests)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\t%.1f\t%.0f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%s\t%s\t%.1f\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\t%.1f\t%.0f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%s\t%s\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n",
 			r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.DrainSeconds, r.TransfersPerSecond,
-			r.ReferenceSeconds, r.LimitSeconds, 100*r.RefShare, 100*r.LimitShare, httpPer, disc, r.MaxFirstSubmit, r.MaxSlotIdle,
+			r.ReferenceSeconds, r.LimitSeconds, 100*r.RefShare, 100*r.LimitShare, httpPer, disc, r.MaxFirstSubmit, r.MaxSlotIdle, r.MaxBacklogIdle,
 			r.Agents, r.LostRaces, r.Locked, 100*r.lostShare())
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "limit/drain: the fastest reference's time over the drain time (target >= 70%%); lost/agents: lost races and locked-out agents over agents started (target < 5%%); max slot idle: longest a parent left a freed slot empty (target: one discovery round, %s)\n", discover)
+	fmt.Fprintf(w, "limit/drain: the fastest reference's time over the drain time (target >= 70%%); lost/agents: lost races and locked-out agents over agents started (target < 5%%); max slot idle: longest a parent left a freed slot empty from the agent's exit (target: one discovery round, %s), from backlog: of the slots filled between rounds\n", discover)
 	for _, r := range runs {
 		if r.Error == "" {
 			fmt.Fprintf(w, "\n%s references:\n", r.Backend)
