@@ -200,14 +200,7 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		}
 		defer drop()
 		st = cs.dbURL(db)
-		var trace *requestTrace
-		if o.trace != "" {
-			if trace, err = newRequestTrace(o.trace); err != nil {
-				return r, err
-			}
-			defer trace.close()
-		}
-		if proxy, err = startCountingProxy(cs.base, trace); err != nil {
+		if proxy, err = startCountingProxy(cs.base, o.trace); err != nil {
 			return r, err
 		}
 		defer proxy.close()

@@ -81,13 +81,24 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func startCountingProxy(base string, trace *requestTrace) (*countingProxy, error) {
+// startCountingProxy starts the proxy in front of base; with a trace
+// path it writes a line per request there (see requestTrace).
+func startCountingProxy(base, tracePath string) (*countingProxy, error) {
 	target, err := url.Parse(base)
 	if err != nil {
 		return nil, err
 	}
+	var trace *requestTrace
+	if tracePath != "" {
+		if trace, err = newRequestTrace(tracePath); err != nil {
+			return nil, err
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		if trace != nil {
+			_ = trace.close()
+		}
 		return nil, err
 	}
 	p := &countingProxy{url: "http://" + l.Addr().String() + "/", trace: trace}
@@ -120,7 +131,12 @@ func (p *countingProxy) counts() (requests, discovery int) {
 	return int(p.requests.Load()), int(p.discovery.Load())
 }
 
-func (p *countingProxy) close() { _ = p.srv.Close() }
+func (p *countingProxy) close() {
+	_ = p.srv.Close()
+	if p.trace != nil {
+		_ = p.trace.close()
+	}
+}
 
 // maxFirstSubmit is the longest time from start to the first submission
 // of a user's file, over every user (the user read from the source URL,
