@@ -30,6 +30,7 @@ type fleetOptions struct {
 	timeout            time.Duration
 	keep               bool
 	inFlight           []int
+	trace              string
 }
 
 // FleetRun is the result of one fleet benchmark run.
@@ -67,7 +68,11 @@ type FleetRun struct {
 	// MaxSlotIdle is the longest a parent left a slot free after an agent
 	// ended before it started the next one (target: one discovery round).
 	MaxSlotIdle float64 `json:"max_slot_idle_seconds"`
-	Agents      int     `json:"agents_started"`
+	// MaxBacklogIdle is MaxSlotIdle over the slots a parent filled from
+	// its backlog between discovery rounds (MaxSlotIdle also counts the
+	// slots that waited for a round because no user was left to start).
+	MaxBacklogIdle float64 `json:"max_slot_idle_backlog_seconds"`
+	Agents         int     `json:"agents_started"`
 	// LostRaces counts the users whose run lock a parent found taken by
 	// another host when it went to take it for an agent (no agent
 	// started); Locked the agents that found it so (exit 3). Their sum
@@ -140,6 +145,7 @@ func parseFleetFlags(args []string) (fleetOptions, error) {
 	fs.DurationVar(&o.discover, "discover-interval", 5*time.Second, "--discover-interval of the parents")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
+	fs.StringVar(&o.trace, "trace", "", "write a line per CouchDB request of the parents and agents into this file (tab-separated)")
 	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references (the fastest reference is the limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -194,7 +200,7 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		}
 		defer drop()
 		st = cs.dbURL(db)
-		if proxy, err = startCountingProxy(cs.base); err != nil {
+		if proxy, err = startCountingProxy(cs.base, o.trace); err != nil {
 			return r, err
 		}
 		defer proxy.close()
@@ -233,7 +239,8 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	if err != nil {
 		return r, err
 	}
-	r.MaxSlotIdle, r.Agents, r.Locked, r.LostRaces = ev.maxSlotIdle.Seconds(), ev.agents, ev.locked, ev.lostRaces
+	r.MaxSlotIdle, r.MaxBacklogIdle = ev.maxSlotIdle.Seconds(), ev.maxBacklogIdle.Seconds()
+	r.Agents, r.Locked, r.LostRaces = ev.agents, ev.locked, ev.lostRaces
 
 	if err := fleetReference(ctx, o, cs, dir, &r); err != nil {
 		return r, fmt.Errorf("reference: %w", err)

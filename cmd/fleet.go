@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -15,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // FleetOptions are the flags of `aso run --all-users`.
@@ -36,6 +37,11 @@ type FleetOptions struct {
 	// --fleet-owner): the owner ID under which the fleet took the user's
 	// run lock for the agent, which runs under it (see takeLock).
 	Owner string
+	// ReadQuorum is set by --all-users on its agents on CouchDB (hidden
+	// flag --fleet-read-quorum): the fleet opened the database and checked
+	// its credentials' role; the agent opens it without asking again, with
+	// this read quorum (see couch.Options.Checked). -1: not set.
+	ReadQuorum int
 
 	// flags are the flags of the run command, for the agents' arguments.
 	flags func() *pflag.FlagSet
@@ -62,7 +68,9 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Owner, "fleet-owner", "", "set by --all-users on its agents: the agent ID under which it took the user's run lock for the agent")
 	_ = f.MarkHidden("fleet-agent")
 	_ = f.MarkHidden("progress-fd")
+	f.IntVar(&o.ReadQuorum, "fleet-read-quorum", -1, "set by --all-users on its agents on CouchDB: the database's read quorum, as the fleet found it when it checked the database and the credentials")
 	_ = f.MarkHidden("fleet-owner")
+	_ = f.MarkHidden("fleet-read-quorum")
 	o.flags = cmd.Flags
 }
 
@@ -77,13 +85,17 @@ type fleet struct {
 	g      *Globals
 	id     string // this fleet's agent ID, in its log lines
 	log    *logrus.Entry
+	place  uint64 // this fleet's, in the scores of users: see spread
 	lister state.Admin
 	locker fleetLocker
 	exe    string
 	base   []string // the arguments of every agent, before the per-user ones
-	view   *fleetView
-	start  time.Time
-	stop   time.Time // --max-runtime: no agent starts after it; zero: none
+	// checked is what the fleet's opening of CouchDB learnt, handed to
+	// its agents (nil: another store)
+	checked *couch.Checked
+	view    *fleetView
+	start   time.Time
+	stop    time.Time // --max-runtime: no agent starts after it; zero: none
 
 	running map[string]*child
 	pids    pidSet // of the running agents, for the signal watcher
@@ -102,12 +114,22 @@ type fleet struct {
 	// round's read of the locks found it, or the fleet's take of the lock
 	// since (a race lost): they are left out until that lock expires.
 	heldUntil map[string]time.Time
+	// backlog is what the last round found, for the slots freed until
+	// the next.
+	backlog backlog
+	// unreleased holds, by user, the ended agents whose run lock the
+	// fleet took for them and has not yet checked (see readLocks).
+	unreleased map[string]*child
 
 	// freed holds when each slot freed by an ended agent was freed, oldest
 	// first, until an agent takes it; maxSlotWait is the longest a freed
 	// slot waited (a measure of how fast users are picked up).
 	freed       []time.Time
 	maxSlotWait time.Duration
+	// maxBacklogWait is the longest a freed slot waited that the backlog
+	// filled between rounds (see refill): the wait of a slot that a
+	// round filled includes the wait for the round, when no user was left.
+	maxBacklogWait time.Duration
 
 	worst, ok, locked, started, lostRaces int
 	// heldElsewhere counts the due users of the last round left alone
@@ -154,10 +176,15 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	con := g.openConsole(g.Progress, 0)
 	defer con.close()
 	f := &fleet{
-		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), lister: lister, locker: store, exe: exe,
+		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), place: fleetPlace(holder.This()), lister: lister, locker: store, exe: exe,
 		base: fo.agentBase(), start: time.Now(), view: newFleetView(con),
 		running: map[string]*child{}, ended: make(chan *child, fo.MaxAgents),
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
+		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{},
+	}
+	if cs, ok := store.(interface{ Checked() couch.Checked }); ok {
+		c := cs.Checked()
+		f.checked = &c
 	}
 	if o.Agent.MaxRuntime > 0 {
 		f.stop = f.start.Add(o.Agent.MaxRuntime)
@@ -166,7 +193,8 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	err = f.loop(ctx)
 	f.wait(ctx)
 	con.close()
-	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces, "max_slot_wait_s": f.maxSlotWait.Seconds(),
+	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces,
+		"max_slot_wait_s": f.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.maxBacklogWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
 		return err
@@ -178,15 +206,29 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 }
 
 // loop starts agents until nothing is due, the stop time has passed or ctx
-// is cancelled. It returns an error only when the state store cannot be
-// read and no agent is running to wait for.
+// is cancelled. A discovery round (see round) runs at the start, whenever
+// no agent runs, and on a tick when one is due (see roundDue); a slot
+// freed between rounds takes the next user of the last round's backlog at
+// once (see refill). It returns
+// an error only when the state store cannot be read and no agent is
+// running to wait for.
 func (f *fleet) loop(ctx context.Context) error {
 	tick := time.NewTicker(f.o.Fleet.DiscoverInterval)
 	defer tick.Stop()
 	failures := 0
+	discover := true
 	for {
 		if ctx.Err() != nil || f.pastStop() {
 			return nil
+		}
+		if !discover {
+			started, pending := f.refill(ctx)
+			if len(f.running) == 0 && started == 0 {
+				discover = true // nothing runs: look again now, or end
+				continue
+			}
+			discover = f.sleep(ctx, tick.C, retryAfter(pending, nil)) && f.roundDue()
+			continue
 		}
 		started, pending, err := f.round(ctx)
 		switch {
@@ -206,8 +248,24 @@ func (f *fleet) loop(ctx context.Context) error {
 			}
 			return nil // nothing due that this host can do
 		}
-		f.sleep(ctx, tick.C, retryAfter(pending, err))
+		discover = f.sleep(ctx, tick.C, retryAfter(pending, err)) && (err != nil || f.roundDue())
 	}
+}
+
+// staleBacklog is how many discovery intervals a backlog serves at most
+// before a round reads the users again, even while it has users to start.
+const staleBacklog = 12
+
+// roundDue reports whether a discovery round is due: a slot is free that
+// the backlog cannot fill, or the backlog is staleBacklog intervals old.
+// While every slot is busy, or the backlog has users to start, a round
+// would start no one that the backlog does not: its query (which reads the
+// whole users view, and on a busy server takes seconds) is saved.
+func (f *fleet) roundDue() bool {
+	if time.Since(f.backlog.at) >= staleBacklog*f.o.Fleet.DiscoverInterval {
+		return true
+	}
+	return len(f.running) < f.o.Fleet.MaxAgents && !slices.ContainsFunc(f.backlog.due, f.startable)
 }
 
 // retryAfter is how long to wait before another round when a user waits
@@ -223,9 +281,11 @@ func retryAfter(pending time.Time, err error) time.Duration {
 	return 0
 }
 
-// sleep waits for an agent to end (and reaps it), the discovery tick, the
-// retry time d (if not 0), the stop time, or ctx.
-func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duration) {
+// sleep waits for an agent to end (and reaps it with every other that
+// ended meanwhile), the discovery tick, the retry time d (if not 0), the
+// stop time, or ctx. It reports whether a discovery round is due: false
+// when it woke for ended agents, whose slots the backlog fills.
+func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duration) bool {
 	var retry <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -242,90 +302,91 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	case <-ctx.Done():
 	case c := <-f.ended:
 		f.reap(ctx, c)
+		for {
+			select {
+			case c := <-f.ended:
+				f.reap(ctx, c)
+			default:
+				return false
+			}
+		}
 	case <-tick:
 	case <-retry:
 	case <-stop:
 	}
-}
-
-// round reads the users with due work (one query) and starts agents for
-// as many as there are free slots. It returns how many it started and,
-// when a due user was left waiting for a retry time, the earliest such time.
-func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
-	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
-	due, err := f.lister.DueUsers(qctx, time.Now())
-	cancel()
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	dead := f.readLocks(ctx)
-	due = withDeadHolders(due, dead)
-	f.spread(due)
-	f.view.round(due)
-	started := 0
-	var pending time.Time
-	f.heldElsewhere = 0
-	for _, u := range due {
-		if len(f.running) >= f.o.Fleet.MaxAgents {
-			break
-		}
-		switch last, ok := f.drained[u.User]; {
-		case f.running[u.User] != nil || f.done[u.User]:
-			continue
-		case ok && sameDue(last, u):
-			continue
-		}
-		if _, gone := dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.heldElsewhereNow(u.User)) {
-			// an agent elsewhere works on it (the view or this round's
-			// read of the locks says so); if that agent dies, the lock
-			// expires and a later round (or run) takes the user
-			f.heldElsewhere++
-			continue
-		}
-		if t, ok := f.notBefore[u.User]; ok && time.Now().Before(t) {
-			pending = earliest(pending, t)
-			continue
-		}
-		h, err := f.takeLock(ctx, u.User)
-		if errors.Is(err, errLostRace) {
-			f.heldElsewhere++
-			continue
-		}
-		if err != nil {
-			pending = earliest(pending, f.notBefore[u.User])
-			continue
-		}
-		if err := f.startAgent(ctx, u, h); err != nil {
-			f.log.WithError(err).WithField(FieldUser, u.User).Error("cannot start the agent of this user")
-			f.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
-				Error: "the fleet could not start the agent: " + err.Error()})
-			f.done[u.User] = true
-			f.note(ExitError)
-			continue
-		}
-		started++
-	}
-	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.running)}).Debug("discovery round")
-	return started, pending, nil
+	return true
 }
 
 // spread orders the due users oldest first at the grain of a discovery
-// interval, and users that became due within the same interval in an
-// order of this fleet's own (a hash of its ID and the user): fleets on
-// several hosts that look at the same moment then start different users
-// instead of racing for the same run locks.
+// interval (counted from the oldest), and shares them out between the fleets this fleet knows of
+// (from the holders of run locks, see readLocks) by rendezvous hashing:
+// each user belongs to the fleet with the highest score of the user (see
+// fleetScore), whatever set of fleets each knows. Within a grain a fleet
+// takes its own users first, best score first; the others' users come
+// after its own of the next grain too, in the reverse of their owners'
+// order (see backlog.others). Fleets on several hosts that look at the
+// same moment then start different users, and meet head-on in another
+// fleet's share only once that share outnumbers its owner's slots,
+// instead of racing for the same run locks at every start.
 func (f *fleet) spread(due []state.UserDue) {
 	grain := f.o.Fleet.DiscoverInterval
-	rank := func(u state.UserDue) uint64 {
-		h := fnv.New64a()
-		h.Write([]byte(f.id))
-		h.Write([]byte{0})
-		h.Write([]byte(u.User))
-		return h.Sum64()
+	type order struct {
+		grain time.Time
+		score uint64
+	}
+	key := make(map[string]order, len(due))
+	f.backlog.others = map[string]bool{}
+	if len(due) == 0 {
+		return
+	}
+	// grains counted from the oldest: the first holds a whole interval's
+	// users, enough for the slots of fleets that do not know each other yet
+	oldest := slices.MinFunc(due, func(a, b state.UserDue) int { return a.Since.Compare(b.Since) }).Since
+	for _, u := range due {
+		h := hash64(u.User)
+		owner, best := f.place, fleetScore(f.place, h)
+		for p := range f.backlog.fleets {
+			if sc := fleetScore(p, h); sc > best {
+				owner, best = p, sc
+			}
+		}
+		g := oldest.Add(u.Since.Sub(oldest) / grain * grain)
+		if owner == f.place {
+			key[u.User] = order{g, ^best >> 1} // best score first
+			continue
+		}
+		f.backlog.others[u.User] = true
+		key[u.User] = order{g.Add(grain), 1<<63 | best>>1} // worst score first
 	}
 	slices.SortStableFunc(due, func(a, b state.UserDue) int {
-		return cmp.Or(a.Since.Truncate(grain).Compare(b.Since.Truncate(grain)), cmp.Compare(rank(a), rank(b)))
+		ka, kb := key[a.User], key[b.User]
+		return cmp.Or(ka.grain.Compare(kb.grain), cmp.Compare(ka.score, kb.score))
 	})
+}
+
+// fleetScore is the score of the user whose hash is h for the fleet at
+// place p (see spread).
+func fleetScore(p, h uint64) uint64 { return mix64(p ^ h) }
+
+// fleetPlace is what names the fleet that runs as process h in the
+// scores of users (see spread): the fleet's agents hold owner IDs of its
+// process (see takeLock), so other fleets find it from the lock holders.
+func fleetPlace(h state.Holder) uint64 { return hash64(state.HolderID(h, "")) }
+
+// hash64 is a hash of s spread over all 64 bits: FNV-1a, whose high bits
+// barely change with the last bytes of short names, then mix64.
+func hash64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return mix64(h.Sum64())
+}
+
+// mix64 is splitmix64's finalizer: each bit of x changes about half the
+// bits of the result.
+func mix64(x uint64) uint64 {
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // sameDue reports whether two entries of a user show the same work.
@@ -333,23 +394,29 @@ func sameDue(a, b state.UserDue) bool {
 	return a.Since.Equal(b.Since) && a.Queued == b.Queued && a.Active == b.Active && a.DepsOnly == b.DepsOnly
 }
 
-// slotTaken records that an agent took a slot, and returns how long the
-// slot had been free (0 for one never used).
-func (f *fleet) slotTaken() time.Duration {
+// slotTaken records that an agent took a slot, filled by a round or else
+// from the backlog, and returns how long the slot had been free (0 for
+// one never used).
+func (f *fleet) slotTaken(byRound bool) time.Duration {
 	if len(f.freed) == 0 {
 		return 0
 	}
 	w := time.Since(f.freed[0])
 	f.freed = f.freed[1:]
 	f.maxSlotWait = max(f.maxSlotWait, w)
+	if !byRound {
+		f.maxBacklogWait = max(f.maxBacklogWait, w)
+	}
 	return w
 }
 
 // reap records how the agent c ended and when its user may run again.
 func (f *fleet) reap(ctx context.Context, c *child) {
 	delete(f.running, c.user.User)
-	f.releaseHandoff(ctx, c)
-	f.freed = append(f.freed, time.Now())
+	if c.handoff.Owner != "" {
+		f.unreleased[c.user.User] = c // see readLocks
+	}
+	f.freed = append(f.freed, c.ended) // idle from the agent's exit on
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
 	why := c.reason()
@@ -429,6 +496,9 @@ func (f *fleet) wait(ctx context.Context) {
 	for len(f.running) > 0 {
 		f.reap(ctx, <-f.ended)
 	}
+	if len(f.unreleased) > 0 {
+		f.readLocks(ctx)
+	}
 }
 
 // agentArgs are the arguments of the agent of user u, which runs under
@@ -439,6 +509,9 @@ func (f *fleet) agentArgs(u string, h handoff) ([]string, error) {
 	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
 	if h.Owner != "" {
 		args = append(args, "--fleet-owner", h.Owner)
+	}
+	if f.checked != nil {
+		args = append(args, "--fleet-read-quorum", fmt.Sprint(f.checked.ReadQuorum))
 	}
 	if f.view.on() {
 		args = append(args, "--progress-fd", fmt.Sprint(progressFD))

@@ -45,8 +45,9 @@ func (c *child) runtime() time.Duration { return c.ended.Sub(c.started) }
 
 // startAgent starts the agent of u in a process group of its own (so that
 // a second signal can kill it with its gfal-rm), its output read line by
-// line into the fleet's log.
-func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff) error {
+// line into the fleet's log; byRound says whether a discovery round
+// started it, or a refill from the backlog.
+func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff, byRound bool) error {
 	args, err := f.agentArgs(u.User, h)
 	if err != nil {
 		return err
@@ -74,7 +75,7 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff) erro
 	f.running[u.User] = c
 	f.started++
 	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "owner": h.Owner, "waiting_since": u.Since.UTC().Format(time.RFC3339),
-		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken().Seconds()}).Info("agent started")
+		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken(byRound).Seconds(), "filled_by": filledBy(byRound)}).Info("agent started")
 	read := make(chan struct{})
 	if progress != nil {
 		f.view.started(u.User)
@@ -99,6 +100,14 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff) erro
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	return nil
+}
+
+// filledBy names what started an agent, in its "agent started" line.
+func filledBy(byRound bool) string {
+	if byRound {
+		return "round"
+	}
+	return "backlog"
 }
 
 // progressPipe gives the agent c a pipe to write its passes to, when the

@@ -9,35 +9,59 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// readLocks reads the run locks, once per round. It returns the users
-// whose live run lock is held by an agent known dead (its process gone
-// from this host: see holder.Of), by user: their agent takes the lock
-// over at once, and the claims of the dead one back. It replaces
-// heldUntil with the users whose live lock another live holder holds, and
-// until when: discovery leaves them out, even when its view does not show
-// the lock yet (another host took it since the view was read). If the read
-// fails, heldUntil stays as it was.
-func (f *fleet) readLocks(ctx context.Context) map[string]state.LockDoc {
+// readLocks reads the run locks (one read), at each round and before
+// each refill of the slots from the backlog. It releases the lock of each
+// ended agent that the read shows still held under the owner ID the fleet
+// took it under (see releaseHandoff): an agent that released its own lock
+// costs no request more. It puts in the backlog the users whose live run
+// lock is held by an agent known dead (its process gone from this host:
+// see holder.Of), whose agent takes the lock over at once and the claims
+// of the dead one back, and the users whose lock another agent released
+// since the round (see backlog.ranElsewhere). It replaces heldUntil with
+// the users whose live lock another live holder holds, and until when:
+// they are left out even when discovery does not show the lock (another
+// host took it since). If the read fails, the ended agents' locks are
+// released one by one and what the fleet knew stays as it was.
+func (f *fleet) readLocks(ctx context.Context) {
 	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
 	defer cancel()
 	locks, err := f.lister.Locks(qctx, "")
 	if err != nil {
 		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
-		return nil
+		for u, c := range f.unreleased {
+			f.releaseHandoff(ctx, c)
+			delete(f.unreleased, u)
+		}
+		return
 	}
 	now := time.Now()
-	dead, held := map[string]state.LockDoc{}, map[string]time.Time{}
+	dead, held, fleets := map[string]state.LockDoc{}, map[string]time.Time{}, map[uint64]bool{}
 	for _, l := range locks {
+		if c := f.unreleased[l.User]; c != nil {
+			delete(f.unreleased, l.User)
+			if l.Holder == c.handoff.Owner && !l.Expire.IsZero() {
+				f.releaseHandoff(ctx, c)
+				continue
+			}
+		}
 		switch {
-		case !l.Expire.After(now) || f.running[l.User] != nil:
+		case f.running[l.User] != nil:
+		case !l.Expire.After(now):
+			if ranElsewhereSince(l.LastRun, f.backlog.at) {
+				f.backlog.ranElsewhere[l.User] = true
+			}
+			if l.LastRun != nil && l.LastRun.Ended.After(now.Add(-fleetMemory*f.o.Fleet.DiscoverInterval)) {
+				addFleet(fleets, l.LastRun.Holder)
+			}
 		case holder.Of(l.Holder).State == holder.Gone:
 			dead[l.User] = l
 		default:
 			held[l.User] = l.Expire.Time
+			addFleet(fleets, l.Holder)
 		}
 	}
-	f.heldUntil = held
-	return dead
+	clear(f.unreleased) // no lock document: nothing to release
+	f.heldUntil, f.backlog.dead, f.backlog.fleets = held, dead, fleets
 }
 
 // withDeadHolders adds to due the users whose lock a dead agent holds but
@@ -50,4 +74,29 @@ func withDeadHolders(due []state.UserDue, dead map[string]state.LockDoc) []state
 		}
 	}
 	return due
+}
+
+// fleetMemory is how many discovery intervals a fleet is known to others
+// after its last agent released a lock: agents of many fleets often end
+// at once, and a fleet that reads the locks just then still knows the
+// others (see spread).
+const fleetMemory = 3
+
+// addFleet adds the place of the process that owner ID id names to
+// fleets, unless it is this process.
+func addFleet(fleets map[uint64]bool, id string) {
+	if h, ok := state.ParseHolder(id); ok && h != holder.This() {
+		fleets[fleetPlace(h)] = true
+	}
+}
+
+// ranElsewhereSince reports whether run, the last run recorded on a lock,
+// ended after t and was not one of this process's agents (which hold
+// owner IDs of this process: see takeLock).
+func ranElsewhereSince(run *state.RunRecord, t time.Time) bool {
+	if run == nil || !run.Ended.After(t) {
+		return false
+	}
+	h, ok := state.ParseHolder(run.Holder)
+	return !ok || h != holder.This()
 }

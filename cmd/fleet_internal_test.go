@@ -3,10 +3,15 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/state"
 )
 
 func TestExpandUser(t *testing.T) {
@@ -97,5 +102,49 @@ func TestAgentArgs_Templates(t *testing.T) {
 	}
 	if _, err := f.agentArgs("../root", handoff{}); err == nil {
 		t.Errorf("a user name that leaves the directory was put in a file name")
+	}
+}
+
+// TestFleetSpread: users due within one discovery interval come before
+// later ones, in every fleet. Within that grain, fleets that do not know
+// each other begin with different users; two fleets that know each other
+// share the users out, each taking its own first, then the other's in the
+// reverse of the other's order: one's order is the other's reversed, so
+// they meet head-on, once.
+func TestFleetSpread(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var due []state.UserDue
+	for i := range 100 {
+		due = append(due, state.UserDue{User: fmt.Sprintf("u%04d", i), Since: t0.Add(time.Duration(i) * 10 * time.Millisecond)})
+	}
+	late := state.UserDue{User: "late", Since: t0.Add(time.Minute)}
+	ha, hb := state.Holder{Host: "hosta", PID: 100}, state.Holder{Host: "hostb", PID: 200}
+	order := func(self state.Holder, others ...state.Holder) []string {
+		o := &RunOptions{}
+		o.Fleet.DiscoverInterval = 5 * time.Second
+		f := &fleet{o: o, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
+		for _, h := range others {
+			f.backlog.fleets[fleetPlace(h)] = true
+		}
+		d := append([]state.UserDue{late}, due...)
+		f.spread(d)
+		var names []string
+		for _, u := range d {
+			names = append(names, u.User)
+		}
+		if names[len(names)-1] != "late" {
+			t.Fatalf("order %v: the user due a minute after the others is not last", names)
+		}
+		return names[:len(due)]
+	}
+	a, b := order(ha), order(hb)
+	if a[0] == b[0] {
+		t.Errorf("both fleets begin with %s", a[0])
+	}
+	a, b = order(ha, hb), order(hb, ha)
+	rev := slices.Clone(a)
+	slices.Reverse(rev)
+	if !slices.Equal(b, rev) {
+		t.Errorf("two fleets that know each other do not work through their users from opposite ends:\n%v\n%v", a, b)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // handoff is a user's run lock that a fleet took for the agent it starts:
@@ -23,6 +25,12 @@ type handoff struct {
 // host took it since the discovery round; no agent is started.
 var errLostRace = errors.New("the user's run lock is held elsewhere")
 
+// errRanElsewhere is the fleet's own refusal of a user's run lock it took:
+// another agent took and released the lock since the discovery round, so
+// the user's entry in the backlog may be drained already; the lock is
+// released again and the user waits for the next round.
+var errRanElsewhere = errors.New("another agent ran for the user since the discovery round")
+
 // takeLock takes the run lock of u for the agent the fleet is about to
 // start, under an owner ID of this process (see agentID): if this process
 // dies, its agents die with it (agentProcAttr) and the lock names a
@@ -32,15 +40,60 @@ var errLostRace = errors.New("the user's run lock is held elsewhere")
 // lost race: the user is left out of discovery until that lock expires
 // (errLostRace). Any other error leaves the user for a later round.
 func (f *fleet) takeLock(ctx context.Context, u string) (handoff, error) {
+	return f.tookLock(ctx, f.acquire(ctx, u))
+}
+
+// take is one request for a user's run lock (see takeLock).
+type take struct {
+	user, owner string
+	lock        state.Lock
+	err         error
+}
+
+// acquire asks for the run lock of u under a new owner ID of this
+// process. It changes nothing of the fleet's, so that several run at once
+// (see takeLocks).
+func (f *fleet) acquire(ctx context.Context, u string) take {
+	t := take{user: u}
 	if f.o.Agent.DryRun {
-		return handoff{}, nil // a dry run takes no lock
+		return t // a dry run takes no lock
 	}
-	owner := agentID()
+	t.owner = agentID()
 	lctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
-	l, err := f.locker.AcquireLock(lctx, u, owner, f.o.Agent.LockTTL)
+	t.lock, t.err = f.locker.AcquireLock(lctx, u, t.owner, f.o.Agent.LockTTL)
 	cancel()
+	return t
+}
+
+// takeLocks asks for the run locks of users at once, their requests in
+// flight together: the slots freed by agents that ended together are
+// filled in the time of one take, not one after another.
+func (f *fleet) takeLocks(ctx context.Context, users []string) []take {
+	out := make([]take, len(users))
+	var wg sync.WaitGroup
+	for i, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = f.acquire(ctx, u)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// tookLock is what the take t means for the fleet (see takeLock).
+func (f *fleet) tookLock(ctx context.Context, t take) (handoff, error) {
+	if f.o.Agent.DryRun {
+		return handoff{}, nil
+	}
+	u, owner, l, err := t.user, t.owner, t.lock, t.err
 	var le *state.LockedError
 	switch {
+	case err == nil && ranElsewhereSince(l.LastRun, f.backlog.at):
+		f.backlog.ranElsewhere[u] = true
+		f.releaseLock(ctx, u, handoff{Owner: owner, lock: l}, nil)
+		return handoff{}, errRanElsewhere
 	case err == nil:
 		return handoff{Owner: owner, lock: l}, nil
 	case errors.As(err, &le):
@@ -132,4 +185,19 @@ func runOwner(fo *FleetOptions) (string, error) {
 		return "", usagef("--fleet-owner %q: not an agent owner ID (host:pid:start-machine-random)", fo.Owner)
 	}
 	return fo.Owner, nil
+}
+
+// fleetChecked is what the fleet that started this agent found when it
+// opened CouchDB (--fleet-read-quorum, an agent of a fleet only), nil if
+// it was not given: the agent then opens the database without asking
+// again and does not check its credentials' role, which the fleet did
+// with the same credentials.
+func fleetChecked(fo *FleetOptions) (*couch.Checked, error) {
+	switch {
+	case fo.ReadQuorum < 0:
+		return nil, nil
+	case !fo.Agent:
+		return nil, usagef("--fleet-read-quorum is set by --all-users on its agents only (with --fleet-agent)")
+	}
+	return &couch.Checked{ReadQuorum: fo.ReadQuorum}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -43,9 +44,10 @@ func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 	o.Fleet.MaxAgents, o.Fleet.DiscoverInterval = 4, time.Second
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), lister: lister, locker: store,
+	return &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), place: fleetPlace(holder.This()), lister: lister, locker: store,
 		exe: filepath.Join(t.TempDir(), "no-aso"), view: newFleetView(&console{}), running: map[string]*child{}, ended: make(chan *child, 4),
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{}}
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
+		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{}}
 }
 
 // TestFleetRound_LockTakenElsewhere: discovery found ann due and her
@@ -168,4 +170,105 @@ func containsPair(args []string, k, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestFleetReadLocks_ReleasesEndedAgents: the read of the locks after
+// agents ended releases, with the fleet's record of the run, the lock of
+// an agent that ended without taking it (still held under the owner the
+// fleet handed over), and leaves alone the lock an agent released itself
+// with its own record; neither user counts as held elsewhere.
+func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
+	ctx := context.Background()
+	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f := testFleet(t, store, store)
+	ended := map[string]int{"ann": ExitError, "bob": ExitOK}
+	for u, code := range ended {
+		h, err := f.takeLock(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.unreleased[u] = &child{user: state.UserDue{User: u}, handoff: h, code: code, out: &logRelay{}}
+	}
+	agentLock, err := store.AcquireLock(ctx, "bob", f.unreleased["bob"].handoff.Owner, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.ReleaseLock(ctx, agentLock, &state.RunRecord{Holder: agentLock.Holder, ExitCode: ExitOK}); err != nil {
+		t.Fatal(err)
+	}
+	f.readLocks(ctx)
+	if len(f.unreleased) != 0 || f.heldElsewhereNow("ann") || f.heldElsewhereNow("bob") {
+		t.Errorf("after the read: unreleased %v, held elsewhere %v; want none", f.unreleased, f.heldUntil)
+	}
+	locks, err := store.Locks(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range locks {
+		switch {
+		case !l.Expire.IsZero() || l.LastRun == nil:
+			t.Errorf("%s's lock after the read: %+v; want released with a run record", l.User, l)
+		case l.User == "ann" && (l.LastRun.By != f.id || l.LastRun.ExitCode != ExitError):
+			t.Errorf("ann's run record %+v: want the fleet's (by %s, exit %d)", l.LastRun, f.id, ExitError)
+		case l.User == "bob" && l.LastRun.By != "":
+			t.Errorf("bob's run record %+v: want the agent's own", l.LastRun)
+		}
+	}
+	if len(locks) != 2 {
+		t.Errorf("%d locks, want ann's and bob's", len(locks))
+	}
+}
+
+// TestFleetChecked: a fleet on CouchDB hands its agents the read quorum it
+// found (--fleet-read-quorum), which an agent of a fleet opens the
+// database with, without asking again; the flag is refused elsewhere.
+func TestFleetChecked(t *testing.T) {
+	f := &fleet{o: &RunOptions{}, checked: &couch.Checked{ReadQuorum: 2}}
+	args, err := f.agentArgs("ann", handoff{})
+	if err != nil || !containsPair(args, "--fleet-read-quorum", "2") {
+		t.Errorf("agent args %q, %v: want --fleet-read-quorum 2", args, err)
+	}
+	if c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2}); err != nil || c == nil || c.ReadQuorum != 2 {
+		t.Errorf("fleetChecked(agent, 2) = %+v, %v", c, err)
+	}
+	if c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: -1}); err != nil || c != nil {
+		t.Errorf("fleetChecked(agent, unset) = %+v, %v; want nil: open and check as usual", c, err)
+	}
+	var ue usageError
+	if _, err := fleetChecked(&FleetOptions{ReadQuorum: 0}); !errors.As(err, &ue) {
+		t.Errorf("fleetChecked(not an agent of a fleet): %v, want a usage error", err)
+	}
+}
+
+// TestFleetRoundDue: a tick reads the users view again only when a slot
+// is free that the backlog cannot fill, or the backlog is old.
+func TestFleetRoundDue(t *testing.T) {
+	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	f := testFleet(t, store, store)
+	f.o.Fleet.MaxAgents = 1
+	f.backlog.at = time.Now()
+	f.backlog.due = []state.UserDue{{User: "ann", Since: time.Now(), Queued: 1}}
+	if f.roundDue() {
+		t.Errorf("a round is due while the backlog has a user to start")
+	}
+	f.done["ann"] = true
+	if !f.roundDue() {
+		t.Errorf("no round is due with a free slot and no user left to start")
+	}
+	f.running["bob"] = &child{}
+	if f.roundDue() {
+		t.Errorf("a round is due while every slot is busy")
+	}
+	f.backlog.at = time.Now().Add(-staleBacklog * f.o.Fleet.DiscoverInterval)
+	if !f.roundDue() {
+		t.Errorf("no round is due with a backlog %d intervals old", staleBacklog)
+	}
 }

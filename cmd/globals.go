@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
+
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // Log field names, shared by every log line.
@@ -49,6 +51,9 @@ type Globals struct {
 	// CouchDB credentials it uses (couchOptions, checkCouchRole).
 	command   string
 	couchCred couchCredential
+	// couchChecked is what the fleet that started this agent found when
+	// it opened CouchDB (see fleetChecked); nil: open and check as usual.
+	couchChecked *couch.Checked
 }
 
 // AddFlags registers the global flags on the root command.

@@ -22,7 +22,7 @@ var (
 		"sim-seed": true, "sim-failure-rate": true, "sim-transfer-time": true,
 		"seed": true, "failure-rate": true, "default-retry": true,
 		"queue-delay": true, "start-delay": true, "transfer-time": true,
-		"scitag-activity": true, "max-active-per-link": true,
+		"scitag-activity": true, "max-active-per-link": true, "fleet-read-quorum": true,
 	}
 	negativeAllowed = map[string]bool{"fts-retry": true, "sim-seed": true, "seed": true}
 )

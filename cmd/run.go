@@ -135,6 +135,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if err != nil {
 		return err
 	}
+	if g.couchChecked, err = fleetChecked(&o.Fleet); err != nil {
+		return err
+	}
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
 	sc := state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy.WithDefaults()}
 	store, err := g.OpenStore(ctx, sc)

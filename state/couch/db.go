@@ -54,13 +54,17 @@ var ErrNoDatabase = errors.New("the database does not exist")
 
 // openDB connects to the existing database of o in one request: the
 // database's information (404: it does not exist), with the cluster's
-// read quorum when it is a cluster.
+// read quorum when it is a cluster; in none when o.Checked says that.
 func openDB(ctx context.Context, o Options) (*db, error) {
 	c, t, hc, err := connect(o)
 	if err != nil {
 		return nil, err
 	}
 	d := &db{client: c, kdb: c.DB(t.db), bulk: newBulkHTTP(hc, t), url: t.server + t.db}
+	if o.Checked != nil {
+		d.readQuorum = o.Checked.ReadQuorum
+		return d, nil
+	}
 	var st *kivik.DBStats
 	missing := false
 	err = retryHTTP(ctx, func() error {

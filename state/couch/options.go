@@ -40,6 +40,17 @@ type Options struct {
 	// WrapTransport, if set, wraps the transport (Transport or the default
 	// one), e.g. to log every request.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Checked, when set, is what the database's information said to a
+	// process that opened it before (a fleet, for the agents it starts):
+	// Open then sends no request of its own.
+	Checked *Checked
+}
+
+// Checked is what opening a database learnt of it (see Store.Checked).
+type Checked struct {
+	// ReadQuorum is the r of the database's cluster (0: not a cluster,
+	// or the server does not say).
+	ReadQuorum int
 }
 
 // target is a parsed Options.URL.

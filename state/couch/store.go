@@ -53,5 +53,9 @@ func writerName(a state.Agent) string {
 	return "aso"
 }
 
+// Checked returns what opening the database learnt of it, for another
+// process to open it without asking again (Options.Checked).
+func (s *Store) Checked() Checked { return Checked{ReadQuorum: s.db.readQuorum} }
+
 // Close releases the client's connections.
 func (s *Store) Close() error { return s.db.close() }

@@ -1,0 +1,210 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/asyncstageout/aso/state"
+)
+
+// backlog is what the last discovery round found: the users with due work
+// in this fleet's order (see spread), and what the latest read of the run
+// locks says about them. Slots freed between rounds are filled from it.
+type backlog struct {
+	due []state.UserDue
+	// at is when the round asked for due (this host's clock).
+	at time.Time
+	// dead holds the users whose live lock an agent known dead holds
+	// (see readLocks).
+	dead map[string]state.LockDoc
+	// ranElsewhere holds the users whose lock another agent took and
+	// released since the round: their entry may be drained already, and
+	// waits for the next round rather than start an agent with nothing to do.
+	ranElsewhere map[string]bool
+	// fleets holds the places (see fleetPlace) of the other processes
+	// that hold live run locks or released one lately (see fleetMemory):
+	// other hosts' fleets, for spread.
+	fleets map[uint64]bool
+	// others holds the users of due that belong to another fleet (see
+	// spread): fill asks for one such lock at a time, since their owner
+	// may be taking them too.
+	others map[string]bool
+}
+
+// round reads the users with due work (one query) and the run locks (one
+// read), keeps them as the backlog, and starts agents for as many as
+// there are free slots. It returns how many it started and, when a due
+// user was left waiting for a retry time, the earliest such time.
+func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
+	now := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
+	due, err := f.lister.DueUsers(qctx, now)
+	cancel()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	f.backlog = backlog{at: now, ranElsewhere: map[string]bool{}}
+	f.readLocks(ctx)
+	due = withDeadHolders(due, f.backlog.dead)
+	f.spread(due)
+	f.view.round(due)
+	f.backlog.due = due
+	started, pending := f.fill(ctx, true)
+	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.running)}).Debug("discovery round")
+	return started, pending, nil
+}
+
+// refill starts agents in the free slots from the backlog, between
+// rounds, once a read of the run locks has brought what the backlog
+// knows of them up to date (other hosts take users all the time) and
+// released the locks of ended agents that did not release their own. It
+// reads nothing when there is nothing to release and no user of the
+// backlog could be started.
+func (f *fleet) refill(ctx context.Context) (int, time.Time) {
+	room := len(f.running) < f.o.Fleet.MaxAgents && slices.ContainsFunc(f.backlog.due, f.startable)
+	if !room && len(f.unreleased) == 0 {
+		return 0, time.Time{}
+	}
+	f.readLocks(ctx)
+	if !room {
+		return 0, time.Time{}
+	}
+	f.backlog.due = withDeadHolders(f.backlog.due, f.backlog.dead)
+	f.spread(f.backlog.due) // the fleets known may have changed
+	return f.fill(ctx, false)
+}
+
+// startable reports whether what the fleet knows lets it start an agent
+// for u now: not running here, not done, not drained with this very
+// entry, not held elsewhere (unless by a dead holder), not run elsewhere
+// since the round, and not waiting for a retry time.
+func (f *fleet) startable(u state.UserDue) bool {
+	return f.skip(u) == skipNone
+}
+
+// skipReason is why fill leaves a user of the backlog alone.
+type skipReason int
+
+const (
+	skipNone    skipReason = iota
+	skipOurs               // running here, done, or drained with this entry
+	skipHeld               // an agent elsewhere holds the user's lock
+	skipPending            // waiting for its retry time
+)
+
+func (f *fleet) skip(u state.UserDue) skipReason {
+	last, drained := f.drained[u.User]
+	switch {
+	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User]:
+		return skipOurs
+	case drained && sameDue(last, u):
+		return skipOurs
+	}
+	if _, gone := f.backlog.dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.heldElsewhereNow(u.User)) {
+		// an agent elsewhere works on it (the view or a read of the locks
+		// says so); if that agent dies, the lock expires and a later round
+		// (or run) takes the user
+		return skipHeld
+	}
+	if t, ok := f.notBefore[u.User]; ok && time.Now().Before(t) {
+		return skipPending
+	}
+	return skipNone
+}
+
+// fill starts agents for the users of the backlog, in its order, while
+// slots are free, for a round (byRound) or a refill: it asks for the locks
+// of as many users as there are free slots at once (see takeLocks), then
+// for the next ones if some were lost. It returns how many it started
+// and the earliest retry time of a user left waiting for one.
+func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
+	started := 0
+	tried := map[string]bool{}
+	for len(f.running) < f.o.Fleet.MaxAgents {
+		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running), tried)
+		if len(batch) == 0 {
+			break
+		}
+		names := make([]string, len(batch))
+		for i, u := range batch {
+			names[i] = u.User
+		}
+		lost := map[string]time.Time{}
+		for i, t := range f.takeLocks(ctx, names) {
+			h, err := f.tookLock(ctx, t)
+			switch {
+			case errors.Is(err, errLostRace):
+				lost[t.user] = f.heldUntil[t.user]
+			case err == nil && f.start1(ctx, batch[i], h, byRound):
+				started++
+			}
+		}
+		if len(lost) > 0 {
+			// another fleet works here: learn what it took since the last
+			// read, rather than lose the race for each of those users
+			f.readLocks(ctx)
+			for u, until := range lost {
+				if until.After(f.heldUntil[u]) {
+					f.heldUntil[u] = until // the read may lag the take
+				}
+			}
+		}
+	}
+	return started, f.tally()
+}
+
+// nextUsers returns up to n users of the backlog that the fleet could
+// start now and has not tried in this fill, marking them tried; of the
+// users of other fleets, one at most.
+func (f *fleet) nextUsers(n int, tried map[string]bool) []state.UserDue {
+	var out []state.UserDue
+	other := false
+	for _, u := range f.backlog.due {
+		if len(out) == n {
+			break
+		}
+		if tried[u.User] || !f.startable(u) || (other && f.backlog.others[u.User]) {
+			continue
+		}
+		tried[u.User] = true
+		other = other || f.backlog.others[u.User]
+		out = append(out, u)
+	}
+	return out
+}
+
+// start1 starts the agent of u under the lock h the fleet took for it; if
+// it cannot, it frees the lock and does not run the user again.
+func (f *fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound bool) bool {
+	err := f.startAgent(ctx, u, h, byRound)
+	if err == nil {
+		return true
+	}
+	f.log.WithError(err).WithField(FieldUser, u.User).Error("cannot start the agent of this user")
+	f.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
+		Error: "the fleet could not start the agent: " + err.Error()})
+	f.done[u.User] = true
+	f.note(ExitError)
+	return false
+}
+
+// tally counts the users of the backlog left alone because an agent
+// elsewhere holds their lock (heldElsewhere), and returns the earliest
+// retry time of those waiting for one (zero: none).
+func (f *fleet) tally() time.Time {
+	var pending time.Time
+	f.heldElsewhere = 0
+	for _, u := range f.backlog.due {
+		switch f.skip(u) {
+		case skipHeld:
+			f.heldElsewhere++
+		case skipPending:
+			pending = earliest(pending, f.notBefore[u.User])
+		}
+	}
+	return pending
+}
