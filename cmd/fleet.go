@@ -3,6 +3,7 @@ package cmd
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -42,6 +43,10 @@ type FleetOptions struct {
 	// its credentials' role; the agent opens it without asking again, with
 	// this read quorum (see couch.Options.Checked). -1: not set.
 	ReadQuorum int
+	// Identity is set with ReadQuorum (hidden flag --fleet-couch-identity,
+	// JSON): who the fleet's credentials are, as CouchDB told the fleet,
+	// for the agent's report.
+	Identity string
 
 	// flags are the flags of the run command, for the agents' arguments.
 	flags func() *pflag.FlagSet
@@ -69,8 +74,10 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	_ = f.MarkHidden("fleet-agent")
 	_ = f.MarkHidden("progress-fd")
 	f.IntVar(&o.ReadQuorum, "fleet-read-quorum", -1, "set by --all-users on its agents on CouchDB: the database's read quorum, as the fleet found it when it checked the database and the credentials")
+	f.StringVar(&o.Identity, "fleet-couch-identity", "", "set by --all-users on its agents on CouchDB: who the credentials are, as the fleet found it (JSON)")
 	_ = f.MarkHidden("fleet-owner")
 	_ = f.MarkHidden("fleet-read-quorum")
+	_ = f.MarkHidden("fleet-couch-identity")
 	o.flags = cmd.Flags
 }
 
@@ -184,6 +191,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	}
 	if cs, ok := store.(interface{ Checked() couch.Checked }); ok {
 		c := cs.Checked()
+		c.Identity = g.couchCred.Identity
 		f.checked = &c
 	}
 	if o.Agent.MaxRuntime > 0 {
@@ -511,7 +519,11 @@ func (f *fleet) agentArgs(u string, h handoff) ([]string, error) {
 		args = append(args, "--fleet-owner", h.Owner)
 	}
 	if f.checked != nil {
-		args = append(args, "--fleet-read-quorum", fmt.Sprint(f.checked.ReadQuorum))
+		id, err := json.Marshal(f.checked.Identity)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--fleet-read-quorum", fmt.Sprint(f.checked.ReadQuorum), "--fleet-couch-identity", string(id))
 	}
 	if f.view.on() {
 		args = append(args, "--progress-fd", fmt.Sprint(progressFD))

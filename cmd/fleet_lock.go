@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -188,7 +189,8 @@ func runOwner(fo *FleetOptions) (string, error) {
 }
 
 // fleetChecked is what the fleet that started this agent found when it
-// opened CouchDB (--fleet-read-quorum, an agent of a fleet only), nil if
+// opened CouchDB (--fleet-read-quorum and --fleet-couch-identity, an agent
+// of a fleet only), nil if
 // it was not given: the agent then opens the database without asking
 // again and does not check its credentials' role, which the fleet did
 // with the same credentials.
@@ -199,5 +201,11 @@ func fleetChecked(fo *FleetOptions) (*couch.Checked, error) {
 	case !fo.Agent:
 		return nil, usagef("--fleet-read-quorum is set by --all-users on its agents only (with --fleet-agent)")
 	}
-	return &couch.Checked{ReadQuorum: fo.ReadQuorum}, nil
+	c := &couch.Checked{ReadQuorum: fo.ReadQuorum}
+	if fo.Identity != "" {
+		if err := json.Unmarshal([]byte(fo.Identity), &c.Identity); err != nil {
+			return nil, usagef("--fleet-couch-identity %q: %v", fo.Identity, err)
+		}
+	}
+	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -241,6 +242,21 @@ func TestFleetChecked(t *testing.T) {
 	var ue usageError
 	if _, err := fleetChecked(&FleetOptions{ReadQuorum: 0}); !errors.As(err, &ue) {
 		t.Errorf("fleetChecked(not an agent of a fleet): %v, want a usage error", err)
+	}
+	// who the credentials are goes to the agent too, for its report
+	who := couch.Identity{Name: "agent-ann", Roles: []string{couch.RoleAgent}}
+	f.checked.Identity = who
+	args, err = f.agentArgs("ann", handoff{})
+	i := slices.Index(args, "--fleet-couch-identity")
+	if err != nil || i < 0 || i+1 >= len(args) {
+		t.Fatalf("agent args %q, %v: want --fleet-couch-identity", args, err)
+	}
+	c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2, Identity: args[i+1]})
+	if err != nil || c.Identity.Name != who.Name || !slices.Equal(c.Identity.Roles, who.Roles) {
+		t.Errorf("fleetChecked(%s) = %+v, %v; want the identity %+v", args[i+1], c, err, who)
+	}
+	if _, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2, Identity: "{"}); !errors.As(err, &ue) {
+		t.Errorf("fleetChecked(an identity that is no JSON): %v, want a usage error", err)
 	}
 }
 

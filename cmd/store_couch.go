@@ -40,6 +40,7 @@ func openCouch(ctx context.Context, g *Globals, u string, cfg state.Config) (sta
 	if g.couchChecked != nil {
 		// an agent of a fleet, which checked the database and the role
 		o.Checked = g.couchChecked
+		g.couchCred.Identity = g.couchChecked.Identity
 		return couch.Open(ctx, o, cfg)
 	}
 	if err := checkCouchRole(ctx, g, o); err != nil {

@@ -51,6 +51,9 @@ type Checked struct {
 	// ReadQuorum is the r of the database's cluster (0: not a cluster,
 	// or the server does not say).
 	ReadQuorum int
+	// Identity is who the credentials are (GET /_session), as the process
+	// that checked them found; the store does not use it.
+	Identity Identity
 }
 
 // target is a parsed Options.URL.
