@@ -69,11 +69,21 @@ func ftsScenarios() []scenario {
 				e.args = append(e.args, "--token-file=", "--proxy", proxy, "--cert-dir", e.pki.CADir)
 			},
 			run: func(e *env) {
+				expire := func() {
+					e.w.Sim.ExpireDelegation()
+					e.faults.add("fts.expire_delegation", 1)
+				}
 				e.underFaults(func(ctx context.Context) {
-					e.every(ctx, 300*time.Millisecond, 900*time.Millisecond, func() {
-						e.w.Sim.ExpireDelegation()
-						e.faults.add("fts.expire_delegation", 1)
-					})
+					// the first expiry right after the first submission, so
+					// that the rest of the run's submissions meet it even
+					// when the agent drains before the first period ends
+					select {
+					case <-e.w.Sim.Arrival("submit"):
+						expire()
+					case <-ctx.Done():
+						return
+					}
+					e.every(ctx, 300*time.Millisecond, 900*time.Millisecond, expire)
 				})
 				if n := e.w.Sim.Requests()["delegation"]; n < 2 {
 					e.violate("the proxy was delegated %d times; want a delegation after an expiry", n)
