@@ -30,18 +30,31 @@ var knownFields = func() map[string]bool {
 // t.Extra, which replace a field of the same name (see salvage).
 func encode(t *state.Transfer) (json.RawMessage, error) {
 	t.Type = state.DocType
-	b, err := json.Marshal(t)
+	b, err := marshalAsIs(t)
 	if err == nil && len(t.Extra) > 0 {
 		var m map[string]json.RawMessage
 		if err = json.Unmarshal(b, &m); err == nil {
 			maps.Copy(m, t.Extra)
-			b, err = json.Marshal(m)
+			b, err = marshalAsIs(m)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("couch: encode transfer %s: %w", t.ID, err)
 	}
 	return b, nil
+}
+
+// marshalAsIs encodes v as json.Marshal does but without escaping <, >
+// and &, which json.Marshal would also do inside the unknown fields' raw
+// values: they are written back byte for byte.
+func marshalAsIs(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // decode parses and validates a stored transfer document; the fields aso
