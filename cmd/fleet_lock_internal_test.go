@@ -39,6 +39,18 @@ func (s staleDue) Locks(ctx context.Context, user string) ([]state.LockDoc, erro
 
 // testFleet is a fleet over store whose agents cannot start (its binary
 // does not exist): a round that tries to start one marks the user done.
+// fleetTestStore opens a file store for the fleet's tests, closed at the
+// test's end.
+func fleetTestStore(t *testing.T) *memfile.Store {
+	t.Helper()
+	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 	o := &RunOptions{}
 	o.Agent.PhaseTimeout, o.Agent.LockTTL = 10*time.Second, 5*time.Minute
@@ -64,11 +76,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 	}{{"after discovery", false, 0}, {"after the read of the locks", true, 1}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := fleetTestStore(t)
 			due := []state.UserDue{{User: "ann", Since: time.Now().Add(-time.Minute), Queued: 3}}
 			const other = "otherhost:4242:1234-abcdef01-cafe"
 			if _, err := store.AcquireLock(ctx, "ann", other, time.Hour); err != nil {
@@ -98,11 +106,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 // lock whose holder is known dead is left to the agent to take over.
 func TestFleetTakeLock_HandOver(t *testing.T) {
 	ctx := context.Background()
-	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
 	h, err := f.takeLock(ctx, "ann")
 	if err != nil {
@@ -180,11 +184,7 @@ func containsPair(args []string, k, v string) bool {
 // with its own record; neither user counts as held elsewhere.
 func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 	ctx := context.Background()
-	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
 	ended := map[string]int{"ann": ExitError, "bob": ExitOK}
 	for u, code := range ended {
@@ -263,11 +263,7 @@ func TestFleetChecked(t *testing.T) {
 // TestFleetRoundDue: a tick reads the users view again only when a slot
 // is free that the backlog cannot fill, or the backlog is old.
 func TestFleetRoundDue(t *testing.T) {
-	store, err := memfile.Open(filepath.Join(t.TempDir(), "s.aso"), state.Config{Agent: state.Agent{User: "ann", Owner: "test"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
 	f.o.Fleet.MaxAgents = 1
 	f.backlog.at = time.Now()
