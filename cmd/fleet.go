@@ -185,10 +185,8 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	f := &fleet{
 		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), place: fleetPlace(holder.This()), lister: lister, locker: store, exe: exe,
 		base: fo.agentBase(), start: time.Now(), view: newFleetView(con),
-		running: map[string]*child{}, ended: make(chan *child, fo.MaxAgents),
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
-		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{},
 	}
+	f.initState()
 	if cs, ok := store.(interface{ Checked() couch.Checked }); ok {
 		c := cs.Checked()
 		c.Identity = g.couchCred.Identity
@@ -577,4 +575,11 @@ func expandUser(template, u string) (string, error) {
 		return "", fmt.Errorf("user %q cannot be put in a file name", u)
 	}
 	return strings.ReplaceAll(template, userTemplate, u), nil
+}
+
+// initState makes the fleet's empty memory of its agents and users.
+func (f *fleet) initState() {
+	f.running, f.ended = map[string]*child{}, make(chan *child, f.o.Fleet.MaxAgents)
+	f.drained, f.notBefore, f.done, f.heldUntil = map[string]state.UserDue{}, map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
+	f.backlog, f.unreleased = backlog{ranElsewhere: map[string]bool{}}, map[string]*child{}
 }

@@ -57,10 +57,10 @@ func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 	o.Fleet.MaxAgents, o.Fleet.DiscoverInterval = 4, time.Second
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), place: fleetPlace(holder.This()), lister: lister, locker: store,
-		exe: filepath.Join(t.TempDir(), "no-aso"), view: newFleetView(&console{}), running: map[string]*child{}, ended: make(chan *child, 4),
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
-		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{}}
+	f := &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), place: fleetPlace(holder.This()), lister: lister, locker: store,
+		exe: filepath.Join(t.TempDir(), "no-aso"), view: newFleetView(&console{})}
+	f.initState()
+	return f
 }
 
 // TestFleetRound_LockTakenElsewhere: discovery found ann due and her
