@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -133,27 +134,49 @@ func signalName(s os.Signal) string {
 
 // onStopSignals calls first (if not nil) once ctx is cancelled (by the
 // first stop signal), then second on the next stop signal. The returned
-// function stops watching.
+// function stops watching. It listens from the call on: a second signal
+// sent right after the first is not missed while ctx's cancellation is
+// being noticed.
 func onStopSignals(ctx context.Context, first, second func()) func() {
 	secondSignalTaken.Store(true)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, stopSignals...)
+	before := ctx.Err() != nil // stopped before the call: the next signal is the second
 	done := make(chan struct{})
 	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, stopSignals...)
 		defer signal.Stop(ch)
+		seen := 0 // stop signals received since the call
+		for ctx.Err() == nil {
+			select {
+			case <-done:
+				return
+			case <-ch:
+				seen++ // the first: ctx is being cancelled
+			case <-ctx.Done():
+			}
+		}
 		if first != nil {
 			first()
 		}
-		select {
-		case <-done:
-		case <-ch:
-			second()
+		want := 1
+		if !before && stoppedBySignal(ctx) {
+			want = 2 // the signal that stopped ctx came on ch too
 		}
+		for seen < want {
+			select {
+			case <-done:
+				return
+			case <-ch:
+				seen++
+			}
+		}
+		second()
 	}()
 	return func() { close(done) }
+}
+
+// stoppedBySignal reports whether ctx was cancelled by a stop signal.
+func stoppedBySignal(ctx context.Context) bool {
+	var s *stopSignal
+	return errors.As(context.Cause(ctx), &s)
 }
