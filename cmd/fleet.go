@@ -124,6 +124,14 @@ type fleet struct {
 	// backlog is what the last round found, for the slots freed until
 	// the next.
 	backlog backlog
+	// answers brings the answer of the discovery query under way (asking:
+	// one is), which sleep keeps in answer for the loop's next round.
+	answers chan discovery
+	asking  bool
+	answer  *discovery
+	// spares are run locks taken ahead for the next slots to free (see
+	// spare).
+	spares spares
 	// unreleased holds, by user, the ended agents whose run lock the
 	// fleet took for them and has not yet checked (see readLocks).
 	unreleased map[string]*child
@@ -212,49 +220,54 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 }
 
 // loop starts agents until nothing is due, the stop time has passed or ctx
-// is cancelled. A discovery round (see round) runs at the start, whenever
-// no agent runs, and on a tick when one is due (see roundDue); a slot
-// freed between rounds takes the next user of the last round's backlog at
-// once (see refill). It returns
-// an error only when the state store cannot be read and no agent is
-// running to wait for.
+// is cancelled. A discovery round (see round) is asked for at the start,
+// whenever no agent runs, and on a tick when one is due (see roundDue);
+// its query runs beside the loop (see ask), so that while it runs a slot
+// freed takes the next user of the last round's backlog at once (see
+// refill). It returns an error only when the state store cannot be read
+// and no agent is running to wait for.
 func (f *fleet) loop(ctx context.Context) error {
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	tick := time.NewTicker(f.o.Fleet.DiscoverInterval)
 	defer tick.Stop()
 	failures := 0
-	discover := true
+	f.ask(qctx)
 	for {
 		if ctx.Err() != nil || f.pastStop() {
 			return nil
 		}
-		if !discover {
-			started, pending := f.refill(ctx)
-			if len(f.running) == 0 && started == 0 {
-				discover = true // nothing runs: look again now, or end
-				continue
+		var pending time.Time
+		var err error
+		if d := f.answer; d != nil {
+			f.answer = nil
+			var started int
+			started, pending, err = f.round(ctx, *d)
+			switch {
+			case err != nil && len(f.running) == 0:
+				if failures++; failures >= 3 || ctx.Err() != nil {
+					return err
+				}
+				f.log.WithError(err).Warn("cannot list the users with due work; trying again")
+			case err != nil:
+				f.log.WithError(err).Warn("cannot list the users with due work; trying again when an agent ends")
+			default:
+				failures = 0
 			}
-			discover = f.sleep(ctx, tick.C, retryAfter(pending, nil)) && f.roundDue()
-			continue
-		}
-		started, pending, err := f.round(ctx)
-		switch {
-		case err != nil && len(f.running) == 0:
-			if failures++; failures >= 3 || ctx.Err() != nil {
-				return err
+			if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() {
+				if f.started == 0 && f.heldElsewhere > 0 {
+					f.note(ExitLocked) // every user with due work has an agent elsewhere
+				}
+				return nil // nothing due that this host can do
 			}
-			f.log.WithError(err).Warn("cannot list the users with due work; trying again")
-		case err != nil:
-			f.log.WithError(err).Warn("cannot list the users with due work; trying again when an agent ends")
-		default:
-			failures = 0
+		} else if started, p := f.refill(ctx); len(f.running) == 0 && started == 0 {
+			f.ask(qctx) // nothing runs: look again now, or end
+		} else {
+			pending = p
 		}
-		if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() {
-			if f.started == 0 && f.heldElsewhere > 0 {
-				f.note(ExitLocked) // every user with due work has an agent elsewhere
-			}
-			return nil // nothing due that this host can do
+		if f.sleep(ctx, tick.C, retryAfter(pending, err)) && (err != nil || f.roundDue()) {
+			f.ask(qctx)
 		}
-		discover = f.sleep(ctx, tick.C, retryAfter(pending, err)) && (err != nil || f.roundDue())
 	}
 }
 
@@ -288,9 +301,10 @@ func retryAfter(pending time.Time, err error) time.Duration {
 }
 
 // sleep waits for an agent to end (and reaps it with every other that
-// ended meanwhile), the discovery tick, the retry time d (if not 0), the
-// stop time, or ctx. It reports whether a discovery round is due: false
-// when it woke for ended agents, whose slots the backlog fills.
+// ended meanwhile), the answer of a discovery query (kept in f.answer),
+// the discovery tick, the retry time d (if not 0), the stop time, or ctx.
+// It reports whether it woke for a tick or a time: false when it woke for
+// ended agents, whose slots the backlog fills, or for an answer.
 func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duration) bool {
 	var retry <-chan time.Time
 	if d > 0 {
@@ -306,6 +320,9 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	}
 	select {
 	case <-ctx.Done():
+	case d := <-f.answers:
+		f.asking, f.answer = false, &d
+		return false
 	case c := <-f.ended:
 		f.reap(ctx, c)
 		for {
@@ -497,8 +514,9 @@ func (f *fleet) summary(code int) error {
 
 func (f *fleet) pastStop() bool { return !f.stop.IsZero() && !time.Now().Before(f.stop) }
 
-// wait waits for every running agent to end.
+// wait releases the spare locks and waits for every running agent to end.
 func (f *fleet) wait(ctx context.Context) {
+	f.releaseSpares(ctx)
 	for len(f.running) > 0 {
 		f.reap(ctx, <-f.ended)
 	}
@@ -582,4 +600,5 @@ func (f *fleet) initState() {
 	f.running, f.ended = map[string]*child{}, make(chan *child, f.o.Fleet.MaxAgents)
 	f.drained, f.notBefore, f.done, f.heldUntil = map[string]state.UserDue{}, map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	f.backlog, f.unreleased = backlog{ranElsewhere: map[string]bool{}}, map[string]*child{}
+	f.answers = make(chan discovery, 1)
 }

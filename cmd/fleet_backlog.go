@@ -35,19 +35,46 @@ type backlog struct {
 	others map[string]bool
 }
 
-// round reads the users with due work (one query) and the run locks (one
+// discovery is the answer of one query of the users with due work (see
+// ask).
+type discovery struct {
+	due []state.UserDue
+	at  time.Time // when it was asked (this host's clock)
+	err error
+}
+
+// ask starts a query of the users with due work (one request), unless one
+// is under way: it runs beside the loop, which goes on filling the slots
+// freed from the backlog meanwhile (the users view reduces every transfer
+// not done, which on a busy server takes seconds), and its answer comes
+// through f.answers.
+func (f *fleet) ask(ctx context.Context) {
+	if f.asking {
+		return
+	}
+	f.asking = true
+	go func() { f.answers <- f.query(ctx) }()
+}
+
+// query asks the store for the users with due work (see ask).
+func (f *fleet) query(ctx context.Context) discovery {
+	now := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
+	defer cancel()
+	due, err := f.lister.DueUsers(qctx, now)
+	return discovery{due: due, at: now, err: err}
+}
+
+// round takes the answer d of a discovery query and the run locks (one
 // read), keeps them as the backlog, and starts agents for as many as
 // there are free slots. It returns how many it started and, when a due
 // user was left waiting for a retry time, the earliest such time.
-func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
-	now := time.Now()
-	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
-	due, err := f.lister.DueUsers(qctx, now)
-	cancel()
-	if err != nil {
-		return 0, time.Time{}, err
+func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) {
+	if d.err != nil {
+		return 0, time.Time{}, d.err
 	}
-	f.backlog = backlog{at: now, ranElsewhere: map[string]bool{}}
+	due := d.due
+	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
 	f.readLocks(ctx)
 	due = withDeadHolders(due, f.backlog.dead)
 	f.spread(due)
@@ -58,24 +85,32 @@ func (f *fleet) round(ctx context.Context) (int, time.Time, error) {
 	return started, pending, nil
 }
 
-// refill starts agents in the free slots from the backlog, between
-// rounds, once a read of the run locks has brought what the backlog
-// knows of them up to date (other hosts take users all the time) and
-// released the locks of ended agents that did not release their own. It
-// reads nothing when there is nothing to release and no user of the
-// backlog could be started.
+// refill starts agents in the free slots between rounds: first those of
+// the spare locks (no request), then from the backlog, once a read of the
+// run locks has brought what the backlog knows of them up to date (other
+// hosts take users all the time) and released the locks of ended agents
+// that did not release their own. It reads nothing when there is nothing
+// to release and no user of the backlog could be started or taken ahead.
 func (f *fleet) refill(ctx context.Context) (int, time.Time) {
-	room := len(f.running) < f.o.Fleet.MaxAgents && slices.ContainsFunc(f.backlog.due, f.startable)
+	started := f.startSpares(ctx, false)
+	room := f.wanted() > 0 && slices.ContainsFunc(f.backlog.due, f.startable)
 	if !room && len(f.unreleased) == 0 {
-		return 0, time.Time{}
+		return started, time.Time{}
 	}
 	f.readLocks(ctx)
 	if !room {
-		return 0, time.Time{}
+		return started, time.Time{}
 	}
 	f.backlog.due = withDeadHolders(f.backlog.due, f.backlog.dead)
 	f.spread(f.backlog.due) // the fleets known may have changed
-	return f.fill(ctx, false)
+	n, pending := f.fill(ctx, false)
+	return started + n, pending
+}
+
+// wanted is how many run locks fill would ask for now: one for each free
+// slot and each spare lock missing.
+func (f *fleet) wanted() int {
+	return f.o.Fleet.MaxAgents - len(f.running) + f.spareRoom()
 }
 
 // startable reports whether what the fleet knows lets it start an agent
@@ -99,7 +134,7 @@ const (
 func (f *fleet) skip(u state.UserDue) skipReason {
 	last, drained := f.drained[u.User]
 	switch {
-	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User]:
+	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User):
 		return skipOurs
 	case drained && sameDue(last, u):
 		return skipOurs
@@ -117,15 +152,18 @@ func (f *fleet) skip(u state.UserDue) skipReason {
 }
 
 // fill starts agents for the users of the backlog, in its order, while
-// slots are free, for a round (byRound) or a refill: it asks for the locks
-// of as many users as there are free slots at once (see takeLocks), then
-// for the next ones if some were lost. It returns how many it started
-// and the earliest retry time of a user left waiting for one.
+// slots are free, for a round (byRound) or a refill, and takes spare
+// locks ahead (see spare) for the users that come next: it asks for as
+// many locks as there are free slots and spares missing at once (see
+// takeLocks), then for the next ones if some were lost. It returns how
+// many it started and the earliest retry time of a user left waiting for
+// one.
 func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
-	started := 0
+	started := f.startSpares(ctx, byRound)
 	tried := map[string]bool{}
-	for len(f.running) < f.o.Fleet.MaxAgents {
-		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running), tried)
+	for {
+		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running), tried, false)
+		batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
 		if len(batch) == 0 {
 			break
 		}
@@ -139,8 +177,13 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 			switch {
 			case errors.Is(err, errLostRace):
 				lost[t.user] = f.heldUntil[t.user]
-			case err == nil && f.start1(ctx, batch[i], h, byRound):
-				started++
+			case err != nil:
+			case len(f.running) < f.o.Fleet.MaxAgents:
+				if f.start1(ctx, batch[i], h, byRound) {
+					started++
+				}
+			default:
+				f.spares.add(batch[i], h)
 			}
 		}
 		if len(lost) > 0 {
@@ -159,12 +202,14 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 
 // nextUsers returns up to n users of the backlog that the fleet could
 // start now and has not tried in this fill, marking them tried; of the
-// users of other fleets, one at most.
-func (f *fleet) nextUsers(n int, tried map[string]bool) []state.UserDue {
+// users of other fleets, one at most, and none if ownOnly (spare locks
+// are taken of the fleet's own users only: a fleet does not hold ahead
+// what another fleet may be starting now).
+func (f *fleet) nextUsers(n int, tried map[string]bool, ownOnly bool) []state.UserDue {
 	var out []state.UserDue
-	other := false
+	other := ownOnly
 	for _, u := range f.backlog.due {
-		if len(out) == n {
+		if len(out) >= n {
 			break
 		}
 		if tried[u.User] || !f.startable(u) || (other && f.backlog.others[u.User]) {

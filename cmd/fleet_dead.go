@@ -18,7 +18,8 @@ import (
 // see holder.Of), whose agent takes the lock over at once and the claims
 // of the dead one back, and the users whose lock another agent released
 // since the round (see backlog.ranElsewhere). It replaces heldUntil with
-// the users whose live lock another live holder holds, and until when:
+// the users whose live lock another live holder holds (not this fleet's
+// running agents or spare locks), and until when:
 // they are left out even when discovery does not show the lock (another
 // host took it since). If the read fails, the ended agents' locks are
 // released one by one and what the fleet knew stays as it was.
@@ -45,7 +46,7 @@ func (f *fleet) readLocks(ctx context.Context) {
 			}
 		}
 		switch {
-		case f.running[l.User] != nil:
+		case f.running[l.User] != nil || f.spares.has(l.User):
 		case !l.Expire.After(now):
 			if ranElsewhereSince(l.LastRun, f.backlog.at) {
 				f.backlog.ranElsewhere[l.User] = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,4 +209,69 @@ func fleetChecked(fo *FleetOptions) (*couch.Checked, error) {
 		}
 	}
 	return c, nil
+}
+
+// spare is a user's run lock that the fleet took ahead, while every slot
+// was busy, for the next slot to free: that slot starts the user's agent
+// at once, with no request to the store between the end of one agent and
+// the start of the next (the read of the locks and the take cost several
+// round trips on a busy server). A fleet holds at most half as many as it
+// has slots (spareRoom), of its own users only (see nextUsers); they are
+// released when the fleet stops, and one held longer than half the lock's
+// TTL is released rather than handed to an agent.
+type spare struct {
+	user  state.UserDue
+	h     handoff
+	taken time.Time
+}
+
+// spares are the fleet's spare locks, in the order they were taken (the
+// backlog's).
+type spares []spare
+
+func (s *spares) add(u state.UserDue, h handoff) {
+	*s = append(*s, spare{user: u, h: h, taken: time.Now()})
+}
+
+func (s spares) has(user string) bool {
+	return slices.ContainsFunc(s, func(x spare) bool { return x.user.User == user })
+}
+
+// spareRoom is how many spare locks the fleet may take now.
+func (f *fleet) spareRoom() int {
+	if f.o.Agent.DryRun {
+		return 0 // a dry run takes no lock
+	}
+	return max(f.o.Fleet.MaxAgents/2, 1) - len(f.spares)
+}
+
+// startSpares starts the agents of the spare locks in the free slots, the
+// oldest first, and releases those held too long to hand over; it returns
+// how many it started.
+func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
+	started := 0
+	for len(f.spares) > 0 && (len(f.running) < f.o.Fleet.MaxAgents || f.spares[0].old(f.o.Agent.LockTTL)) {
+		s := f.spares[0]
+		f.spares = f.spares[1:]
+		if s.old(f.o.Agent.LockTTL) {
+			f.releaseLock(ctx, s.user.User, s.h, nil)
+			continue
+		}
+		if f.start1(ctx, s.user, s.h, byRound) {
+			started++
+		}
+	}
+	return started
+}
+
+// old reports whether the spare lock s was taken too long ago to hand to an
+// agent: it may expire before the agent renews it.
+func (s spare) old(ttl time.Duration) bool { return time.Since(s.taken) >= ttl/2 }
+
+// releaseSpares releases the spare locks, when the fleet stops.
+func (f *fleet) releaseSpares(ctx context.Context) {
+	for _, s := range f.spares {
+		f.releaseLock(ctx, s.user.User, s.h, nil)
+	}
+	f.spares = nil
 }

@@ -83,7 +83,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := testFleet(t, staleDue{Admin: store, due: due, staleLocks: c.staleLocks}, store)
-			started, _, err := f.round(ctx)
+			started, _, err := f.round(ctx, f.query(ctx))
 			if err != nil {
 				t.Fatal(err)
 			}
