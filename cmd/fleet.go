@@ -132,6 +132,11 @@ type fleet struct {
 	// spares are run locks taken ahead for the next slots to free (see
 	// spare).
 	spares spares
+	// lockDone brings the answers of a refill's lock requests; taking
+	// (not nil while they are under way) holds the users whose locks
+	// they ask for (see lockWork).
+	lockDone chan lockWork
+	taking   map[string]bool
 	// unreleased holds, by user, the ended agents whose run lock the
 	// fleet took for them and has not yet checked (see readLocks).
 	unreleased map[string]*child
@@ -254,7 +259,7 @@ func (f *fleet) loop(ctx context.Context) error {
 			default:
 				failures = 0
 			}
-			if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() {
+			if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() && f.taking == nil {
 				if f.started == 0 && f.heldElsewhere > 0 {
 					f.note(ExitLocked) // every user with due work has an agent elsewhere
 				}
@@ -322,6 +327,9 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	case <-ctx.Done():
 	case d := <-f.answers:
 		f.asking, f.answer = false, &d
+		return false
+	case w := <-f.lockDone:
+		f.lockAnswer(ctx, w)
 		return false
 	case c := <-f.ended:
 		f.reap(ctx, c)
@@ -514,8 +522,12 @@ func (f *fleet) summary(code int) error {
 
 func (f *fleet) pastStop() bool { return !f.stop.IsZero() && !time.Now().Before(f.stop) }
 
-// wait releases the spare locks and waits for every running agent to end.
+// wait releases the spare locks, and those that the lock requests under
+// way take, and waits for every running agent to end.
 func (f *fleet) wait(ctx context.Context) {
+	for f.taking != nil {
+		f.lockAnswer(ctx, <-f.lockDone) // with ctx done or past the stop: no start
+	}
 	f.releaseSpares(ctx)
 	for len(f.running) > 0 {
 		f.reap(ctx, <-f.ended)
@@ -600,5 +612,5 @@ func (f *fleet) initState() {
 	f.running, f.ended = map[string]*child{}, make(chan *child, f.o.Fleet.MaxAgents)
 	f.drained, f.notBefore, f.done, f.heldUntil = map[string]state.UserDue{}, map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
 	f.backlog, f.unreleased = backlog{ranElsewhere: map[string]bool{}}, map[string]*child{}
-	f.answers = make(chan discovery, 1)
+	f.answers, f.lockDone = make(chan discovery, 1), make(chan lockWork, 1)
 }

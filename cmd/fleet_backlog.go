@@ -86,25 +86,84 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 }
 
 // refill starts agents in the free slots between rounds: first those of
-// the spare locks (no request), then from the backlog, once a read of the
-// run locks has brought what the backlog knows of them up to date (other
-// hosts take users all the time) and released the locks of ended agents
-// that did not release their own. It reads nothing when there is nothing
-// to release and no user of the backlog could be started or taken ahead.
+// the spare locks, at once (no request), then, beside the loop (see
+// lockWork), from the backlog and for new spares, once a read of the run
+// locks has brought what the backlog knows of them up to date (other hosts
+// take users all the time) and released the locks of ended agents that
+// did not release their own. It reads nothing when there is nothing to
+// release and no user of the backlog could be started or taken ahead. It
+// returns how many it started and the earliest retry time of a user of the
+// backlog waiting for one.
 func (f *fleet) refill(ctx context.Context) (int, time.Time) {
 	started := f.startSpares(ctx, false)
+	if f.taking != nil {
+		return started, f.tally() // the lock requests of the last refill are under way
+	}
 	room := f.wanted() > 0 && slices.ContainsFunc(f.backlog.due, f.startable)
 	if !room && len(f.unreleased) == 0 {
-		return started, time.Time{}
+		return started, f.tally()
 	}
-	f.readLocks(ctx)
-	if !room {
-		return started, time.Time{}
+	f.taking = map[string]bool{}
+	go func() {
+		locks, err := f.listLocks(ctx)
+		f.lockDone <- lockWork{locks: locks, err: err, read: true}
+	}()
+	return started, f.tally()
+}
+
+// lockWork is the answer of the lock requests that a refill runs beside
+// the loop, one at a time: a read of the locks (read), then the takes of
+// the locks of the users it chose (batch) for the free slots and spares.
+// The users of batch are in f.taking until their takes answer.
+type lockWork struct {
+	read  bool
+	locks []state.LockDoc
+	err   error
+	batch []state.UserDue
+	takes []take
+}
+
+// lockAnswer is what the loop does with the answer w of a refill's lock
+// requests: after the read, it learns from the locks and asks for the
+// locks of the next users; after the takes, it starts the agents of those
+// it took while slots are free and keeps the others as spares.
+func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
+	if w.read {
+		f.learnLocks(ctx, w.locks, w.err)
+		if ctx.Err() != nil || f.pastStop() {
+			f.taking = nil // stopping: no lock is asked for
+			return
+		}
+		f.backlog.due = withDeadHolders(f.backlog.due, f.backlog.dead)
+		f.spread(f.backlog.due) // the fleets known may have changed
+		tried := map[string]bool{}
+		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running)-len(f.spares), tried, false)
+		batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
+		if len(batch) == 0 {
+			f.taking = nil
+			return
+		}
+		names := make([]string, len(batch))
+		for i, u := range batch {
+			names[i] = u.User
+			f.taking[u.User] = true
+		}
+		go func() { f.lockDone <- lockWork{batch: batch, takes: f.takeLocks(ctx, names)} }()
+		return
 	}
-	f.backlog.due = withDeadHolders(f.backlog.due, f.backlog.dead)
-	f.spread(f.backlog.due) // the fleets known may have changed
-	n, pending := f.fill(ctx, false)
-	return started + n, pending
+	f.taking = nil
+	for i, t := range w.takes {
+		h, err := f.tookLock(ctx, t)
+		switch {
+		case err != nil:
+		case ctx.Err() != nil || f.pastStop():
+			f.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
+		case len(f.running) < f.o.Fleet.MaxAgents:
+			f.start1(ctx, w.batch[i], h, false)
+		default:
+			f.spares.add(w.batch[i], h)
+		}
+	}
 }
 
 // wanted is how many run locks fill would ask for now: one for each free
@@ -134,7 +193,7 @@ const (
 func (f *fleet) skip(u state.UserDue) skipReason {
 	last, drained := f.drained[u.User]
 	switch {
-	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User):
+	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User) || f.taking[u.User]:
 		return skipOurs
 	case drained && sameDue(last, u):
 		return skipOurs

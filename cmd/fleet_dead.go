@@ -24,9 +24,21 @@ import (
 // host took it since). If the read fails, the ended agents' locks are
 // released one by one and what the fleet knew stays as it was.
 func (f *fleet) readLocks(ctx context.Context) {
+	locks, err := f.listLocks(ctx)
+	f.learnLocks(ctx, locks, err)
+}
+
+// listLocks reads the run locks (one request); it changes nothing of the
+// fleet's, so that it can run beside the loop (see refill).
+func (f *fleet) listLocks(ctx context.Context) ([]state.LockDoc, error) {
 	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
 	defer cancel()
-	locks, err := f.lister.Locks(qctx, "")
+	return f.lister.Locks(qctx, "")
+}
+
+// learnLocks is what the read of the locks (locks, or err) tells the
+// fleet: see readLocks.
+func (f *fleet) learnLocks(ctx context.Context, locks []state.LockDoc, err error) {
 	if err != nil {
 		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
 		for u, c := range f.unreleased {
@@ -46,7 +58,7 @@ func (f *fleet) readLocks(ctx context.Context) {
 			}
 		}
 		switch {
-		case f.running[l.User] != nil || f.spares.has(l.User):
+		case f.running[l.User] != nil || f.spares.has(l.User) || f.taking[l.User]:
 		case !l.Expire.After(now):
 			if ranElsewhereSince(l.LastRun, f.backlog.at) {
 				f.backlog.ranElsewhere[l.User] = true

@@ -96,7 +96,9 @@ func TestFleetSpares(t *testing.T) {
 	// a slot frees: the spare starts at once, though the store is down
 	f.locker, f.lister = downStore{store}, downStore{store}
 	delete(f.running, "x")
-	if started, _ := f.refill(ctx); started != 1 || f.running["ann"] == nil || len(f.spares) != 0 {
+	started, _ := f.refill(ctx)
+	settle(ctx, f)
+	if started != 1 || f.running["ann"] == nil || len(f.spares) != 0 {
 		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.running, len(f.spares))
 	}
 	if c := <-f.ended; c.handoff.Owner != locks[0].Holder {
@@ -133,6 +135,14 @@ func TestFleetSpares(t *testing.T) {
 	f.wait(ctx)
 	if locks, _ := store.Locks(ctx, user); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the fleet stopped: %+v; want the spare released", user, locks)
+	}
+}
+
+// settle waits for the lock requests that a refill of f runs beside the
+// loop, and lets f act on their answers.
+func settle(ctx context.Context, f *fleet) {
+	for f.taking != nil {
+		f.lockAnswer(ctx, <-f.lockDone)
 	}
 }
 
