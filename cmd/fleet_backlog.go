@@ -67,13 +67,26 @@ func (f *fleet) query(ctx context.Context) discovery {
 
 // round takes the answer d of a discovery query and the run locks (one
 // read), keeps them as the backlog, and starts agents for as many as
-// there are free slots. It returns how many it started and, when a due
+// there are free slots; while agents run, the read of the locks and their
+// takes run beside the loop (see refill). It returns how many it started and, when a due
 // user was left waiting for a retry time, the earliest such time.
 func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) {
 	if d.err != nil {
 		return 0, time.Time{}, d.err
 	}
 	due := d.due
+	if len(f.running) > 0 {
+		// agents run: the locks are read and taken beside the loop, as for
+		// a refill, with what the last read of them found until then
+		last := f.backlog
+		f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}, dead: last.dead, fleets: last.fleets}
+		due = withDeadHolders(due, f.backlog.dead)
+		f.spread(due)
+		f.view.round(due)
+		f.backlog.due = due
+		started, pending := f.refill(ctx)
+		return started, pending, nil
+	}
 	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
 	f.readLocks(ctx)
 	due = withDeadHolders(due, f.backlog.dead)
