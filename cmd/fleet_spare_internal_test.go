@@ -101,11 +101,12 @@ func TestFleetSpares(t *testing.T) {
 	if started != 1 || f.running["ann"] == nil || len(f.spares) != 0 {
 		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.running, len(f.spares))
 	}
-	if c := <-f.ended; c.handoff.Owner != locks[0].Holder {
+	c := <-f.ended
+	if c.handoff.Owner != locks[0].Holder {
 		t.Errorf("ann's agent ran under %q, want the spare's owner %q", c.handoff.Owner, locks[0].Holder)
 	}
 	f.locker, f.lister = store, store
-	delete(f.running, "ann")
+	f.reap(ctx, c)     // ann drained: not started again with the same entry
 	clear(f.notBefore) // the refill's take of the next spare failed with the store down
 
 	// a spare held too long is released, not handed over
