@@ -99,7 +99,13 @@ func TestFleetProcess_HandOverAgentKilled(t *testing.T) {
 	args := fleetArgs(w, "--max-agents", "1", "--discover-interval", "1s", "--lock-ttl", "5m", "--lease-ttl", "10m")
 	a := w.Start("fleet-a", args...)
 	pid, owner := agentStart(t, a, "ann", 1, 30*time.Second)
-	if !a.WaitLog(`"msg":"job submitted"`, 30*time.Second) {
+	// killed once its job is committed: killed before, its transfers stay
+	// claimed under their leases (10m), and discovery finds ann due only
+	// when they expire
+	if !w.AwaitStore(30*time.Second, a.Done(), func() bool {
+		ts, err := w.Store().List(context.Background(), state.Filter{User: "ann", States: []state.State{state.StateSubmitted}})
+		return err == nil && len(ts) > 0
+	}) {
 		t.Fatalf("ann's agent did not submit\n%s", a.Tail(30))
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
