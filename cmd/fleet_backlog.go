@@ -74,25 +74,24 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 	if d.err != nil {
 		return 0, time.Time{}, d.err
 	}
-	due := d.due
-	if len(f.running) > 0 {
+	last := f.backlog
+	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
+	beside := len(f.running) > 0
+	if beside {
 		// agents run: the locks are read and taken beside the loop, as for
 		// a refill, with what the last read of them found until then
-		last := f.backlog
-		f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}, dead: last.dead, fleets: last.fleets}
-		due = withDeadHolders(due, f.backlog.dead)
-		f.spread(due)
-		f.view.round(due)
-		f.backlog.due = due
-		started, pending := f.refill(ctx)
-		return started, pending, nil
+		f.backlog.dead, f.backlog.fleets = last.dead, last.fleets
+	} else {
+		f.readLocks(ctx)
 	}
-	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
-	f.readLocks(ctx)
-	due = withDeadHolders(due, f.backlog.dead)
+	due := withDeadHolders(d.due, f.backlog.dead)
 	f.spread(due)
 	f.view.round(due)
 	f.backlog.due = due
+	if beside {
+		started, pending := f.refill(ctx)
+		return started, pending, nil
+	}
 	started, pending := f.fill(ctx, true)
 	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.running)}).Debug("discovery round")
 	return started, pending, nil
@@ -149,34 +148,27 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 		}
 		f.backlog.due = withDeadHolders(f.backlog.due, f.backlog.dead)
 		f.spread(f.backlog.due) // the fleets known may have changed
-		tried := map[string]bool{}
-		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running)-len(f.spares), tried, false)
-		batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
+		batch, names := f.nextBatch(map[string]bool{})
 		if len(batch) == 0 {
 			f.taking = nil
 			return
 		}
-		names := make([]string, len(batch))
-		for i, u := range batch {
-			names[i] = u.User
-			f.taking[u.User] = true
+		for _, u := range names {
+			f.taking[u] = true
 		}
 		go func() { f.lockDone <- lockWork{batch: batch, takes: f.takeLocks(ctx, names)} }()
 		return
 	}
 	f.taking = nil
-	for i, t := range w.takes {
-		h, err := f.tookLock(ctx, t)
-		switch {
-		case err != nil:
-		case ctx.Err() != nil || f.pastStop():
-			f.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
-		case len(f.running) < f.o.Fleet.MaxAgents:
-			f.start1(ctx, w.batch[i], h, false)
-		default:
-			f.spares.add(w.batch[i], h)
+	if ctx.Err() != nil || f.pastStop() {
+		for _, t := range w.takes {
+			if h, err := f.tookLock(ctx, t); err == nil {
+				f.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
+			}
 		}
+		return
 	}
+	f.useTakes(ctx, w.batch, w.takes, false)
 }
 
 // wanted is how many run locks fill would ask for now: one for each free
@@ -234,30 +226,12 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 	started := f.startSpares(ctx, byRound)
 	tried := map[string]bool{}
 	for {
-		batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running), tried, false)
-		batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
+		batch, names := f.nextBatch(tried)
 		if len(batch) == 0 {
 			break
 		}
-		names := make([]string, len(batch))
-		for i, u := range batch {
-			names[i] = u.User
-		}
-		lost := map[string]time.Time{}
-		for i, t := range f.takeLocks(ctx, names) {
-			h, err := f.tookLock(ctx, t)
-			switch {
-			case errors.Is(err, errLostRace):
-				lost[t.user] = f.heldUntil[t.user]
-			case err != nil:
-			case len(f.running) < f.o.Fleet.MaxAgents:
-				if f.start1(ctx, batch[i], h, byRound) {
-					started++
-				}
-			default:
-				f.spares.add(batch[i], h)
-			}
-		}
+		n, lost := f.useTakes(ctx, batch, f.takeLocks(ctx, names), byRound)
+		started += n
 		if len(lost) > 0 {
 			// another fleet works here: learn what it took since the last
 			// read, rather than lose the race for each of those users
@@ -270,6 +244,43 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 		}
 	}
 	return started, f.tally()
+}
+
+// nextBatch returns the users (and their names) whose locks fill or a
+// refill asks for next, marking them tried: one for each free slot that no
+// spare lock fills, then one for each spare lock missing.
+func (f *fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
+	batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running)-len(f.spares), tried, false)
+	batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
+	names := make([]string, len(batch))
+	for i, u := range batch {
+		names[i] = u.User
+	}
+	return batch, names
+}
+
+// useTakes acts on the takes of the locks of batch (in its order): it
+// starts the agents of the users whose lock it took while slots are free
+// and keeps the others' locks as spares. It returns how many it started,
+// and the users whose take lost a race, with until when their lock is
+// known held.
+func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []take, byRound bool) (int, map[string]time.Time) {
+	started, lost := 0, map[string]time.Time{}
+	for i, t := range takes {
+		h, err := f.tookLock(ctx, t)
+		switch {
+		case errors.Is(err, errLostRace):
+			lost[t.user] = f.heldUntil[t.user]
+		case err != nil:
+		case len(f.running) < f.o.Fleet.MaxAgents:
+			if f.start1(ctx, batch[i], h, byRound) {
+				started++
+			}
+		default:
+			f.spares.add(batch[i], h)
+		}
+	}
+	return started, lost
 }
 
 // nextUsers returns up to n users of the backlog that the fleet could
