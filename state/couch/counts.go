@@ -32,7 +32,8 @@ const (
 
 var (
 	//go:embed counts_map.js
-	countsMapJS string
+	countsMapSrc string
+	countsMapJS  = withMicros("counts_map.js", countsMapSrc)
 	//go:embed finished_map.js
 	finishedMapJS string
 )

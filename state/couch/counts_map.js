@@ -8,18 +8,7 @@ function (doc) {
   //  - reason class: state.ReasonClass of the reason of a failed transfer,
   //    or of a new one waiting to be retried (attempts > 0 and a reason),
   //    else "".
-  function micros(t) {
-    var m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(\.\d+)?(Z|([+-])(\d\d):(\d\d))$/i.exec(typeof t === 'string' ? t : '');
-    if (!m) {
-      return 0;
-    }
-    var ms = Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]);
-    if (m[9]) {
-      ms -= (m[9] === '-' ? -1 : 1) * (+m[10] * 60 + +m[11]) * 60000;
-    }
-    var frac = ((m[7] || '.').substring(1) + '000000').substring(0, 6);
-    return ms * 1000 + parseInt(frac, 10);
-  }
+  // include micros.js
   // utf8Len is the length of s in UTF-8 bytes, as Go counts a string.
   function utf8Len(c) {
     return c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c < 0xdc00 ? 4 : c >= 0xdc00 && c < 0xe000 ? 0 : 3;

@@ -19,10 +19,13 @@ const (
 	kindLock     = "lock"
 )
 
-// usersMapJS is the map function of the users view.
-//
-//go:embed users_map.js
-var usersMapJS string
+// usersMapSrc is the map function of the users view as written, and
+// usersMapJS the function the server runs (see withMicros).
+var (
+	//go:embed users_map.js
+	usersMapSrc string
+	usersMapJS  = withMicros("users_map.js", usersMapSrc)
+)
 
 // usersView is the definition of the users view in the design document.
 var usersView = map[string]any{"map": usersMapJS, "reduce": "_stats"}
