@@ -143,7 +143,7 @@ func parseFleetFlags(args []string) (fleetOptions, error) {
 	fs.StringVar(&o.out, "out", "bench/fleet-results.json", "JSON results file")
 	fs.DurationVar(&o.interval, "interval", 100*time.Millisecond, "agent --interval between passes")
 	fs.DurationVar(&o.discover, "discover-interval", 5*time.Second, "--discover-interval of the parents")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run after this long")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up a run's enqueue and drain after this long, and its references after as long again")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directories and databases")
 	fs.StringVar(&o.trace, "trace", "", "write a line per CouchDB request of the parents and agents into this file (tab-separated)")
 	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references (the fastest reference is the limit)")
@@ -168,10 +168,14 @@ func parseFleetFlags(args []string) (fleetOptions, error) {
 func fleetUser(i int) string { return fmt.Sprintf("u%04d", i) }
 
 // fleetRun enqueues the requests of every user, runs the fleets until
-// every transfer is done, and measures the reference.
+// every transfer is done, and measures the reference. The enqueue and the
+// drain have -timeout, and the references as long again: on a real
+// CouchDB the references of a full-scale run take as long as its drain,
+// and a run whose references overran would otherwise lose its drain.
 func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (FleetRun, error) {
 	n := o.users * o.perUser
 	r := FleetRun{Backend: b, Server: "memfile (local file)", Users: o.users, Transfers: n, Parents: 1, MaxAgents: o.maxAgents}
+	refCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "aso-bench-fleet-")
@@ -242,7 +246,9 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	r.MaxSlotIdle, r.MaxBacklogIdle = ev.maxSlotIdle.Seconds(), ev.maxBacklogIdle.Seconds()
 	r.Agents, r.Locked, r.LostRaces = ev.agents, ev.locked, ev.lostRaces
 
-	if err := fleetReference(ctx, o, cs, dir, &r); err != nil {
+	refCtx, refCancel := context.WithTimeout(refCtx, o.timeout)
+	defer refCancel()
+	if err := fleetReference(refCtx, o, cs, dir, &r); err != nil {
 		return r, fmt.Errorf("reference: %w", err)
 	}
 	return r, nil

@@ -219,7 +219,7 @@ func printFleetTable(w io.Writer, runs []FleetRun, discover time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "backend\tusers\ttransfers\tparents x agents\tdrain s\ttransfers/s\treference s\tlimit s\tref/drain\tlimit/drain\tHTTP/transfer\tdiscovery queries\tmax first submit s\tmax slot idle s\tfrom backlog s\tagents\tlost races\tlocked out\tlost/agents\t")
 	for _, r := range runs {
-		if r.Error != "" {
+		if r.Error != "" && r.DrainSeconds == 0 {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\terror: %s\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\n", r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.Error)
 			continue
 		}
@@ -227,12 +227,22 @@ func printFleetTable(w io.Writer, runs []FleetRun, discover time.Duration) {
 		if r.HTTPRequests > 0 {
 			httpPer, disc = fmt.Sprintf("%.2f", r.HTTPPerTransfer), fmt.Sprint(r.DiscoveryRequests)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\t%.1f\t%.0f\t%.1f\t%.1f\t%.0f%%\t%.0f%%\t%s\t%s\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n",
+		ref, limit, refShare, limitShare := "-", "-", "-", "-"
+		if r.LimitSeconds > 0 {
+			ref, limit = fmt.Sprintf("%.1f", r.ReferenceSeconds), fmt.Sprintf("%.1f", r.LimitSeconds)
+			refShare, limitShare = fmt.Sprintf("%.0f%%", 100*r.RefShare), fmt.Sprintf("%.0f%%", 100*r.LimitShare)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%dx%d\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.2f\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n",
 			r.Backend, r.Users, r.Transfers, r.Parents, r.MaxAgents, r.DrainSeconds, r.TransfersPerSecond,
-			r.ReferenceSeconds, r.LimitSeconds, 100*r.RefShare, 100*r.LimitShare, httpPer, disc, r.MaxFirstSubmit, r.MaxSlotIdle, r.MaxBacklogIdle,
+			ref, limit, refShare, limitShare, httpPer, disc, r.MaxFirstSubmit, r.MaxSlotIdle, r.MaxBacklogIdle,
 			r.Agents, r.LostRaces, r.Locked, 100*r.lostShare())
 	}
 	tw.Flush()
+	for _, r := range runs {
+		if r.Error != "" && r.DrainSeconds > 0 {
+			fmt.Fprintf(w, "%s: the drain was measured, then: %s\n", r.Backend, r.Error)
+		}
+	}
 	fmt.Fprintf(w, "limit/drain: the fastest reference's time over the drain time (target >= 70%%); lost/agents: lost races and locked-out agents over agents started (target < 5%%); max slot idle: longest a parent left a freed slot empty from the agent's exit (target: one discovery round, %s), from backlog: of the slots filled between rounds\n", discover)
 	for _, r := range runs {
 		if r.Error == "" {
