@@ -246,8 +246,6 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 	r.MaxSlotIdle, r.MaxBacklogIdle = ev.maxSlotIdle.Seconds(), ev.maxBacklogIdle.Seconds()
 	r.Agents, r.Locked, r.LostRaces = ev.agents, ev.locked, ev.lostRaces
 
-	refCtx, refCancel := context.WithTimeout(refCtx, o.timeout)
-	defer refCancel()
 	if err := fleetReference(refCtx, o, cs, dir, &r); err != nil {
 		return r, fmt.Errorf("reference: %w", err)
 	}
@@ -287,8 +285,11 @@ func drainFleets(ctx context.Context, o fleetOptions, r *FleetRun, p fleetPlaces
 
 // fleetReference measures the references of r: the same revisions, in
 // the batches of the agent, straight to the backend (see runOne); on
-// memfile the agents' records are those of four writes per user.
+// memfile the agents' records are those of four writes per user. They
+// have -timeout of their own (see fleetRun).
 func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir string, r *FleetRun) error {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	n, batch := r.Transfers, agent.DefaultBatchSize
 	var err error
 	if r.Backend == "couch" {
