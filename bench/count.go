@@ -140,13 +140,38 @@ func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		start := time.Now()
 		resp, err := rt.RoundTrip(r)
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
+		headers := time.Now()
+		if resp == nil || resp.Body == nil {
+			c.trace.add(start, headers, headers, name, r, 0)
+			return resp, err
 		}
-		c.trace.add(start, name, r, status)
+		resp.Body = &tracedBody{ReadCloser: resp.Body, done: func() {
+			c.trace.add(start, headers, time.Now(), name, r, resp.StatusCode)
+		}}
 		return resp, err
 	})
+}
+
+// tracedBody calls done once, when its body has been read to the end or
+// closed, whichever comes first.
+type tracedBody struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *tracedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.done)
+	}
+	return n, err
+}
+
+func (b *tracedBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -156,8 +181,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // traceLog writes one line per HTTP request of the agent (-trace): when it
 // started (seconds since the trace began), the store call, the method, the
 // path without the database and query, whether documents were asked for,
-// the reply's status and the seconds until its headers (the server's time;
-// the body is read after).
+// the reply's status, the seconds until its headers and the seconds until
+// its body was read to the end (or closed). A server that streams its
+// reply (CouchDB's views and _all_docs with documents) sends the headers
+// first and works on while the body arrives: the second figure is the
+// server's time, the gap between the two is not the client's.
 type traceLog struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -165,12 +193,13 @@ type traceLog struct {
 }
 
 func newTraceLog(w io.Writer) *traceLog {
-	fmt.Fprintln(w, "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds")
+	fmt.Fprintln(w, "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds\tbody_s")
 	return &traceLog{w: w, begin: time.Now()}
 }
 
-func (t *traceLog) add(start time.Time, call string, r *http.Request, status int) {
-	took := time.Since(start)
+// add writes the line of request r, started at start, whose reply's
+// headers came at headers and whose body was read by end.
+func (t *traceLog) add(start, headers, end time.Time, call string, r *http.Request, status int) {
 	path := r.URL.Path
 	if _, rest, ok := strings.Cut(strings.TrimPrefix(path, "/"), "/"); ok {
 		path = "/" + rest // without the database's name
@@ -180,5 +209,6 @@ func (t *traceLog) add(start time.Time, call string, r *http.Request, status int
 	docs := strings.Contains(r.URL.RawQuery, "include_docs=true")
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(t.w, "%.3f\t%s\t%s\t%s\t%t\t%d\t%.4f\n", start.Sub(t.begin).Seconds(), call, r.Method, path, docs, status, took.Seconds())
+	fmt.Fprintf(t.w, "%.3f\t%s\t%s\t%s\t%t\t%d\t%.4f\t%.4f\n", start.Sub(t.begin).Seconds(), call, r.Method, path, docs, status,
+		headers.Sub(start).Seconds(), end.Sub(start).Seconds())
 }

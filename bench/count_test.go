@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,26 +138,65 @@ func TestCounter_Monitor(t *testing.T) {
 
 // TestTraceLog: a request's line names the call, the method, the path
 // without the database and the query (no user information, no view keys),
-// whether documents were asked for, and the status.
+// whether documents were asked for, the status, the seconds until the
+// headers and until the end of the body; a reply whose body the server
+// sends late has its line once the body is read, with that wait in
+// body_s and not in seconds.
 func TestTraceLog(t *testing.T) {
+	const late = 150 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		time.Sleep(late) // the rows streamed after the headers
+		_, _ = w.Write([]byte(`{"rows":[]}`))
+	}))
+	defer srv.Close()
 	var b strings.Builder
-	tl := newTraceLog(&b)
-	r, err := http.NewRequest(http.MethodPost, "http://admin:secret@127.0.0.1:5984/aso/_all_docs?conflicts=true&include_docs=true", nil)
+	c := newCounter(nil)
+	c.trace = newTraceLog(&b)
+	hc := &http.Client{Transport: c.wrap(http.DefaultTransport)}
+	u := strings.Replace(srv.URL, "http://", "http://admin:secret@", 1)
+	ctx := context.WithValue(context.Background(), callKey{}, &callStart{name: "new_transfers"})
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/aso/_all_docs?conflicts=true&include_docs=true", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl.add(time.Now(), "new_transfers", r, 200)
-	r, _ = http.NewRequest(http.MethodGet, "http://127.0.0.1:5984/aso", nil)
-	tl.add(time.Now(), "open", r, 404)
+	resp, err := hc.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(b.String(), "\n"); lines != 1 {
+		t.Errorf("a line was written before the body was read:\n%s", b.String())
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	r, _ = http.NewRequest(http.MethodGet, u+"/aso", nil)
+	resp, err = hc.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // closed unread: the line is written at the close
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 || lines[0] != "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds" {
+	if len(lines) != 3 || lines[0] != "start_s\tcall\tmethod\tpath\tdocs\tstatus\tseconds\tbody_s" {
 		t.Fatalf("trace:\n%s", b.String())
 	}
 	for i, want := range [][]string{{"new_transfers", "POST", "/_all_docs", "true", "200"}, {"open", "GET", "/", "false", "404"}} {
 		f := strings.Split(lines[i+1], "\t")
-		if len(f) != 7 || strings.Join(f[1:6], " ") != strings.Join(want, " ") {
+		if len(f) != 8 || strings.Join(f[1:6], " ") != strings.Join(want, " ") {
 			t.Errorf("line %d = %q, want fields %v", i+1, lines[i+1], want)
 		}
+	}
+	f := strings.Split(lines[1], "\t")
+	headers, _ := strconv.ParseFloat(f[6], 64)
+	body, _ := strconv.ParseFloat(f[7], 64)
+	if headers >= late.Seconds() || body < late.Seconds() || body < headers {
+		t.Errorf("headers after %.4f s, body after %.4f s: want the %v the server took after its headers in body_s only", headers, body, late)
 	}
 	if strings.Contains(b.String(), "secret") || strings.Contains(b.String(), "conflicts") {
 		t.Errorf("the trace carries the URL's user information or query:\n%s", b.String())
