@@ -185,7 +185,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // its body was read to the end (or closed). A server that streams its
 // reply (CouchDB's views and _all_docs with documents) sends the headers
 // first and works on while the body arrives: the second figure is the
-// server's time, the gap between the two is not the client's.
+// server's time, the gap between the two is not the client's. A line is
+// written when its body ends: sort by start_s for the order requests began.
 type traceLog struct {
 	mu    sync.Mutex
 	w     io.Writer
