@@ -3,7 +3,6 @@ package cmd
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -95,18 +94,10 @@ type fleet struct {
 	place  uint64 // this fleet's, in the scores of users: see spread
 	lister state.Admin
 	locker fleetLocker
-	exe    string
-	base   []string // the arguments of every agent, before the per-user ones
-	// checked is what the fleet's opening of CouchDB learnt, handed to
-	// its agents (nil: another store)
-	checked *couch.Checked
-	view    *fleetView
-	start   time.Time
-	stop    time.Time // --max-runtime: no agent starts after it; zero: none
+	view   *fleetView
+	start  time.Time
+	agents *fleetAgents
 
-	running map[string]*child
-	pids    pidSet // of the running agents, for the signal watcher
-	ended   chan *child
 	// drained holds the entry of each user whose last agent exited 0: a
 	// user reported again with the same entry has nothing an agent can do
 	// (only dependencies waiting, say) and is not run again until it changes.
@@ -141,17 +132,7 @@ type fleet struct {
 	// fleet took for them and has not yet checked (see readLocks).
 	unreleased map[string]*child
 
-	// freed holds when each slot freed by an ended agent was freed, oldest
-	// first, until an agent takes it; maxSlotWait is the longest a freed
-	// slot waited (a measure of how fast users are picked up).
-	freed       []time.Time
-	maxSlotWait time.Duration
-	// maxBacklogWait is the longest a freed slot waited that the backlog
-	// filled between rounds (see refill): the wait of a slot that a
-	// round filled includes the wait for the round, when no user was left.
-	maxBacklogWait time.Duration
-
-	worst, ok, locked, started, lostRaces int
+	worst, ok, locked, lostRaces int
 	// heldElsewhere counts the due users of the last round left alone
 	// because an agent elsewhere holds their run lock.
 	heldElsewhere int
@@ -195,25 +176,23 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	id := agentID()
 	con := g.openConsole(g.Progress, 0)
 	defer con.close()
-	f := &fleet{
-		o: o, g: g, id: id, log: g.Log.WithField("fleet", id), place: fleetPlace(holder.This()), lister: lister, locker: store, exe: exe,
-		base: fo.agentBase(), start: time.Now(), view: newFleetView(con),
-	}
-	f.initState()
+	log := g.Log.WithField("fleet", id)
+	view := newFleetView(con)
+	f := newFleet(o, g, id, lister, store, newFleetAgents(o, g, log, exe, fo.agentBase(), view))
 	if cs, ok := store.(interface{ Checked() couch.Checked }); ok {
 		c := cs.Checked()
 		c.Identity = g.couchCred.Identity
-		f.checked = &c
+		f.agents.checked = &c
 	}
 	if o.Agent.MaxRuntime > 0 {
-		f.stop = f.start.Add(o.Agent.MaxRuntime)
+		f.agents.stop = f.start.Add(o.Agent.MaxRuntime)
 	}
-	defer f.killOnSecondSignal(ctx)()
+	defer f.agents.killOnSecondSignal(ctx)()
 	err = f.loop(ctx)
 	f.wait(ctx)
 	con.close()
-	f.log.WithFields(logrus.Fields{"agents": f.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces,
-		"max_slot_wait_s": f.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.maxBacklogWait.Seconds(),
+	f.log.WithFields(logrus.Fields{"agents": f.agents.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces,
+		"max_slot_wait_s": f.agents.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.agents.maxBacklogWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
 		return err
@@ -239,7 +218,7 @@ func (f *fleet) loop(ctx context.Context) error {
 	failures := 0
 	f.ask(qctx)
 	for {
-		if ctx.Err() != nil || f.pastStop() {
+		if ctx.Err() != nil || f.agents.pastStop() {
 			return nil
 		}
 		var pending time.Time
@@ -249,7 +228,7 @@ func (f *fleet) loop(ctx context.Context) error {
 			var started int
 			started, pending, err = f.round(ctx, *d)
 			switch {
-			case err != nil && len(f.running) == 0:
+			case err != nil && len(f.agents.running) == 0:
 				if failures++; failures >= 3 || ctx.Err() != nil {
 					return err
 				}
@@ -259,13 +238,13 @@ func (f *fleet) loop(ctx context.Context) error {
 			default:
 				failures = 0
 			}
-			if err == nil && len(f.running) == 0 && started == 0 && pending.IsZero() && f.taking == nil {
-				if f.started == 0 && f.heldElsewhere > 0 {
+			if err == nil && len(f.agents.running) == 0 && started == 0 && pending.IsZero() && f.taking == nil {
+				if f.agents.started == 0 && f.heldElsewhere > 0 {
 					f.note(ExitLocked) // every user with due work has an agent elsewhere
 				}
 				return nil // nothing due that this host can do
 			}
-		} else if started, p := f.refill(ctx); len(f.running) == 0 && started == 0 {
+		} else if started, p := f.refill(ctx); len(f.agents.running) == 0 && started == 0 {
 			f.ask(qctx) // nothing runs: look again now, or end
 		} else {
 			pending = p
@@ -289,7 +268,7 @@ func (f *fleet) roundDue() bool {
 	if time.Since(f.backlog.at) >= staleBacklog*f.o.Fleet.DiscoverInterval {
 		return true
 	}
-	return len(f.running) < f.o.Fleet.MaxAgents && !slices.ContainsFunc(f.backlog.due, f.startable)
+	return f.agents.free() > 0 && !slices.ContainsFunc(f.backlog.due, f.startable)
 }
 
 // retryAfter is how long to wait before another round when a user waits
@@ -318,8 +297,8 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 		retry = t.C
 	}
 	var stop <-chan time.Time
-	if !f.stop.IsZero() {
-		t := time.NewTimer(time.Until(f.stop))
+	if !f.agents.stop.IsZero() {
+		t := time.NewTimer(time.Until(f.agents.stop))
 		defer t.Stop()
 		stop = t.C
 	}
@@ -331,11 +310,11 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	case w := <-f.lockDone:
 		f.lockAnswer(ctx, w)
 		return false
-	case c := <-f.ended:
+	case c := <-f.agents.ended:
 		f.reap(ctx, c)
 		for {
 			select {
-			case c := <-f.ended:
+			case c := <-f.agents.ended:
 				f.reap(ctx, c)
 			default:
 				return false
@@ -425,29 +404,12 @@ func sameDue(a, b state.UserDue) bool {
 	return a.Since.Equal(b.Since) && a.Queued == b.Queued && a.Active == b.Active && a.DepsOnly == b.DepsOnly
 }
 
-// slotTaken records that an agent took a slot, filled by a round or else
-// from the backlog, and returns how long the slot had been free (0 for
-// one never used).
-func (f *fleet) slotTaken(byRound bool) time.Duration {
-	if len(f.freed) == 0 {
-		return 0
-	}
-	w := time.Since(f.freed[0])
-	f.freed = f.freed[1:]
-	f.maxSlotWait = max(f.maxSlotWait, w)
-	if !byRound {
-		f.maxBacklogWait = max(f.maxBacklogWait, w)
-	}
-	return w
-}
-
 // reap records how the agent c ended and when its user may run again.
 func (f *fleet) reap(ctx context.Context, c *child) {
-	delete(f.running, c.user.User)
+	f.agents.reaped(c)
 	if c.handoff.Owner != "" {
 		f.unreleased[c.user.User] = c // see readLocks
 	}
-	f.freed = append(f.freed, c.ended) // idle from the agent's exit on
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
 	why := c.reason()
@@ -517,10 +479,8 @@ func (f *fleet) summary(code int) error {
 	if code == ExitLocked {
 		return fmt.Errorf("every user with due work is being worked on by agents elsewhere: %w", state.ErrLocked)
 	}
-	return fmt.Errorf("%d of %d agents ended with an error (the most severe: exit %d); see their log lines", f.started-f.ok-f.locked, f.started, code)
+	return fmt.Errorf("%d of %d agents ended with an error (the most severe: exit %d); see their log lines", f.agents.started-f.ok-f.locked, f.agents.started, code)
 }
-
-func (f *fleet) pastStop() bool { return !f.stop.IsZero() && !time.Now().Before(f.stop) }
 
 // wait releases the spare locks, and those that the lock requests under
 // way take, and waits for every running agent to end.
@@ -529,51 +489,12 @@ func (f *fleet) wait(ctx context.Context) {
 		f.lockAnswer(ctx, <-f.lockDone) // with ctx done or past the stop: no start
 	}
 	f.releaseSpares(ctx)
-	for len(f.running) > 0 {
-		f.reap(ctx, <-f.ended)
+	for len(f.agents.running) > 0 {
+		f.reap(ctx, <-f.agents.ended)
 	}
 	if len(f.unreleased) > 0 {
 		f.readLocks(ctx)
 	}
-}
-
-// agentArgs are the arguments of the agent of user u, which runs under
-// the owner ID of h if h holds one: the fleet's own, then the per-user
-// ones, which come last and so win.
-func (f *fleet) agentArgs(u string, h handoff) ([]string, error) {
-	args := append([]string(nil), f.base...)
-	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
-	if h.Owner != "" {
-		args = append(args, "--fleet-owner", h.Owner)
-	}
-	if f.checked != nil {
-		id, err := json.Marshal(f.checked.Identity)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "--fleet-read-quorum", fmt.Sprint(f.checked.ReadQuorum), "--fleet-couch-identity", string(id))
-	}
-	if f.view.on() {
-		args = append(args, "--progress-fd", fmt.Sprint(progressFD))
-	}
-	if !f.stop.IsZero() {
-		left := max(time.Until(f.stop).Round(time.Second), time.Second)
-		args = append(args, "--max-runtime", left.String())
-	}
-	for _, t := range []struct{ flag, value string }{
-		{"--proxy", f.o.FTS.Proxy}, {"--token-file", f.o.FTS.TokenFile}, {"--metrics-file", f.o.MetricsFile},
-		{"--storage-token-file", f.o.Beyond.TokenFile}, {"--report", f.o.Beyond.Report},
-	} {
-		if !strings.Contains(t.value, userTemplate) {
-			continue
-		}
-		v, err := expandUser(t.value, u)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", t.flag, err)
-		}
-		args = append(args, t.flag, v)
-	}
-	return args, nil
 }
 
 // fleetOnly are the flags of the fleet itself, which its agents are not
@@ -607,10 +528,12 @@ func expandUser(template, u string) (string, error) {
 	return strings.ReplaceAll(template, userTemplate, u), nil
 }
 
-// initState makes the fleet's empty memory of its agents and users.
-func (f *fleet) initState() {
-	f.running, f.ended = map[string]*child{}, make(chan *child, f.o.Fleet.MaxAgents)
-	f.drained, f.notBefore, f.done, f.heldUntil = map[string]state.UserDue{}, map[string]time.Time{}, map[string]bool{}, map[string]time.Time{}
-	f.backlog, f.unreleased = backlog{ranElsewhere: map[string]bool{}}, map[string]*child{}
-	f.answers, f.lockDone = make(chan discovery, 1), make(chan lockWork, 1)
+// newFleet makes a fleet, with its empty memory of its agents and users,
+// that runs its agents in agents.
+func newFleet(o *RunOptions, g *Globals, id string, lister state.Admin, locker fleetLocker, agents *fleetAgents) *fleet {
+	return &fleet{o: o, g: g, id: id, log: agents.log, place: fleetPlace(holder.This()), lister: lister, locker: locker,
+		view: agents.view, start: time.Now(), agents: agents,
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
+		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{},
+		answers: make(chan discovery, 1), lockDone: make(chan lockWork, 1)}
 }

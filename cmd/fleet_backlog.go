@@ -76,7 +76,7 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 	}
 	last := f.backlog
 	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
-	beside := len(f.running) > 0
+	beside := len(f.agents.running) > 0
 	if beside {
 		// agents run: the locks are read and taken beside the loop, as for
 		// a refill, with what the last read of them found until then
@@ -93,7 +93,7 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 		return started, pending, nil
 	}
 	started, pending := f.fill(ctx, true)
-	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.running)}).Debug("discovery round")
+	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.agents.running)}).Debug("discovery round")
 	return started, pending, nil
 }
 
@@ -142,7 +142,7 @@ type lockWork struct {
 func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 	if w.read {
 		f.learnLocks(ctx, w.locks, w.err)
-		if ctx.Err() != nil || f.pastStop() {
+		if ctx.Err() != nil || f.agents.pastStop() {
 			f.taking = nil // stopping: no lock is asked for
 			return
 		}
@@ -160,7 +160,7 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 		return
 	}
 	f.taking = nil
-	if ctx.Err() != nil || f.pastStop() {
+	if ctx.Err() != nil || f.agents.pastStop() {
 		for _, t := range w.takes {
 			if h, err := f.tookLock(ctx, t); err == nil {
 				f.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
@@ -174,7 +174,7 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 // wanted is how many run locks fill would ask for now: one for each free
 // slot and each spare lock missing.
 func (f *fleet) wanted() int {
-	return f.o.Fleet.MaxAgents - len(f.running) + f.spareRoom()
+	return f.agents.free() + f.spareRoom()
 }
 
 // startable reports whether what the fleet knows lets it start an agent
@@ -198,7 +198,7 @@ const (
 func (f *fleet) skip(u state.UserDue) skipReason {
 	last, drained := f.drained[u.User]
 	switch {
-	case f.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User) || f.taking[u.User]:
+	case f.agents.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User) || f.taking[u.User]:
 		return skipOurs
 	case drained && sameDue(last, u):
 		return skipOurs
@@ -250,7 +250,7 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 // refill asks for next, marking them tried: one for each free slot that no
 // spare lock fills, then one for each spare lock missing.
 func (f *fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
-	batch := f.nextUsers(f.o.Fleet.MaxAgents-len(f.running)-len(f.spares), tried, false)
+	batch := f.nextUsers(f.agents.free()-len(f.spares), tried, false)
 	batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
 	names := make([]string, len(batch))
 	for i, u := range batch {
@@ -272,7 +272,7 @@ func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []tak
 		case errors.Is(err, errLostRace):
 			lost[t.user] = f.heldUntil[t.user]
 		case err != nil:
-		case len(f.running) < f.o.Fleet.MaxAgents:
+		case f.agents.free() > 0:
 			if f.start1(ctx, batch[i], h, byRound) {
 				started++
 			}
@@ -308,7 +308,7 @@ func (f *fleet) nextUsers(n int, tried map[string]bool, ownOnly bool) []state.Us
 // start1 starts the agent of u under the lock h the fleet took for it; if
 // it cannot, it frees the lock and does not run the user again.
 func (f *fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound bool) bool {
-	err := f.startAgent(ctx, u, h, byRound)
+	err := f.agents.start(ctx, u, h, byRound)
 	if err == nil {
 		return true
 	}

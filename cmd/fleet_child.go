@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
 // exitCodeError carries the exit code of `run --all-users`.
@@ -43,49 +44,95 @@ func (c *child) reason() string { return c.out.lastError() }
 
 func (c *child) runtime() time.Duration { return c.ended.Sub(c.started) }
 
-// startAgent starts the agent of u in a process group of its own (so that
+// fleetAgents are a fleet's slots: the agent processes it runs, how it
+// starts them, and how long each freed slot waited for the next agent.
+type fleetAgents struct {
+	o    *RunOptions
+	g    *Globals
+	log  *logrus.Entry
+	exe  string
+	base []string // the arguments of every agent, before the per-user ones
+	// checked is what the fleet's opening of CouchDB learnt, handed to
+	// the agents (nil: another store)
+	checked *couch.Checked
+	view    *fleetView
+	stop    time.Time // --max-runtime: no agent starts after it; zero: none
+
+	running map[string]*child
+	pids    pidSet // of the running agents, for the signal watcher
+	ended   chan *child
+	started int
+	// freed holds when each slot freed by an ended agent was freed, oldest
+	// first, until an agent takes it; maxSlotWait is the longest a freed
+	// slot waited (a measure of how fast users are picked up).
+	freed       []time.Time
+	maxSlotWait time.Duration
+	// maxBacklogWait is the longest a freed slot waited that the backlog
+	// filled between rounds (see refill): the wait of a slot that a
+	// round filled includes the wait for the round, when no user was left.
+	maxBacklogWait time.Duration
+}
+
+func newFleetAgents(o *RunOptions, g *Globals, log *logrus.Entry, exe string, base []string, view *fleetView) *fleetAgents {
+	return &fleetAgents{o: o, g: g, log: log, exe: exe, base: base, view: view,
+		running: map[string]*child{}, ended: make(chan *child, o.Fleet.MaxAgents)}
+}
+
+// free is how many slots no agent runs in.
+func (a *fleetAgents) free() int { return a.o.Fleet.MaxAgents - len(a.running) }
+
+// pastStop reports whether the stop time (--max-runtime) has passed.
+func (a *fleetAgents) pastStop() bool { return !a.stop.IsZero() && !time.Now().Before(a.stop) }
+
+// reaped frees the slot of the agent c, which has ended.
+func (a *fleetAgents) reaped(c *child) {
+	delete(a.running, c.user.User)
+	a.freed = append(a.freed, c.ended) // idle from the agent's exit on
+}
+
+// start starts the agent of u in a process group of its own (so that
 // a second signal can kill it with its gfal-rm), its output read line by
 // line into the fleet's log; byRound says whether a discovery round
 // started it, or a refill from the backlog.
-func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff, byRound bool) error {
-	args, err := f.agentArgs(u.User, h)
+func (a *fleetAgents) start(ctx context.Context, u state.UserDue, h handoff, byRound bool) error {
+	args, err := a.args(u.User, h)
 	if err != nil {
 		return err
 	}
-	c := &child{user: u, handoff: h, cmd: exec.Command(f.exe, args...)}
-	out := &logRelay{log: f.g.Log, user: u.User}
+	c := &child{user: u, handoff: h, cmd: exec.Command(a.exe, args...)}
+	out := &logRelay{log: a.g.Log, user: u.User}
 	c.out = out
 	c.cmd.Stdout, c.cmd.Stderr = out, out
 	c.cmd.SysProcAttr = agentProcAttr()
 	// a gfal-rm left behind by a killed agent must not hold the fleet
 	c.cmd.WaitDelay = 5 * time.Second
-	progress, err := f.progressPipe(c)
+	progress, err := a.progressPipe(c)
 	if err != nil {
 		return err
 	}
 	if err := c.cmd.Start(); err != nil {
 		closeAll(c.cmd.ExtraFiles...)
 		closeAll(progress)
-		return fmt.Errorf("start %s: %w", f.exe, err)
+		return fmt.Errorf("start %s: %w", a.exe, err)
 	}
 	closeAll(c.cmd.ExtraFiles...) // the agent's end
 	c.started = time.Now()
 	pid := c.cmd.Process.Pid
-	f.pids.add(pid)
-	f.running[u.User] = c
-	f.started++
-	f.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "owner": h.Owner, "waiting_since": u.Since.UTC().Format(time.RFC3339),
-		"queued": u.Queued, "active": u.Active, "slot_free_s": f.slotTaken(byRound).Seconds(), "filled_by": filledBy(byRound)}).Info("agent started")
+	a.pids.add(pid)
+	a.running[u.User] = c
+	a.started++
+	a.log.WithFields(logrus.Fields{FieldUser: u.User, "pid": pid, "owner": h.Owner, "waiting_since": u.Since.UTC().Format(time.RFC3339),
+		"queued": u.Queued, "active": u.Active, "slot_free_s": a.slotTaken(byRound).Seconds(), "filled_by": filledBy(byRound)}).Info("agent started")
 	read := make(chan struct{})
 	if progress != nil {
-		f.view.started(u.User)
-		go func() { defer close(read); f.view.read(u.User, progress) }()
+		a.view.started(u.User)
+		go func() { defer close(read); a.view.read(u.User, progress) }()
 	} else {
 		close(read)
 	}
 	go func() {
 		err := c.cmd.Wait()
-		f.pids.remove(pid)
+		a.pids.remove(pid)
 		out.flush()
 		select { // the agent's last pass, unless something else holds the pipe
 		case <-read:
@@ -93,13 +140,68 @@ func (f *fleet) startAgent(ctx context.Context, u state.UserDue, h handoff, byRo
 		}
 		c.ended = time.Now()
 		c.code = processExitCode(c.cmd, err)
-		f.ended <- c
+		a.ended <- c
 	}()
 	if ctx.Err() != nil {
 		// a signal came while starting: pass it on
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	return nil
+}
+
+// slotTaken records that an agent took a slot, filled by a round or else
+// from the backlog, and returns how long the slot had been free (0 for
+// one never used).
+func (a *fleetAgents) slotTaken(byRound bool) time.Duration {
+	if len(a.freed) == 0 {
+		return 0
+	}
+	w := time.Since(a.freed[0])
+	a.freed = a.freed[1:]
+	a.maxSlotWait = max(a.maxSlotWait, w)
+	if !byRound {
+		a.maxBacklogWait = max(a.maxBacklogWait, w)
+	}
+	return w
+}
+
+// args are the arguments of the agent of user u, which runs under
+// the owner ID of h if h holds one: the fleet's own, then the per-user
+// ones, which come last and so win.
+func (a *fleetAgents) args(u string, h handoff) ([]string, error) {
+	args := append([]string(nil), a.base...)
+	args = append(args, "--user", u, "--log-format", "json", "--progress", "never", "--fleet-agent")
+	if h.Owner != "" {
+		args = append(args, "--fleet-owner", h.Owner)
+	}
+	if a.checked != nil {
+		id, err := json.Marshal(a.checked.Identity)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--fleet-read-quorum", fmt.Sprint(a.checked.ReadQuorum), "--fleet-couch-identity", string(id))
+	}
+	if a.view.on() {
+		args = append(args, "--progress-fd", fmt.Sprint(progressFD))
+	}
+	if !a.stop.IsZero() {
+		left := max(time.Until(a.stop).Round(time.Second), time.Second)
+		args = append(args, "--max-runtime", left.String())
+	}
+	for _, t := range []struct{ flag, value string }{
+		{"--proxy", a.o.FTS.Proxy}, {"--token-file", a.o.FTS.TokenFile}, {"--metrics-file", a.o.MetricsFile},
+		{"--storage-token-file", a.o.Beyond.TokenFile}, {"--report", a.o.Beyond.Report},
+	} {
+		if !strings.Contains(t.value, userTemplate) {
+			continue
+		}
+		v, err := expandUser(t.value, u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.flag, err)
+		}
+		args = append(args, t.flag, v)
+	}
+	return args, nil
 }
 
 // filledBy names what started an agent, in its "agent started" line.
@@ -112,8 +214,8 @@ func filledBy(byRound bool) string {
 
 // progressPipe gives the agent c a pipe to write its passes to, when the
 // fleet shows progress, and returns the fleet's end (nil: none).
-func (f *fleet) progressPipe(c *child) (*os.File, error) {
-	if !f.view.on() {
+func (a *fleetAgents) progressPipe(c *child) (*os.File, error) {
+	if !a.view.on() {
 		return nil, nil
 	}
 	r, w, err := os.Pipe()
@@ -151,18 +253,18 @@ func processExitCode(c *exec.Cmd, err error) int {
 // to every agent as SIGTERM, so that each stops gracefully, and kills every
 // agent's whole process group (gfal-rm included) on the next one. The
 // returned function stops watching.
-func (f *fleet) killOnSecondSignal(ctx context.Context) func() {
+func (a *fleetAgents) killOnSecondSignal(ctx context.Context) func() {
 	return onStopSignals(ctx, func() {
-		pids := f.pids.list()
+		pids := a.pids.list()
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
-		f.log.WithField("agents", len(pids)).Info("stop signal passed on to the agents; a second one kills them")
+		a.log.WithField("agents", len(pids)).Info("stop signal passed on to the agents; a second one kills them")
 	}, func() {
-		for _, pid := range f.pids.list() {
+		for _, pid := range a.pids.list() {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
-		fmt.Fprintln(f.g.Stderr, "aso: second signal: agents killed with their process groups, exiting at once")
+		fmt.Fprintln(a.g.Stderr, "aso: second signal: agents killed with their process groups, exiting at once")
 		os.Exit(ExitError)
 	})
 }

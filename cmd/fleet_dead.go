@@ -58,7 +58,7 @@ func (f *fleet) learnLocks(ctx context.Context, locks []state.LockDoc, err error
 			}
 		}
 		switch {
-		case f.running[l.User] != nil || f.spares.has(l.User) || f.taking[l.User]:
+		case f.agents.running[l.User] != nil || f.spares.has(l.User) || f.taking[l.User]:
 		case !l.Expire.After(now):
 			if ranElsewhereSince(l.LastRun, f.backlog.at) {
 				f.backlog.ranElsewhere[l.User] = true

@@ -85,8 +85,8 @@ func TestAgentArgs_Templates(t *testing.T) {
 	o := &RunOptions{MetricsFile: "/m/aso_{user}.prom"}
 	o.FTS.Proxy, o.FTS.TokenFile = "/p/{user}.pem", "/fixed/token"
 	o.Beyond.TokenFile, o.Beyond.Report = "/s/{user}.jwt", "/r/{user}.json"
-	f := &fleet{o: o, base: []string{"run", "--interval", "1s"}}
-	args, err := f.agentArgs("alice", handoff{})
+	a := &fleetAgents{o: o, base: []string{"run", "--interval", "1s"}}
+	args, err := a.args("alice", handoff{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestAgentArgs_Templates(t *testing.T) {
 	if strings.Contains(got, "/fixed/token") {
 		t.Errorf("agent args %q repeat a flag without {user}: it reaches the agent through the shared arguments", got)
 	}
-	if _, err := f.agentArgs("../root", handoff{}); err == nil {
+	if _, err := a.args("../root", handoff{}); err == nil {
 		t.Errorf("a user name that leaves the directory was put in a file name")
 	}
 }

@@ -250,7 +250,7 @@ func (f *fleet) spareRoom() int {
 // how many it started.
 func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
 	started := 0
-	for len(f.spares) > 0 && (len(f.running) < f.o.Fleet.MaxAgents || f.spares[0].old(f.o.Agent.LockTTL)) {
+	for len(f.spares) > 0 && (f.agents.free() > 0 || f.spares[0].old(f.o.Agent.LockTTL)) {
 		s := f.spares[0]
 		f.spares = f.spares[1:]
 		if s.old(f.o.Agent.LockTTL) {

@@ -57,10 +57,9 @@ func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 	o.Fleet.MaxAgents, o.Fleet.DiscoverInterval = 4, time.Second
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	f := &fleet{o: o, g: &Globals{Log: log}, id: agentID(), log: log.WithField("fleet", "test"), place: fleetPlace(holder.This()), lister: lister, locker: store,
-		exe: filepath.Join(t.TempDir(), "no-aso"), view: newFleetView(&console{})}
-	f.initState()
-	return f
+	g := &Globals{Log: log}
+	return newFleet(o, g, agentID(), lister, store,
+		newFleetAgents(o, g, log.WithField("fleet", "test"), filepath.Join(t.TempDir(), "no-aso"), nil, newFleetView(&console{})))
 }
 
 // TestFleetRound_LockTakenElsewhere: discovery found ann due and her
@@ -87,7 +86,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if started != 0 || f.started != 0 || f.done["ann"] {
+			if started != 0 || f.agents.started != 0 || f.done["ann"] {
 				t.Fatalf("the round tried to start an agent for a user whose lock another host holds (started %d, done %v)", started, f.done["ann"])
 			}
 			if f.lostRaces != c.lost || f.heldElsewhere != 1 {
@@ -115,7 +114,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	if hh, ok := state.ParseHolder(h.Owner); !ok || hh.PID != os.Getpid() {
 		t.Errorf("handed owner %q: want an owner ID of this process", h.Owner)
 	}
-	args, err := f.agentArgs("ann", h)
+	args, err := f.agents.args("ann", h)
 	if err != nil || !containsPair(args, "--fleet-owner", h.Owner) {
 		t.Errorf("agent args %q, %v: want --fleet-owner %s", args, err, h.Owner)
 	}
@@ -228,8 +227,8 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 // found (--fleet-read-quorum), which an agent of a fleet opens the
 // database with, without asking again; the flag is refused elsewhere.
 func TestFleetChecked(t *testing.T) {
-	f := &fleet{o: &RunOptions{}, checked: &couch.Checked{ReadQuorum: 2}}
-	args, err := f.agentArgs("ann", handoff{})
+	a := &fleetAgents{o: &RunOptions{}, checked: &couch.Checked{ReadQuorum: 2}}
+	args, err := a.args("ann", handoff{})
 	if err != nil || !containsPair(args, "--fleet-read-quorum", "2") {
 		t.Errorf("agent args %q, %v: want --fleet-read-quorum 2", args, err)
 	}
@@ -245,8 +244,8 @@ func TestFleetChecked(t *testing.T) {
 	}
 	// who the credentials are goes to the agent too, for its report
 	who := couch.Identity{Name: "agent-ann", Roles: []string{couch.RoleAgent}}
-	f.checked.Identity = who
-	args, err = f.agentArgs("ann", handoff{})
+	a.checked.Identity = who
+	args, err = a.args("ann", handoff{})
 	i := slices.Index(args, "--fleet-couch-identity")
 	if err != nil || i < 0 || i+1 >= len(args) {
 		t.Fatalf("agent args %q, %v: want --fleet-couch-identity", args, err)
@@ -275,7 +274,7 @@ func TestFleetRoundDue(t *testing.T) {
 	if !f.roundDue() {
 		t.Errorf("no round is due with a free slot and no user left to start")
 	}
-	f.running["bob"] = &child{}
+	f.agents.running["bob"] = &child{}
 	if f.roundDue() {
 		t.Errorf("a round is due while every slot is busy")
 	}

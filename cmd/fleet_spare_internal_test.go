@@ -73,14 +73,14 @@ func TestFleetSpares(t *testing.T) {
 	ctx := context.Background()
 	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
-	f.exe, _ = agentScript(t, t.TempDir(), "none")
+	f.agents.exe, _ = agentScript(t, t.TempDir(), "none")
 	f.o.Fleet.MaxAgents = 2
 	now := time.Now()
 	f.backlog.at = now
 	for _, u := range []string{"ann", "bob", "carol", "dave"} {
 		f.backlog.due = append(f.backlog.due, state.UserDue{User: u, Since: now.Add(-time.Hour), Queued: 1})
 	}
-	f.running["x"], f.running["y"] = &child{}, &child{}
+	f.agents.running["x"], f.agents.running["y"] = &child{}, &child{}
 	if started, _ := f.fill(ctx, false); started != 0 || len(f.spares) != 1 || f.spares[0].user.User != "ann" {
 		t.Fatalf("fill with every slot busy: started %d, spares %+v; want ann's lock taken ahead, no agent", started, f.spares)
 	}
@@ -95,13 +95,13 @@ func TestFleetSpares(t *testing.T) {
 
 	// a slot frees: the spare starts at once, though the store is down
 	f.locker, f.lister = downStore{store}, downStore{store}
-	delete(f.running, "x")
+	delete(f.agents.running, "x")
 	started, _ := f.refill(ctx)
 	settle(ctx, f)
-	if started != 1 || f.running["ann"] == nil || len(f.spares) != 0 {
-		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.running, len(f.spares))
+	if started != 1 || f.agents.running["ann"] == nil || len(f.spares) != 0 {
+		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.agents.running, len(f.spares))
 	}
-	c := <-f.ended
+	c := <-f.agents.ended
 	if c.handoff.Owner != locks[0].Holder {
 		t.Errorf("ann's agent ran under %q, want the spare's owner %q", c.handoff.Owner, locks[0].Holder)
 	}
@@ -110,7 +110,7 @@ func TestFleetSpares(t *testing.T) {
 	clear(f.notBefore) // the refill's take of the next spare failed with the store down
 
 	// a spare held too long is released, not handed over
-	f.running["x"] = &child{}
+	f.agents.running["x"] = &child{}
 	// the refill put the backlog in the fleet's order (see spread)
 	next := f.backlog.due[slices.IndexFunc(f.backlog.due, f.startable)].User
 	f.fill(ctx, false)
@@ -119,8 +119,8 @@ func TestFleetSpares(t *testing.T) {
 	}
 	f.spares[0].taken = time.Now().Add(-f.o.Agent.LockTTL / 2)
 	f.startSpares(ctx, false)
-	if len(f.spares) != 0 || f.running[next] != nil {
-		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.spares, next, f.running[next] != nil)
+	if len(f.spares) != 0 || f.agents.running[next] != nil {
+		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.spares, next, f.agents.running[next] != nil)
 	}
 	if locks, _ := store.Locks(ctx, next); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the old spare's release: %+v; want free", next, locks)
@@ -131,8 +131,8 @@ func TestFleetSpares(t *testing.T) {
 		t.Fatalf("spares %+v: want one", f.spares)
 	}
 	user := f.spares[0].user.User
-	delete(f.running, "x")
-	delete(f.running, "y")
+	delete(f.agents.running, "x")
+	delete(f.agents.running, "y")
 	f.wait(ctx)
 	if locks, _ := store.Locks(ctx, user); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the fleet stopped: %+v; want the spare released", user, locks)
@@ -190,7 +190,7 @@ func TestFleetLoop_DiscoveryBeside(t *testing.T) {
 	f := testFleet(t, lister, store)
 	dir := t.TempDir()
 	exe, started := agentScript(t, dir, "ann")
-	f.exe = exe
+	f.agents.exe = exe
 	f.o.Fleet.MaxAgents, f.o.Fleet.DiscoverInterval = 1, 10*time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- f.loop(context.Background()) }()
