@@ -93,10 +93,10 @@ type fleet struct {
 	log    *logrus.Entry
 	place  uint64 // this fleet's, in the scores of users: see spread
 	lister state.Admin
-	locker fleetLocker
 	view   *fleetView
 	start  time.Time
 	agents *fleetAgents
+	locks  *fleetLocks
 
 	// drained holds the entry of each user whose last agent exited 0: a
 	// user reported again with the same entry has nothing an agent can do
@@ -108,10 +108,6 @@ type fleet struct {
 	// done holds users not to run again: a permanent failure, or any run
 	// with --once or --dry-run.
 	done map[string]bool
-	// heldUntil holds users whose run lock another agent holds, as this
-	// round's read of the locks found it, or the fleet's take of the lock
-	// since (a race lost): they are left out until that lock expires.
-	heldUntil map[string]time.Time
 	// backlog is what the last round found, for the slots freed until
 	// the next.
 	backlog backlog
@@ -120,19 +116,13 @@ type fleet struct {
 	answers chan discovery
 	asking  bool
 	answer  *discovery
-	// spares are run locks taken ahead for the next slots to free (see
-	// spare).
-	spares spares
 	// lockDone brings the answers of a refill's lock requests; taking
 	// (not nil while they are under way) holds the users whose locks
 	// they ask for (see lockWork).
 	lockDone chan lockWork
 	taking   map[string]bool
-	// unreleased holds, by user, the ended agents whose run lock the
-	// fleet took for them and has not yet checked (see readLocks).
-	unreleased map[string]*child
 
-	worst, ok, locked, lostRaces int
+	worst, ok, locked int
 	// heldElsewhere counts the due users of the last round left alone
 	// because an agent elsewhere holds their run lock.
 	heldElsewhere int
@@ -191,7 +181,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	err = f.loop(ctx)
 	f.wait(ctx)
 	con.close()
-	f.log.WithFields(logrus.Fields{"agents": f.agents.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.lostRaces,
+	f.log.WithFields(logrus.Fields{"agents": f.agents.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.locks.lostRaces,
 		"max_slot_wait_s": f.agents.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.agents.maxBacklogWait.Seconds(),
 		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
@@ -407,9 +397,7 @@ func sameDue(a, b state.UserDue) bool {
 // reap records how the agent c ended and when its user may run again.
 func (f *fleet) reap(ctx context.Context, c *child) {
 	f.agents.reaped(c)
-	if c.handoff.Owner != "" {
-		f.unreleased[c.user.User] = c // see readLocks
-	}
+	f.locks.agentEnded(c)
 	code := c.code
 	fields := logrus.Fields{FieldUser: c.user.User, "exit_code": code, "runtime": c.runtime().Round(time.Millisecond).String()}
 	why := c.reason()
@@ -432,7 +420,7 @@ func (f *fleet) reap(ctx context.Context, c *child) {
 		f.log.WithFields(fields).Info("agent finished")
 	case ExitLocked:
 		f.locked++
-		f.notBefore[c.user.User] = time.Now().Add(f.lockedBackoff())
+		f.notBefore[c.user.User] = time.Now().Add(lockedBackoff(f.o))
 		f.log.WithFields(fields).Info("another agent holds this user's run lock; moving on")
 	case ExitTempFail:
 		f.notBefore[c.user.User] = time.Now().Add(f.o.Fleet.DiscoverInterval)
@@ -454,8 +442,8 @@ func orUnknown(why string) string {
 // lockedBackoff is how long a user whose lock is held elsewhere is left
 // alone: the lock holder renews every third of the lock TTL, so trying
 // more often finds it held again.
-func (f *fleet) lockedBackoff() time.Duration {
-	return min(max(f.o.Agent.LockTTL/3, time.Second), f.o.Fleet.DiscoverInterval)
+func lockedBackoff(o *RunOptions) time.Duration {
+	return min(max(o.Agent.LockTTL/3, time.Second), o.Fleet.DiscoverInterval)
 }
 
 // note records an agent's exit code.
@@ -488,11 +476,11 @@ func (f *fleet) wait(ctx context.Context) {
 	for f.taking != nil {
 		f.lockAnswer(ctx, <-f.lockDone) // with ctx done or past the stop: no start
 	}
-	f.releaseSpares(ctx)
+	f.locks.releaseSpares(ctx)
 	for len(f.agents.running) > 0 {
 		f.reap(ctx, <-f.agents.ended)
 	}
-	if len(f.unreleased) > 0 {
+	if len(f.locks.unreleased) > 0 {
 		f.readLocks(ctx)
 	}
 }
@@ -531,9 +519,9 @@ func expandUser(template, u string) (string, error) {
 // newFleet makes a fleet, with its empty memory of its agents and users,
 // that runs its agents in agents.
 func newFleet(o *RunOptions, g *Globals, id string, lister state.Admin, locker fleetLocker, agents *fleetAgents) *fleet {
-	return &fleet{o: o, g: g, id: id, log: agents.log, place: fleetPlace(holder.This()), lister: lister, locker: locker,
-		view: agents.view, start: time.Now(), agents: agents,
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, heldUntil: map[string]time.Time{},
-		backlog: backlog{ranElsewhere: map[string]bool{}}, unreleased: map[string]*child{},
+	return &fleet{o: o, g: g, id: id, log: agents.log, place: fleetPlace(holder.This()), lister: lister,
+		view: agents.view, start: time.Now(), agents: agents, locks: newFleetLocks(o, id, agents.log, locker, lister),
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
+		backlog: backlog{ranElsewhere: map[string]bool{}},
 		answers: make(chan discovery, 1), lockDone: make(chan lockWork, 1)}
 }

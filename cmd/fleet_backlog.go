@@ -112,12 +112,12 @@ func (f *fleet) refill(ctx context.Context) (int, time.Time) {
 		return started, f.tally() // the lock requests of the last refill are under way
 	}
 	room := f.wanted() > 0 && slices.ContainsFunc(f.backlog.due, f.startable)
-	if !room && len(f.unreleased) == 0 {
+	if !room && len(f.locks.unreleased) == 0 {
 		return started, f.tally()
 	}
 	f.taking = map[string]bool{}
 	go func() {
-		locks, err := f.listLocks(ctx)
+		locks, err := f.locks.list(ctx)
 		f.lockDone <- lockWork{locks: locks, err: err, read: true}
 	}()
 	return started, f.tally()
@@ -156,14 +156,14 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 		for _, u := range names {
 			f.taking[u] = true
 		}
-		go func() { f.lockDone <- lockWork{batch: batch, takes: f.takeLocks(ctx, names)} }()
+		go func() { f.lockDone <- lockWork{batch: batch, takes: f.locks.takeLocks(ctx, names)} }()
 		return
 	}
 	f.taking = nil
 	if ctx.Err() != nil || f.agents.pastStop() {
 		for _, t := range w.takes {
 			if h, err := f.tookLock(ctx, t); err == nil {
-				f.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
+				f.locks.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
 			}
 		}
 		return
@@ -174,7 +174,7 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 // wanted is how many run locks fill would ask for now: one for each free
 // slot and each spare lock missing.
 func (f *fleet) wanted() int {
-	return f.agents.free() + f.spareRoom()
+	return f.agents.free() + f.locks.spareRoom()
 }
 
 // startable reports whether what the fleet knows lets it start an agent
@@ -198,12 +198,12 @@ const (
 func (f *fleet) skip(u state.UserDue) skipReason {
 	last, drained := f.drained[u.User]
 	switch {
-	case f.agents.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.spares.has(u.User) || f.taking[u.User]:
+	case f.agents.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.locks.spares.has(u.User) || f.taking[u.User]:
 		return skipOurs
 	case drained && sameDue(last, u):
 		return skipOurs
 	}
-	if _, gone := f.backlog.dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.heldElsewhereNow(u.User)) {
+	if _, gone := f.backlog.dead[u.User]; !gone && (u.LockedUntil.After(time.Now()) || f.locks.heldElsewhereNow(u.User)) {
 		// an agent elsewhere works on it (the view or a read of the locks
 		// says so); if that agent dies, the lock expires and a later round
 		// (or run) takes the user
@@ -230,16 +230,14 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 		if len(batch) == 0 {
 			break
 		}
-		n, lost := f.useTakes(ctx, batch, f.takeLocks(ctx, names), byRound)
+		n, lost := f.useTakes(ctx, batch, f.locks.takeLocks(ctx, names), byRound)
 		started += n
 		if len(lost) > 0 {
 			// another fleet works here: learn what it took since the last
 			// read, rather than lose the race for each of those users
 			f.readLocks(ctx)
 			for u, until := range lost {
-				if until.After(f.heldUntil[u]) {
-					f.heldUntil[u] = until // the read may lag the take
-				}
+				f.locks.heldAtLeast(u, until) // the read may lag the take
 			}
 		}
 	}
@@ -250,8 +248,8 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 // refill asks for next, marking them tried: one for each free slot that no
 // spare lock fills, then one for each spare lock missing.
 func (f *fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
-	batch := f.nextUsers(f.agents.free()-len(f.spares), tried, false)
-	batch = append(batch, f.nextUsers(f.spareRoom(), tried, true)...)
+	batch := f.nextUsers(f.agents.free()-len(f.locks.spares), tried, false)
+	batch = append(batch, f.nextUsers(f.locks.spareRoom(), tried, true)...)
 	names := make([]string, len(batch))
 	for i, u := range batch {
 		names[i] = u.User
@@ -270,14 +268,14 @@ func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []tak
 		h, err := f.tookLock(ctx, t)
 		switch {
 		case errors.Is(err, errLostRace):
-			lost[t.user] = f.heldUntil[t.user]
+			lost[t.user] = f.locks.heldUntil[t.user]
 		case err != nil:
 		case f.agents.free() > 0:
 			if f.start1(ctx, batch[i], h, byRound) {
 				started++
 			}
 		default:
-			f.spares.add(batch[i], h)
+			f.locks.spares.add(batch[i], h)
 		}
 	}
 	return started, lost
@@ -313,7 +311,7 @@ func (f *fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound 
 		return true
 	}
 	f.log.WithError(err).WithField(FieldUser, u.User).Error("cannot start the agent of this user")
-	f.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
+	f.locks.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
 		Error: "the fleet could not start the agent: " + err.Error()})
 	f.done[u.User] = true
 	f.note(ExitError)

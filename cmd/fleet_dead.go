@@ -24,57 +24,87 @@ import (
 // host took it since). If the read fails, the ended agents' locks are
 // released one by one and what the fleet knew stays as it was.
 func (f *fleet) readLocks(ctx context.Context) {
-	locks, err := f.listLocks(ctx)
+	locks, err := f.locks.list(ctx)
 	f.learnLocks(ctx, locks, err)
 }
 
-// listLocks reads the run locks (one request); it changes nothing of the
-// fleet's, so that it can run beside the loop (see refill).
-func (f *fleet) listLocks(ctx context.Context) ([]state.LockDoc, error) {
-	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
+// list reads the run locks (one request); it changes nothing, so that it
+// can run beside the fleet's loop (see refill).
+func (l *fleetLocks) list(ctx context.Context) ([]state.LockDoc, error) {
+	qctx, cancel := context.WithTimeout(ctx, l.o.Agent.PhaseTimeout)
 	defer cancel()
-	return f.lister.Locks(qctx, "")
+	return l.lister.Locks(qctx, "")
 }
 
 // learnLocks is what the read of the locks (locks, or err) tells the
 // fleet: see readLocks.
 func (f *fleet) learnLocks(ctx context.Context, locks []state.LockDoc, err error) {
-	if err != nil {
-		f.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
-		for u, c := range f.unreleased {
-			f.releaseHandoff(ctx, c)
-			delete(f.unreleased, u)
-		}
+	ours := func(u string) bool { return f.agents.running[u] != nil || f.locks.spares.has(u) || f.taking[u] }
+	news, ok := f.locks.learn(ctx, locks, err, ours, f.backlog.at)
+	if !ok {
 		return
 	}
+	for _, u := range news.ranElsewhere {
+		f.backlog.ranElsewhere[u] = true
+	}
+	f.backlog.dead, f.backlog.fleets = news.dead, news.fleets
+}
+
+// lockNews is what a read of the locks tells the backlog: the users whose
+// live lock an agent known dead holds, the fleets that hold live locks or
+// released one lately, and the users another agent ran for since the
+// round.
+type lockNews struct {
+	dead         map[string]state.LockDoc
+	fleets       map[uint64]bool
+	ranElsewhere []string
+}
+
+// learn takes in the read of the locks (locks, or err) for a round that
+// asked for the users at since, ours telling the users the fleet runs or
+// takes the locks of: it releases the locks that ended agents left held
+// and replaces heldUntil (see readLocks). ok is false when the read
+// failed: the ended agents' locks are released one by one, and what the
+// fleet knew stays as it was.
+func (l *fleetLocks) learn(ctx context.Context, locks []state.LockDoc, err error, ours func(string) bool, since time.Time) (news lockNews, ok bool) {
+	if err != nil {
+		l.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
+		for u, c := range l.unreleased {
+			l.releaseHandoff(ctx, c)
+			delete(l.unreleased, u)
+		}
+		return lockNews{}, false
+	}
 	now := time.Now()
-	dead, held, fleets := map[string]state.LockDoc{}, map[string]time.Time{}, map[uint64]bool{}
-	for _, l := range locks {
-		if c := f.unreleased[l.User]; c != nil {
-			delete(f.unreleased, l.User)
-			if l.Holder == c.handoff.Owner && !l.Expire.IsZero() {
-				f.releaseHandoff(ctx, c)
+	news = lockNews{dead: map[string]state.LockDoc{}, fleets: map[uint64]bool{}}
+	held := map[string]time.Time{}
+	for _, lk := range locks {
+		if c := l.unreleased[lk.User]; c != nil {
+			delete(l.unreleased, lk.User)
+			if lk.Holder == c.handoff.Owner && !lk.Expire.IsZero() {
+				l.releaseHandoff(ctx, c)
 				continue
 			}
 		}
 		switch {
-		case f.agents.running[l.User] != nil || f.spares.has(l.User) || f.taking[l.User]:
-		case !l.Expire.After(now):
-			if ranElsewhereSince(l.LastRun, f.backlog.at) {
-				f.backlog.ranElsewhere[l.User] = true
+		case ours(lk.User):
+		case !lk.Expire.After(now):
+			if ranElsewhereSince(lk.LastRun, since) {
+				news.ranElsewhere = append(news.ranElsewhere, lk.User)
 			}
-			if l.LastRun != nil && l.LastRun.Ended.After(now.Add(-fleetMemory*f.o.Fleet.DiscoverInterval)) {
-				addFleet(fleets, l.LastRun.Holder)
+			if lk.LastRun != nil && lk.LastRun.Ended.After(now.Add(-fleetMemory*l.o.Fleet.DiscoverInterval)) {
+				addFleet(news.fleets, lk.LastRun.Holder)
 			}
-		case holder.Of(l.Holder).State == holder.Gone:
-			dead[l.User] = l
+		case holder.Of(lk.Holder).State == holder.Gone:
+			news.dead[lk.User] = lk
 		default:
-			held[l.User] = l.Expire.Time
-			addFleet(fleets, l.Holder)
+			held[lk.User] = lk.Expire.Time
+			addFleet(news.fleets, lk.Holder)
 		}
 	}
-	clear(f.unreleased) // no lock document: nothing to release
-	f.heldUntil, f.backlog.dead, f.backlog.fleets = held, dead, fleets
+	clear(l.unreleased) // no lock document: nothing to release
+	l.heldUntil = held
+	return news, true
 }
 
 // withDeadHolders adds to due the users whose lock a dead agent holds but

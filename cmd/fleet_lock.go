@@ -42,7 +42,7 @@ var errRanElsewhere = errors.New("another agent ran for the user since the disco
 // lost race: the user is left out of discovery until that lock expires
 // (errLostRace). Any other error leaves the user for a later round.
 func (f *fleet) takeLock(ctx context.Context, u string) (handoff, error) {
-	return f.tookLock(ctx, f.acquire(ctx, u))
+	return f.tookLock(ctx, f.locks.acquire(ctx, u))
 }
 
 // take is one request for a user's run lock (see takeLock).
@@ -52,17 +52,49 @@ type take struct {
 	err         error
 }
 
+// fleetLocks is what a fleet knows of the users' run locks and does with
+// them: it takes them for its agents and ahead of them (spares), releases
+// those its agents left held, and learns from a read of them all which
+// users other hosts hold. Its requests change nothing of its own, so
+// that they can run beside the fleet's loop (see refill); what they
+// answer is taken in by the loop.
+type fleetLocks struct {
+	o      *RunOptions
+	id     string // the fleet's agent ID, in the run records it writes
+	log    *logrus.Entry
+	locker fleetLocker
+	lister interface {
+		Locks(ctx context.Context, user string) ([]state.LockDoc, error)
+	}
+	// heldUntil holds users whose run lock another agent holds, as the
+	// last read of the locks found it, or the fleet's take of the lock
+	// since (a race lost): they are left out until that lock expires.
+	heldUntil map[string]time.Time
+	// unreleased holds, by user, the ended agents whose run lock the
+	// fleet took for them and has not yet checked (see learn).
+	unreleased map[string]*child
+	// spares are run locks taken ahead for the next slots to free (see
+	// spare).
+	spares    spares
+	lostRaces int
+}
+
+func newFleetLocks(o *RunOptions, id string, log *logrus.Entry, locker fleetLocker, lister state.Admin) *fleetLocks {
+	return &fleetLocks{o: o, id: id, log: log, locker: locker, lister: lister,
+		heldUntil: map[string]time.Time{}, unreleased: map[string]*child{}}
+}
+
 // acquire asks for the run lock of u under a new owner ID of this
 // process. It changes nothing of the fleet's, so that several run at once
 // (see takeLocks).
-func (f *fleet) acquire(ctx context.Context, u string) take {
+func (l *fleetLocks) acquire(ctx context.Context, u string) take {
 	t := take{user: u}
-	if f.o.Agent.DryRun {
+	if l.o.Agent.DryRun {
 		return t // a dry run takes no lock
 	}
 	t.owner = agentID()
-	lctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
-	t.lock, t.err = f.locker.AcquireLock(lctx, u, t.owner, f.o.Agent.LockTTL)
+	lctx, cancel := context.WithTimeout(ctx, l.o.Agent.PhaseTimeout)
+	t.lock, t.err = l.locker.AcquireLock(lctx, u, t.owner, l.o.Agent.LockTTL)
 	cancel()
 	return t
 }
@@ -70,64 +102,95 @@ func (f *fleet) acquire(ctx context.Context, u string) take {
 // takeLocks asks for the run locks of users at once, their requests in
 // flight together: the slots freed by agents that ended together are
 // filled in the time of one take, not one after another.
-func (f *fleet) takeLocks(ctx context.Context, users []string) []take {
+func (l *fleetLocks) takeLocks(ctx context.Context, users []string) []take {
 	out := make([]take, len(users))
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = f.acquire(ctx, u)
+			out[i] = l.acquire(ctx, u)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-// tookLock is what the take t means for the fleet (see takeLock).
+// tookLock is what the take t means for the fleet (see takeLock): a user
+// another agent ran for since the round waits for the next round, and one
+// whose lock could not be asked for is tried again later.
 func (f *fleet) tookLock(ctx context.Context, t take) (handoff, error) {
-	if f.o.Agent.DryRun {
+	h, err := f.locks.took(ctx, t, f.backlog.at)
+	switch {
+	case errors.Is(err, errRanElsewhere):
+		f.backlog.ranElsewhere[t.user] = true
+	case err != nil && !errors.Is(err, errLostRace):
+		f.notBefore[t.user] = time.Now().Add(f.o.Fleet.DiscoverInterval)
+	}
+	return h, err
+}
+
+// took is what the take t means (see takeLock), for a round that asked
+// for the users at since: the lock handed to the agent, or why there is
+// none.
+func (l *fleetLocks) took(ctx context.Context, t take, since time.Time) (handoff, error) {
+	if l.o.Agent.DryRun {
 		return handoff{}, nil
 	}
-	u, owner, l, err := t.user, t.owner, t.lock, t.err
+	u, owner, lk, err := t.user, t.owner, t.lock, t.err
 	var le *state.LockedError
 	switch {
-	case err == nil && ranElsewhereSince(l.LastRun, f.backlog.at):
-		f.backlog.ranElsewhere[u] = true
-		f.releaseLock(ctx, u, handoff{Owner: owner, lock: l}, nil)
+	case err == nil && ranElsewhereSince(lk.LastRun, since):
+		l.releaseLock(ctx, u, handoff{Owner: owner, lock: lk}, nil)
 		return handoff{}, errRanElsewhere
 	case err == nil:
-		return handoff{Owner: owner, lock: l}, nil
+		return handoff{Owner: owner, lock: lk}, nil
 	case errors.As(err, &le):
 		if _, gone := holderGone(le.Holder); gone {
 			// the agent takes the lock over itself, recording why
 			return handoff{}, nil
 		}
-		f.lostRaces++
-		until := time.Now().Add(f.lockedBackoff())
+		l.lostRaces++
+		until := time.Now().Add(lockedBackoff(l.o))
 		if t, perr := time.Parse(time.RFC3339Nano, le.Expire); perr == nil && t.After(until) {
 			until = t
 		}
-		f.heldUntil[u] = until
-		f.log.WithFields(logrus.Fields{FieldUser: u, "holder": le.Holder, "lock_expires": le.Expire}).
+		l.heldUntil[u] = until
+		l.log.WithFields(logrus.Fields{FieldUser: u, "holder": le.Holder, "lock_expires": le.Expire}).
 			Info("another agent took this user's run lock since the last discovery round; no agent started")
 		return handoff{}, errLostRace
 	}
-	f.notBefore[u] = time.Now().Add(f.o.Fleet.DiscoverInterval)
-	f.log.WithError(err).WithField(FieldUser, u).Warn("cannot take the user's run lock for its agent; trying again later")
+	l.log.WithError(err).WithField(FieldUser, u).Warn("cannot take the user's run lock for its agent; trying again later")
 	return handoff{}, err
 }
 
 // heldElsewhereNow reports whether the run lock of u was found held by
 // another holder (this round's read of the locks, or takeLock since) and
 // has not expired since.
-func (f *fleet) heldElsewhereNow(u string) bool {
-	t, ok := f.heldUntil[u]
+func (l *fleetLocks) heldElsewhereNow(u string) bool {
+	t, ok := l.heldUntil[u]
 	if ok && !time.Now().Before(t) {
-		delete(f.heldUntil, u)
+		delete(l.heldUntil, u)
 		return false
 	}
 	return ok
+}
+
+// heldAtLeast records that the run lock of u is held elsewhere until at
+// least until (a take lost the race: a read of the locks may lag it).
+func (l *fleetLocks) heldAtLeast(u string, until time.Time) {
+	if until.After(l.heldUntil[u]) {
+		l.heldUntil[u] = until
+	}
+}
+
+// agentEnded keeps the agent c, which ended under a lock the fleet took
+// for it, until a read of the locks tells whether it released it (see
+// learn).
+func (l *fleetLocks) agentEnded(c *child) {
+	if c.handoff.Owner != "" {
+		l.unreleased[c.user.User] = c
+	}
 }
 
 // releaseHandoff frees the lock the fleet took for the agent c once c has
@@ -137,25 +200,25 @@ func (f *fleet) heldElsewhereNow(u string) bool {
 // failed before it took the lock, or was killed, leaves it held under the
 // fleet's owner ID, which names this live process: no one else could
 // take it over before it expired.
-func (f *fleet) releaseHandoff(ctx context.Context, c *child) {
-	f.releaseLock(ctx, c.user.User, c.handoff, &state.RunRecord{Holder: c.handoff.Owner, Started: state.At(c.started), Ended: state.At(c.ended), ExitCode: c.code, By: f.id,
+func (l *fleetLocks) releaseHandoff(ctx context.Context, c *child) {
+	l.releaseLock(ctx, c.user.User, c.handoff, &state.RunRecord{Holder: c.handoff.Owner, Started: state.At(c.started), Ended: state.At(c.ended), ExitCode: c.code, By: l.id,
 		Error: fmt.Sprintf("the agent process ended (exit %d) without releasing the run lock the fleet took for it: %s", c.code, orUnknown(c.reason()))})
 }
 
 // releaseLock frees the run lock of user that the fleet took (h), if it
 // is still held under h's owner ID, recording run.
-func (f *fleet) releaseLock(ctx context.Context, user string, h handoff, run *state.RunRecord) {
+func (l *fleetLocks) releaseLock(ctx context.Context, user string, h handoff, run *state.RunRecord) {
 	if h.Owner == "" {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.o.Agent.PhaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.Agent.PhaseTimeout)
 	defer cancel()
-	err := f.locker.ReleaseLock(rctx, h.lock, run)
+	err := l.locker.ReleaseLock(rctx, h.lock, run)
 	switch {
 	case err == nil:
-		f.log.WithFields(logrus.Fields{FieldUser: user, "owner": h.Owner}).Info("released the run lock the fleet took for the agent")
+		l.log.WithFields(logrus.Fields{FieldUser: user, "owner": h.Owner}).Info("released the run lock the fleet took for the agent")
 	case !errors.Is(err, state.ErrLockLost):
-		f.log.WithError(err).WithField(FieldUser, user).Warn("cannot release the run lock the fleet took for the agent; it expires by itself")
+		l.log.WithError(err).WithField(FieldUser, user).Warn("cannot release the run lock the fleet took for the agent; it expires by itself")
 	}
 }
 
@@ -238,11 +301,11 @@ func (s spares) has(user string) bool {
 }
 
 // spareRoom is how many spare locks the fleet may take now.
-func (f *fleet) spareRoom() int {
-	if f.o.Agent.DryRun {
+func (l *fleetLocks) spareRoom() int {
+	if l.o.Agent.DryRun {
 		return 0 // a dry run takes no lock
 	}
-	return max(f.o.Fleet.MaxAgents/2, 1) - len(f.spares)
+	return max(l.o.Fleet.MaxAgents/2, 1) - len(l.spares)
 }
 
 // startSpares starts the agents of the spare locks in the free slots, the
@@ -250,11 +313,11 @@ func (f *fleet) spareRoom() int {
 // how many it started.
 func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
 	started := 0
-	for len(f.spares) > 0 && (f.agents.free() > 0 || f.spares[0].old(f.o.Agent.LockTTL)) {
-		s := f.spares[0]
-		f.spares = f.spares[1:]
+	for len(f.locks.spares) > 0 && (f.agents.free() > 0 || f.locks.spares[0].old(f.o.Agent.LockTTL)) {
+		s := f.locks.spares[0]
+		f.locks.spares = f.locks.spares[1:]
 		if s.old(f.o.Agent.LockTTL) {
-			f.releaseLock(ctx, s.user.User, s.h, nil)
+			f.locks.releaseLock(ctx, s.user.User, s.h, nil)
 			continue
 		}
 		if f.start1(ctx, s.user, s.h, byRound) {
@@ -269,9 +332,9 @@ func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
 func (s spare) old(ttl time.Duration) bool { return time.Since(s.taken) >= ttl/2 }
 
 // releaseSpares releases the spare locks, when the fleet stops.
-func (f *fleet) releaseSpares(ctx context.Context) {
-	for _, s := range f.spares {
-		f.releaseLock(ctx, s.user.User, s.h, nil)
+func (l *fleetLocks) releaseSpares(ctx context.Context) {
+	for _, s := range l.spares {
+		l.releaseLock(ctx, s.user.User, s.h, nil)
 	}
-	f.spares = nil
+	l.spares = nil
 }

@@ -89,8 +89,8 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 			if started != 0 || f.agents.started != 0 || f.done["ann"] {
 				t.Fatalf("the round tried to start an agent for a user whose lock another host holds (started %d, done %v)", started, f.done["ann"])
 			}
-			if f.lostRaces != c.lost || f.heldElsewhere != 1 {
-				t.Errorf("lost races %d, held elsewhere %d; want %d and 1", f.lostRaces, f.heldElsewhere, c.lost)
+			if f.locks.lostRaces != c.lost || f.heldElsewhere != 1 {
+				t.Errorf("lost races %d, held elsewhere %d; want %d and 1", f.locks.lostRaces, f.heldElsewhere, c.lost)
 			}
 			locks, err := store.Locks(ctx, "ann")
 			if err != nil || len(locks) != 1 || locks[0].Holder != other || !locks[0].Expire.After(time.Now()) {
@@ -127,7 +127,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the fleet's release after the agent's writes nothing
-	f.releaseHandoff(ctx, &child{user: state.UserDue{User: "ann"}, handoff: h, code: ExitOK, out: &logRelay{}})
+	f.locks.releaseHandoff(ctx, &child{user: state.UserDue{User: "ann"}, handoff: h, code: ExitOK, out: &logRelay{}})
 	locks, _ := store.Locks(ctx, "ann")
 	if len(locks) != 1 || locks[0].LastRun == nil || locks[0].LastRun.Error != "" || !locks[0].Expire.IsZero() {
 		t.Errorf("ann's lock after the agent's release and the fleet's: %+v; want released with the agent's record", locks)
@@ -144,8 +144,8 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	if _, err := store.AcquireLock(ctx, "bob", dead, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := f.takeLock(ctx, "bob"); err != nil || h.Owner != "" || f.lostRaces != 0 {
-		t.Errorf("take of a dead holder's lock: %+v, %v, lost races %d; want no hand-over, no error, no lost race", h, err, f.lostRaces)
+	if h, err := f.takeLock(ctx, "bob"); err != nil || h.Owner != "" || f.locks.lostRaces != 0 {
+		t.Errorf("take of a dead holder's lock: %+v, %v, lost races %d; want no hand-over, no error, no lost race", h, err, f.locks.lostRaces)
 	}
 }
 
@@ -191,9 +191,9 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.unreleased[u] = &child{user: state.UserDue{User: u}, handoff: h, code: code, out: &logRelay{}}
+		f.locks.unreleased[u] = &child{user: state.UserDue{User: u}, handoff: h, code: code, out: &logRelay{}}
 	}
-	agentLock, err := store.AcquireLock(ctx, "bob", f.unreleased["bob"].handoff.Owner, time.Minute)
+	agentLock, err := store.AcquireLock(ctx, "bob", f.locks.unreleased["bob"].handoff.Owner, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,8 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.readLocks(ctx)
-	if len(f.unreleased) != 0 || f.heldElsewhereNow("ann") || f.heldElsewhereNow("bob") {
-		t.Errorf("after the read: unreleased %v, held elsewhere %v; want none", f.unreleased, f.heldUntil)
+	if len(f.locks.unreleased) != 0 || f.locks.heldElsewhereNow("ann") || f.locks.heldElsewhereNow("bob") {
+		t.Errorf("after the read: unreleased %v, held elsewhere %v; want none", f.locks.unreleased, f.locks.heldUntil)
 	}
 	locks, err := store.Locks(ctx, "")
 	if err != nil {

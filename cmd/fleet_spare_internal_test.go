@@ -81,31 +81,31 @@ func TestFleetSpares(t *testing.T) {
 		f.backlog.due = append(f.backlog.due, state.UserDue{User: u, Since: now.Add(-time.Hour), Queued: 1})
 	}
 	f.agents.running["x"], f.agents.running["y"] = &child{}, &child{}
-	if started, _ := f.fill(ctx, false); started != 0 || len(f.spares) != 1 || f.spares[0].user.User != "ann" {
-		t.Fatalf("fill with every slot busy: started %d, spares %+v; want ann's lock taken ahead, no agent", started, f.spares)
+	if started, _ := f.fill(ctx, false); started != 0 || len(f.locks.spares) != 1 || f.locks.spares[0].user.User != "ann" {
+		t.Fatalf("fill with every slot busy: started %d, spares %+v; want ann's lock taken ahead, no agent", started, f.locks.spares)
 	}
 	locks, err := store.Locks(ctx, "ann")
-	if err != nil || len(locks) != 1 || locks[0].Holder != f.spares[0].h.Owner || !locks[0].Expire.After(time.Now()) {
+	if err != nil || len(locks) != 1 || locks[0].Holder != f.locks.spares[0].h.Owner || !locks[0].Expire.After(time.Now()) {
 		t.Fatalf("ann's lock: %+v, %v; want held under the spare's owner", locks, err)
 	}
 	f.readLocks(ctx)
-	if f.heldElsewhereNow("ann") {
+	if f.locks.heldElsewhereNow("ann") {
 		t.Errorf("the fleet's own spare counted as a lock held elsewhere")
 	}
 
 	// a slot frees: the spare starts at once, though the store is down
-	f.locker, f.lister = downStore{store}, downStore{store}
+	f.locks.locker, f.locks.lister, f.lister = downStore{store}, downStore{store}, downStore{store}
 	delete(f.agents.running, "x")
 	started, _ := f.refill(ctx)
 	settle(ctx, f)
-	if started != 1 || f.agents.running["ann"] == nil || len(f.spares) != 0 {
-		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.agents.running, len(f.spares))
+	if started != 1 || f.agents.running["ann"] == nil || len(f.locks.spares) != 0 {
+		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.agents.running, len(f.locks.spares))
 	}
 	c := <-f.agents.ended
 	if c.handoff.Owner != locks[0].Holder {
 		t.Errorf("ann's agent ran under %q, want the spare's owner %q", c.handoff.Owner, locks[0].Holder)
 	}
-	f.locker, f.lister = store, store
+	f.locks.locker, f.locks.lister, f.lister = store, store, store
 	f.reap(ctx, c)     // ann drained: not started again with the same entry
 	clear(f.notBefore) // the refill's take of the next spare failed with the store down
 
@@ -114,23 +114,23 @@ func TestFleetSpares(t *testing.T) {
 	// the refill put the backlog in the fleet's order (see spread)
 	next := f.backlog.due[slices.IndexFunc(f.backlog.due, f.startable)].User
 	f.fill(ctx, false)
-	if len(f.spares) != 1 || f.spares[0].user.User != next {
-		t.Fatalf("spares %+v: want %s's", f.spares, next)
+	if len(f.locks.spares) != 1 || f.locks.spares[0].user.User != next {
+		t.Fatalf("spares %+v: want %s's", f.locks.spares, next)
 	}
-	f.spares[0].taken = time.Now().Add(-f.o.Agent.LockTTL / 2)
+	f.locks.spares[0].taken = time.Now().Add(-f.o.Agent.LockTTL / 2)
 	f.startSpares(ctx, false)
-	if len(f.spares) != 0 || f.agents.running[next] != nil {
-		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.spares, next, f.agents.running[next] != nil)
+	if len(f.locks.spares) != 0 || f.agents.running[next] != nil {
+		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.locks.spares, next, f.agents.running[next] != nil)
 	}
 	if locks, _ := store.Locks(ctx, next); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the old spare's release: %+v; want free", next, locks)
 	}
 
 	// the fleet's stop releases its spares
-	if _, _ = f.fill(ctx, false); len(f.spares) != 1 {
-		t.Fatalf("spares %+v: want one", f.spares)
+	if _, _ = f.fill(ctx, false); len(f.locks.spares) != 1 {
+		t.Fatalf("spares %+v: want one", f.locks.spares)
 	}
-	user := f.spares[0].user.User
+	user := f.locks.spares[0].user.User
 	delete(f.agents.running, "x")
 	delete(f.agents.running, "y")
 	f.wait(ctx)
