@@ -88,11 +88,8 @@ func (o *FleetOptions) fleet() bool { return o.AllUsers && !o.Agent }
 // fleet runs the agents of every user with due work: see runFleet.
 type fleet struct {
 	o      *RunOptions
-	g      *Globals
-	id     string // this fleet's agent ID, in its log lines
 	log    *logrus.Entry
 	place  uint64 // this fleet's, in the scores of users: see spread
-	lister state.Admin
 	view   *fleetView
 	start  time.Time
 	agents *fleetAgents
@@ -111,18 +108,15 @@ type fleet struct {
 	// backlog is what the last round found, for the slots freed until
 	// the next.
 	backlog backlog
-	// answers brings the answer of the discovery query under way (asking:
-	// one is), which sleep keeps in answer for the loop's next round.
-	answers chan discovery
-	asking  bool
-	answer  *discovery
+	// disc asks for the users with due work beside the loop.
+	disc *discoverer
 	// lockDone brings the answers of a refill's lock requests; taking
 	// (not nil while they are under way) holds the users whose locks
 	// they ask for (see lockWork).
 	lockDone chan lockWork
 	taking   map[string]bool
 
-	worst, ok, locked int
+	outcome fleetOutcome
 	// heldElsewhere counts the due users of the last round left alone
 	// because an agent elsewhere holds their run lock.
 	heldElsewhere int
@@ -168,7 +162,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	defer con.close()
 	log := g.Log.WithField("fleet", id)
 	view := newFleetView(con)
-	f := newFleet(o, g, id, lister, store, newFleetAgents(o, g, log, exe, fo.agentBase(), view))
+	f := newFleet(o, id, lister, store, newFleetAgents(o, g, log, exe, fo.agentBase(), view))
 	if cs, ok := store.(interface{ Checked() couch.Checked }); ok {
 		c := cs.Checked()
 		c.Identity = g.couchCred.Identity
@@ -181,14 +175,14 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	err = f.loop(ctx)
 	f.wait(ctx)
 	con.close()
-	f.log.WithFields(logrus.Fields{"agents": f.agents.started, "drained": f.ok, "locked_elsewhere": f.locked, "lost_lock_races": f.locks.lostRaces,
+	f.log.WithFields(logrus.Fields{"agents": f.agents.started, "drained": f.outcome.ok, "locked_elsewhere": f.outcome.locked, "lost_lock_races": f.locks.lostRaces,
 		"max_slot_wait_s": f.agents.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.agents.maxBacklogWait.Seconds(),
-		"exit_code": f.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
+		"exit_code": f.outcome.exitCode(), "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
 	if err != nil {
 		return err
 	}
-	if code := f.exitCode(); code != ExitOK {
-		return exitCodeError{code: code, err: f.summary(code)}
+	if code := f.outcome.exitCode(); code != ExitOK {
+		return exitCodeError{code: code, err: f.outcome.summary(code, f.agents.started)}
 	}
 	return nil
 }
@@ -206,15 +200,14 @@ func (f *fleet) loop(ctx context.Context) error {
 	tick := time.NewTicker(f.o.Fleet.DiscoverInterval)
 	defer tick.Stop()
 	failures := 0
-	f.ask(qctx)
+	f.disc.ask(qctx)
 	for {
 		if ctx.Err() != nil || f.agents.pastStop() {
 			return nil
 		}
 		var pending time.Time
 		var err error
-		if d := f.answer; d != nil {
-			f.answer = nil
+		if d := f.disc.take(); d != nil {
 			var started int
 			started, pending, err = f.round(ctx, *d)
 			switch {
@@ -230,17 +223,17 @@ func (f *fleet) loop(ctx context.Context) error {
 			}
 			if err == nil && len(f.agents.running) == 0 && started == 0 && pending.IsZero() && f.taking == nil {
 				if f.agents.started == 0 && f.heldElsewhere > 0 {
-					f.note(ExitLocked) // every user with due work has an agent elsewhere
+					f.outcome.note(ExitLocked) // every user with due work has an agent elsewhere
 				}
 				return nil // nothing due that this host can do
 			}
 		} else if started, p := f.refill(ctx); len(f.agents.running) == 0 && started == 0 {
-			f.ask(qctx) // nothing runs: look again now, or end
+			f.disc.ask(qctx) // nothing runs: look again now, or end
 		} else {
 			pending = p
 		}
 		if f.sleep(ctx, tick.C, retryAfter(pending, err)) && (err != nil || f.roundDue()) {
-			f.ask(qctx)
+			f.disc.ask(qctx)
 		}
 	}
 }
@@ -275,7 +268,7 @@ func retryAfter(pending time.Time, err error) time.Duration {
 }
 
 // sleep waits for an agent to end (and reaps it with every other that
-// ended meanwhile), the answer of a discovery query (kept in f.answer),
+// ended meanwhile), the answer of a discovery query (kept by f.disc),
 // the discovery tick, the retry time d (if not 0), the stop time, or ctx.
 // It reports whether it woke for a tick or a time: false when it woke for
 // ended agents, whose slots the backlog fills, or for an answer.
@@ -294,8 +287,8 @@ func (f *fleet) sleep(ctx context.Context, tick <-chan time.Time, d time.Duratio
 	}
 	select {
 	case <-ctx.Done():
-	case d := <-f.answers:
-		f.asking, f.answer = false, &d
+	case d := <-f.disc.answers:
+		f.disc.got(d)
 		return false
 	case w := <-f.lockDone:
 		f.lockAnswer(ctx, w)
@@ -405,13 +398,12 @@ func (f *fleet) reap(ctx context.Context, c *child) {
 		fields["reason"] = why
 	}
 	f.view.ended(c.user.User)
-	f.note(code)
+	f.outcome.agentExited(code)
 	if f.o.Agent.Once || f.o.Agent.DryRun {
 		f.done[c.user.User] = true
 	}
 	switch code {
 	case ExitOK:
-		f.ok++
 		f.drained[c.user.User] = c.user
 		delete(f.notBefore, c.user.User)
 		if why != "" { // an agent that exits 0 has no final error line
@@ -419,7 +411,6 @@ func (f *fleet) reap(ctx context.Context, c *child) {
 		}
 		f.log.WithFields(fields).Info("agent finished")
 	case ExitLocked:
-		f.locked++
 		f.notBefore[c.user.User] = time.Now().Add(lockedBackoff(f.o))
 		f.log.WithFields(fields).Info("another agent holds this user's run lock; moving on")
 	case ExitTempFail:
@@ -446,28 +437,50 @@ func lockedBackoff(o *RunOptions) time.Duration {
 	return min(max(o.Agent.LockTTL/3, time.Second), o.Fleet.DiscoverInterval)
 }
 
-// note records an agent's exit code.
-func (f *fleet) note(code int) {
-	if severity(code) > severity(f.worst) {
-		f.worst = code
+// fleetOutcome is how the fleet's agents ended, for its exit code and
+// its last line.
+type fleetOutcome struct {
+	// worst is the most severe exit code noted; ok and locked count the
+	// agents that drained their user's queue and that found its lock held
+	worst, ok, locked int
+}
+
+// note records an exit code of the fleet's: an agent's, or the fleet's own
+// finding (no agent could start).
+func (o *fleetOutcome) note(code int) {
+	if severity(code) > severity(o.worst) {
+		o.worst = code
+	}
+}
+
+// agentExited records the exit code of an agent that ran.
+func (o *fleetOutcome) agentExited(code int) {
+	o.note(code)
+	switch code {
+	case ExitOK:
+		o.ok++
+	case ExitLocked:
+		o.locked++
 	}
 }
 
 // exitCode is the fleet's exit code: the most severe of its agents', 3
 // only if no agent drained a queue (every user it tried was held by
 // another host).
-func (f *fleet) exitCode() int {
-	if f.worst == ExitLocked && f.ok > 0 {
+func (o *fleetOutcome) exitCode() int {
+	if o.worst == ExitLocked && o.ok > 0 {
 		return ExitOK
 	}
-	return f.worst
+	return o.worst
 }
 
-func (f *fleet) summary(code int) error {
+// summary is the error the fleet ends with, exit code code, having
+// started agents.
+func (o *fleetOutcome) summary(code, started int) error {
 	if code == ExitLocked {
 		return fmt.Errorf("every user with due work is being worked on by agents elsewhere: %w", state.ErrLocked)
 	}
-	return fmt.Errorf("%d of %d agents ended with an error (the most severe: exit %d); see their log lines", f.agents.started-f.ok-f.locked, f.agents.started, code)
+	return fmt.Errorf("%d of %d agents ended with an error (the most severe: exit %d); see their log lines", started-o.ok-o.locked, started, code)
 }
 
 // wait releases the spare locks, and those that the lock requests under
@@ -518,10 +531,11 @@ func expandUser(template, u string) (string, error) {
 
 // newFleet makes a fleet, with its empty memory of its agents and users,
 // that runs its agents in agents.
-func newFleet(o *RunOptions, g *Globals, id string, lister state.Admin, locker fleetLocker, agents *fleetAgents) *fleet {
-	return &fleet{o: o, g: g, id: id, log: agents.log, place: fleetPlace(holder.This()), lister: lister,
+func newFleet(o *RunOptions, id string, lister state.Admin, locker fleetLocker, agents *fleetAgents) *fleet {
+	return &fleet{o: o, log: agents.log, place: fleetPlace(holder.This()),
 		view: agents.view, start: time.Now(), agents: agents, locks: newFleetLocks(o, id, agents.log, locker, lister),
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
-		backlog: backlog{ranElsewhere: map[string]bool{}},
-		answers: make(chan discovery, 1), lockDone: make(chan lockWork, 1)}
+		backlog:  backlog{ranElsewhere: map[string]bool{}},
+		disc:     &discoverer{lister: lister, timeout: o.Agent.PhaseTimeout, answers: make(chan discovery, 1)},
+		lockDone: make(chan lockWork, 1)}
 }

@@ -43,26 +43,48 @@ type discovery struct {
 	err error
 }
 
+// discoverer asks the store for the users with due work, one query at a
+// time, beside the fleet's loop: the users view reduces every transfer
+// not done, which on a busy server takes seconds, and the loop goes on
+// filling the slots freed from the backlog meanwhile. The answer comes
+// through answers; the loop keeps it (got) for its next round (take).
+type discoverer struct {
+	lister interface {
+		DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error)
+	}
+	timeout time.Duration
+	answers chan discovery
+	asking  bool // a query is under way
+	answer  *discovery
+}
+
 // ask starts a query of the users with due work (one request), unless one
-// is under way: it runs beside the loop, which goes on filling the slots
-// freed from the backlog meanwhile (the users view reduces every transfer
-// not done, which on a busy server takes seconds), and its answer comes
-// through f.answers.
-func (f *fleet) ask(ctx context.Context) {
-	if f.asking {
+// is under way.
+func (d *discoverer) ask(ctx context.Context) {
+	if d.asking {
 		return
 	}
-	f.asking = true
-	go func() { f.answers <- f.query(ctx) }()
+	d.asking = true
+	go func() { d.answers <- d.query(ctx) }()
 }
 
 // query asks the store for the users with due work (see ask).
-func (f *fleet) query(ctx context.Context) discovery {
+func (d *discoverer) query(ctx context.Context) discovery {
 	now := time.Now()
-	qctx, cancel := context.WithTimeout(ctx, f.o.Agent.PhaseTimeout)
+	qctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	due, err := f.lister.DueUsers(qctx, now)
+	due, err := d.lister.DueUsers(qctx, now)
 	return discovery{due: due, at: now, err: err}
+}
+
+// got keeps the answer a that came through answers.
+func (d *discoverer) got(a discovery) { d.asking, d.answer = false, &a }
+
+// take returns the answer kept, if any, and forgets it.
+func (d *discoverer) take() *discovery {
+	a := d.answer
+	d.answer = nil
+	return a
 }
 
 // round takes the answer d of a discovery query and the run locks (one
@@ -314,7 +336,7 @@ func (f *fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound 
 	f.locks.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
 		Error: "the fleet could not start the agent: " + err.Error()})
 	f.done[u.User] = true
-	f.note(ExitError)
+	f.outcome.note(ExitError)
 	return false
 }
 

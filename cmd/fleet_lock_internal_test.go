@@ -58,7 +58,7 @@ func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	g := &Globals{Log: log}
-	return newFleet(o, g, agentID(), lister, store,
+	return newFleet(o, agentID(), lister, store,
 		newFleetAgents(o, g, log.WithField("fleet", "test"), filepath.Join(t.TempDir(), "no-aso"), nil, newFleetView(&console{})))
 }
 
@@ -82,7 +82,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := testFleet(t, staleDue{Admin: store, due: due, staleLocks: c.staleLocks}, store)
-			started, _, err := f.round(ctx, f.query(ctx))
+			started, _, err := f.round(ctx, f.disc.query(ctx))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,8 +212,8 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 		switch {
 		case !l.Expire.IsZero() || l.LastRun == nil:
 			t.Errorf("%s's lock after the read: %+v; want released with a run record", l.User, l)
-		case l.User == "ann" && (l.LastRun.By != f.id || l.LastRun.ExitCode != ExitError):
-			t.Errorf("ann's run record %+v: want the fleet's (by %s, exit %d)", l.LastRun, f.id, ExitError)
+		case l.User == "ann" && (l.LastRun.By != f.locks.id || l.LastRun.ExitCode != ExitError):
+			t.Errorf("ann's run record %+v: want the fleet's (by %s, exit %d)", l.LastRun, f.locks.id, ExitError)
 		case l.User == "bob" && l.LastRun.By != "":
 			t.Errorf("bob's run record %+v: want the agent's own", l.LastRun)
 		}

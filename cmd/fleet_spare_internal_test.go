@@ -94,7 +94,7 @@ func TestFleetSpares(t *testing.T) {
 	}
 
 	// a slot frees: the spare starts at once, though the store is down
-	f.locks.locker, f.locks.lister, f.lister = downStore{store}, downStore{store}, downStore{store}
+	f.locks.locker, f.locks.lister, f.disc.lister = downStore{store}, downStore{store}, downStore{store}
 	delete(f.agents.running, "x")
 	started, _ := f.refill(ctx)
 	settle(ctx, f)
@@ -105,7 +105,7 @@ func TestFleetSpares(t *testing.T) {
 	if c.handoff.Owner != locks[0].Holder {
 		t.Errorf("ann's agent ran under %q, want the spare's owner %q", c.handoff.Owner, locks[0].Holder)
 	}
-	f.locks.locker, f.locks.lister, f.lister = store, store, store
+	f.locks.locker, f.locks.lister, f.disc.lister = store, store, store
 	f.reap(ctx, c)     // ann drained: not started again with the same entry
 	clear(f.notBefore) // the refill's take of the next spare failed with the store down
 
