@@ -302,7 +302,7 @@ func (s *pidSet) list() []int {
 }
 
 // logRelay turns the output of an agent into lines of the fleet's log,
-// each carrying the agent's user. The agent logs JSON (see agentArgs):
+// each carrying the agent's user. The agent logs JSON (see fleetAgents.args):
 // each line keeps its level, message, time and fields; other lines (the
 // queue summary, an error message) are logged at info.
 type logRelay struct {
