@@ -90,7 +90,6 @@ type fleet struct {
 	o      *RunOptions
 	log    *logrus.Entry
 	place  uint64 // this fleet's, in the scores of users: see spread
-	view   *fleetView
 	start  time.Time
 	agents *fleetAgents
 	locks  *fleetLocks
@@ -397,7 +396,6 @@ func (f *fleet) reap(ctx context.Context, c *child) {
 	if code != ExitOK && why != "" {
 		fields["reason"] = why
 	}
-	f.view.ended(c.user.User)
 	f.outcome.agentExited(code)
 	if f.o.Agent.Once || f.o.Agent.DryRun {
 		f.done[c.user.User] = true
@@ -533,7 +531,7 @@ func expandUser(template, u string) (string, error) {
 // that runs its agents in agents.
 func newFleet(o *RunOptions, id string, lister state.Admin, locker fleetLocker, agents *fleetAgents) *fleet {
 	return &fleet{o: o, log: agents.log, place: fleetPlace(holder.This()),
-		view: agents.view, start: time.Now(), agents: agents, locks: newFleetLocks(o, id, agents.log, locker, lister),
+		start: time.Now(), agents: agents, locks: newFleetLocks(o, id, agents.log, locker, lister),
 		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
 		backlog:  backlog{ranElsewhere: map[string]bool{}},
 		disc:     &discoverer{lister: lister, timeout: o.Agent.PhaseTimeout, answers: make(chan discovery, 1)},

@@ -108,7 +108,7 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 	}
 	due := withDeadHolders(d.due, f.backlog.dead)
 	f.spread(due)
-	f.view.round(due)
+	f.agents.view.round(due)
 	f.backlog.due = due
 	if beside {
 		started, pending := f.refill(ctx)

@@ -84,10 +84,12 @@ func (a *fleetAgents) free() int { return a.o.Fleet.MaxAgents - len(a.running) }
 // pastStop reports whether the stop time (--max-runtime) has passed.
 func (a *fleetAgents) pastStop() bool { return !a.stop.IsZero() && !time.Now().Before(a.stop) }
 
-// reaped frees the slot of the agent c, which has ended.
+// reaped frees the slot of the agent c, which has ended, and ends its
+// line in the progress view.
 func (a *fleetAgents) reaped(c *child) {
 	delete(a.running, c.user.User)
 	a.freed = append(a.freed, c.ended) // idle from the agent's exit on
+	a.view.ended(c.user.User)
 }
 
 // start starts the agent of u in a process group of its own (so that

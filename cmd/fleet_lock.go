@@ -309,22 +309,37 @@ func (l *fleetLocks) spareRoom() int {
 }
 
 // startSpares starts the agents of the spare locks in the free slots, the
-// oldest first, and releases those held too long to hand over; it returns
-// how many it started.
+// oldest first (see nextSpare); it returns how many it started.
 func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
 	started := 0
-	for len(f.locks.spares) > 0 && (f.agents.free() > 0 || f.locks.spares[0].old(f.o.Agent.LockTTL)) {
-		s := f.locks.spares[0]
-		f.locks.spares = f.locks.spares[1:]
-		if s.old(f.o.Agent.LockTTL) {
-			f.locks.releaseLock(ctx, s.user.User, s.h, nil)
-			continue
+	for {
+		s, ok := f.locks.nextSpare(ctx, f.agents.free() > 0)
+		if !ok {
+			return started
 		}
 		if f.start1(ctx, s.user, s.h, byRound) {
 			started++
 		}
 	}
-	return started
+}
+
+// nextSpare releases the oldest spare locks while they are held too long
+// to hand over, and returns the oldest of the others if a slot is free
+// (ok false: none, or no free slot).
+func (l *fleetLocks) nextSpare(ctx context.Context, free bool) (spare, bool) {
+	for len(l.spares) > 0 {
+		s := l.spares[0]
+		old := s.old(l.o.Agent.LockTTL)
+		if !old && !free {
+			break
+		}
+		l.spares = l.spares[1:]
+		if !old {
+			return s, true
+		}
+		l.releaseLock(ctx, s.user.User, s.h, nil)
+	}
+	return spare{}, false
 }
 
 // old reports whether the spare lock s was taken too long ago to hand to an
