@@ -147,6 +147,13 @@ func request(method, u string, want int) error {
 	if err != nil {
 		return err
 	}
+	if method == http.MethodDelete {
+		// a DELETE again finds nothing to delete (404, which DropLater
+		// accepts): the transport may send it again on a fresh connection
+		// when the server closed the idle one it went out on (Node's
+		// keep-alive timeout), rather than fail with "connection reset"
+		req.Header["Idempotency-Key"] = nil
+	}
 	if pu, err := url.Parse(u); err == nil && pu.User != nil {
 		p, _ := pu.User.Password()
 		req.SetBasicAuth(pu.User.Username(), p)
