@@ -58,6 +58,11 @@ type FleetRun struct {
 	// the fleet reaches (target: the limit's at least 0.7).
 	RefShare   float64 `json:"reference_to_drain"`
 	LimitShare float64 `json:"limit_to_drain"`
+	// PerUserSeconds is the reference of one user's transfers a batch
+	// (perUserReference, CouchDB only), PerUserShare its time over the
+	// drain time.
+	PerUserSeconds float64 `json:"per_user_reference_seconds,omitempty"`
+	PerUserShare   float64 `json:"per_user_reference_to_drain,omitempty"`
 	// HTTP requests the parents and agents sent to CouchDB (0 on memfile).
 	HTTPRequests      int     `json:"http_requests"`
 	DiscoveryRequests int     `json:"discovery_requests"`
@@ -294,6 +299,9 @@ func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir st
 	var err error
 	if r.Backend == "couch" {
 		r.References, err = couchReferences(ctx, cs, o.aso, n, batch, o.inFlight, 0)
+		if err == nil {
+			err = perUserReference(ctx, o, cs, r)
+		}
 	} else {
 		recs := int64(4 * r.Users)
 		r.References, err = journalReferences(dir, n, batch, recs, recs, 0)
@@ -305,6 +313,26 @@ func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir st
 	run.setLimit()
 	r.Reference, r.ReferenceSeconds, r.Limit, r.LimitSeconds = run.Reference, run.ReferenceSeconds, run.Limit, run.LimitSeconds
 	r.RefShare, r.LimitShare = 1/run.Ratio, 1/run.LimitRatio
+	return nil
+}
+
+// perUserReference adds to r's references the same revisions written as
+// a fleet of per-user writers would at best: each user's transfers in
+// _bulk_docs batches of their own, four in all, one after another, and as
+// many users side by side as the fleets have agents. The agents cannot
+// batch the transfers of several users together, which the other
+// references do; the share of this one tells how much of the gap to the
+// limit is the fleet's own work (locks, discovery, starts, reads, the
+// views) and how much the requests that one writer per user takes.
+func perUserReference(ctx context.Context, o fleetOptions, cs *couchServer, r *FleetRun) error {
+	k := r.Parents * r.MaxAgents
+	secs, err := cs.reference(ctx, o.aso, r.Transfers, o.perUser, k)
+	if err != nil {
+		return fmt.Errorf("one user a batch: %w", err)
+	}
+	r.PerUserSeconds, r.PerUserShare = secs, secs/r.DrainSeconds
+	r.References = append(r.References, RefResult{Name: fmt.Sprintf(
+		"the same, one user's %d transfers a batch, %d in flight as the fleets' agents", o.perUser, k), InFlight: k, Seconds: secs})
 	return nil
 }
 

@@ -48,3 +48,36 @@ func TestFleetTable_KeepsTheDrainOfARunWhoseReferencesFailed(t *testing.T) {
 		t.Errorf("references listed for a run whose references failed:\n%s", out)
 	}
 }
+
+// The reference of one user's transfers a batch is listed with the others
+// (the limit when it is the fastest), and a line under the table gives its
+// time and its share of the drain time.
+func TestFleetTable_SaysTheOneUserABatchReference(t *testing.T) {
+	r := FleetRun{Backend: "couch", Users: 200, Transfers: 20000, Parents: 4, MaxAgents: 8, DrainSeconds: 40, TransfersPerSecond: 500,
+		References: []RefResult{
+			{Name: "80000 revisions in _bulk_docs batches of 2000, one after another", InFlight: 1, Seconds: 14.5},
+			{Name: "the same, 2 in flight", InFlight: 2, Seconds: 14.2},
+			{Name: "the same, one user's 100 transfers a batch, 32 in flight as the fleets' agents", InFlight: 32, Seconds: 15.2},
+		}}
+	run := Run{References: r.References, DrainSeconds: r.DrainSeconds}
+	run.setLimit()
+	r.Reference, r.ReferenceSeconds, r.Limit, r.LimitSeconds = run.Reference, run.ReferenceSeconds, run.Limit, run.LimitSeconds
+	r.RefShare, r.LimitShare = 1/run.Ratio, 1/run.LimitRatio
+	r.PerUserSeconds, r.PerUserShare = 15.2, 15.2/40
+	var b bytes.Buffer
+	printFleetTable(&b, []FleetRun{r}, 5*time.Second)
+	out := b.String()
+	if !strings.Contains(out, "couch: one user a batch (the best one writer per user does): 15.2 s, 38% of the drain time") {
+		t.Errorf("no line of the one-user-a-batch reference's share:\n%s", out)
+	}
+	if !strings.Contains(out, "reference 14.20 s: the same, 2 in flight  <- the limit") ||
+		!strings.Contains(out, "reference 15.20 s: the same, one user's 100 transfers a batch, 32 in flight as the fleets' agents\n") {
+		t.Errorf("the references are not listed with the fastest marked as the limit:\n%s", out)
+	}
+	r.PerUserSeconds = 0 // memfile, or a run before it was measured
+	b.Reset()
+	printFleetTable(&b, []FleetRun{r}, 5*time.Second)
+	if strings.Contains(b.String(), "one user a batch (") {
+		t.Errorf("a run without the reference says its share:\n%s", b.String())
+	}
+}
