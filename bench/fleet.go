@@ -59,10 +59,8 @@ type FleetRun struct {
 	RefShare   float64 `json:"reference_to_drain"`
 	LimitShare float64 `json:"limit_to_drain"`
 	// PerUserSeconds is the reference of one user's transfers a batch
-	// (perUserReference, CouchDB only), PerUserShare its time over the
-	// drain time.
+	// (perUserReference, CouchDB only; also in References).
 	PerUserSeconds float64 `json:"per_user_reference_seconds,omitempty"`
-	PerUserShare   float64 `json:"per_user_reference_to_drain,omitempty"`
 	// HTTP requests the parents and agents sent to CouchDB (0 on memfile).
 	HTTPRequests      int     `json:"http_requests"`
 	DiscoveryRequests int     `json:"discovery_requests"`
@@ -309,11 +307,18 @@ func fleetReference(ctx context.Context, o fleetOptions, cs *couchServer, dir st
 	if err != nil {
 		return err
 	}
+	r.setLimit()
+	return nil
+}
+
+// setLimit sets r's sequential reference, its limit (the fastest
+// reference) and their shares of the drain time from r.References, as
+// Run.setLimit does for a single agent's run.
+func (r *FleetRun) setLimit() {
 	run := Run{References: r.References, DrainSeconds: r.DrainSeconds}
 	run.setLimit()
 	r.Reference, r.ReferenceSeconds, r.Limit, r.LimitSeconds = run.Reference, run.ReferenceSeconds, run.Limit, run.LimitSeconds
 	r.RefShare, r.LimitShare = 1/run.Ratio, 1/run.LimitRatio
-	return nil
 }
 
 // perUserReference adds to r's references the same revisions written as
@@ -330,7 +335,7 @@ func perUserReference(ctx context.Context, o fleetOptions, cs *couchServer, r *F
 	if err != nil {
 		return fmt.Errorf("one user a batch: %w", err)
 	}
-	r.PerUserSeconds, r.PerUserShare = secs, secs/r.DrainSeconds
+	r.PerUserSeconds = secs
 	r.References = append(r.References, RefResult{Name: fmt.Sprintf(
 		"the same, one user's %d transfers a batch, %d in flight as the fleets' agents", o.perUser, k), InFlight: k, Seconds: secs})
 	return nil

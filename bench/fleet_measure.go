@@ -246,7 +246,7 @@ func printFleetTable(w io.Writer, runs []FleetRun, discover time.Duration) {
 	fmt.Fprintf(w, "limit/drain: the fastest reference's time over the drain time (target >= 70%%); lost/agents: lost races and locked-out agents over agents started (target < 5%%); max slot idle: longest a parent left a freed slot empty from the agent's exit (target: one discovery round, %s), from backlog: of the slots filled between rounds\n", discover)
 	for _, r := range runs {
 		if r.PerUserSeconds > 0 {
-			fmt.Fprintf(w, "%s: one user a batch (the best one writer per user does): %.1f s, %.0f%% of the drain time\n", r.Backend, r.PerUserSeconds, 100*r.PerUserShare)
+			fmt.Fprintf(w, "%s: one user a batch (the best one writer per user does): %.1f s, %.0f%% of the drain time\n", r.Backend, r.PerUserSeconds, 100*r.PerUserSeconds/r.DrainSeconds)
 		}
 	}
 	for _, r := range runs {

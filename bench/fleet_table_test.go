@@ -59,11 +59,8 @@ func TestFleetTable_SaysTheOneUserABatchReference(t *testing.T) {
 			{Name: "the same, 2 in flight", InFlight: 2, Seconds: 14.2},
 			{Name: "the same, one user's 100 transfers a batch, 32 in flight as the fleets' agents", InFlight: 32, Seconds: 15.2},
 		}}
-	run := Run{References: r.References, DrainSeconds: r.DrainSeconds}
-	run.setLimit()
-	r.Reference, r.ReferenceSeconds, r.Limit, r.LimitSeconds = run.Reference, run.ReferenceSeconds, run.Limit, run.LimitSeconds
-	r.RefShare, r.LimitShare = 1/run.Ratio, 1/run.LimitRatio
-	r.PerUserSeconds, r.PerUserShare = 15.2, 15.2/40
+	r.setLimit()
+	r.PerUserSeconds = 15.2
 	var b bytes.Buffer
 	printFleetTable(&b, []FleetRun{r}, 5*time.Second)
 	out := b.String()
