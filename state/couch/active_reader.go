@@ -28,7 +28,7 @@ type activeReader struct {
 	now     func() time.Time
 }
 
-// jobs lists the FTS jobs of user's submitted transfers with their
+// ActiveJobs lists the FTS jobs of user's submitted transfers with their
 // number of transfers, the job with the oldest last_update first (then by
 // ID), in one request: the active rows of the view reduced by _stats,
 // grouped by job. Within state.StaleClaimWindow of a claim from the head
@@ -36,7 +36,7 @@ type activeReader struct {
 // staleListing), with the jobs of the transfers the store committed itself
 // added from memory and those it wrote out of their job since left out: a
 // job committed by another writer since waits at most the window.
-func (a *activeReader) jobs(ctx context.Context, user string) ([]state.JobRef, error) {
+func (a *activeReader) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
 	now := a.now()
 	stale := a.staleListing(user)
 	var ended map[string]string

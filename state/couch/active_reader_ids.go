@@ -7,10 +7,10 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// transfersOf returns the submitted transfers of user in the given
+// ActiveTransfersOf returns the submitted transfers of user in the given
 // jobs, in the order of jobs, each job's transfers by FTS file ID then ID:
 // one request (a POST of the view keys) per maxJobKeys jobs.
-func (a *activeReader) transfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
+func (a *activeReader) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
 	byJob := make(map[string][]state.Transfer, len(jobs))
 	var keys []any
 	for i, j := range jobs {

@@ -21,8 +21,8 @@ type admin struct {
 	now func() time.Time
 }
 
-// enqueue stores valid requests as new transfers with one _bulk_docs.
-func (a *admin) enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
+// Enqueue stores valid requests as new transfers with one _bulk_docs.
+func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
 	now := a.now()
 	res := make([]state.EnqueueResult, len(reqs))
 	first := map[string]bool{}
@@ -121,15 +121,15 @@ func (a *admin) settleEnqueued(ctx context.Context, ks []int, out []docResult, i
 	return nil
 }
 
-// kill asks for transfers to be killed (one bulk read, one
+// RequestKill asks for transfers to be killed (one bulk read, one
 // _bulk_docs).
-func (a *admin) kill(ctx context.Context, ids []string) ([]state.Result, error) {
+func (a *admin) RequestKill(ctx context.Context, ids []string) ([]state.Result, error) {
 	now, by := a.now(), a.by
 	return wrap("kill")(a.w.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RequestKillOf(t, now, by) }), reapply))
 }
 
-// retry returns terminal transfers to new (one bulk read, one _bulk_docs).
-func (a *admin) retry(ctx context.Context, ids []string) ([]state.Result, error) {
+// Retry returns terminal transfers to new (one bulk read, one _bulk_docs).
+func (a *admin) Retry(ctx context.Context, ids []string) ([]state.Result, error) {
 	now, by := a.now(), a.by
 	return wrap("retry")(a.w.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RetryOf(t, now, by) }), reapply))
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/go-kivik/kivik/v4"
 )
 
-// dueUsers returns the users with work due at now in one query: the users
+// DueUsers returns the users with work due at now in one query: the users
 // view reduced to one row per user and kind (see state.UserLister). A view
 // cannot read the dependencies of a transfer, so a user whose only due
 // work is new transfers with dependencies is reported DepsOnly.
-func (a *admin) dueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
+func (a *admin) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
 	type row struct {
 		user, kind string
 		st         kindStats

@@ -11,8 +11,8 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// get returns one transfer.
-func (a *admin) get(ctx context.Context, id string) (state.Transfer, error) {
+// Get returns one transfer.
+func (a *admin) Get(ctx context.Context, id string) (state.Transfer, error) {
 	docs, err := a.rv.readKeys(ctx, []string{id})
 	if err != nil {
 		return state.Transfer{}, fmt.Errorf("couch: get %s: %w", id, err)
@@ -39,12 +39,12 @@ func queueOnly(states []state.State) bool {
 	return len(states) > 0
 }
 
-// list returns the transfers matching f, oldest created first. With IDs it
+// List returns the transfers matching f, oldest created first. With IDs it
 // reads them in one request; for the queue of one user (new and acquired,
 // no other filter) it pages through the queue rows of the view; with an ID
 // prefix it reads the range of _id; otherwise it queries the "aso-created"
 // index, one request per page of f.Limit (see listFind).
-func (a *admin) list(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
+func (a *admin) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var docs []json.RawMessage
 	var err error
 	switch {

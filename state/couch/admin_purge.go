@@ -8,12 +8,12 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// purge removes the terminal transfers o selects (see state.Purger): it
+// Purge removes the terminal transfers o selects (see state.Purger): it
 // pages through _all_docs like Summary and, every maxBulkDocs selected
 // transfers, archives them (synced) and deletes them with one _bulk_docs
 // of revision-checked deletions; a transfer that changed since it was read
 // conflicts and stays.
-func (a *admin) purge(ctx context.Context, o state.PurgeOptions) (int, error) {
+func (a *admin) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 	var batch []state.Transfer
 	removed := 0
 	var failed error

@@ -11,10 +11,10 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// summary counts transfers by state, link and user. It pages through
+// Summary counts transfers by state, link and user. It pages through
 // _all_docs (an operator's command, not part of the agent's loop), which is
 // also how it finds the documents that are not valid transfers.
-func (a *admin) summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
+func (a *admin) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
 	now := a.now()
 	o = o.WithDefaults()
 	sum := state.Summary{

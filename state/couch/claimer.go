@@ -34,7 +34,7 @@ const maxClaimRounds = 4
 // maxRowsPage bounds the rows of one page of the queue.
 const maxRowsPage = 50000
 
-// claim claims up to r.Limit eligible transfers of the agent's user
+// NewTransfers claims up to r.Limit eligible transfers of the agent's user
 // (see state.AgentStore). Each round reads the due candidates from the
 // queue rows of the view, with their documents (dueCandidates), at most
 // one bulk read of the documents the rows did not bring and one of
@@ -45,7 +45,7 @@ const maxRowsPage = 50000
 // last one stopped, on the view as it is. With a link cap, the candidates
 // of one round take turns by link, and those of links at the cap are
 // passed over (passOver).
-func (c *claimer) claim(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
+func (c *claimer) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
 	out := state.Claimed{Transfers: []state.Transfer{}}
 	limit := r.Limit
 	if limit <= 0 {

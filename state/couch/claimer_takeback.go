@@ -8,13 +8,13 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// takeBack expires the claims of l.User's other agents (see
+// TakeBack expires the claims of l.User's other agents (see
 // state.Recoverer): it checks the lock document, pages through the queue
 // rows of the user (without documents) for those under a live lease or
 // cool-off, reads them in one bulk read and writes those taken back with
 // one _bulk_docs (revision-checked: a transfer that changed meanwhile is
 // judged again on its new version).
-func (c *claimer) takeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
+func (c *claimer) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
 	now := c.now()
 	d, _, ok, err := c.locks.read(ctx, l.User)
 	if err != nil {

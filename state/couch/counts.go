@@ -56,8 +56,8 @@ type statsReader struct {
 	db *db
 }
 
-// counts is state.Admin.Counts.
-func (r statsReader) counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
+// Counts is state.Admin.Counts.
+func (r statsReader) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
 	tally := state.NewTally(o)
 	if err := r.groups(ctx, o.User, tally); err != nil {
 		return state.Counts{}, err

@@ -25,7 +25,7 @@ func Revisions(s *Store, ctx context.Context, ids []string) (map[string]string, 
 // ReadKeys is s.readKeys: the documents of ids that exist, one _all_docs
 // request per maxReadKeys IDs.
 func ReadKeys(s *Store, ctx context.Context, ids []string) (map[string]json.RawMessage, error) {
-	return s.rv.readKeys(ctx, ids)
+	return s.resolver.readKeys(ctx, ids)
 }
 
 // MaxReadKeys is maxReadKeys.

@@ -143,8 +143,8 @@ func lockLoop(ctx context.Context, step func() error) error {
 	return err
 }
 
-// acquire takes the run lock of user (see state.Locker).
-func (k *locker) acquire(ctx context.Context, user, holder string, ttl time.Duration) (state.Lock, error) {
+// AcquireLock takes the run lock of user (see state.Locker).
+func (k *locker) AcquireLock(ctx context.Context, user, holder string, ttl time.Duration) (state.Lock, error) {
 	var l state.Lock
 	err := lockLoop(ctx, func() error {
 		now := k.now()
@@ -187,9 +187,9 @@ func (k *locker) acquire(ctx context.Context, user, holder string, ttl time.Dura
 	return l, nil
 }
 
-// renew extends a held lock to now+ttl. Any other writer since the lock
+// RenewLock extends a held lock to now+ttl. Any other writer since the lock
 // was taken or last renewed means the lock is lost.
-func (k *locker) renew(ctx context.Context, l state.Lock, ttl time.Duration) (state.Lock, error) {
+func (k *locker) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) (state.Lock, error) {
 	rev := l.Rev
 	err := lockLoop(ctx, func() error {
 		now := k.now()
@@ -228,11 +228,11 @@ func (k *locker) renew(ctx context.Context, l state.Lock, ttl time.Duration) (st
 	return l, nil
 }
 
-// release frees a held lock (expire removed) and records run, if not
+// ReleaseLock frees a held lock (expire removed) and records run, if not
 // nil, in the same write: one revision-checked write with the revision of
 // l; on a conflict the lock is read again. ErrLockLost when the lock is no
 // longer held by l.Holder.
-func (k *locker) release(ctx context.Context, l state.Lock, run *state.RunRecord) error {
+func (k *locker) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRecord) error {
 	rev, last := l.Rev, l.LastRun
 	if run != nil {
 		last = run

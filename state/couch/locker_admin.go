@@ -9,12 +9,12 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// unlock releases the lock of user held by holder (see state.Admin): read,
+// Unlock releases the lock of user held by holder (see state.Admin): read,
 // change, revision-checked write. A write answered 202 (fewer replicas
 // than the quorum) is kept, not undone as a lock taken so would be: the
 // lock is read again, and written again until a quorum read shows it
 // released with this unlock's record.
-func (k *locker) unlock(ctx context.Context, user, holder, note string) error {
+func (k *locker) Unlock(ctx context.Context, user, holder, note string) error {
 	now, by := k.now(), k.by
 	var wrote *state.RunRecord // the record of this unlock's last write answered 202
 	err := lockLoop(ctx, func() error {
@@ -61,9 +61,9 @@ func holderLeaf(d state.LockDoc, others []state.LockDoc, holder string) state.Lo
 	return d
 }
 
-// list returns the stored run locks of user ("" every user): one read of
+// Locks returns the stored run locks of user ("" every user): one read of
 // the lock documents' range of _all_docs.
-func (k *locker) list(ctx context.Context, user string) ([]state.LockDoc, error) {
+func (k *locker) Locks(ctx context.Context, user string) ([]state.LockDoc, error) {
 	start, end := state.LockID(""), state.LockID("")+"\ufff0"
 	if user != "" {
 		start, end = state.LockID(user), state.LockID(user)

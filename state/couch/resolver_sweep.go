@@ -28,8 +28,17 @@ type ConflictReport struct {
 // with one round of requests.
 const resolveBatch = 500
 
-// sweep is Store.ResolveConflicts.
-func (rv *resolver) sweep(ctx context.Context, user string) (ConflictReport, error) {
+// ResolveConflicts ends the conflicts of the database (of user's transfers
+// and run lock only, when user is not ""): the leaves of a transfer that
+// no resolution weighed yet are resolved first, by the agent's rules (see
+// conflicts.go; ties go to the owner of the user's live run lock), with one
+// write on CouchDB's winner; then every superseded leaf is deleted. A leaf
+// whose resolution failed (the document changed meanwhile) is not deleted.
+// A run lock's leaves are deleted unless live (held until a time to come):
+// a live one is left, and said so. It is an operator's: deleting takes the
+// aso-operator role. One scan of the database, then a _bulk_get and two
+// _bulk_docs per resolveBatch conflicted documents.
+func (rv *resolver) ResolveConflicts(ctx context.Context, user string) (ConflictReport, error) {
 	rep := ConflictReport{Left: []string{}}
 	var batch []json.RawMessage
 	var failed error
@@ -65,7 +74,7 @@ func (rv *resolver) sweep(ctx context.Context, user string) (ConflictReport, err
 }
 
 // sweepSome resolves a batch of conflicted documents (see
-// sweep).
+// ResolveConflicts).
 func (rv *resolver) sweepSome(ctx context.Context, raws []json.RawMessage, rep *ConflictReport) error {
 	byUser := map[string][]*conflictJob{}
 	var dels []leafRef // leaves to delete whatever the resolutions do

@@ -7,19 +7,23 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Store is a state.Store on one CouchDB database. Its methods are the
-// calls of the contract, each handed to the type that owns its state and
-// policy: the claims (claimer), the monitor's reads (activeReader), the
-// revision-checked writes (writer), the run lock (locker), the reads by ID
-// that resolve conflicts (resolver), all over one database (db).
+// Store is a state.Store on one CouchDB database. The calls of the
+// contract are the methods of the types that own their state and policy,
+// which Store embeds: the claims (claimer), the monitor's reads
+// (activeReader), the run lock (locker), the commands' calls (admin), the
+// counts (statsReader) and the operator's sweep of conflicts (resolver).
+// Store's own methods are the agent's writes (store_agent.go), each a rule
+// of package state per item handed to the revision-checked writer; all of
+// them go through one database (db).
 type Store struct {
+	*claimer
+	*activeReader
+	*locker
+	*admin
+	*resolver
+	statsReader
 	db     *db
-	locks  *locker
-	rv     *resolver
 	w      *writer
-	claims *claimer
-	active *activeReader
-	admin  *admin
 	agent  state.Agent
 	policy state.Policy
 	now    func() time.Time
@@ -34,14 +38,15 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: d, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock()}
+	s := &Store{db: d, statsReader: statsReader{db: d}, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock()}
 	w := &written{}
-	s.locks = &locker{db: d, now: s.now, by: writerName(cfg.Agent)}
-	s.rv = &resolver{db: d, locks: s.locks, agent: s.agent, by: s.locks.by, now: s.now}
-	s.w = &writer{db: d, rv: s.rv, written: w, now: s.now}
-	s.claims = &claimer{db: d, rv: s.rv, w: s.w, written: w, locks: s.locks, agent: s.agent, policy: s.policy, now: s.now}
-	s.active = &activeReader{db: d, rv: s.rv, written: w, cursor: &s.claims.cursor, user: s.agent.User, now: s.now}
-	s.admin = &admin{db: d, rv: s.rv, w: s.w, by: s.locks.by, now: s.now}
+	by := writerName(cfg.Agent)
+	s.locker = &locker{db: d, now: s.now, by: by}
+	s.resolver = &resolver{db: d, locks: s.locker, agent: s.agent, by: by, now: s.now}
+	s.w = &writer{db: d, rv: s.resolver, written: w, now: s.now}
+	s.claimer = &claimer{db: d, rv: s.resolver, w: s.w, written: w, locks: s.locker, agent: s.agent, policy: s.policy, now: s.now}
+	s.activeReader = &activeReader{db: d, rv: s.resolver, written: w, cursor: &s.claimer.cursor, user: s.agent.User, now: s.now}
+	s.admin = &admin{db: d, rv: s.resolver, w: s.w, by: by, now: s.now}
 	return s, nil
 }
 

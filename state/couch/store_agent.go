@@ -7,30 +7,6 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// NewTransfers claims up to r.Limit eligible transfers of the agent's user
-// (see state.AgentStore and claimer.claim).
-func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.Claimed, error) {
-	return s.claims.claim(ctx, r)
-}
-
-// TakeBack expires the claims of l.User's other agents (see
-// state.AgentStore and claimer.takeBack).
-func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, error) {
-	return s.claims.takeBack(ctx, l)
-}
-
-// ActiveJobs lists the FTS jobs of user's submitted transfers with their
-// number of transfers (see state.AgentStore and activeReader.jobs).
-func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	return s.active.jobs(ctx, user)
-}
-
-// ActiveTransfersOf returns the submitted transfers of user in the given
-// jobs (see state.AgentStore and activeReader.transfersOf).
-func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
-	return s.active.transfersOf(ctx, user, jobs)
-}
-
 // heldItems builds one item per transfer of ts, whose rule is f(i, t): a
 // state rule that checks the agent's hold itself and always writes.
 func heldItems(ts []state.Transfer, f func(i int, t *state.Transfer) error) []item {
