@@ -13,18 +13,6 @@ import (
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
-// Exit codes for cron and systemd beyond ExitOK..ExitLocked, from
-// sysexits.h: whether running again later can help.
-const (
-	// ExitTempFail: the state store or FTS could not be reached, or the run
-	// lock or a lease was lost. Nothing is wrong with the setup: run again
-	// later.
-	ExitTempFail = 75 // EX_TEMPFAIL
-	// ExitConfig: the configuration, the sites file or the credentials are
-	// wrong. Running again will fail the same way until a person fixes it.
-	ExitConfig = 78 // EX_CONFIG
-)
-
 // permanentError marks errors that map to ExitConfig.
 type permanentError struct{ err error }
 
@@ -75,20 +63,4 @@ func isPermanent(err error) bool {
 	return errors.As(err, &pe) || fts.IsCredential(err) || errors.Is(err, fts.ErrNeedDelegation) || couch.Denied(err) ||
 		errors.Is(err, memfile.ErrNoStore) || errors.Is(err, memfile.ErrDamaged) || errors.Is(err, memfile.ErrNotStateFile) ||
 		errors.Is(err, couch.ErrNoDatabase)
-}
-
-// severity orders exit codes from the least to the most severe, for
-// `run --all-users`, which exits with the most severe code of its agents.
-func severity(code int) int {
-	switch code {
-	case ExitOK:
-		return 0
-	case ExitLocked:
-		return 1
-	case ExitTempFail:
-		return 2
-	case ExitConfig, ExitUsage:
-		return 4
-	}
-	return 3 // ExitError and anything unknown (a signal)
 }

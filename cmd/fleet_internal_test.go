@@ -1,150 +1,79 @@
 package cmd
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/state/couch"
 )
 
-func TestExpandUser(t *testing.T) {
-	for _, c := range []struct{ user, want string }{
-		{"alice", "/etc/aso/proxies/alice.pem"},
-		{"a.b-c_d@cern.ch", "/etc/aso/proxies/a.b-c_d@cern.ch.pem"},
-	} {
-		got, err := expandUser("/etc/aso/proxies/{user}.pem", c.user)
-		if err != nil || got != c.want {
-			t.Errorf("expandUser(%q) = %q, %v; want %q", c.user, got, err, c.want)
-		}
+// handedOver parses what a fleet hands an agent (h.Args) with run's flags.
+func handedOver(t *testing.T, h fleet.Handover) *FleetOptions {
+	t.Helper()
+	o := &RunOptions{}
+	c := &cobra.Command{}
+	o.AddFlags(c)
+	if err := c.ParseFlags(h.Args()); err != nil {
+		t.Fatalf("run's flags refuse the hand-over %q: %v", h.Args(), err)
 	}
-	// names that would reach another file are refused, never expanded
-	for _, u := range []string{"", ".", "..", "../root", "a/b", "-rf", "a\x00b"} {
-		if got, err := expandUser("/etc/aso/proxies/{user}.pem", u); err == nil {
-			t.Errorf("expandUser(%q) = %q, want an error", u, got)
-		}
-	}
+	return &o.Fleet
 }
 
-// TestLogRelay: an agent's JSON lines keep their level, message, time and
-// fields and gain the user; other lines are logged at info with the user,
-// but for the agent's final "aso: ..." error (with the lines after it),
-// which is kept as the reason of its end; a line split over writes is
-// reassembled.
-func TestLogRelay(t *testing.T) {
-	var out bytes.Buffer
-	log := logrus.New()
-	log.SetOutput(&out)
-	log.SetFormatter(&logrus.JSONFormatter{})
-	log.SetLevel(logrus.DebugLevel)
-	r := &logRelay{log: log, user: "alice"}
-	line := `{"level":"warning","msg":"lost ownership","time":"2026-01-02T03:04:05Z","fts_job":"j1","error":"run lock lost"}` + "\n"
-	for _, part := range []string{line[:20], line[20:], "queue of alice: new 0\n", "aso: this machine lacks what run needs:\n", "  - no gfal-rm"} {
-		if _, err := r.Write([]byte(part)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.flush()
-	var got []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("relayed line %q: %v", l, err)
-		}
-		got = append(got, m)
-	}
-	if len(got) != 2 {
-		t.Fatalf("%d lines relayed, want 2:\n%s", len(got), out.String())
-	}
-	if why := r.lastError(); why != "this machine lacks what run needs: - no gfal-rm" {
-		t.Errorf("the agent's last error: %q", why)
-	}
-	first := got[0]
-	for k, want := range map[string]any{"level": "warning", "msg": "lost ownership", "time": "2026-01-02T03:04:05Z",
-		"fts_job": "j1", "error": "run lock lost", "user": "alice"} {
-		if first[k] != want {
-			t.Errorf("relayed JSON line: %s = %v, want %v (%v)", k, first[k], want, first)
-		}
-	}
-	for i, msg := range []string{"queue of alice: new 0"} {
-		if m := got[i+1]; m["msg"] != msg || m["level"] != "info" || m["user"] != "alice" {
-			t.Errorf("relayed text line %d: %v, want msg %q at info with user alice", i, m, msg)
-		}
-	}
-}
-
-// TestAgentArgs_Templates: every per-user file flag of the fleet reaches
-// each agent with {user} replaced, after the shared arguments so it wins.
-func TestAgentArgs_Templates(t *testing.T) {
-	o := &RunOptions{MetricsFile: "/m/aso_{user}.prom"}
-	o.FTS.Proxy, o.FTS.TokenFile = "/p/{user}.pem", "/fixed/token"
-	o.Beyond.TokenFile, o.Beyond.Report = "/s/{user}.jwt", "/r/{user}.json"
-	a := &fleetAgents{o: o, base: []string{"run", "--interval", "1s"}}
-	args, err := a.args("alice", handoff{})
+// TestHandover: what a fleet hands its agents on their command line is
+// what run reads: the agent runs under the owner ID the fleet took the
+// lock under, opens CouchDB with what the fleet found, and writes its
+// passes to the descriptor given.
+func TestHandover(t *testing.T) {
+	id := agentID()
+	who := couch.Identity{Name: "agent-ann", Roles: []string{couch.RoleAgent}}
+	js, err := json.Marshal(who)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(args, " ")
-	for _, want := range []string{"--proxy /p/alice.pem", "--metrics-file /m/aso_alice.prom",
-		"--storage-token-file /s/alice.jwt", "--report /r/alice.json", "--user alice"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("agent args %q lack %q", got, want)
-		}
+	fo := handedOver(t, fleet.Handover{Agent: true, Owner: id, Couch: &fleet.Couch{ReadQuorum: 2, Identity: string(js)}, ProgressFD: 3})
+	if !fo.Handover.Agent || fo.Handover.ProgressFD != 3 || fo.fleet() {
+		t.Errorf("handed over: %+v; want one agent of a fleet, passes on descriptor 3", fo.Handover)
 	}
-	if strings.Contains(got, "/fixed/token") {
-		t.Errorf("agent args %q repeat a flag without {user}: it reaches the agent through the shared arguments", got)
+	if got, err := runOwner(fo); err != nil || got != id {
+		t.Errorf("runOwner = %q, %v; want the handed owner %s", got, err, id)
 	}
-	if _, err := a.args("../root", handoff{}); err == nil {
-		t.Errorf("a user name that leaves the directory was put in a file name")
+	c, err := fleetChecked(fo)
+	if err != nil || c == nil || c.ReadQuorum != 2 || c.Identity.Name != who.Name || !slices.Equal(c.Identity.Roles, who.Roles) {
+		t.Errorf("fleetChecked = %+v, %v; want read quorum 2 and the identity %+v", c, err, who)
+	}
+	// not on CouchDB, no lock handed (a dry run): the agent opens and
+	// checks as usual, under a new owner ID of its own
+	fo = handedOver(t, fleet.Handover{Agent: true})
+	if c, err := fleetChecked(fo); err != nil || c != nil {
+		t.Errorf("fleetChecked(unset) = %+v, %v; want nil: open and check as usual", c, err)
+	}
+	if got, err := runOwner(fo); err != nil || got == "" || got == id {
+		t.Errorf("runOwner() = %q, %v; want a new owner ID", got, err)
 	}
 }
 
-// TestFleetSpread: users due within one discovery interval come before
-// later ones, in every fleet. Within that grain, fleets that do not know
-// each other begin with different users; two fleets that know each other
-// share the users out, each taking its own first, then the other's in the
-// reverse of the other's order: one's order is the other's reversed, so
-// they meet head-on, once.
-func TestFleetSpread(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var due []state.UserDue
-	for i := range 100 {
-		due = append(due, state.UserDue{User: fmt.Sprintf("u%04d", i), Since: t0.Add(time.Duration(i) * 10 * time.Millisecond)})
-	}
-	late := state.UserDue{User: "late", Since: t0.Add(time.Minute)}
-	ha, hb := state.Holder{Host: "hosta", PID: 100}, state.Holder{Host: "hostb", PID: 200}
-	order := func(self state.Holder, others ...state.Holder) []string {
-		o := &RunOptions{}
-		o.Fleet.DiscoverInterval = 5 * time.Second
-		f := &fleet{o: o, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
-		for _, h := range others {
-			f.backlog.fleets[fleetPlace(h)] = true
-		}
-		d := append([]state.UserDue{late}, due...)
-		f.spread(d)
-		var names []string
-		for _, u := range d {
-			names = append(names, u.User)
-		}
-		if names[len(names)-1] != "late" {
-			t.Fatalf("order %v: the user due a minute after the others is not last", names)
-		}
-		return names[:len(due)]
-	}
-	a, b := order(ha), order(hb)
-	if a[0] == b[0] {
-		t.Errorf("both fleets begin with %s", a[0])
-	}
-	a, b = order(ha, hb), order(hb, ha)
-	rev := slices.Clone(a)
-	slices.Reverse(rev)
-	if !slices.Equal(b, rev) {
-		t.Errorf("two fleets that know each other do not work through their users from opposite ends:\n%v\n%v", a, b)
+// TestHandover_Refused: the hand-over's flags belong to an agent of a
+// fleet (--fleet-agent), and must be what a fleet writes.
+func TestHandover_Refused(t *testing.T) {
+	id := agentID()
+	for name, fo := range map[string]FleetOptions{
+		"owner, not an agent":       {Handover: fleet.Handover{Owner: id}, ReadQuorum: -1},
+		"owner not an owner ID":     {Handover: fleet.Handover{Agent: true, Owner: "nonsense"}, ReadQuorum: -1},
+		"read quorum, not an agent": {ReadQuorum: 0},
+		"identity not JSON":         {Handover: fleet.Handover{Agent: true}, ReadQuorum: 2, Identity: "{"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, oerr := runOwner(&fo)
+			_, cerr := fleetChecked(&fo)
+			var ue usageError
+			if !errors.As(errors.Join(oerr, cerr), &ue) {
+				t.Errorf("runOwner: %v, fleetChecked: %v; want a usage error", oerr, cerr)
+			}
+		})
 	}
 }

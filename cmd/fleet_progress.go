@@ -1,49 +1,14 @@
 package cmd
 
 import (
-	"bufio"
-	"encoding/json"
-	"io"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/state"
 )
 
-// progressFD is the descriptor on which an agent of the fleet finds the
-// pipe to its fleet (the first of exec.Cmd.ExtraFiles).
-const progressFD = 3
-
-// progressSink writes an agent's passes to the fleet that runs it: one
-// JSON line of agent.PassStats per pass, on the pipe --progress-fd names.
-// The fleet learns each agent's progress for one line a pass, whatever
-// the number of transfers and whatever the log level.
-type progressSink struct{ enc *json.Encoder }
-
-// progressSink returns the sink of --progress-fd (none without it).
-func (o *FleetOptions) progressSink() progressSink {
-	if o.ProgressFD <= 0 {
-		return progressSink{}
-	}
-	syscall.CloseOnExec(o.ProgressFD) // gfal-rm must not hold the pipe open
-	f := os.NewFile(uintptr(o.ProgressFD), "fleet progress")
-	if f == nil {
-		return progressSink{}
-	}
-	return progressSink{enc: json.NewEncoder(f)}
-}
-
-// pass writes ps; a fleet that went away is no error of the agent.
-func (s progressSink) pass(ps agent.PassStats) {
-	if s.enc != nil {
-		_ = s.enc.Encode(ps)
-	}
-}
-
-// fleetView shows the progress of a fleet's agents: a line per running
+// fleetView shows the progress of a fleet's agents (fleet.View): a line per running
 // agent and a line for all of them, from the passes each agent writes to
 // its pipe and the queues of the last discovery round (the fleet's own
 // DueUsers query: the agents read nothing for it).
@@ -75,10 +40,10 @@ func newFleetView(con *console) *fleetView {
 
 // on reports whether the view shows anything: when it does not, the
 // agents are given no pipe.
-func (v *fleetView) on() bool { return v != nil && (v.con.live() || v.con.plain()) }
+func (v *fleetView) on() bool { return v.con.live() || v.con.plain() }
 
-// round records the queue of every user with due work.
-func (v *fleetView) round(due []state.UserDue) {
+// Round records the queue of every user with due work.
+func (v *fleetView) Round(due []state.UserDue) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	clear(v.queued)
@@ -87,8 +52,8 @@ func (v *fleetView) round(due []state.UserDue) {
 	}
 }
 
-// started adds a line for the agent of user.
-func (v *fleetView) started(user string) {
+// Started adds a line for the agent of user.
+func (v *fleetView) Started(user string) {
 	v.mu.Lock()
 	a := v.agents[user]
 	if a == nil {
@@ -105,20 +70,8 @@ func (v *fleetView) started(user string) {
 	}
 }
 
-// read reads the passes of user's agent from r until the agent closes it.
-func (v *fleetView) read(user string, r io.ReadCloser) {
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var ps agent.PassStats
-		if json.Unmarshal(sc.Bytes(), &ps) == nil {
-			v.pass(user, ps)
-		}
-	}
-}
-
-// pass adds a pass of user's agent.
-func (v *fleetView) pass(user string, ps agent.PassStats) {
+// Pass adds a pass of user's agent.
+func (v *fleetView) Pass(user string, ps agent.PassStats) {
 	now := time.Now()
 	v.mu.Lock()
 	a := v.agents[user]
@@ -144,8 +97,8 @@ func (v *fleetView) pass(user string, ps agent.PassStats) {
 	v.con.printf("progress: all: %s", allText)
 }
 
-// ended removes the line of user's agent; its counts stay in the total.
-func (v *fleetView) ended(user string) {
+// Ended removes the line of user's agent; its counts stay in the total.
+func (v *fleetView) Ended(user string) {
 	v.mu.Lock()
 	a := v.agents[user]
 	var line *liveLine

@@ -13,17 +13,32 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/internal/exitcode"
 	"github.com/asyncstageout/aso/state"
 )
 
-// Exit codes. They are documented in docs/operators.md and, from exitMeaning, in
-// every command's --help and man page.
+// Exit codes (see package exitcode). They are documented in
+// docs/operators.md and, from exitMeaning, in every command's --help and
+// man page.
 const (
-	ExitOK     = 0 // success
-	ExitError  = 1 // an error; the message says what to do
-	ExitUsage  = 2 // bad flags, arguments or input records
-	ExitLocked = 3 // another agent holds this user's run lock
+	ExitOK       = exitcode.OK
+	ExitError    = exitcode.Error
+	ExitUsage    = exitcode.Usage
+	ExitLocked   = exitcode.Locked
+	ExitTempFail = exitcode.TempFail
+	ExitConfig   = exitcode.Config
 )
+
+// exitCodeError carries the exit code of a command that ends with its
+// own (enqueue stopped by a signal).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+func (e exitCodeError) Unwrap() error { return e.err }
 
 // usageError marks errors that map to ExitUsage.
 type usageError struct{ err error }
@@ -79,11 +94,14 @@ func Execute() int {
 func ExitCode(err error) int {
 	var ue usageError
 	var ce exitCodeError
+	var fe *fleet.ExitError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce):
 		return ce.code
+	case errors.As(err, &fe):
+		return fe.Code
 	case errors.Is(err, state.ErrLocked):
 		return ExitLocked
 	case errors.As(err, &ue):

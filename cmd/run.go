@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/fleet"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
@@ -84,7 +85,14 @@ With --all-users it runs one agent process (aso run --user U) for every user wit
 most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
 --token-file, --metrics-file, --storage-token-file and --report becomes each user's name.
 Several hosts may run it on the same state store: the run locks share the users out. It exits
-with the most severe code of its agents.`,
+with the most severe code of its agents.
+
+A fleet hands each agent, after its other flags, flags that only a fleet sets (neither the
+environment nor the configuration file): --fleet-agent (one user's agent whatever all-users
+says; no queue summary at the end), --fleet-owner ID (the owner ID under which the fleet took
+the user's run lock, which the agent runs under), on CouchDB --fleet-read-quorum N and
+--fleet-couch-identity JSON (what the fleet's check of the database and credentials found;
+the agent does not ask again), and --progress-fd N (each pass as a JSON line to descriptor N).`,
 		Args: cobra.NoArgs,
 		// the root's, and a run refused by it still leaves its report and
 		// (an agent's run) its metrics file
@@ -172,11 +180,11 @@ func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store,
 	view := newProgressView(g, g.openConsole(g.Progress, 0), sc.Agent.User)
 	defer view.con.close()
 	view.queue = &queueCounter{g: g, store: store, user: sc.Agent.User}
-	toFleet := o.Fleet.progressSink()
+	toFleet := fleet.ProgressTo(o.Fleet.Handover.ProgressFD)
 	rep, metrics := end.rep, end.metrics
 	cfg.OnPass = func(ps agent.PassStats) {
 		view.pass(ctx, ps)
-		toFleet.pass(ps)
+		toFleet(ps)
 		rep.pass(ps)
 		metrics.pass(ctx)
 	}
@@ -196,7 +204,7 @@ func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store,
 	if err != nil {
 		return lockedError(tokenError(err), sc.Agent.User, time.Now(), o.Agent.LockTTL)
 	}
-	if !o.Fleet.Agent {
+	if !o.Fleet.Handover.Agent {
 		printQueue(ctx, g, store, sc.Agent.User)
 	}
 	return nil

@@ -29,9 +29,9 @@ const (
 
 // MethodCapped are the directories (relative to the module root, with
 // their subdirectories) where no type may have more than MaxMethods
-// methods: the agent, whose stages are types of their own, and the
-// commands, whose fleet is types of its own.
-var MethodCapped = []string{"agent", "cmd"}
+// methods: the agent, whose stages are types of their own, the commands,
+// and the fleet, whose parts are types of their own.
+var MethodCapped = []string{"agent", "cmd", "fleet"}
 
 // method is one method declaration: where it is and whose it is.
 type method struct {

@@ -1,4 +1,4 @@
-package cmd
+package fleet
 
 import (
 	"context"
@@ -9,45 +9,12 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// readLocks reads the run locks (one read), at each round and before
-// each refill of the slots from the backlog. It releases the lock of each
-// ended agent that the read shows still held under the owner ID the fleet
-// took it under (see releaseHandoff): an agent that released its own lock
-// costs no request more. It puts in the backlog the users whose live run
-// lock is held by an agent known dead (its process gone from this host:
-// see holder.Of), whose agent takes the lock over at once and the claims
-// of the dead one back, and the users whose lock another agent released
-// since the round (see backlog.ranElsewhere). It replaces heldUntil with
-// the users whose live lock another live holder holds (not this fleet's
-// running agents or spare locks), and until when:
-// they are left out even when discovery does not show the lock (another
-// host took it since). If the read fails, the ended agents' locks are
-// released one by one and what the fleet knew stays as it was.
-func (f *fleet) readLocks(ctx context.Context) {
-	locks, err := f.locks.list(ctx)
-	f.learnLocks(ctx, locks, err)
-}
-
 // list reads the run locks (one request); it changes nothing, so that it
 // can run beside the fleet's loop (see refill).
-func (l *fleetLocks) list(ctx context.Context) ([]state.LockDoc, error) {
-	qctx, cancel := context.WithTimeout(ctx, l.o.Agent.PhaseTimeout)
+func (l *locks) list(ctx context.Context) ([]state.LockDoc, error) {
+	qctx, cancel := context.WithTimeout(ctx, l.cfg.PhaseTimeout)
 	defer cancel()
 	return l.lister.Locks(qctx, "")
-}
-
-// learnLocks is what the read of the locks (locks, or err) tells the
-// fleet: see readLocks.
-func (f *fleet) learnLocks(ctx context.Context, locks []state.LockDoc, err error) {
-	ours := func(u string) bool { return f.agents.running[u] != nil || f.locks.spares.has(u) || f.taking[u] }
-	news, ok := f.locks.learn(ctx, locks, err, ours, f.backlog.at)
-	if !ok {
-		return
-	}
-	for _, u := range news.ranElsewhere {
-		f.backlog.ranElsewhere[u] = true
-	}
-	f.backlog.dead, f.backlog.fleets = news.dead, news.fleets
 }
 
 // lockNews is what a read of the locks tells the backlog: the users whose
@@ -66,7 +33,7 @@ type lockNews struct {
 // and replaces heldUntil (see readLocks). ok is false when the read
 // failed: the ended agents' locks are released one by one, and what the
 // fleet knew stays as it was.
-func (l *fleetLocks) learn(ctx context.Context, locks []state.LockDoc, err error, ours func(string) bool, since time.Time) (news lockNews, ok bool) {
+func (l *locks) learn(ctx context.Context, locks []state.LockDoc, err error, ours func(string) bool, since time.Time) (news lockNews, ok bool) {
 	if err != nil {
 		l.log.WithError(err).Warn("cannot read the run locks; users whose lock is held wait for it to expire")
 		for u, c := range l.unreleased {
@@ -92,7 +59,7 @@ func (l *fleetLocks) learn(ctx context.Context, locks []state.LockDoc, err error
 			if ranElsewhereSince(lk.LastRun, since) {
 				news.ranElsewhere = append(news.ranElsewhere, lk.User)
 			}
-			if lk.LastRun != nil && lk.LastRun.Ended.After(now.Add(-fleetMemory*l.o.Fleet.DiscoverInterval)) {
+			if lk.LastRun != nil && lk.LastRun.Ended.After(now.Add(-fleetMemory*l.cfg.DiscoverInterval)) {
 				addFleet(news.fleets, lk.LastRun.Holder)
 			}
 		case holder.Of(lk.Holder).State == holder.Gone:

@@ -1,8 +1,7 @@
-package cmd
+package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,12 +10,13 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
-	"github.com/asyncstageout/aso/state/couch"
 )
 
 // handoff is a user's run lock that a fleet took for the agent it starts:
-// the agent runs under Owner (hidden flag --fleet-owner), so that its own
+// the agent runs under Owner (--fleet-owner: see Handover), so that its own
 // AcquireLock finds the lock live and its own.
 type handoff struct {
 	Owner string
@@ -33,18 +33,6 @@ var errLostRace = errors.New("the user's run lock is held elsewhere")
 // released again and the user waits for the next round.
 var errRanElsewhere = errors.New("another agent ran for the user since the discovery round")
 
-// takeLock takes the run lock of u for the agent the fleet is about to
-// start, under an owner ID of this process (see agentID): if this process
-// dies, its agents die with it (agentProcAttr) and the lock names a
-// process gone from this host, which the next agent takes over. A lock
-// held by a holder known dead is left to the agent, which takes it over
-// and records why (no hand-over). A lock held by another live holder is a
-// lost race: the user is left out of discovery until that lock expires
-// (errLostRace). Any other error leaves the user for a later round.
-func (f *fleet) takeLock(ctx context.Context, u string) (handoff, error) {
-	return f.tookLock(ctx, f.locks.acquire(ctx, u))
-}
-
 // take is one request for a user's run lock (see takeLock).
 type take struct {
 	user, owner string
@@ -52,17 +40,17 @@ type take struct {
 	err         error
 }
 
-// fleetLocks is what a fleet knows of the users' run locks and does with
+// locks is what a fleet knows of the users' run locks and does with
 // them: it takes them for its agents and ahead of them (spares), releases
 // those its agents left held, and learns from a read of them all which
 // users other hosts hold. Its requests change nothing of its own, so
 // that they can run beside the fleet's loop (see refill); what they
 // answer is taken in by the loop.
-type fleetLocks struct {
-	o      *RunOptions
+type locks struct {
+	cfg    *Config
 	id     string // the fleet's agent ID, in the run records it writes
 	log    *logrus.Entry
-	locker fleetLocker
+	locker locker
 	lister interface {
 		Locks(ctx context.Context, user string) ([]state.LockDoc, error)
 	}
@@ -79,22 +67,22 @@ type fleetLocks struct {
 	lostRaces int
 }
 
-func newFleetLocks(o *RunOptions, id string, log *logrus.Entry, locker fleetLocker, lister state.Admin) *fleetLocks {
-	return &fleetLocks{o: o, id: id, log: log, locker: locker, lister: lister,
+func newLocks(cfg *Config, id string, log *logrus.Entry, store Store) *locks {
+	return &locks{cfg: cfg, id: id, log: log, locker: store, lister: store,
 		heldUntil: map[string]time.Time{}, unreleased: map[string]*child{}}
 }
 
 // acquire asks for the run lock of u under a new owner ID of this
 // process. It changes nothing of the fleet's, so that several run at once
 // (see takeLocks).
-func (l *fleetLocks) acquire(ctx context.Context, u string) take {
+func (l *locks) acquire(ctx context.Context, u string) take {
 	t := take{user: u}
-	if l.o.Agent.DryRun {
+	if l.cfg.DryRun {
 		return t // a dry run takes no lock
 	}
-	t.owner = agentID()
-	lctx, cancel := context.WithTimeout(ctx, l.o.Agent.PhaseTimeout)
-	t.lock, t.err = l.locker.AcquireLock(lctx, u, t.owner, l.o.Agent.LockTTL)
+	t.owner = holder.NewID()
+	lctx, cancel := context.WithTimeout(ctx, l.cfg.PhaseTimeout)
+	t.lock, t.err = l.locker.AcquireLock(lctx, u, t.owner, l.cfg.LockTTL)
 	cancel()
 	return t
 }
@@ -102,7 +90,7 @@ func (l *fleetLocks) acquire(ctx context.Context, u string) take {
 // takeLocks asks for the run locks of users at once, their requests in
 // flight together: the slots freed by agents that ended together are
 // filled in the time of one take, not one after another.
-func (l *fleetLocks) takeLocks(ctx context.Context, users []string) []take {
+func (l *locks) takeLocks(ctx context.Context, users []string) []take {
 	out := make([]take, len(users))
 	var wg sync.WaitGroup
 	for i, u := range users {
@@ -116,25 +104,11 @@ func (l *fleetLocks) takeLocks(ctx context.Context, users []string) []take {
 	return out
 }
 
-// tookLock is what the take t means for the fleet (see takeLock): a user
-// another agent ran for since the round waits for the next round, and one
-// whose lock could not be asked for is tried again later.
-func (f *fleet) tookLock(ctx context.Context, t take) (handoff, error) {
-	h, err := f.locks.took(ctx, t, f.backlog.at)
-	switch {
-	case errors.Is(err, errRanElsewhere):
-		f.backlog.ranElsewhere[t.user] = true
-	case err != nil && !errors.Is(err, errLostRace):
-		f.notBefore[t.user] = time.Now().Add(f.o.Fleet.DiscoverInterval)
-	}
-	return h, err
-}
-
 // took is what the take t means (see takeLock), for a round that asked
 // for the users at since: the lock handed to the agent, or why there is
 // none.
-func (l *fleetLocks) took(ctx context.Context, t take, since time.Time) (handoff, error) {
-	if l.o.Agent.DryRun {
+func (l *locks) took(ctx context.Context, t take, since time.Time) (handoff, error) {
+	if l.cfg.DryRun {
 		return handoff{}, nil
 	}
 	u, owner, lk, err := t.user, t.owner, t.lock, t.err
@@ -146,28 +120,28 @@ func (l *fleetLocks) took(ctx context.Context, t take, since time.Time) (handoff
 	case err == nil:
 		return handoff{Owner: owner, lock: lk}, nil
 	case errors.As(err, &le):
-		if _, gone := holderGone(le.Holder); gone {
+		if holder.Of(le.Holder).State == holder.Gone {
 			// the agent takes the lock over itself, recording why
 			return handoff{}, nil
 		}
 		l.lostRaces++
-		until := time.Now().Add(lockedBackoff(l.o))
+		until := time.Now().Add(lockedBackoff(l.cfg))
 		if t, perr := time.Parse(time.RFC3339Nano, le.Expire); perr == nil && t.After(until) {
 			until = t
 		}
 		l.heldUntil[u] = until
-		l.log.WithFields(logrus.Fields{FieldUser: u, "holder": le.Holder, "lock_expires": le.Expire}).
+		l.log.WithFields(logrus.Fields{agent.FieldUser: u, "holder": le.Holder, "lock_expires": le.Expire}).
 			Info("another agent took this user's run lock since the last discovery round; no agent started")
 		return handoff{}, errLostRace
 	}
-	l.log.WithError(err).WithField(FieldUser, u).Warn("cannot take the user's run lock for its agent; trying again later")
+	l.log.WithError(err).WithField(agent.FieldUser, u).Warn("cannot take the user's run lock for its agent; trying again later")
 	return handoff{}, err
 }
 
 // heldElsewhereNow reports whether the run lock of u was found held by
 // another holder (this round's read of the locks, or takeLock since) and
 // has not expired since.
-func (l *fleetLocks) heldElsewhereNow(u string) bool {
+func (l *locks) heldElsewhereNow(u string) bool {
 	t, ok := l.heldUntil[u]
 	if ok && !time.Now().Before(t) {
 		delete(l.heldUntil, u)
@@ -178,7 +152,7 @@ func (l *fleetLocks) heldElsewhereNow(u string) bool {
 
 // heldAtLeast records that the run lock of u is held elsewhere until at
 // least until (a take lost the race: a read of the locks may lag it).
-func (l *fleetLocks) heldAtLeast(u string, until time.Time) {
+func (l *locks) heldAtLeast(u string, until time.Time) {
 	if until.After(l.heldUntil[u]) {
 		l.heldUntil[u] = until
 	}
@@ -187,7 +161,7 @@ func (l *fleetLocks) heldAtLeast(u string, until time.Time) {
 // agentEnded keeps the agent c, which ended under a lock the fleet took
 // for it, until a read of the locks tells whether it released it (see
 // learn).
-func (l *fleetLocks) agentEnded(c *child) {
+func (l *locks) agentEnded(c *child) {
 	if c.handoff.Owner != "" {
 		l.unreleased[c.user.User] = c
 	}
@@ -200,30 +174,30 @@ func (l *fleetLocks) agentEnded(c *child) {
 // failed before it took the lock, or was killed, leaves it held under the
 // fleet's owner ID, which names this live process: no one else could
 // take it over before it expired.
-func (l *fleetLocks) releaseHandoff(ctx context.Context, c *child) {
+func (l *locks) releaseHandoff(ctx context.Context, c *child) {
 	l.releaseLock(ctx, c.user.User, c.handoff, &state.RunRecord{Holder: c.handoff.Owner, Started: state.At(c.started), Ended: state.At(c.ended), ExitCode: c.code, By: l.id,
 		Error: fmt.Sprintf("the agent process ended (exit %d) without releasing the run lock the fleet took for it: %s", c.code, orUnknown(c.reason()))})
 }
 
 // releaseLock frees the run lock of user that the fleet took (h), if it
 // is still held under h's owner ID, recording run.
-func (l *fleetLocks) releaseLock(ctx context.Context, user string, h handoff, run *state.RunRecord) {
+func (l *locks) releaseLock(ctx context.Context, user string, h handoff, run *state.RunRecord) {
 	if h.Owner == "" {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.Agent.PhaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.PhaseTimeout)
 	defer cancel()
 	err := l.locker.ReleaseLock(rctx, h.lock, run)
 	switch {
 	case err == nil:
-		l.log.WithFields(logrus.Fields{FieldUser: user, "owner": h.Owner}).Info("released the run lock the fleet took for the agent")
+		l.log.WithFields(logrus.Fields{agent.FieldUser: user, "owner": h.Owner}).Info("released the run lock the fleet took for the agent")
 	case !errors.Is(err, state.ErrLockLost):
-		l.log.WithError(err).WithField(FieldUser, user).Warn("cannot release the run lock the fleet took for the agent; it expires by itself")
+		l.log.WithError(err).WithField(agent.FieldUser, user).Warn("cannot release the run lock the fleet took for the agent; it expires by itself")
 	}
 }
 
-// fleetLocker takes and frees users' run locks for the fleet's agents.
-type fleetLocker interface {
+// locker takes and frees users' run locks for the fleet's agents.
+type locker interface {
 	AcquireLock(ctx context.Context, user, holder string, ttl time.Duration) (state.Lock, error)
 	ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRecord) error
 }
@@ -234,44 +208,6 @@ func earliest(pending, t time.Time) time.Time {
 		return t
 	}
 	return pending
-}
-
-// runOwner is the owner ID of the agent of a run: the one the fleet took
-// the user's run lock under (--fleet-owner, an agent of a fleet only), or
-// a new one of this process.
-func runOwner(fo *FleetOptions) (string, error) {
-	if fo.Owner == "" {
-		return agentID(), nil
-	}
-	if !fo.Agent {
-		return "", usagef("--fleet-owner is set by --all-users on its agents only (with --fleet-agent)")
-	}
-	if _, ok := state.ParseHolder(fo.Owner); !ok {
-		return "", usagef("--fleet-owner %q: not an agent owner ID (host:pid:start-machine-random)", fo.Owner)
-	}
-	return fo.Owner, nil
-}
-
-// fleetChecked is what the fleet that started this agent found when it
-// opened CouchDB (--fleet-read-quorum and --fleet-couch-identity, an agent
-// of a fleet only), nil if
-// it was not given: the agent then opens the database without asking
-// again and does not check its credentials' role, which the fleet did
-// with the same credentials.
-func fleetChecked(fo *FleetOptions) (*couch.Checked, error) {
-	switch {
-	case fo.ReadQuorum < 0:
-		return nil, nil
-	case !fo.Agent:
-		return nil, usagef("--fleet-read-quorum is set by --all-users on its agents only (with --fleet-agent)")
-	}
-	c := &couch.Checked{ReadQuorum: fo.ReadQuorum}
-	if fo.Identity != "" {
-		if err := json.Unmarshal([]byte(fo.Identity), &c.Identity); err != nil {
-			return nil, usagef("--fleet-couch-identity %q: %v", fo.Identity, err)
-		}
-	}
-	return c, nil
 }
 
 // spare is a user's run lock that the fleet took ahead, while every slot
@@ -301,35 +237,20 @@ func (s spares) has(user string) bool {
 }
 
 // spareRoom is how many spare locks the fleet may take now.
-func (l *fleetLocks) spareRoom() int {
-	if l.o.Agent.DryRun {
+func (l *locks) spareRoom() int {
+	if l.cfg.DryRun {
 		return 0 // a dry run takes no lock
 	}
-	return max(l.o.Fleet.MaxAgents/2, 1) - len(l.spares)
-}
-
-// startSpares starts the agents of the spare locks in the free slots, the
-// oldest first (see nextSpare); it returns how many it started.
-func (f *fleet) startSpares(ctx context.Context, byRound bool) int {
-	started := 0
-	for {
-		s, ok := f.locks.nextSpare(ctx, f.agents.free() > 0)
-		if !ok {
-			return started
-		}
-		if f.start1(ctx, s.user, s.h, byRound) {
-			started++
-		}
-	}
+	return max(l.cfg.MaxAgents/2, 1) - len(l.spares)
 }
 
 // nextSpare releases the oldest spare locks while they are held too long
 // to hand over, and returns the oldest of the others if a slot is free
 // (ok false: none, or no free slot).
-func (l *fleetLocks) nextSpare(ctx context.Context, free bool) (spare, bool) {
+func (l *locks) nextSpare(ctx context.Context, free bool) (spare, bool) {
 	for len(l.spares) > 0 {
 		s := l.spares[0]
-		old := s.old(l.o.Agent.LockTTL)
+		old := s.old(l.cfg.LockTTL)
 		if !old && !free {
 			break
 		}
@@ -347,7 +268,7 @@ func (l *fleetLocks) nextSpare(ctx context.Context, free bool) (spare, bool) {
 func (s spare) old(ttl time.Duration) bool { return time.Since(s.taken) >= ttl/2 }
 
 // releaseSpares releases the spare locks, when the fleet stops.
-func (l *fleetLocks) releaseSpares(ctx context.Context) {
+func (l *locks) releaseSpares(ctx context.Context) {
 	for _, s := range l.spares {
 		l.releaseLock(ctx, s.user.User, s.h, nil)
 	}

@@ -1,21 +1,16 @@
-package cmd
+package fleet
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
+	"github.com/asyncstageout/aso/internal/exitcode"
 	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
-	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -51,15 +46,11 @@ func fleetTestStore(t *testing.T) *memfile.Store {
 	return store
 }
 
-func testFleet(t *testing.T, lister state.Admin, store state.Store) *fleet {
-	o := &RunOptions{}
-	o.Agent.PhaseTimeout, o.Agent.LockTTL = 10*time.Second, 5*time.Minute
-	o.Fleet.MaxAgents, o.Fleet.DiscoverInterval = 4, time.Second
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	g := &Globals{Log: log}
-	return newFleet(o, agentID(), lister, store,
-		newFleetAgents(o, g, log.WithField("fleet", "test"), filepath.Join(t.TempDir(), "no-aso"), nil, newFleetView(&console{})))
+func testFleet(t *testing.T, lister state.Admin, store state.Store) *Fleet {
+	f := New(Config{Exe: filepath.Join(t.TempDir(), "no-aso"), PhaseTimeout: 10 * time.Second, LockTTL: 5 * time.Minute,
+		MaxAgents: 4, DiscoverInterval: time.Second}, store)
+	f.disc.lister, f.locks.lister = lister, lister
+	return f
 }
 
 // TestFleetRound_LockTakenElsewhere: discovery found ann due and her
@@ -86,7 +77,7 @@ func TestFleetRound_LockTakenElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if started != 0 || f.agents.started != 0 || f.done["ann"] {
+			if started != 0 || f.slots.started != 0 || f.done["ann"] {
 				t.Fatalf("the round tried to start an agent for a user whose lock another host holds (started %d, done %v)", started, f.done["ann"])
 			}
 			if f.locks.lostRaces != c.lost || f.heldElsewhere != 1 {
@@ -114,7 +105,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	if hh, ok := state.ParseHolder(h.Owner); !ok || hh.PID != os.Getpid() {
 		t.Errorf("handed owner %q: want an owner ID of this process", h.Owner)
 	}
-	args, err := f.agents.args("ann", h)
+	args, err := f.slots.args("ann", h)
 	if err != nil || !containsPair(args, "--fleet-owner", h.Owner) {
 		t.Errorf("agent args %q, %v: want --fleet-owner %s", args, err, h.Owner)
 	}
@@ -127,7 +118,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the fleet's release after the agent's writes nothing
-	f.locks.releaseHandoff(ctx, &child{user: state.UserDue{User: "ann"}, handoff: h, code: ExitOK, out: &logRelay{}})
+	f.locks.releaseHandoff(ctx, &child{user: state.UserDue{User: "ann"}, handoff: h, code: exitcode.OK, out: &logRelay{}})
 	locks, _ := store.Locks(ctx, "ann")
 	if len(locks) != 1 || locks[0].LastRun == nil || locks[0].LastRun.Error != "" || !locks[0].Expire.IsZero() {
 		t.Errorf("ann's lock after the agent's release and the fleet's: %+v; want released with the agent's record", locks)
@@ -149,24 +140,6 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	}
 }
 
-// TestRunOwner: --fleet-owner is an agent of a fleet's only, and must be
-// an owner ID.
-func TestRunOwner(t *testing.T) {
-	id := agentID()
-	if got, err := runOwner(&FleetOptions{Agent: true, Owner: id}); err != nil || got != id {
-		t.Errorf("runOwner(fleet agent, %s) = %q, %v", id, got, err)
-	}
-	if got, err := runOwner(&FleetOptions{}); err != nil || got == "" {
-		t.Errorf("runOwner() = %q, %v; want a new owner ID", got, err)
-	}
-	for _, fo := range []FleetOptions{{Owner: id}, {Agent: true, Owner: "nonsense"}} {
-		var ue usageError
-		if _, err := runOwner(&fo); !errors.As(err, &ue) {
-			t.Errorf("runOwner(%+v): %v, want a usage error", fo, err)
-		}
-	}
-}
-
 func containsPair(args []string, k, v string) bool {
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == k && args[i+1] == v {
@@ -185,7 +158,7 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 	ctx := context.Background()
 	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
-	ended := map[string]int{"ann": ExitError, "bob": ExitOK}
+	ended := map[string]int{"ann": exitcode.Error, "bob": exitcode.OK}
 	for u, code := range ended {
 		h, err := f.takeLock(ctx, u)
 		if err != nil {
@@ -197,7 +170,7 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.ReleaseLock(ctx, agentLock, &state.RunRecord{Holder: agentLock.Holder, ExitCode: ExitOK}); err != nil {
+	if err := store.ReleaseLock(ctx, agentLock, &state.RunRecord{Holder: agentLock.Holder, ExitCode: exitcode.OK}); err != nil {
 		t.Fatal(err)
 	}
 	f.readLocks(ctx)
@@ -212,8 +185,8 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 		switch {
 		case !l.Expire.IsZero() || l.LastRun == nil:
 			t.Errorf("%s's lock after the read: %+v; want released with a run record", l.User, l)
-		case l.User == "ann" && (l.LastRun.By != f.locks.id || l.LastRun.ExitCode != ExitError):
-			t.Errorf("ann's run record %+v: want the fleet's (by %s, exit %d)", l.LastRun, f.locks.id, ExitError)
+		case l.User == "ann" && (l.LastRun.By != f.locks.id || l.LastRun.ExitCode != exitcode.Error):
+			t.Errorf("ann's run record %+v: want the fleet's (by %s, exit %d)", l.LastRun, f.locks.id, exitcode.Error)
 		case l.User == "bob" && l.LastRun.By != "":
 			t.Errorf("bob's run record %+v: want the agent's own", l.LastRun)
 		}
@@ -223,39 +196,13 @@ func TestFleetReadLocks_ReleasesEndedAgents(t *testing.T) {
 	}
 }
 
-// TestFleetChecked: a fleet on CouchDB hands its agents the read quorum it
-// found (--fleet-read-quorum), which an agent of a fleet opens the
-// database with, without asking again; the flag is refused elsewhere.
-func TestFleetChecked(t *testing.T) {
-	a := &fleetAgents{o: &RunOptions{}, checked: &couch.Checked{ReadQuorum: 2}}
+// TestFleetCouch: a fleet on CouchDB hands its agents what its opening of
+// the database found.
+func TestFleetCouch(t *testing.T) {
+	a := &slots{cfg: &Config{Couch: &Couch{ReadQuorum: 2, Identity: `{"name":"agent-ann"}`}}}
 	args, err := a.args("ann", handoff{})
-	if err != nil || !containsPair(args, "--fleet-read-quorum", "2") {
-		t.Errorf("agent args %q, %v: want --fleet-read-quorum 2", args, err)
-	}
-	if c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2}); err != nil || c == nil || c.ReadQuorum != 2 {
-		t.Errorf("fleetChecked(agent, 2) = %+v, %v", c, err)
-	}
-	if c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: -1}); err != nil || c != nil {
-		t.Errorf("fleetChecked(agent, unset) = %+v, %v; want nil: open and check as usual", c, err)
-	}
-	var ue usageError
-	if _, err := fleetChecked(&FleetOptions{ReadQuorum: 0}); !errors.As(err, &ue) {
-		t.Errorf("fleetChecked(not an agent of a fleet): %v, want a usage error", err)
-	}
-	// who the credentials are goes to the agent too, for its report
-	who := couch.Identity{Name: "agent-ann", Roles: []string{couch.RoleAgent}}
-	a.checked.Identity = who
-	args, err = a.args("ann", handoff{})
-	i := slices.Index(args, "--fleet-couch-identity")
-	if err != nil || i < 0 || i+1 >= len(args) {
-		t.Fatalf("agent args %q, %v: want --fleet-couch-identity", args, err)
-	}
-	c, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2, Identity: args[i+1]})
-	if err != nil || c.Identity.Name != who.Name || !slices.Equal(c.Identity.Roles, who.Roles) {
-		t.Errorf("fleetChecked(%s) = %+v, %v; want the identity %+v", args[i+1], c, err, who)
-	}
-	if _, err := fleetChecked(&FleetOptions{Agent: true, ReadQuorum: 2, Identity: "{"}); !errors.As(err, &ue) {
-		t.Errorf("fleetChecked(an identity that is no JSON): %v, want a usage error", err)
+	if err != nil || !containsPair(args, "--fleet-read-quorum", "2") || !containsPair(args, "--fleet-couch-identity", `{"name":"agent-ann"}`) {
+		t.Errorf("agent args %q, %v: want --fleet-read-quorum 2 and the identity", args, err)
 	}
 }
 
@@ -264,7 +211,7 @@ func TestFleetChecked(t *testing.T) {
 func TestFleetRoundDue(t *testing.T) {
 	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
-	f.o.Fleet.MaxAgents = 1
+	f.cfg.MaxAgents = 1
 	f.backlog.at = time.Now()
 	f.backlog.due = []state.UserDue{{User: "ann", Since: time.Now(), Queued: 1}}
 	if f.roundDue() {
@@ -274,11 +221,11 @@ func TestFleetRoundDue(t *testing.T) {
 	if !f.roundDue() {
 		t.Errorf("no round is due with a free slot and no user left to start")
 	}
-	f.agents.running["bob"] = &child{}
+	f.slots.running["bob"] = &child{}
 	if f.roundDue() {
 		t.Errorf("a round is due while every slot is busy")
 	}
-	f.backlog.at = time.Now().Add(-staleBacklog * f.o.Fleet.DiscoverInterval)
+	f.backlog.at = time.Now().Add(-staleBacklog * f.cfg.DiscoverInterval)
 	if !f.roundDue() {
 		t.Errorf("no round is due with a backlog %d intervals old", staleBacklog)
 	}

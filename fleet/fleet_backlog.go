@@ -1,4 +1,4 @@
-package cmd
+package fleet
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/internal/exitcode"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -35,70 +37,18 @@ type backlog struct {
 	others map[string]bool
 }
 
-// discovery is the answer of one query of the users with due work (see
-// ask).
-type discovery struct {
-	due []state.UserDue
-	at  time.Time // when it was asked (this host's clock)
-	err error
-}
-
-// discoverer asks the store for the users with due work, one query at a
-// time, beside the fleet's loop: the users view reduces every transfer
-// not done, which on a busy server takes seconds, and the loop goes on
-// filling the slots freed from the backlog meanwhile. The answer comes
-// through answers; the loop keeps it (got) for its next round (take).
-type discoverer struct {
-	lister interface {
-		DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error)
-	}
-	timeout time.Duration
-	answers chan discovery
-	asking  bool // a query is under way
-	answer  *discovery
-}
-
-// ask starts a query of the users with due work (one request), unless one
-// is under way.
-func (d *discoverer) ask(ctx context.Context) {
-	if d.asking {
-		return
-	}
-	d.asking = true
-	go func() { d.answers <- d.query(ctx) }()
-}
-
-// query asks the store for the users with due work (see ask).
-func (d *discoverer) query(ctx context.Context) discovery {
-	now := time.Now()
-	qctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	due, err := d.lister.DueUsers(qctx, now)
-	return discovery{due: due, at: now, err: err}
-}
-
-// got keeps the answer a that came through answers.
-func (d *discoverer) got(a discovery) { d.asking, d.answer = false, &a }
-
-// take returns the answer kept, if any, and forgets it.
-func (d *discoverer) take() *discovery {
-	a := d.answer
-	d.answer = nil
-	return a
-}
-
 // round takes the answer d of a discovery query and the run locks (one
 // read), keeps them as the backlog, and starts agents for as many as
 // there are free slots; while agents run, the read of the locks and their
 // takes run beside the loop (see refill). It returns how many it started and, when a due
 // user was left waiting for a retry time, the earliest such time.
-func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) {
+func (f *Fleet) round(ctx context.Context, d discovery) (int, time.Time, error) {
 	if d.err != nil {
 		return 0, time.Time{}, d.err
 	}
 	last := f.backlog
 	f.backlog = backlog{at: d.at, ranElsewhere: map[string]bool{}}
-	beside := len(f.agents.running) > 0
+	beside := len(f.slots.running) > 0
 	if beside {
 		// agents run: the locks are read and taken beside the loop, as for
 		// a refill, with what the last read of them found until then
@@ -108,14 +58,16 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 	}
 	due := withDeadHolders(d.due, f.backlog.dead)
 	f.spread(due)
-	f.agents.view.round(due)
+	if f.cfg.View != nil {
+		f.cfg.View.Round(due)
+	}
 	f.backlog.due = due
 	if beside {
 		started, pending := f.refill(ctx)
 		return started, pending, nil
 	}
 	started, pending := f.fill(ctx, true)
-	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.agents.running)}).Debug("discovery round")
+	f.log.WithFields(logrus.Fields{"due_users": len(due), "started": started, "running": len(f.slots.running)}).Debug("discovery round")
 	return started, pending, nil
 }
 
@@ -128,7 +80,7 @@ func (f *fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 // release and no user of the backlog could be started or taken ahead. It
 // returns how many it started and the earliest retry time of a user of the
 // backlog waiting for one.
-func (f *fleet) refill(ctx context.Context) (int, time.Time) {
+func (f *Fleet) refill(ctx context.Context) (int, time.Time) {
 	started := f.startSpares(ctx, false)
 	if f.taking != nil {
 		return started, f.tally() // the lock requests of the last refill are under way
@@ -161,10 +113,10 @@ type lockWork struct {
 // requests: after the read, it learns from the locks and asks for the
 // locks of the next users; after the takes, it starts the agents of those
 // it took while slots are free and keeps the others as spares.
-func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
+func (f *Fleet) lockAnswer(ctx context.Context, w lockWork) {
 	if w.read {
 		f.learnLocks(ctx, w.locks, w.err)
-		if ctx.Err() != nil || f.agents.pastStop() {
+		if ctx.Err() != nil || f.slots.pastStop() {
 			f.taking = nil // stopping: no lock is asked for
 			return
 		}
@@ -182,7 +134,7 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 		return
 	}
 	f.taking = nil
-	if ctx.Err() != nil || f.agents.pastStop() {
+	if ctx.Err() != nil || f.slots.pastStop() {
 		for _, t := range w.takes {
 			if h, err := f.tookLock(ctx, t); err == nil {
 				f.locks.releaseLock(ctx, t.user, h, nil) // stopping: no agent starts
@@ -195,15 +147,15 @@ func (f *fleet) lockAnswer(ctx context.Context, w lockWork) {
 
 // wanted is how many run locks fill would ask for now: one for each free
 // slot and each spare lock missing.
-func (f *fleet) wanted() int {
-	return f.agents.free() + f.locks.spareRoom()
+func (f *Fleet) wanted() int {
+	return f.slots.free() + f.locks.spareRoom()
 }
 
 // startable reports whether what the fleet knows lets it start an agent
 // for u now: not running here, not done, not drained with this very
 // entry, not held elsewhere (unless by a dead holder), not run elsewhere
 // since the round, and not waiting for a retry time.
-func (f *fleet) startable(u state.UserDue) bool {
+func (f *Fleet) startable(u state.UserDue) bool {
 	return f.skip(u) == skipNone
 }
 
@@ -217,10 +169,10 @@ const (
 	skipPending            // waiting for its retry time
 )
 
-func (f *fleet) skip(u state.UserDue) skipReason {
+func (f *Fleet) skip(u state.UserDue) skipReason {
 	last, drained := f.drained[u.User]
 	switch {
-	case f.agents.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.locks.spares.has(u.User) || f.taking[u.User]:
+	case f.slots.running[u.User] != nil || f.done[u.User] || f.backlog.ranElsewhere[u.User] || f.locks.spares.has(u.User) || f.taking[u.User]:
 		return skipOurs
 	case drained && sameDue(last, u):
 		return skipOurs
@@ -244,7 +196,7 @@ func (f *fleet) skip(u state.UserDue) skipReason {
 // takeLocks), then for the next ones if some were lost. It returns how
 // many it started and the earliest retry time of a user left waiting for
 // one.
-func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
+func (f *Fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 	started := f.startSpares(ctx, byRound)
 	tried := map[string]bool{}
 	for {
@@ -269,8 +221,8 @@ func (f *fleet) fill(ctx context.Context, byRound bool) (int, time.Time) {
 // nextBatch returns the users (and their names) whose locks fill or a
 // refill asks for next, marking them tried: one for each free slot that no
 // spare lock fills, then one for each spare lock missing.
-func (f *fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
-	batch := f.nextUsers(f.agents.free()-len(f.locks.spares), tried, false)
+func (f *Fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
+	batch := f.nextUsers(f.slots.free()-len(f.locks.spares), tried, false)
 	batch = append(batch, f.nextUsers(f.locks.spareRoom(), tried, true)...)
 	names := make([]string, len(batch))
 	for i, u := range batch {
@@ -284,7 +236,7 @@ func (f *fleet) nextBatch(tried map[string]bool) ([]state.UserDue, []string) {
 // and keeps the others' locks as spares. It returns how many it started,
 // and the users whose take lost a race, with until when their lock is
 // known held.
-func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []take, byRound bool) (int, map[string]time.Time) {
+func (f *Fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []take, byRound bool) (int, map[string]time.Time) {
 	started, lost := 0, map[string]time.Time{}
 	for i, t := range takes {
 		h, err := f.tookLock(ctx, t)
@@ -292,7 +244,7 @@ func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []tak
 		case errors.Is(err, errLostRace):
 			lost[t.user] = f.locks.heldUntil[t.user]
 		case err != nil:
-		case f.agents.free() > 0:
+		case f.slots.free() > 0:
 			if f.start1(ctx, batch[i], h, byRound) {
 				started++
 			}
@@ -308,7 +260,7 @@ func (f *fleet) useTakes(ctx context.Context, batch []state.UserDue, takes []tak
 // users of other fleets, one at most, and none if ownOnly (spare locks
 // are taken of the fleet's own users only: a fleet does not hold ahead
 // what another fleet may be starting now).
-func (f *fleet) nextUsers(n int, tried map[string]bool, ownOnly bool) []state.UserDue {
+func (f *Fleet) nextUsers(n int, tried map[string]bool, ownOnly bool) []state.UserDue {
 	var out []state.UserDue
 	other := ownOnly
 	for _, u := range f.backlog.due {
@@ -327,23 +279,23 @@ func (f *fleet) nextUsers(n int, tried map[string]bool, ownOnly bool) []state.Us
 
 // start1 starts the agent of u under the lock h the fleet took for it; if
 // it cannot, it frees the lock and does not run the user again.
-func (f *fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound bool) bool {
-	err := f.agents.start(ctx, u, h, byRound)
+func (f *Fleet) start1(ctx context.Context, u state.UserDue, h handoff, byRound bool) bool {
+	err := f.slots.start(ctx, u, h, byRound)
 	if err == nil {
 		return true
 	}
-	f.log.WithError(err).WithField(FieldUser, u.User).Error("cannot start the agent of this user")
-	f.locks.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: ExitError,
+	f.log.WithError(err).WithField(agent.FieldUser, u.User).Error("cannot start the agent of this user")
+	f.locks.releaseLock(ctx, u.User, h, &state.RunRecord{Holder: h.Owner, Started: state.At(time.Now()), Ended: state.At(time.Now()), ExitCode: exitcode.Error,
 		Error: "the fleet could not start the agent: " + err.Error()})
 	f.done[u.User] = true
-	f.outcome.note(ExitError)
+	f.outcome.note(exitcode.Error)
 	return false
 }
 
 // tally counts the users of the backlog left alone because an agent
 // elsewhere holds their lock (heldElsewhere), and returns the earliest
 // retry time of those waiting for one (zero: none).
-func (f *fleet) tally() time.Time {
+func (f *Fleet) tally() time.Time {
 	var pending time.Time
 	f.heldElsewhere = 0
 	for _, u := range f.backlog.due {

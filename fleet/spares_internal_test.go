@@ -1,4 +1,4 @@
-package cmd
+package fleet
 
 import (
 	"bufio"
@@ -73,14 +73,14 @@ func TestFleetSpares(t *testing.T) {
 	ctx := context.Background()
 	store := fleetTestStore(t)
 	f := testFleet(t, store, store)
-	f.agents.exe, _ = agentScript(t, t.TempDir(), "none")
-	f.o.Fleet.MaxAgents = 2
+	f.cfg.Exe, _ = agentScript(t, t.TempDir(), "none")
+	f.cfg.MaxAgents = 2
 	now := time.Now()
 	f.backlog.at = now
 	for _, u := range []string{"ann", "bob", "carol", "dave"} {
 		f.backlog.due = append(f.backlog.due, state.UserDue{User: u, Since: now.Add(-time.Hour), Queued: 1})
 	}
-	f.agents.running["x"], f.agents.running["y"] = &child{}, &child{}
+	f.slots.running["x"], f.slots.running["y"] = &child{}, &child{}
 	if started, _ := f.fill(ctx, false); started != 0 || len(f.locks.spares) != 1 || f.locks.spares[0].user.User != "ann" {
 		t.Fatalf("fill with every slot busy: started %d, spares %+v; want ann's lock taken ahead, no agent", started, f.locks.spares)
 	}
@@ -95,13 +95,13 @@ func TestFleetSpares(t *testing.T) {
 
 	// a slot frees: the spare starts at once, though the store is down
 	f.locks.locker, f.locks.lister, f.disc.lister = downStore{store}, downStore{store}, downStore{store}
-	delete(f.agents.running, "x")
+	delete(f.slots.running, "x")
 	started, _ := f.refill(ctx)
 	settle(ctx, f)
-	if started != 1 || f.agents.running["ann"] == nil || len(f.locks.spares) != 0 {
-		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.agents.running, len(f.locks.spares))
+	if started != 1 || f.slots.running["ann"] == nil || len(f.locks.spares) != 0 {
+		t.Fatalf("refill with a spare and the store down: started %d, running %v, spares %d; want ann's agent", started, f.slots.running, len(f.locks.spares))
 	}
-	c := <-f.agents.ended
+	c := <-f.slots.ended
 	if c.handoff.Owner != locks[0].Holder {
 		t.Errorf("ann's agent ran under %q, want the spare's owner %q", c.handoff.Owner, locks[0].Holder)
 	}
@@ -110,17 +110,17 @@ func TestFleetSpares(t *testing.T) {
 	clear(f.notBefore) // the refill's take of the next spare failed with the store down
 
 	// a spare held too long is released, not handed over
-	f.agents.running["x"] = &child{}
+	f.slots.running["x"] = &child{}
 	// the refill put the backlog in the fleet's order (see spread)
 	next := f.backlog.due[slices.IndexFunc(f.backlog.due, f.startable)].User
 	f.fill(ctx, false)
 	if len(f.locks.spares) != 1 || f.locks.spares[0].user.User != next {
 		t.Fatalf("spares %+v: want %s's", f.locks.spares, next)
 	}
-	f.locks.spares[0].taken = time.Now().Add(-f.o.Agent.LockTTL / 2)
+	f.locks.spares[0].taken = time.Now().Add(-f.cfg.LockTTL / 2)
 	f.startSpares(ctx, false)
-	if len(f.locks.spares) != 0 || f.agents.running[next] != nil {
-		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.locks.spares, next, f.agents.running[next] != nil)
+	if len(f.locks.spares) != 0 || f.slots.running[next] != nil {
+		t.Errorf("an old spare: spares %+v, %s running %v; want released, not started", f.locks.spares, next, f.slots.running[next] != nil)
 	}
 	if locks, _ := store.Locks(ctx, next); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the old spare's release: %+v; want free", next, locks)
@@ -131,8 +131,8 @@ func TestFleetSpares(t *testing.T) {
 		t.Fatalf("spares %+v: want one", f.locks.spares)
 	}
 	user := f.locks.spares[0].user.User
-	delete(f.agents.running, "x")
-	delete(f.agents.running, "y")
+	delete(f.slots.running, "x")
+	delete(f.slots.running, "y")
 	f.wait(ctx)
 	if locks, _ := store.Locks(ctx, user); len(locks) != 1 || !locks[0].Expire.IsZero() {
 		t.Errorf("%s's lock after the fleet stopped: %+v; want the spare released", user, locks)
@@ -141,7 +141,7 @@ func TestFleetSpares(t *testing.T) {
 
 // settle waits for the lock requests that a refill of f runs beside the
 // loop, and lets f act on their answers.
-func settle(ctx context.Context, f *fleet) {
+func settle(ctx context.Context, f *Fleet) {
 	for f.taking != nil {
 		f.lockAnswer(ctx, <-f.lockDone)
 	}
@@ -190,8 +190,8 @@ func TestFleetLoop_DiscoveryBeside(t *testing.T) {
 	f := testFleet(t, lister, store)
 	dir := t.TempDir()
 	exe, started := agentScript(t, dir, "ann")
-	f.agents.exe = exe
-	f.o.Fleet.MaxAgents, f.o.Fleet.DiscoverInterval = 1, 10*time.Millisecond
+	f.cfg.Exe = exe
+	f.cfg.MaxAgents, f.cfg.DiscoverInterval = 1, 10*time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- f.loop(context.Background()) }()
 	select { // ann runs, her backlog goes stale: a round is asked for
