@@ -18,34 +18,48 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// TestAgent_FileAlreadyAtTheDestination: FTS archived a finished job
-// before any run polled it, so its status answers 404 and the agent sends
-// the transfer again, which fails "destination file exists". The file
-// there is the transfer's own (size and adler32 read with gfal-stat and
-// gfal-sum): it is recorded done and left in place. A transfer whose
-// destination holds a different file stays failed, saying what is there.
+// TestAgent_FileAlreadyAtTheDestination: FTS archived a job before any
+// run polled it, so its status answers 404: the job is lost. Before an
+// attempt is charged for the loss, the file at each destination is read
+// (gfal-stat and gfal-sum, the check of "destination exists"):
+//   - the transfer's own file (the job had copied it): done, without an
+//     attempt and without being sent again, the reason saying so;
+//   - nothing (the job had not copied it yet): one attempt charged, as for
+//     any lost job, and the transfer sent again.
+//
+// A transfer whose destination holds a different file fails "destination
+// exists", saying what is there, and the file stays.
 func TestAgent_FileAlreadyAtTheDestination(t *testing.T) {
 	for name, world := range worlds {
-		t.Run(name, func(t *testing.T) { fileAlreadyThere(t, world(t, ftstest.Options{TransferTime: time.Minute})) })
+		t.Run(name, func(t *testing.T) { fileAlreadyThere(t, world) })
 	}
 }
 
 // worlds build a world on each backend.
 var worlds = map[string]func(testing.TB, ftstest.Options) *world{"memfile": newWorld, "couch": newCouchWorld}
 
-func fileAlreadyThere(t *testing.T, w *world) {
+func fileAlreadyThere(t *testing.T, world func(testing.TB, ftstest.Options) *world) {
+	var late string // the destination the first job had not copied yet
+	w := world(t, ftstest.Options{TransferTimeOf: func(_, dst string) time.Duration {
+		if dst == late {
+			return 2 * time.Hour
+		}
+		return time.Minute
+	}})
 	ours, data := w.request("archived", 0, true)
-	other, _ := w.request("other", 1, true)
+	empty, _ := w.request("empty", 1, true)
+	other, _ := w.request("other", 2, true)
+	late = "file://" + w.dstPath(empty)
 	theirs := []byte("an older, different file")
 	w.writeFile(w.dstPath(other), theirs)
-	w.enqueue([]state.Request{ours, other})
+	w.enqueue([]state.Request{ours, empty, other})
 	cfg := w.config("agent-1")
 	cfg.Once = true
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	w.clk.Advance(time.Hour)
 	first := w.sim.Files()
-	if len(first) != 2 || first[0].JobID != first[1].JobID {
-		t.Fatalf("first submission: %+v, want both files in one job", first)
+	if len(first) != 3 || first[0].JobID != first[1].JobID || first[1].JobID != first[2].JobID {
+		t.Fatalf("first submission: %+v, want the three files in one job", first)
 	}
 	w.sim.LoseJob(first[0].JobID) // archived: 404 from now on
 	if got, err := os.ReadFile(w.dstPath(ours)); err != nil || string(got) != string(data) {
@@ -53,24 +67,34 @@ func fileAlreadyThere(t *testing.T, w *world) {
 	}
 
 	cfg.Once = false
-	must(t, w.agent(cfg, nil).Run(context.Background()))
+	var total agent.PassStats
+	a := w.agent(cfg, nil)
+	a.OnPass = func(ps agent.PassStats) { total.Add(ps) }
+	must(t, a.Run(context.Background()))
 	sent := map[string]int{}
 	for _, f := range w.sim.Files() {
 		sent[f.Destination]++
 	}
-	if n := sent["file://"+w.dstPath(ours)]; n != 2 {
-		t.Errorf("ours was submitted %d times, want 2 (once more after the loss)", n)
-	}
 	got := w.get(ours.ID())
+	if n := sent["file://"+w.dstPath(ours)]; n != 1 || got.Attempts != 0 {
+		t.Errorf("ours: submitted %d times, %d attempts; want once, none charged for the lost job", n, got.Attempts)
+	}
 	if got.State != state.StateDone || !strings.Contains(got.Reason, "already holds this file") ||
-		!strings.Contains(got.Reason, "Destination file exists") {
-		t.Errorf("ours: %s %q, want done saying the file was already there and what FTS said", got.State, got.Reason)
+		!strings.Contains(got.Reason, "was lost (404 Not Found)") {
+		t.Errorf("ours: %s %q, want done saying the file was already there and that FTS lost the job", got.State, got.Reason)
 	}
 	if last := got.History[len(got.History)-1]; last.To != state.StateDone || last.Reason != got.Reason {
 		t.Errorf("ours: last history entry %+v does not say why it is done", last)
 	}
 	if b, err := os.ReadFile(w.dstPath(ours)); err != nil || string(b) != string(data) {
 		t.Errorf("ours: the file at the destination was changed or deleted: %v", err)
+	}
+	got = w.get(empty.ID())
+	if n := sent[late]; n != 2 || got.State != state.StateDone || got.Attempts != 1 {
+		t.Errorf("empty: submitted %d times, %s after %d attempts; want done after 2 submissions, 1 attempt charged", n, got.State, got.Attempts)
+	}
+	if !hasHistory(got, "was lost (404 Not Found); the destination was empty when checked") {
+		t.Errorf("empty: no history entry says the destination was empty: %+v", got.History)
 	}
 	got = w.get(other.ID())
 	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassDestinationExists) ||
@@ -80,6 +104,19 @@ func fileAlreadyThere(t *testing.T, w *world) {
 	if b, err := os.ReadFile(w.dstPath(other)); err != nil || string(b) != string(theirs) {
 		t.Errorf("other: the file at the destination was changed or deleted: %v", err)
 	}
+	if total.Existing != 1 || total.Lost != 1 {
+		t.Errorf("run totals: existing %d, lost %d; want 1 and 1", total.Existing, total.Lost)
+	}
+}
+
+// hasHistory reports whether a history entry of t has reason in its reason.
+func hasHistory(t state.Transfer, reason string) bool {
+	for _, h := range t.History {
+		if strings.Contains(h.Reason, reason) {
+			return true
+		}
+	}
+	return false
 }
 
 // withGfalStat makes the world's deleter run script as gfal-stat (and the
@@ -361,10 +398,12 @@ func TestAgent_DestinationBusyKilledMeanwhile(t *testing.T) {
 }
 
 // TestAgent_ArchivedJobSourceCleanedUp: FTS archived a finished job before
-// any run polled it, and the temporary source was cleaned up since; the
-// transfer sent again fails "source missing", whose destination copy is
-// deleted as a stale partial copy, unless it is the transfer's own file:
-// then it is kept and the transfer recorded done.
+// any run polled it, and the temporary source was cleaned up since. The
+// destination could not be read while the job was lost (its storage was
+// down for MaxCheckAttempts passes: an attempt is charged), so the
+// transfer is sent again and fails "source missing", whose destination
+// copy is deleted as a stale partial copy, unless it is the transfer's own
+// file: then it is kept and the transfer recorded done.
 func TestAgent_ArchivedJobSourceCleanedUp(t *testing.T) {
 	for name, world := range worlds {
 		t.Run(name, func(t *testing.T) { sourceCleanedUp(t, world(t, ftstest.Options{TransferTime: time.Minute}), true) })
@@ -378,6 +417,12 @@ func sourceCleanedUp(t *testing.T, w *world, checksum bool) {
 	r, data := w.request("cleaned", 0, true)
 	if !checksum {
 		r.Checksums = nil
+	}
+	if checksum {
+		w.withGfalStat(fmt.Sprintf(`if [ "$(wc -l < "$(dirname "$0")/runs")" -le %d ]; then
+	echo "gfal-stat error: 5 (Input/output error) - storage down" >&2; exit 5
+fi
+exec /usr/bin/gfal-stat "$@"`, agent.MaxCheckAttempts))
 	}
 	w.enqueue([]state.Request{r})
 	cfg := w.config("agent-1")

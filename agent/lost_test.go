@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,5 +299,94 @@ func TestAgent_LostAbortAnswerSendsNothingStale(t *testing.T) {
 	if got.State != state.StateDone || got.Attempts != 1 || len(w.sim.Files()) != 1 {
 		t.Errorf("transfer %s after %d attempts (%q), %d FTS submissions; want done after the refused attempt, submitted once",
 			got.State, got.Attempts, got.Reason, len(w.sim.Files()))
+	}
+}
+
+// goneFTS stands for an FTS server that ended with every job it held, as
+// the in-process simulator of a run that has exited does (cmd's
+// goneLocal): each job is lost and gone.
+type goneFTS struct{}
+
+var errGone = errors.New("the in-process FTS simulator of an earlier run ended with it (test)")
+
+func (goneFTS) VO(context.Context) (string, error) { return "local", nil }
+
+func (goneFTS) Submit(context.Context, fts.Submission) (string, error) { return "", errGone }
+
+func (goneFTS) Status(_ context.Context, ids []string) ([]fts.JobStatus, error) {
+	out := make([]fts.JobStatus, len(ids))
+	for i, id := range ids {
+		out[i] = fts.JobStatus{JobID: id, Lost: true, Gone: true, Reason: errGone.Error()}
+	}
+	return out, nil
+}
+
+func (goneFTS) CancelFiles(context.Context, string, []int64) ([]string, error) { return nil, errGone }
+
+// answersFirstSubmit passes the first submission on and loses every
+// other on its way (its outcome unknown: FTS never saw it).
+type answersFirstSubmit struct {
+	agent.FTS
+	n atomic.Int32
+}
+
+func (f *answersFirstSubmit) Submit(ctx context.Context, s fts.Submission) (string, error) {
+	if f.n.Add(1) > 1 {
+		return "", context.DeadlineExceeded
+	}
+	return f.FTS.Submit(ctx, s)
+}
+
+// TestAgent_JobsGoneWithTheirFTSChargeNothing: a run on an FTS that ended
+// with it (the in-process simulator of a stopped run) left one job
+// submitted and one whose submission's outcome is unknown (its sid
+// written). The next run, on an FTS of its own, finds both gone with
+// their FTS: their transfers go back to the queue without an attempt
+// counted, counted as released, and are sent to its FTS, and all end done
+// at their first attempt.
+func TestAgent_JobsGoneWithTheirFTSChargeNothing(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	reqs := w.goodRequests(10)
+	first := ftstest.NewServer(t, ftstest.Options{Now: w.clk.Now, LocalFiles: true, Tokens: []string{"token-for-tests"}, QueueDelay: time.Hour})
+	client, err := fts.New(fts.Config{Endpoint: first.URL, TokenFile: filepath.Join(w.dir, "token"), Timeout: 5 * time.Second, MaxElapsed: 10 * time.Second})
+	must(t, err)
+	cfg := w.config("agent-1")
+	cfg.Once, cfg.MaxFilesPerJob, cfg.FTSEndpoint = true, 5, "local:first"
+	a, err := agent.New(cfg, w.open("agent-1"), &answersFirstSubmit{FTS: client}, w.sites, w.deleter, w.log)
+	must(t, err)
+	must(t, a.Run(context.Background()))
+	byState := map[state.State]int{}
+	for _, r := range reqs {
+		byState[w.get(r.ID()).State]++
+	}
+	if byState[state.StateSubmitted] != 5 || byState[state.StateAcquired] != 5 {
+		t.Fatalf("after the first run: %v, want 5 submitted and 5 acquired with their sid", byState)
+	}
+
+	w.clk.Advance(16 * time.Minute) // the first run's leases expire
+	cfg = w.config("agent-2")
+	cfg.FTSEndpoint = "local:second"
+	cfg.OpenFTS = func(_ context.Context, ep string) (agent.FTS, error) {
+		if ep != "local:first" {
+			t.Errorf("asked to open FTS endpoint %q", ep)
+		}
+		return goneFTS{}, nil
+	}
+	var total agent.PassStats
+	b := w.agent(cfg, nil)
+	b.OnPass = func(ps agent.PassStats) { total.Add(ps) }
+	must(t, b.Run(context.Background()))
+	for _, r := range reqs {
+		got := w.get(r.ID())
+		if got.State != state.StateDone || got.Attempts != 0 || got.FTSEndpoint != "local:second" {
+			t.Errorf("%s: %s after %d attempts on %q (%q), want done on local:second without an attempt charged",
+				got.ID, got.State, got.Attempts, got.FTSEndpoint, got.Reason)
+		}
+		if !hasHistory(got, "was lost: "+errGone.Error()) {
+			t.Errorf("%s: no history entry says its job was lost with its FTS: %+v", got.ID, got.History)
+		}
+	}
+	if total.Released != 10 || total.Lost != 0 || total.Retried != 0 || total.Done != 10 {
+		t.Errorf("second run: released %d, lost %d, retried %d, done %d; want 10, 0, 0, 10", total.Released, total.Lost, total.Retried, total.Done)
 	}
 }

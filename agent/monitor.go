@@ -29,14 +29,19 @@ type outcome struct {
 	// it); if the lost job did leave a copy, the next submission fails
 	// with "file exists" and says so.
 	deleteDest bool
-	// existing: a failure "destination exists" whose file there is the
-	// transfer's own, recorded done (see recorder.checkExisting)
+	// existing: a failure "destination exists" or a lost job whose file
+	// there is the transfer's own, recorded done (see
+	// recorder.checkExisting)
 	existing bool
+	// gone: a lost job that ended with the FTS server that held it
+	// (fts.JobStatus.Gone): no attempt is counted
+	gone bool
 }
 
 // terminal is the SetTerminalState item of o.
 func (o *outcome) terminal() state.Terminal {
-	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, ErrorClass: string(o.class), FTSJob: o.job}
+	return state.Terminal{Transfer: *o.t, Outcome: o.outcome, Reason: o.reason, Retryable: o.retryable, ErrorClass: string(o.class),
+		FTSJob: o.job, NoPenalty: o.gone}
 }
 
 // monitor asks FTS about the user's active jobs, one group at a time:
@@ -171,10 +176,14 @@ type checked struct {
 // checkJob adds to c what the status st of job j says of its transfers.
 func (m *monitor) checkJob(j state.Job, st *fts.JobStatus, now time.Time, t *tally, c *checked) {
 	if st.Lost {
+		reason := fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)
+		if st.Gone {
+			reason = fmt.Sprintf("FTS job %s was lost: %s (no attempt counted)", j.ID, st.Reason)
+		}
 		for i := range j.Transfers {
-			// the destination is left alone (see outcome.deleteDest)
-			c.outs = append(c.outs, outcome{t: &j.Transfers[i], job: j.ID, outcome: state.OutcomeLost,
-				reason: fmt.Sprintf("FTS job %s was lost (404 Not Found)", j.ID)})
+			// the destination is left alone (see outcome.deleteDest), and
+			// first read (recorder.checkExisting)
+			c.outs = append(c.outs, outcome{t: &j.Transfers[i], job: j.ID, outcome: state.OutcomeLost, reason: reason, gone: st.Gone})
 		}
 		return
 	}

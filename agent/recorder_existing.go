@@ -24,20 +24,20 @@ const checkParallel = 4
 
 // checkExisting settles, by what the destination holds (read with
 // gfal-stat and gfal-sum), the failures "destination exists" among outs,
-// and the failures "source missing" whose destination copy was to be
-// deleted:
+// the failures "source missing" whose destination copy was to be deleted,
+// and the jobs FTS lost (of transfers with an adler32):
 //   - the transfer's own file (its adler32, and its size when the transfer
 //     gives one): the outcome becomes done, its reason saying so, and
-//     nothing is deleted. The copy is there, whoever made it: a job of an
-//     earlier attempt that FTS no longer shows (it archives finished jobs,
-//     and its status then answers 404, which the agent took for a lost
-//     job), after which the source may have been cleaned up too; or an
-//     earlier request for the same file;
+//     nothing is deleted. The copy is there, whoever made it: the lost job
+//     itself, or a job of an earlier attempt, that FTS no longer shows (it
+//     archives finished jobs, and its status then answers 404), after
+//     which the source may have been cleaned up too; or an earlier request
+//     for the same file;
 //   - a different file: "destination exists" stays failed, the reason
 //     giving what is there; "source missing" goes on to delete it (a stale
-//     partial copy);
+//     partial copy); a lost job stays lost, and the file is left alone;
 //   - nothing any more: "destination exists" fails retryable, the
-//     destination is free;
+//     destination is free; a lost job stays lost;
 //   - a transfer without an adler32 checksum: "destination exists" is
 //     recorded as FTS gave it; "source missing" keeps a file of the
 //     transfer's size (or any file, when the transfer gives no size): it
@@ -48,7 +48,8 @@ const checkParallel = 4
 // recorded retryable with the check's error, and "source missing" is
 // recorded with its destination left in place. A check the phase's time
 // ran out before it started is not an attempt (MaxDeleteSkips times at
-// most); one that was running counts, as a deletion that hangs does.
+// most); one that was running counts, as a deletion that hangs does. A
+// lost job whose check gave up stays lost, its destination left alone.
 func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally) map[string]bool {
 	if r.checker == nil {
 		return nil
@@ -57,6 +58,8 @@ func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally)
 	for i := range outs {
 		o := &outs[i]
 		switch {
+		case o.outcome == state.OutcomeLost && o.t.DestPFN != "" && o.t.Checksum() != "":
+			idx = append(idx, i)
 		case o.outcome != state.OutcomeFailed || o.t.DestPFN == "":
 		case o.class == fts.ClassSourceMissing && o.deleteDest && r.stale[o.t.ID]:
 			// read in an earlier pass and not its own: its deletion was
@@ -93,6 +96,7 @@ func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally)
 // whether o is held for the next pass.
 func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held bool) {
 	id, exists, sum := o.t.ID, o.class == fts.ClassDestinationExists, o.t.Checksum()
+	lost := o.outcome == state.OutcomeLost
 	log := r.log.WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
 	switch {
 	case e.Err != nil && unstarted && r.checks.skips[id] < MaxDeleteSkips:
@@ -112,7 +116,7 @@ func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (h
 			o.reason += "; the file at the destination could not be checked, so it was left in place (" + e.Err.Error() + ")"
 			o.deleteDest = false
 		}
-	case e.Missing && exists:
+	case e.Missing && (exists || lost):
 		o.reason += "; the destination was empty when checked"
 		o.retryable = true
 	case e.Missing:
@@ -123,11 +127,14 @@ func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (h
 		if o.t.Size == 0 && e.Size != 0 {
 			what = fmt.Sprintf("adler32 %s matches (the transfer gives no size; the file has %d bytes)", e.Adler32, e.Size)
 		}
-		o.reason = "the destination already holds this file: " + what + " (FTS: " + o.reason + ")"
+		if !lost {
+			o.reason = "FTS: " + o.reason
+		}
+		o.reason = "the destination already holds this file: " + what + " (" + o.reason + ")"
 		log.Info("the file at the destination is this transfer's: recording it done")
-	case exists && e.Adler32 == "":
+	case (exists || lost) && e.Adler32 == "":
 		o.reason += fmt.Sprintf("; the file there differs (%d bytes, not %d)", e.Size, o.t.Size)
-	case exists:
+	case exists || lost:
 		o.reason += fmt.Sprintf("; the file there differs (size %d and adler32 %s, not %d and %s)",
 			e.Size, e.Adler32, o.t.Size, sum)
 	case sum == "" && (o.t.Size == 0 || e.Size == o.t.Size):

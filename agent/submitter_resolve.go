@@ -15,7 +15,8 @@ import (
 // submitted to (one bulk status request per 100 jobs). A job FTS has is
 // adopted (committed); one FTS has never seen is submitted again with the
 // same sid to the same endpoint, which would refuse it with 409 had the
-// first submission reached it.
+// first submission reached it; one on an FTS gone since (fts.JobStatus.Gone)
+// is released without penalty, for a new submission.
 func (s *submitter) resolvePending(work context.Context, t *tally) {
 	if len(s.pending) == 0 || work.Err() != nil {
 		return
@@ -70,6 +71,11 @@ func (s *submitter) resolved(work context.Context, p *pendingJob, st fts.JobStat
 		// FTS never saw the job, so its transfers are released without
 		// penalty instead of being sent to be refused again
 		s.releaseJob(work, p, "not submitted: "+s.failed().Error(), t)
+	case st.Gone:
+		// the FTS that had the sid ended with the process that ran it (the
+		// in-process simulator of an earlier run): whatever it took ended
+		// too, and a stop is no attempt
+		s.releaseJob(work, p, "FTS job "+p.jobID+" was lost: "+st.Reason, t)
 	case st.Lost && p.conflict != "":
 		s.destinationTaken(work, p, t)
 	case st.Lost:

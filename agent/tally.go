@@ -28,7 +28,7 @@ type PassStats struct {
 	Retried   int // back to the queue with an attempt counted, after the cool-off
 	Lost      int // of jobs FTS no longer knows: back to the queue at once, an attempt counted
 	Killed    int
-	Released  int // back to the queue without penalty (shutdown, a job FTS never took, a kill request)
+	Released  int // back to the queue without penalty (shutdown, a job FTS never took, a kill request, a job gone with its FTS)
 	Moved     int // outcomes not written: another writer had changed the transfer
 	Deleted   int // destination copies deleted (or found missing)
 	Existing  int // of Done: "destination exists" failures whose file there is the transfer's own
@@ -181,7 +181,11 @@ func (t *tally) outcome(o state.Outcome, written state.State, class string) {
 
 // recorded counts an outcome written by SetTerminalState (r its result).
 func (t *tally) recorded(term *state.Terminal, r state.Result, existing bool) {
-	t.outcome(term.Outcome, r.State, term.ErrorClass)
+	if term.NoPenalty && term.Outcome == state.OutcomeLost && r.State == state.StateNew {
+		t.release()
+	} else {
+		t.outcome(term.Outcome, r.State, term.ErrorClass)
+	}
 	if existing {
 		t.ps.Existing++
 	}
@@ -204,8 +208,7 @@ func (t *tally) aborted(phase string, list []state.Abort, res []state.Result) {
 		}
 		ab := &list[i]
 		if ab.NoPenalty && r.State == state.StateNew {
-			t.ps.Released++
-			t.m.transfers.WithLabelValues("released").Inc()
+			t.release()
 		} else {
 			t.outcome(state.OutcomeFailed, r.State, ab.ErrorClass)
 		}
@@ -227,10 +230,15 @@ func (t *tally) released(phase string, res []state.Result, err error) {
 			l.WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("release: item not written")
 			continue
 		}
-		t.ps.Released++
-		t.m.transfers.WithLabelValues("released").Inc()
+		t.release()
 		l.WithField(FieldTransfer, r.ID).Info("transfer released to the queue")
 	}
+}
+
+// release counts a transfer sent back to the queue without penalty.
+func (t *tally) release() {
+	t.ps.Released++
+	t.m.transfers.WithLabelValues("released").Inc()
 }
 
 // lost logs items of a write found no longer ours: another agent claimed

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/fts"
@@ -29,6 +30,8 @@ type FTSOptions struct {
 	SimSeed       int64
 	SimFailure    float64
 	SimTransfer   time.Duration
+	// instance names the in-process simulator Open started ("local:UUID")
+	instance string
 }
 
 // AddFlags registers the FTS flags on cmd.
@@ -75,7 +78,8 @@ const localFTS = "in-process simulator (file:// only)"
 // that is. For "local" it starts the simulator in-process on loopback,
 // copying file:// URLs and refusing every other at submission (nothing is
 // reported done that was not copied), and authenticates with a random
-// token; the returned function stops it.
+// token; the returned function stops it. Each simulator it starts is an
+// instance of its own (endpointName).
 func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(), error) {
 	if o.Endpoint != "local" {
 		g.Log.WithField("fts", o.Endpoint).Info("FTS: " + o.Endpoint)
@@ -109,6 +113,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the local FTS simulator: %w", err)
 	}
+	o.instance = "local:" + uuid.NewString()
 	dir, err := os.MkdirTemp("", "aso-fts-local-")
 	if err != nil {
 		srv.Close()

@@ -16,13 +16,17 @@ import (
 const statusFileFields = "file_id,file_state,source_surl,dest_surl,reason,start_time,finish_time,filesize,throughput,retry,file_metadata,recoverable"
 
 // JobStatus is the state of one FTS job. Lost means the server does not know
-// the job (404: never submitted, or archived); Err is set when its state
-// could not be learnt (the request failed, or the server refused it).
+// the job (404: never submitted, or archived); Gone, beside Lost, that the
+// server itself is gone with every job it held (the in-process simulator
+// of an aso process that ended), so that nothing of the job runs any more;
+// a server never answers it. Err is set when its state could not be learnt
+// (the request failed, or the server refused it).
 type JobStatus struct {
 	JobID  string
 	State  string
 	Reason string
 	Lost   bool
+	Gone   bool
 	Err    error
 	Files  []FileStatus
 }

@@ -203,10 +203,13 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 		t.Transition(StateKilled, now, a.Owner, orDefault(o.Reason, "killed by request"))
 	case OutcomeLost:
 		// a lost job counts as an attempt, or FTS losing every job of a
-		// transfer would have it submitted again without end
-		t.Attempts++
+		// transfer would have it submitted again without end; one that a
+		// stop of aso ended (NoPenalty) does not
+		if !o.NoPenalty {
+			t.Attempts++
+		}
 		reason := orDefault(o.Reason, "FTS job "+t.FTSJob+" was lost")
-		if t.Attempts < p.MaxAttempts {
+		if o.NoPenalty || t.Attempts < p.MaxAttempts {
 			t.Transition(StateNew, now, a.Owner, reason)
 			t.RetryAfter = Time{}
 			t.FTSJob, t.FTSFileID = "", 0

@@ -282,6 +282,8 @@ func TestApplyTerminal(t *testing.T) {
 		{"retryable failure", submitted, state.Terminal{Outcome: state.OutcomeFailed, Retryable: true, FTSJob: "job-1"}, state.StateNew, 1, nil},
 		{"lost", submitted, job(state.OutcomeLost), state.StateNew, 1, nil},
 		{"lost, attempts exhausted", lastAttempt, job(state.OutcomeLost), state.StateFailed, pol.MaxAttempts, nil},
+		{"lost with its FTS, no penalty", submitted, state.Terminal{Outcome: state.OutcomeLost, NoPenalty: true, FTSJob: "job-1"}, state.StateNew, 0, nil},
+		{"lost with its FTS at the last attempt", lastAttempt, state.Terminal{Outcome: state.OutcomeLost, NoPenalty: true, FTSJob: "job-1"}, state.StateNew, pol.MaxAttempts - 1, nil},
 		{"other job", submitted, state.Terminal{Outcome: state.OutcomeDone, FTSJob: "job-2"}, state.StateSubmitted, 0, state.ErrLeaseLost},
 		{"kill of a held transfer", claimed, state.Terminal{Outcome: state.OutcomeKilled}, state.StateKilled, 0, nil},
 		{"job outcome for an acquired one", claimed, job(state.OutcomeDone), state.StateAcquired, 0, state.ErrLeaseLost},

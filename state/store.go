@@ -115,9 +115,9 @@ const (
 	OutcomeFailed Outcome = "failed"
 	OutcomeKilled Outcome = "killed"
 	// OutcomeLost means FTS no longer knows the job: the transfer goes back to
-	// new at once (no cool-off), counting an attempt, so that a transfer
-	// whose jobs FTS keeps losing fails after MaxAttempts instead of being
-	// submitted without end.
+	// new at once (no cool-off), counting an attempt (unless
+	// Terminal.NoPenalty), so that a transfer whose jobs FTS keeps losing
+	// fails after MaxAttempts instead of being submitted without end.
 	OutcomeLost Outcome = "lost"
 )
 
@@ -131,6 +131,10 @@ type Terminal struct {
 	Retryable bool
 	// ErrorClass classifies Reason (fts.ErrorClass) for a failed outcome.
 	ErrorClass string
+	// NoPenalty, with OutcomeLost, counts no attempt: the job ended with
+	// the FTS server that held it, which a stop of aso ended (the
+	// in-process simulator), not through anything of the transfer's.
+	NoPenalty bool
 	// FTSJob is the job the outcome came from. The outcome is applied only if
 	// the stored transfer still points at this job (empty for a transfer that
 	// was never submitted, e.g. a kill of an acquired one).

@@ -62,6 +62,19 @@ var terminalCases = []testCase{
 			e.t.Fatalf("a transfer of a lost job must be claimable at once")
 		}
 	}},
+	{"SetTerminalState/LostJobNoPenalty", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		e.enqueue(s, Req(Alice, 1))
+		tr := e.submit(s, 1, "job-gone")[0]
+		e.ok("SetTerminalState", e.terminal(s, state.Terminal{Transfer: tr, Outcome: state.OutcomeLost, NoPenalty: true, FTSJob: "job-gone"}), nil, 1)
+		got := e.wantState(s, tr.ID, state.StateNew)
+		if got.Attempts != 0 || got.FTSJob != "" || got.SubmitSID != "" || !got.RetryAfter.IsZero() {
+			e.t.Fatalf("job lost with its FTS: %+v, want no attempt, no job, no sid, no cool-off", got)
+		}
+		if c := e.claim(s, 1); len(c) != 1 {
+			e.t.Fatalf("a transfer of a job lost with its FTS must be claimable at once")
+		}
+	}},
 	{"SetTerminalState/WrongJob", func(e *env) {
 		s := e.store(Alice, "agent-a")
 		e.enqueue(s, Req(Alice, 1), Req(Alice, 2))
