@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/asyncstageout/aso/internal/retry"
+	"github.com/cenkalti/backoff/v4"
 )
 
 // maxReply bounds a reply body read into memory (a bulk status of 100 jobs
@@ -60,25 +60,26 @@ func (c *Client) send(ctx context.Context, rq request) (*reply, error) {
 			c.hc.CloseIdleConnections() // new connections present the new proxy
 		}
 	}
-	p := retry.Policy{Initial: c.cfg.RetryInitial, Elapsed: c.cfg.MaxElapsed}
+	// waits from RetryInitial growing by half (to at most a minute), each
+	// drawn within ±50% of that: backoff's defaults
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(c.cfg.RetryInitial), backoff.WithMaxElapsedTime(c.cfg.MaxElapsed))
+	var notify backoff.Notify
 	if c.cfg.OnRetry != nil {
-		p.Notify = func(err error, wait, elapsed time.Duration) {
-			c.cfg.OnRetry(rq.method, rq.path, err, wait, elapsed)
-		}
+		notify = func(err error, wait time.Duration) { c.cfg.OnRetry(rq.method, rq.path, err, wait, b.GetElapsedTime()) }
 	}
 	var r *reply
 	var last error
-	err := p.Do(ctx, func() error {
+	err := backoff.RetryNotify(func() error {
 		var err error
 		if r, err = c.attempt(ctx, rq); err == nil {
 			return nil
 		}
 		last = err
 		if ctx.Err() != nil || !retryable(err, rq.idempotent) {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		return err
-	})
+	}, backoff.WithContext(b, ctx), notify)
 	if err != nil && ctx.Err() != nil && last != nil && !errors.Is(last, ctx.Err()) {
 		return nil, fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 	}
@@ -116,7 +117,7 @@ func (c *Client) attempt(ctx context.Context, rq request) (*reply, error) {
 	}
 	req, err := http.NewRequestWithContext(actx, rq.method, c.endpointURL(rq.path, rq.query), body)
 	if err != nil {
-		return nil, retry.Permanent(fmt.Errorf("build request: %w", err))
+		return nil, backoff.Permanent(fmt.Errorf("build request: %w", err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if rq.body != nil {

@@ -72,6 +72,62 @@ func TestRetry_GivesUpAfterMaxElapsed(t *testing.T) {
 	}
 }
 
+// TestRetry_WaitsGrowWithJitter: each wait is half again the last, from
+// RetryInitial, drawn within ±50% of that, and announced with the time
+// elapsed since the first try.
+func TestRetry_WaitsGrowWithJitter(t *testing.T) {
+	f := newFake(t)
+	h, calls := burst(t, 8, http.StatusServiceUnavailable)
+	f.handle("GET /whoami", h)
+	type retried struct{ wait, elapsed time.Duration }
+	var retries []retried
+	c := f.proxyClient(t, func(cfg *fts.Config) {
+		cfg.RetryInitial, cfg.MaxElapsed = 2*time.Millisecond, time.Minute
+		cfg.OnRetry = func(_, _ string, _ error, wait, elapsed time.Duration) {
+			retries = append(retries, retried{wait, elapsed})
+		}
+	})
+	if _, err := c.WhoAmI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	nominal, waited := 2*time.Millisecond, time.Duration(0)
+	distinct := map[time.Duration]bool{}
+	for i, r := range retries {
+		if r.wait < nominal/2 || r.wait > nominal*3/2 {
+			t.Errorf("wait %d is %v, want within ±50%% of %v", i+1, r.wait, nominal)
+		}
+		if r.elapsed < waited {
+			t.Errorf("wait %d announced at %v elapsed, before the %v waited until then", i+1, r.elapsed, waited)
+		}
+		waited += r.wait
+		distinct[r.wait] = true
+		nominal = nominal * 3 / 2
+	}
+	if calls.Load() != 9 || len(retries) != 8 || len(distinct) < 5 {
+		t.Errorf("%d calls, waits %v; want 9 calls and 8 waits with jitter", calls.Load(), retries)
+	}
+}
+
+// TestRetry_HonoursContext: a context that ends during a wait ends the
+// request at once with its error.
+func TestRetry_HonoursContext(t *testing.T) {
+	f := newFake(t)
+	h, calls := burst(t, 1<<30, http.StatusServiceUnavailable)
+	f.handle("GET /whoami", h)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := f.proxyClient(t, func(cfg *fts.Config) {
+		cfg.RetryInitial, cfg.MaxElapsed = time.Hour, 10*time.Hour
+		cfg.OnRetry = func(string, string, error, time.Duration, time.Duration) { cancel() }
+	})
+	start := time.Now()
+	if _, err := c.WhoAmI(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("WhoAmI = %v, want context.Canceled", err)
+	}
+	if calls.Load() != 1 || time.Since(start) > time.Minute {
+		t.Errorf("%d calls, returned after %v; want 1, at once", calls.Load(), time.Since(start))
+	}
+}
+
 func TestRetry_SubmitOnlyWhenNotProcessed(t *testing.T) {
 	f := newFake(t)
 	var calls atomic.Int32

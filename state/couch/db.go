@@ -11,21 +11,32 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
-// The retry loops: waits from 50 ms, growing to at most 2 s, bounded by
-// tries and by the caller's context.
-var (
-	// httpRetries: transient HTTP failures of one request (see transient)
-	httpRetries = retry.Policy{Attempts: 5, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
-	// conflictRetries: re-read and re-apply rounds after conflicts
-	conflictRetries = retry.Policy{Attempts: 6, Initial: 50 * time.Millisecond, Max: 2 * time.Second}
+// The retry policy of every request and of the conflict rounds (see
+// retries): tries, each after a wait from 50 ms growing by half to at most
+// 2 s, drawn within ±50% of that, and the caller's context.
+const (
+	// httpTries: of one request that fails transiently (see transient);
+	// on a cluster each try after a failure goes to the next node (see
+	// failover)
+	httpTries = 5
+	// conflictTries: re-read and re-apply rounds after conflicts
+	conflictTries = 6
 )
+
+// retries runs op until it succeeds, returns an error marked
+// backoff.Permanent (returned unmarked), has run tries times (its last
+// error is returned) or ctx ends (ctx's error is returned).
+func retries(ctx context.Context, tries uint64, op func() error) error {
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond), backoff.WithMaxInterval(2*time.Second), backoff.WithMaxElapsedTime(0))
+	return backoff.Retry(op, backoff.WithContext(backoff.WithMaxRetries(b, tries-1), ctx))
+}
 
 // Bounds of one request: a call with more documents makes several, so that
 // a request body (and the buffers that encode it) stays a few MiB.
@@ -117,12 +128,12 @@ func transient(ctx context.Context, err error) bool {
 }
 
 // retryHTTP runs op, which makes one request, until it succeeds, fails
-// permanently (not transient), or httpRetries ends.
+// permanently (not transient), or httpTries have failed.
 func retryHTTP(ctx context.Context, op func() error) error {
-	return httpRetries.Do(ctx, func() error {
+	return retries(ctx, httpTries, func() error {
 		err := op()
 		if err != nil && !transient(ctx, err) {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		return err
 	})
@@ -205,7 +216,7 @@ func (d *db) bulkDocsOnce(ctx context.Context, ids []string, docs []any) ([]docR
 	var status int
 	err := retryHTTP(ctx, func() error {
 		if err := state.CheckFence(ctx); err != nil {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		var err error
 		res, status, err = d.bulk.bulkDocs(ctx, docs)

@@ -68,7 +68,8 @@
 // resolves the conflicted transfers of its user by fixed rules, writing
 // the result on CouchDB's winner and setting the other leaves aside
 // (superseded_revs); ResolveConflicts, an operator's, deletes them.
-// Several node URLs may be given; requests fail over between them.
+// Several node URLs may be given: a request that fails on one node is
+// tried again on the next, as a retry of the same request (retryHTTP).
 //
 // Roles (roles.go): Init makes aso's roles the database's members, and
 // validate_doc_update enforces what each writes (aso-producer,

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-kivik/kivik/v4"
 
-	"github.com/asyncstageout/aso/internal/retry"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -130,15 +130,15 @@ var (
 // lockLoop runs step until it returns something other than errConflict,
 // within the conflict bound.
 func lockLoop(ctx context.Context, step func() error) error {
-	err := conflictRetries.Do(ctx, func() error {
+	err := retries(ctx, conflictTries, func() error {
 		err := step()
 		if err != nil && !errors.Is(err, errConflict) {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		return err
 	})
 	if errors.Is(err, errConflict) {
-		return fmt.Errorf("%w after %d tries: %w", errConflict, conflictRetries.Attempts, state.ErrConflict)
+		return fmt.Errorf("%w after %d tries: %w", errConflict, conflictTries, state.ErrConflict)
 	}
 	return err
 }

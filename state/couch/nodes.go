@@ -1,17 +1,12 @@
 package couch
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync/atomic"
-	"time"
 )
 
 // A database URL may name several nodes of one CouchDB cluster, separated
@@ -63,18 +58,18 @@ func parseNodes(raw string) ([]target, error) {
 	return ts, nil
 }
 
-// failover sends each request to the node that answered last and, when a
-// node cannot be reached, times out or answers 5xx, to the next one, each
-// try bounded by timeout. The requests it gets name the first node.
+// failover sends each request to the node that answered last. A node
+// that cannot be reached, times out or answers 5xx fails the request, and
+// the next node takes its place: the retry of the request (retryHTTP),
+// with its waits, tries it there. The requests it gets name the first node.
 type failover struct {
-	next    http.RoundTripper
-	nodes   []*url.URL // scheme, host and path prefix of each node's server
-	cur     atomic.Int32
-	timeout time.Duration
+	next  http.RoundTripper
+	nodes []*url.URL // scheme, host and path prefix of each node's server
+	cur   atomic.Int32
 }
 
-func newFailover(next http.RoundTripper, ts []target, timeout time.Duration) (*failover, error) {
-	f := &failover{next: next, timeout: timeout}
+func newFailover(next http.RoundTripper, ts []target) (*failover, error) {
+	f := &failover{next: next}
 	for _, t := range ts {
 		u, err := url.Parse(t.server)
 		if err != nil {
@@ -87,49 +82,20 @@ func newFailover(next http.RoundTripper, ts []target, timeout time.Duration) (*f
 
 // RoundTrip implements http.RoundTripper.
 func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
-	var body []byte
-	if req.Body != nil && req.Body != http.NoBody {
-		b, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body = b
+	i := f.cur.Load()
+	r := req.Clone(req.Context())
+	r.URL = f.on(int(i), req.URL)
+	r.Host = ""
+	resp, err := f.next.RoundTrip(r)
+	if err != nil || resp.StatusCode >= 500 {
+		// the next try goes to the next node, once for requests that
+		// failed together
+		f.cur.CompareAndSwap(i, (i+1)%int32(len(f.nodes)))
 	}
-	start := int(f.cur.Load())
-	var lastErr error
-	for k := range f.nodes {
-		i := (start + k) % len(f.nodes)
-		ctx, cancel := context.WithTimeout(req.Context(), f.timeout)
-		r := req.Clone(ctx)
-		r.URL = f.on(i, req.URL)
-		r.Host = ""
-		if body != nil {
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		}
-		resp, err := f.next.RoundTrip(r)
-		last := k == len(f.nodes)-1
-		if err == nil && (resp.StatusCode < 500 || last) {
-			f.cur.Store(int32(i))
-			resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
-			return resp, nil
-		}
-		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-			_ = resp.Body.Close()
-			err = fmt.Errorf("HTTP %d from %s", resp.StatusCode, f.nodes[i].Host)
-		}
-		cancel()
-		lastErr = err
-		if req.Context().Err() != nil {
-			break
-		}
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", f.nodes[i].Host, err)
 	}
-	if lastErr == nil {
-		lastErr = errors.New("no node")
-	}
-	return nil, fmt.Errorf("every node failed, the last: %w", lastErr)
+	return resp, nil
 }
 
 // on returns u (a URL on node 0) moved to node i.
@@ -142,16 +108,4 @@ func (f *failover) on(i int, u *url.URL) *url.URL {
 		c.RawPath = n.EscapedPath() + strings.TrimPrefix(u.RawPath, n0.EscapedPath())
 	}
 	return &c
-}
-
-// cancelBody cancels a try's context once its response body is closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }

@@ -168,12 +168,11 @@ func (o Options) httpClient(nodes []target) (*http.Client, error) {
 		rt = o.WrapTransport(rt)
 	}
 	if len(nodes) > 1 {
-		f, err := newFailover(rt, nodes, timeout)
+		f, err := newFailover(rt, nodes)
 		if err != nil {
 			return nil, err
 		}
-		// each node's try has its own timeout, within the request's
-		return &http.Client{Transport: f, Timeout: time.Duration(len(nodes)) * timeout}, nil
+		rt = f
 	}
 	return &http.Client{Transport: rt, Timeout: timeout}, nil
 }

@@ -8,14 +8,15 @@ import (
 	"slices"
 	"time"
 
-	"github.com/asyncstageout/aso/internal/retry"
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/asyncstageout/aso/state"
 )
 
 // writer makes the revision-checked writes of transfers: each item's rule
 // (a function of package state) applied to the version read, one
 // _bulk_docs per round, the conflicts re-read and judged again within
-// conflictRetries rounds, a 202 counted only once a read-back confirms it.
+// conflictTries rounds, a 202 counted only once a read-back confirms it.
 // It notes every confirmed write in written.
 type writer struct {
 	db      *db
@@ -35,7 +36,7 @@ type onConflict int
 
 const (
 	// reapply re-reads the document and applies the rule again, within
-	// conflictRetries rounds.
+	// conflictTries rounds.
 	reapply onConflict = iota
 	// report re-reads the document and returns the rule's verdict on it
 	// (ErrLeaseLost, ...) or ErrConflict, without writing again.
@@ -119,14 +120,14 @@ func (w *writer) mutateOnce(ctx context.Context, items []item, mode onConflict) 
 		var err error
 		work, err = w.writeRound(ctx, items, work, res)
 		if err != nil {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		if len(work) == 0 {
 			return nil
 		}
 		work, err = w.reloadAfterConflict(ctx, items, work, res)
 		if err != nil {
-			return retry.Permanent(err)
+			return backoff.Permanent(err)
 		}
 		if mode == report {
 			for _, p := range work {
@@ -144,10 +145,10 @@ func (w *writer) mutateOnce(ctx context.Context, items []item, mode onConflict) 
 		}
 		return nil
 	}
-	err := conflictRetries.Do(ctx, op)
+	err := retries(ctx, conflictTries, op)
 	if errors.Is(err, errConflictsLeft) {
 		for _, p := range work {
-			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, conflictRetries.Attempts, state.ErrConflict)
+			res[p.idx].Err = fmt.Errorf("couch: transfer %s: still conflicting after %d rounds: %w", p.base.ID, conflictTries, state.ErrConflict)
 		}
 		err = nil
 	}
