@@ -53,7 +53,7 @@ func newConfigCommand(g *Globals) *cobra.Command {
 		Short: "Print every setting's effective value and where it came from",
 		Long: `config prints, for every command, the value each setting takes and where it came
 from: flag, environment (ASO_NAME, the name in capitals with _ for -), file (the configuration file) or default.
-Secrets are masked. A value that is not valid is shown and makes config exit 2.
+Secrets are masked. A value that is not valid is shown and makes config exit 64.
 
 The configuration file is --config, else $ASO_CONFIG (set but empty: no file), else the
 first of ~/.config/aso/aso.yaml ($XDG_CONFIG_HOME/aso/aso.yaml) and /etc/aso/aso.yaml
@@ -88,7 +88,7 @@ type ConfigJSON struct {
 		From string `json:"from"`
 	} `json:"config_file"`
 	Settings []ConfigRow `json:"settings"`
-	// Errors are the values that are not valid (aso config exits 2).
+	// Errors are the values that are not valid (aso config exits 64).
 	Errors []string `json:"errors"`
 }
 

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
@@ -34,7 +36,7 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 			if tc.file != "" {
 				args = append([]string{"--config", writeConfig(t, tc.file)}, args...)
 			}
-			r := invocation{env: tc.env}.run(t, append([]string{"run"}, args...)...).wantCode(t, 2)
+			r := invocation{env: tc.env}.run(t, append([]string{"run"}, args...)...).wantCode(t, cmd.ExitUsage)
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("stderr %q, want %q", r.stderr, tc.want)
 			}
@@ -42,7 +44,7 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 	}
 	// Zero where it has a documented meaning, and well-formed values, pass
 	// the checks: the run stops later, for want of a sites file.
-	r := aso(t, "run", "--user", "alice", "--max-runtime", "0", "--fts-retry", "-1", "--max-time-in-queue", "90m", "--progress", "never").wantCode(t, 2)
+	r := aso(t, "run", "--user", "alice", "--max-runtime", "0", "--fts-retry", "-1", "--max-time-in-queue", "90m", "--progress", "never").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "no sites file") {
 		t.Fatalf("stderr %q, want the checks passed and the sites file missing", r.stderr)
 	}
@@ -55,7 +57,7 @@ func TestConfig_UnknownKeys(t *testing.T) {
 	aso(t, "--config", cfg, "enqueue").wantCode(t, 0)
 
 	cfg = writeConfig(t, "user: alice\ncooloff: 5m\nrun:\n  interval: 1s\n")
-	r := aso(t, "--config", cfg, "enqueue").wantCode(t, 2)
+	r := aso(t, "--config", cfg, "enqueue").wantCode(t, cmd.ExitUsage)
 	for _, want := range []string{cfg, "cooloff", "run.interval"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q lacks %q", r.stderr, want)
@@ -89,7 +91,7 @@ func TestConfig_SearchPath(t *testing.T) {
 		{"ASO_CONFIG over the search path", map[string]string{"HOME": home, "ASO_CONFIG": filepath.Join(xdg, "aso", "aso.yaml")}, `unknown scheme "xdgscheme"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := invocation{env: tc.env}.run(t, "--user", "alice", "status").wantCode(t, 2)
+			r := invocation{env: tc.env}.run(t, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("stderr %q, want %q", r.stderr, tc.want)
 			}
@@ -131,8 +133,8 @@ func TestConfig_Command(t *testing.T) {
 	if strings.Contains(r.stdout, "fleet-agent") {
 		t.Errorf("config shows the hidden flag aso sets on a fleet's agents:\n%s", r.stdout)
 	}
-	// A bad value is shown, and config exits 2 naming it.
-	r = invocation{env: map[string]string{"ASO_BATCH_SIZE": "0"}}.run(t, "config").wantCode(t, 2)
+	// A bad value is shown, and config exits 64 naming it.
+	r = invocation{env: map[string]string{"ASO_BATCH_SIZE": "0"}}.run(t, "config").wantCode(t, cmd.ExitUsage)
 	wantMatch(t, r.stdout, `(?m)^run\s+batch-size\s+0\s+environment ASO_BATCH_SIZE$`)
 	if !strings.Contains(r.stderr, `run: --batch-size "0" (from ASO_BATCH_SIZE): must be greater than zero`) {
 		t.Errorf("stderr %q, want the bad value named", r.stderr)
@@ -153,7 +155,7 @@ func TestVersionFlag(t *testing.T) {
 func TestConfig_JSON(t *testing.T) {
 	cfg := writeConfig(t, "cool-off: 30m\nlease-ttl: soon\n")
 	env := map[string]string{"ASO_CONFIG": cfg, "ASO_COUCHDB_PASSWORD": "s3cret", "ASO_STATE": "http://aso:pw@db:5984/aso"}
-	r := invocation{env: env}.run(t, "config", "--json").wantCode(t, 2)
+	r := invocation{env: env}.run(t, "config", "--json").wantCode(t, cmd.ExitUsage)
 	var out struct {
 		ConfigFile struct{ Path, From string } `json:"config_file"`
 		Settings   []struct{ Command, Name, Value, Source, Env string }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -78,7 +79,7 @@ func TestRun_Dependencies(t *testing.T) {
 		t.Errorf("status --json of a transfer with an unknown dependency: %+v", v)
 	}
 
-	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dependency-wait", "0s").wantCode(t, 2)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--dependency-wait", "0s").wantCode(t, cmd.ExitUsage)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--interval", "20ms", "--progress", "never", "--dependency-wait", "1ms").
 		wantCode(t, 0)
 	wantQueue(t, map[state.State]int{state.StateDone: 2, state.StateFailed: 1}, st, "--user", "bob")

@@ -41,7 +41,7 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
 			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
-			"and the reason; the valid records are stored all the same, and aso exits 2.\n" +
+			"and the reason; the valid records are stored all the same, and aso exits 64.\n" +
 			"The input is streamed: its size is not limited by memory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runEnqueue(cmd.Context(), o, g) },

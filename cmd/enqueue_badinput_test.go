@@ -123,8 +123,8 @@ func TestEnqueue_MillionLinesWithBadOnes(t *testing.T) {
 	out.close()
 	t.Logf("%d lines, %d MiB, in %s; heap in use grew by at most %.1f MiB", n, in.read>>20, time.Since(start).Round(time.Millisecond),
 		float64(int64(in.peak)-int64(before.HeapInuse))/(1<<20))
-	if code != 2 {
-		t.Fatalf("exit code %d, want 2 (records rejected); stderr %s", code, stderr.String())
+	if code != cmd.ExitUsage {
+		t.Fatalf("exit code %d, want 64 (records rejected); stderr %s", code, stderr.String())
 	}
 	for line, want := range in.bad {
 		got, ok := out.lines[line]
@@ -213,7 +213,7 @@ func TestEnqueue_HostileValues(t *testing.T) {
 		in.WriteString(c.line + "\n")
 	}
 	st, path := stateFile(t)
-	r := invocation{stdin: strings.NewReader(in.String())}.run(t, st, "--log-level", "warn", "enqueue", "-v").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in.String())}.run(t, st, "--log-level", "warn", "enqueue", "-v").wantCode(t, cmd.ExitUsage)
 	s, err := memfile.Open(path, state.Config{Agent: state.Agent{User: "hal", Owner: "test"}})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestEnqueue_HostileValuesInAnArray(t *testing.T) {
 		in.WriteString(c.line)
 	}
 	in.WriteString("\n]\n")
-	r := invocation{stdin: strings.NewReader(in.String())}.run(t, newState(t), "--log-level", "warn", "enqueue").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in.String())}.run(t, newState(t), "--log-level", "warn", "enqueue").wantCode(t, cmd.ExitUsage)
 	wantMatch(t, r.stdout,
 		`element 3 \(line 5\): rejected: source_lfn "/x+\.\.\.": longer than 4096 bytes`,
 		`element 6 \(line 8\): rejected: source_lfn "/store/a\\nb": contains a control character`,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -130,7 +131,7 @@ func TestEnqueue_ArrayFromStdin(t *testing.T) {
 
 func TestEnqueue_BadRecordsRejectedGoodOnesStored(t *testing.T) {
 	st := newState(t)
-	r := aso(t, st, "enqueue", "-f", requestsDir+"mixed.jsonl").wantCode(t, 2)
+	r := aso(t, st, "enqueue", "-f", requestsDir+"mixed.jsonl").wantCode(t, cmd.ExitUsage)
 	want := []string{
 		`line 2: rejected: unknown field "colour"`,
 		`line 3: rejected: checksums.adler32 "xyz": must be 8 hexadecimal digits`,
@@ -180,7 +181,7 @@ func TestEnqueue_TransferOntoItsSourceRejected(t *testing.T) {
 		`{"user": "erin", "source": "T2_US_MIT", "destination": "T2_US_MIT", "source_lfn": "/store/user/erin/a.root", "destination_lfn": "/store/user/erin/a.root", "size": 1}`,
 		`{"user": "erin", "source": "T2_US_MIT", "destination": "T1_US_FNAL", "source_lfn": "/store/user/erin/a.root", "destination_lfn": "/store/user/erin/a.root", "size": 1}`,
 	}, "\n")
-	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue", "--json").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue", "--json").wantCode(t, cmd.ExitUsage)
 	var got []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var m map[string]any
@@ -202,7 +203,7 @@ func TestEnqueue_TransferOntoItsSourceRejected(t *testing.T) {
 
 func TestEnqueue_ArraySyntaxErrorKeepsEarlierRecords(t *testing.T) {
 	st := newState(t)
-	r := aso(t, st, "enqueue", "-f", requestsDir+"mixed.json").wantCode(t, 2)
+	r := aso(t, st, "enqueue", "-f", requestsDir+"mixed.json").wantCode(t, cmd.ExitUsage)
 	r.wantStdout(t,
 		"element 1 (line 3): rejected: unknown field \"prio\"\n",
 		"element 2 (line 4): rejected: destination_lfn \"/store/user/erin/../3.root\": must not contain . or .. path elements\n",
@@ -219,11 +220,11 @@ func TestEnqueue_UserFlagFillsOnlyMissingUsers(t *testing.T) {
 {"size": 1, "user": "zoe", "source": "T2_A", "destination": "T2_B", "source_lfn": "/b", "destination_lfn": "/b"}
 `
 	st := newState(t)
-	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in)}.run(t, st, "enqueue").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stdout, `line 1: rejected: user "": must not be empty`) {
 		t.Errorf("without --user: %q", r.stdout)
 	}
-	r = invocation{stdin: strings.NewReader(in), env: map[string]string{"USER": "login"}}.run(t, st, "enqueue", "-v").wantCode(t, 2)
+	r = invocation{stdin: strings.NewReader(in), env: map[string]string{"USER": "login"}}.run(t, st, "enqueue", "-v").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stdout, `line 1: rejected: user ""`) {
 		t.Errorf("the login name must not fill the user: %q", r.stdout)
 	}
@@ -240,7 +241,7 @@ func TestEnqueue_DuplicatesAndOverlongLines(t *testing.T) {
 	req := `{"size": 1, "user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/x", "destination_lfn": "/x"}`
 	long := `{"size": 1, "user": "uma", "source": "T2_A", "destination": "T2_B", "source_lfn": "/` + strings.Repeat("y", 2<<20) + `", "destination_lfn": "/y"}`
 	in := req + "\n" + req + "\n" + long + "\n" + strings.Replace(req, "/x", "/z", 2) + "\n"
-	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "enqueue", "-v").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "enqueue", "-v").wantCode(t, cmd.ExitUsage)
 	r.wantStdout(t,
 		"line 1: stored ", "line 2: already queued ",
 		"line 3: rejected: longer than 1048576 bytes", "line 4: stored ",
@@ -265,7 +266,7 @@ func TestEnqueue_LargeArrayLineNumbers(t *testing.T) {
 		fmt.Fprintf(&in, `  {"user": "u", "source": "A", "destination": "B", "source_lfn": "/a/%d", "destination_lfn": "/b/%d", "size": %d}%s`, i, i, size, sep)
 	}
 	in.WriteString("]\n")
-	r := invocation{stdin: strings.NewReader(in.String())}.run(t, newState(t), "enqueue").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in.String())}.run(t, newState(t), "enqueue").wantCode(t, cmd.ExitUsage)
 	if want := "element 2500 (line 2502): rejected: size \"-1\": must be >= 0\n2999 stored, 0 already queued, 1 rejected\n"; r.stdout != want {
 		t.Errorf("stdout %q, want %q", r.stdout, want)
 	}
@@ -284,7 +285,7 @@ func TestEnqueue_ByteOrderMarkIsSkipped(t *testing.T) {
 }
 
 func TestEnqueue_MissingFileIsAUsageError(t *testing.T) {
-	r := aso(t, newState(t), "enqueue", "-f", filepath.Join(t.TempDir(), "nope.json")).wantCode(t, 2)
+	r := aso(t, newState(t), "enqueue", "-f", filepath.Join(t.TempDir(), "nope.json")).wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "nope.json") {
 		t.Errorf("stderr %q, want the file named", r.stderr)
 	}

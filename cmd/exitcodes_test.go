@@ -71,3 +71,21 @@ func TestExitCode_NoProgress(t *testing.T) {
 		t.Errorf("ExitCode(%v) = %d, want %d", err, code, cmd.ExitTempFail)
 	}
 }
+
+// TestUsageError_Exits64: a bad flag, a bad setting and a bad argument exit
+// 64, EX_USAGE of sysexits.h, as 75 and 78 come from there too; 2 is what
+// a shell gives a misused builtin, and cron mails would not tell them apart.
+func TestUsageError_Exits64(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--max-files-per-job", "many"},
+		{"status", "--no-such-flag"},
+		{"resolve", "only-one-argument"},
+	} {
+		if r := aso(t, args...); r.code != 64 {
+			t.Errorf("aso %v: exit %d, want 64\nstderr: %s", args, r.code, r.stderr)
+		}
+	}
+	if r := (invocation{env: map[string]string{"ASO_BATCH_SIZE": "0"}}).run(t, "config"); r.code != 64 {
+		t.Errorf("aso config with ASO_BATCH_SIZE=0: exit %d, want 64", r.code)
+	}
+}

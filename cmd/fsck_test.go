@@ -65,5 +65,5 @@ func TestFsck(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatalf("repaired store: %d new transfers, want 3", len(ids))
 	}
-	aso(t, "--state=couchdb://localhost:1/db", "fsck").wantCode(t, 2)
+	aso(t, "--state=couchdb://localhost:1/db", "fsck").wantCode(t, cmd.ExitUsage)
 }

@@ -50,7 +50,7 @@ var commandExits = map[string][]exitUse{
 		{ExitUsage, ""}, {ExitLocked, "with --all-users: every user with due work is held by agents elsewhere"},
 		{ExitTempFail, "also every pass for --give-up-after failed without progress"},
 		{ExitConfig, "also a storage token that cannot be had"},
-		{-1, "with --all-users: the most severe code of its agents (78 and 2, then 1, then 75, then 3, then 0)"},
+		{-1, "with --all-users: the most severe code of its agents (78 and 64, then 1, then 75, then 3, then 0)"},
 	},
 	"enqueue": {
 		{ExitOK, ""}, {ExitError, ""},

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 // decodeLines decodes JSON lines into maps, failing on any other output.
@@ -29,13 +31,13 @@ func TestJSONOutput(t *testing.T) {
 {"user": "alice", "source": "A", "destination": "B", "source_lfn": "/a", "destination_lfn": "/a", "size": 1}
 {"user": "alice", "source": "A", "destination": "B", "source_lfn": "/b", "size": 1}
 `
-	r := invocation{stdin: strings.NewReader(in)}.run(t, flag, "enqueue", "--json").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in)}.run(t, flag, "enqueue", "--json").wantCode(t, cmd.ExitUsage)
 	got := decodeLines(t, r.stdout)
 	if len(got) != 3 || got[0]["status"] != "stored" || got[1]["status"] != "already queued" || got[2]["status"] != "rejected" ||
 		got[2]["line"] != 3.0 || !strings.Contains(got[2]["error"].(string), "destination_lfn") || len(got[0]["id"].(string)) != 64 {
 		t.Fatalf("enqueue --json:\n%s", r.stdout)
 	}
-	r = invocation{stdin: strings.NewReader("[" + strings.ReplaceAll(strings.TrimSpace(in), "\n", ",") + "]")}.run(t, flag, "enqueue", "--json").wantCode(t, 2)
+	r = invocation{stdin: strings.NewReader("[" + strings.ReplaceAll(strings.TrimSpace(in), "\n", ",") + "]")}.run(t, flag, "enqueue", "--json").wantCode(t, cmd.ExitUsage)
 	if got := decodeLines(t, r.stdout); got[1]["element"] != 1.0 {
 		t.Fatalf("enqueue --json of an array: %s", r.stdout)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -40,7 +41,7 @@ func TestKill_HonoursUser(t *testing.T) {
 		}
 	}
 	aso(t, q.flag, "status", "--all-users", id[:8]).wantCode(t, 0).wantStdout(t, "User:", "alice")
-	aso(t, q.flag, "--user", "bob", "status", "--all-users", id).wantCode(t, 2)
+	aso(t, q.flag, "--user", "bob", "status", "--all-users", id).wantCode(t, cmd.ExitUsage)
 	aso(t, q.flag, "--user", "bob", "retry", q.failed.ID).wantCode(t, 1)
 	if got := getTransfer(t, q.flag, q.failed.ID); got.State != state.StateFailed {
 		t.Fatalf("bob's retry changed alice's transfer: %s", got.State)
@@ -63,13 +64,13 @@ func TestIDPrefix(t *testing.T) {
 	r.wantStdout(t, q.retried.ID+": killed\n")
 	aso(t, q.flag, "retry", strings.ToUpper(q.retried.ID[:12])).wantCode(t, 0).wantStdout(t, q.retried.ID+": queued again\n")
 	aso(t, q.flag, "status", q.done.ID[:8]).wantCode(t, 0).wantStdout(t, q.done.ID)
-	aso(t, q.flag, "kill", q.done.ID[:7]).wantCode(t, 2)
+	aso(t, q.flag, "kill", q.done.ID[:7]).wantCode(t, cmd.ExitUsage)
 
 	// two requests whose IDs share their first 8 digits
 	a, b := collidingRequests(t)
 	invocation{stdin: strings.NewReader(a + "\n" + b + "\n")}.run(t, q.flag, "enqueue").wantCode(t, 0)
 	ids := listIDs(t, q.flag, "--user", "zed", "list")
-	r = aso(t, q.flag, "kill", ids[0][:8]).wantCode(t, 2)
+	r = aso(t, q.flag, "kill", ids[0][:8]).wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "ambiguous") || !strings.Contains(r.stderr, ids[0]) || !strings.Contains(r.stderr, ids[1]) {
 		t.Fatalf("ambiguous prefix: stderr %q", r.stderr)
 	}
@@ -127,5 +128,5 @@ func TestKillRetry_Filters(t *testing.T) {
 	r.wantStdout(t, q.failed.ID+": queued again\n", "1 queued again")
 	r = aso(t, q.flag, "--user", "bob", "retry", "--in-state", "killed").wantCode(t, 0)
 	r.wantStdout(t, "0 queued again")
-	aso(t, q.flag, "kill", "--link", "A->B", q.done.ID).wantCode(t, 2)
+	aso(t, q.flag, "kill", "--link", "A->B", q.done.ID).wantCode(t, cmd.ExitUsage)
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -31,7 +32,7 @@ func TestKill_ExitCodes(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"kill"}, {"--user", "alice", "kill", "--all", q.done.ID}} {
-		r = aso(t, append([]string{q.flag}, args...)...).wantCode(t, 2)
+		r = aso(t, append([]string{q.flag}, args...)...).wantCode(t, cmd.ExitUsage)
 		if !strings.Contains(r.stderr, "--all") {
 			t.Errorf("%v: stderr %q, want --all named", args, r.stderr)
 		}
@@ -69,7 +70,7 @@ func TestRetry_ExitCodesAndFailed(t *testing.T) {
 	if !strings.Contains(r.stdout, unknownID+": not found\n") || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("retry unknownID: %q %q", r.stdout, r.stderr)
 	}
-	aso(t, q.flag, "retry").wantCode(t, 2)
+	aso(t, q.flag, "retry").wantCode(t, cmd.ExitUsage)
 
 	r = aso(t, q.flag, "--user", "alice", "retry", "--failed").wantCode(t, 0)
 	if r.stdout != q.failed.ID+": queued again\n1 queued again, 0 not terminal, 0 not found, 0 failed\n" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -68,7 +69,7 @@ func TestList_Filters(t *testing.T) {
 		{"list", "--in-state", "bogus"}, {"list", "--since", "banana"}, {"list", "--since", "-1h"},
 		{"list", "--lfn", "/store/[a"}, {"list", "--link", "T2_A"}, {"list", "--all-users"}, {"list", "--limit", "-1"},
 	} {
-		r := aso(t, append([]string{q.flag, "--user", "alice"}, args...)...).wantCode(t, 2)
+		r := aso(t, append([]string{q.flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitUsage)
 		if !strings.Contains(r.stderr, args[1]) {
 			t.Errorf("%v: stderr %q does not name the flag", args, r.stderr)
 		}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 // TestParseErrors_NameTheSettingAndTheForm: a value that does not parse,
@@ -36,8 +38,8 @@ func TestParseErrors_NameTheSettingAndTheForm(t *testing.T) {
 			env[k] = v
 		}
 		r := invocation{env: env}.run(t, tc.args...)
-		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%v %v: exit %d, stderr %q; want exit 2 and %q", tc.env, tc.args, r.code, r.stderr, tc.want)
+		if r.code != cmd.ExitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v %v: exit %d, stderr %q; want exit 64 and %q", tc.env, tc.args, r.code, r.stderr, tc.want)
 		}
 		for _, raw := range []string{"strconv.", "time: ", "parsing "} {
 			if strings.Contains(r.stderr, raw) {

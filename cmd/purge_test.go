@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -22,8 +23,8 @@ func TestPurge(t *testing.T) {
 	_, more, _ := localSites(t, 7) // the two last are new
 	aso(t, "enqueue", st, "-f", more).wantCode(t, 0)
 
-	aso(t, "purge", st, "--user", "bob").wantCode(t, 2)
-	aso(t, "purge", st, "--user", "bob", "--older-than", "-1h").wantCode(t, 2)
+	aso(t, "purge", st, "--user", "bob").wantCode(t, cmd.ExitUsage)
+	aso(t, "purge", st, "--user", "bob", "--older-than", "-1h").wantCode(t, cmd.ExitUsage)
 	aso(t, "purge", st, "--user", "bob", "--older-than", "1h").wantCode(t, 0).wantStdout(t, "purged 0 terminal transfers of user bob")
 	aso(t, "purge", st, "--user", "alice", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 0 ")
 

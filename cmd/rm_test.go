@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/srm"
 )
 
@@ -52,8 +53,8 @@ func TestRm(t *testing.T) {
 	})
 
 	t.Run("usage", func(t *testing.T) {
-		aso(t, "rm").wantCode(t, 2)
-		if r := aso(t, "rm", "--timeout", "0s", "file://"+a).wantCode(t, 2); !strings.Contains(r.stderr, "--timeout") {
+		aso(t, "rm").wantCode(t, cmd.ExitUsage)
+		if r := aso(t, "rm", "--timeout", "0s", "file://"+a).wantCode(t, cmd.ExitUsage); !strings.Contains(r.stderr, "--timeout") {
 			t.Fatalf("stderr %q does not mention --timeout", r.stderr)
 		}
 	})

@@ -26,7 +26,7 @@ func TestExecute_UsageErrorsExit2(t *testing.T) {
 		{"missing config file", []string{"--config", "/nonexistent/aso.yaml", "version"}, "/nonexistent/aso.yaml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := aso(t, tc.args...).wantCode(t, 2)
+			r := aso(t, tc.args...).wantCode(t, cmd.ExitUsage)
 			if !strings.HasPrefix(r.stderr, "aso: ") || !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("stderr %q, want an aso: line containing %q", r.stderr, tc.want)
 			}
@@ -92,7 +92,7 @@ func TestConfig_PrecedenceOfState(t *testing.T) {
 		{"flag over env and config", map[string]string{"ASO_STATE": "envscheme:/x"}, []string{"--config", cfg, "--state", "flagscheme:/x"}, "flagscheme"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := invocation{env: tc.env}.run(t, append(tc.args, "status")...).wantCode(t, 2)
+			r := invocation{env: tc.env}.run(t, append(tc.args, "status")...).wantCode(t, cmd.ExitUsage)
 			if !strings.Contains(r.stderr, `unknown scheme "`+tc.want+`"`) {
 				t.Fatalf("stderr %q, want the %s scheme to win", r.stderr, tc.want)
 			}
@@ -102,15 +102,15 @@ func TestConfig_PrecedenceOfState(t *testing.T) {
 
 func TestConfig_SubcommandFlagsFromEnvAndFile(t *testing.T) {
 	cfg := writeConfig(t, "stale-after: -5m\n")
-	r := aso(t, "--config", cfg, "--user", "alice", "status").wantCode(t, 2)
+	r := aso(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, `--stale-after "-5m0s" (from config file `+cfg+`): must be positive`) {
 		t.Fatalf("config file: stderr %q, want the stale-after from the file rejected", r.stderr)
 	}
-	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "-7m"}}.run(t, "--config", cfg, "--user", "alice", "status").wantCode(t, 2)
+	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "-7m"}}.run(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, `--stale-after "-7m0s" (from ASO_STALE_AFTER)`) {
 		t.Fatalf("env: stderr %q, want ASO_STALE_AFTER to win over the file", r.stderr)
 	}
-	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "often"}}.run(t, "status").wantCode(t, 2)
+	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "often"}}.run(t, "status").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, `--stale-after "often" (from ASO_STALE_AFTER)`) {
 		t.Fatalf("bad env value: stderr %q, want the variable named", r.stderr)
 	}
@@ -120,7 +120,7 @@ func TestConfig_SubcommandFlagsFromEnvAndFile(t *testing.T) {
 // and that a password in the --state URL shows neither in logs nor errors.
 func TestLog_JSONWithoutSecrets(t *testing.T) {
 	r := aso(t, "--log-format", "json", "--log-level", "debug", "--user", "alice",
-		"--state", "bogus://admin:s3cret@db.example:5984/aso", "status").wantCode(t, 2)
+		"--state", "bogus://admin:s3cret@db.example:5984/aso", "status").wantCode(t, cmd.ExitUsage)
 	if strings.Contains(r.stderr+r.stdout, "s3cret") {
 		t.Fatalf("the password leaked:\n%s%s", r.stdout, r.stderr)
 	}
@@ -187,7 +187,7 @@ func TestLog_JSONLinesOfACommand(t *testing.T) {
 	in := `{"size": 1, "user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/a", "destination_lfn": "/a"}
 {"size": 1, "user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "a", "destination_lfn": "/a"}
 `
-	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "--log-format", "json", "--user", "alice", "enqueue").wantCode(t, 2)
+	r := invocation{stdin: strings.NewReader(in)}.run(t, newState(t), "--log-format", "json", "--user", "alice", "enqueue").wantCode(t, cmd.ExitUsage)
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "aso: enqueue: 1 record(s) rejected") {
 		t.Fatalf("last line %q, want the error", last)

@@ -174,7 +174,7 @@ func TestEnqueue_Activity(t *testing.T) {
 {"user":"bob","source":"T2_XX_A","destination":"T1_XX_B","source_lfn":"/store/temp/user/bob/b","destination_lfn":"/store/user/bob/b","size":1,"activity":64}
 `
 	r := invocation{stdin: strings.NewReader(in)}.run(t, "enqueue", st, "-v", "-f", "-")
-	r.wantCode(t, 2)
+	r.wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stdout+r.stderr, "activity") {
 		t.Fatalf("the rejection does not name the field:\n%s%s", r.stdout, r.stderr)
 	}

@@ -127,9 +127,9 @@ func TestRun_DryRun(t *testing.T) {
 // TestRun_Usage: missing sites file and bad flags are usage errors.
 func TestRun_Usage(t *testing.T) {
 	st := newState(t)
-	r := aso(t, "run", st, "--user", "bob").wantCode(t, 2)
+	r := aso(t, "run", st, "--user", "bob").wantCode(t, cmd.ExitUsage)
 	wantMatch(t, r.stderr, `no sites file: give --sites`)
-	aso(t, "run", st, "--user", "bob", "--sites", "x", "--interval", "soon").wantCode(t, 2)
+	aso(t, "run", st, "--user", "bob", "--sites", "x", "--interval", "soon").wantCode(t, cmd.ExitUsage)
 	r = aso(t, "run", st, "--user", "bob", "--sites", filepath.Join(t.TempDir(), "none.yaml")).wantCode(t, cmd.ExitConfig)
 	wantMatch(t, r.stderr, `sites file`)
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 // TestServe_FlagsChecked: aso serve refuses, as usage errors naming the
@@ -27,12 +29,12 @@ func TestServe_FlagsChecked(t *testing.T) {
 		{[]string{"--page-size", "5000"}, "--page-size"},
 		{[]string{"--listen", "8080"}, "HOST:PORT"},
 	} {
-		r := aso(t, append([]string{st, "serve"}, c.args...)...).wantCode(t, 2)
+		r := aso(t, append([]string{st, "serve"}, c.args...)...).wantCode(t, cmd.ExitUsage)
 		if !strings.Contains(r.stderr, c.want) {
 			t.Errorf("serve %v: stderr %q, want it to say %q", c.args, r.stderr, c.want)
 		}
 	}
-	r := invocation{env: map[string]string{"ASO_LISTEN": "0.0.0.0:0"}}.run(t, st, "serve").wantCode(t, 2)
+	r := invocation{env: map[string]string{"ASO_LISTEN": "0.0.0.0:0"}}.run(t, st, "serve").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "is not loopback") {
 		t.Errorf("ASO_LISTEN is not read: %q", r.stderr)
 	}

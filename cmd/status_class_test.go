@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/statetest"
@@ -72,7 +73,7 @@ func TestStatus_ErrorClasses(t *testing.T) {
 	if n := len(lines(r)); n != 1 || !strings.Contains(r.stdout, failed[2].ID) {
 		t.Errorf("list --error-class unknown: %d lines, want the third failure:\n%s", n, r.stdout)
 	}
-	r = aso(t, flag, "--user", "alice", "list", "--error-class", "file_missing").wantCode(t, 2)
+	r = aso(t, flag, "--user", "alice", "list", "--error-class", "file_missing").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "source_missing") {
 		t.Errorf("a class that does not exist: stderr %q, want the list of classes", r.stderr)
 	}

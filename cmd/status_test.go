@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -142,7 +143,7 @@ func TestStatus_Text(t *testing.T) {
 	}
 	all := aso(t, q.flag, "status", "--all-users").wantCode(t, 0).stdout
 	wantMatch(t, all, `(?m)^Transfers of all users: 7$`, `(?m)^USER\s+NEW`, `(?m)^bob\s+1\s+0\s+0\s+0\s+0\s+0\s+1$`)
-	r = aso(t, q.flag, "status").wantCode(t, 2)
+	r = aso(t, q.flag, "status").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "no user") {
 		t.Errorf("status without a user: %q", r.stderr)
 	}
@@ -193,7 +194,7 @@ func TestStatus_OneTransferWithHistory(t *testing.T) {
 	if !strings.Contains(r.stderr, `transfer deadbeef: not found`) {
 		t.Errorf("unknown ID prefix: stderr %q", r.stderr)
 	}
-	r = aso(t, q.flag, "status", "deadbee").wantCode(t, 2)
+	r = aso(t, q.flag, "status", "deadbee").wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, `"deadbee": want at least 8`) {
 		t.Errorf("malformed ID: stderr %q", r.stderr)
 	}

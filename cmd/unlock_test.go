@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
 )
@@ -150,7 +151,7 @@ func TestStatusLocksAndUnlock(t *testing.T) {
 			t.Fatalf("after a forced unlock: %+v", l)
 		}
 	}
-	aso(t, "unlock", st, "bad user!").wantCode(t, 2)
+	aso(t, "unlock", st, "bad user!").wantCode(t, cmd.ExitUsage)
 }
 
 // TestRun_LockedByAStaleHolder: a holder that runs on this host but has

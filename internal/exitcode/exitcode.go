@@ -3,13 +3,13 @@
 // documented in docs/operators.md and in every command's --help.
 package exitcode
 
-// The exit codes; 75 and 78 come from sysexits.h and say whether running
+// The exit codes; 64, 75 and 78 come from sysexits.h; 75 and 78 say whether running
 // again later can help.
 const (
-	OK     = 0 // success
-	Error  = 1 // an error; the message says what to do
-	Usage  = 2 // bad flags, arguments or input records
-	Locked = 3 // another agent holds this user's run lock
+	OK     = 0  // success
+	Error  = 1  // an error; the message says what to do
+	Usage  = 64 // EX_USAGE: bad flags, arguments, settings or input records
+	Locked = 3  // another agent holds this user's run lock
 	// TempFail: the state store or FTS could not be reached, or the run
 	// lock or a lease was lost. Nothing is wrong with the setup: run again
 	// later.
