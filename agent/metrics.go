@@ -46,7 +46,7 @@ func NewMetricsFor(user string) *Metrics {
 			Name: "aso_transfer_failures_total", Help: "Failures recorded (by FTS, at submission or at claim), by outcome (failed, retried) and error class.",
 		}, []string{"outcome", "error_class"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aso_events_total", Help: "Agent events: claimed, settled (ended by a claim instead, also counted by outcome), submitted, progress, deleted, delete_failed, taken_back.",
+			Name: "aso_events_total", Help: "Agent events: claimed, settled (ended by a claim instead, also counted by outcome), submitted, progress, deleted, already_gone (a copy to delete found missing), delete_failed, taken_back.",
 		}, []string{"event"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "aso_request_duration_seconds", Help: "Duration of state-store and FTS requests, by service and operation.",
@@ -156,14 +156,6 @@ func (m *Metrics) count(event string, n int) {
 	if n > 0 {
 		m.events.WithLabelValues(event).Add(float64(n))
 	}
-}
-
-func (m *Metrics) deletes(n int, err error) {
-	if err != nil {
-		m.count("delete_failed", n)
-		return
-	}
-	m.count("deleted", n)
 }
 
 func (m *Metrics) observePass(ps PassStats) {

@@ -64,11 +64,11 @@ func (r *recorder) record(work context.Context, outs []outcome, t *tally) {
 		return
 	}
 	held := r.checkExisting(work, outs, t)
-	deleted := t.ps.Deleted
+	through := t.ps.Deleted + t.ps.AlreadyGone
 	dels := r.deleteDestinations(work, outs, t)
-	// a skip is charged only when gfal-rm deleted nothing: while it gets
-	// through some URLs each pass, those behind a hang wait their turn
-	progress := t.ps.Deleted > deleted
+	// a skip is charged only when gfal-rm got through no URL: while it gets
+	// through some each pass, those behind a hang wait their turn
+	progress := t.ps.Deleted+t.ps.AlreadyGone > through
 	terms := make([]state.Terminal, 0, len(outs))
 	var existing []bool // of terms
 	for i := range outs {
@@ -213,7 +213,6 @@ func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *t
 	ctx, cancel := context.WithTimeout(work, r.cfg.DeleteTimeout)
 	defer cancel()
 	res, err := r.deleter.Delete(ctx, targets)
-	r.metrics.deletes(len(targets), err)
 	if err != nil {
 		r.log.WithError(err).Error("deleting destination copies failed")
 	}
@@ -221,6 +220,7 @@ func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *t
 		id := owner[d.URL]
 		log := r.log.WithField(FieldTransfer, id).WithField("pfn", d.URL)
 		out[id] = deletion{pfn: d.URL, status: d.Status}
+		t.deletion(d.Status)
 		switch {
 		case d.Status == srm.StatusRefused:
 			out[id] = deletion{pfn: d.URL, status: d.Status, msg: d.Err.Error()}
@@ -228,13 +228,15 @@ func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *t
 		case d.Err != nil:
 			out[id] = deletion{pfn: d.URL, status: d.Status, msg: d.Err.Error()}
 			log.WithError(d.Err).Warn("deleting the destination copy failed")
+		case d.Status == srm.StatusMissing:
+			log.Info("destination copy to delete already gone")
 		default:
-			t.ps.Deleted++
-			log.WithField("result", d.Status).Info("destination copy deleted")
+			log.Info("destination copy deleted")
 		}
 	}
 	for _, tg := range targets {
 		if _, ok := out[owner[tg.URL]]; !ok {
+			t.deletion("")
 			msg := "no result from the deletion"
 			if err != nil {
 				msg = err.Error()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -16,22 +17,23 @@ import (
 // release) or the record of an FTS outcome. The pass's log line, the
 // progress display, the run report and the metrics all read these counts.
 type PassStats struct {
-	Pass      int
-	Claimed   int // transfers claimed (and held) by the claims
-	Settled   int // transfers a claim ended instead of claiming (also counted in Failed or Killed)
-	Submitted int // transfers committed to an FTS job (including adopted ones)
-	Jobs      int // FTS jobs submitted or adopted
-	Pending   int // submissions whose outcome is not known yet
-	Active    int // transfers still running in FTS
-	Done      int
-	Failed    int // failed for good
-	Retried   int // back to the queue with an attempt counted, after the cool-off
-	Lost      int // of jobs FTS no longer knows: back to the queue at once, an attempt counted
-	Killed    int
-	Released  int // back to the queue without penalty (shutdown, a job FTS never took, a kill request, a job gone with its FTS)
-	Moved     int // outcomes not written: another writer had changed the transfer
-	Deleted   int // destination copies deleted (or found missing)
-	Existing  int // of Done: "destination exists" failures whose file there is the transfer's own
+	Pass        int
+	Claimed     int // transfers claimed (and held) by the claims
+	Settled     int // transfers a claim ended instead of claiming (also counted in Failed or Killed)
+	Submitted   int // transfers committed to an FTS job (including adopted ones)
+	Jobs        int // FTS jobs submitted or adopted
+	Pending     int // submissions whose outcome is not known yet
+	Active      int // transfers still running in FTS
+	Done        int
+	Failed      int // failed for good
+	Retried     int // back to the queue with an attempt counted, after the cool-off
+	Lost        int // of jobs FTS no longer knows: back to the queue at once, an attempt counted
+	Killed      int
+	Released    int // back to the queue without penalty (shutdown, a job FTS never took, a kill request, a job gone with its FTS)
+	Moved       int // outcomes not written: another writer had changed the transfer
+	Deleted     int // destination copies deleted
+	AlreadyGone int // destination copies to delete that gfal-rm found missing: nothing deleted
+	Existing    int // of Done: "destination exists" failures and lost jobs whose file there is the transfer's own
 	// Unrecorded counts terminal outcomes not recorded this pass (retried next pass).
 	Unrecorded int
 	Errors     int // phase errors (a batch skipped)
@@ -61,6 +63,7 @@ func (p *PassStats) Add(q PassStats) {
 	p.Released += q.Released
 	p.Moved += q.Moved
 	p.Deleted += q.Deleted
+	p.AlreadyGone += q.AlreadyGone
 	p.Existing += q.Existing
 	p.Errors += q.Errors
 	p.Submit += q.Submit
@@ -79,11 +82,11 @@ func (p PassStats) changed() bool {
 	return p.Claimed+p.Submitted+p.Jobs+p.Ended() > 0
 }
 
-// progressed: the pass changed something or deleted a copy, or FTS
-// answered for transfers still running: the run is doing its work,
+// progressed: the pass changed something or got through a deletion, or
+// FTS answered for transfers still running: the run is doing its work,
 // whatever else fails.
 func (p PassStats) progressed() bool {
-	return p.changed() || p.Deleted+p.running > 0
+	return p.changed() || p.Deleted+p.AlreadyGone+p.running > 0
 }
 
 // drained: the pass found nothing to do: nothing claimed or submitted,
@@ -124,7 +127,7 @@ func (t *tally) done() PassStats {
 		"pass": ps.Pass, "claimed": ps.Claimed, "settled": ps.Settled, "submitted": ps.Submitted, "jobs": ps.Jobs,
 		"pending": ps.Pending, "active": ps.Active, "done": ps.Done, "failed": ps.Failed, "retried": ps.Retried,
 		"lost": ps.Lost, "killed": ps.Killed, "released": ps.Released, "moved": ps.Moved, "deleted": ps.Deleted,
-		"existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
+		"already_gone": ps.AlreadyGone, "existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
 		"submit_s": ps.Submit.Seconds(), "monitor_s": ps.Monitor.Seconds(), "record_s": ps.Record.Seconds(),
 	}).Info(msg)
 	return ps
@@ -251,6 +254,22 @@ func (t *tally) lost(phase string, res []state.Result) {
 			t.log.WithField(FieldPhase, phase).WithField(FieldTransfer, r.ID).WithError(r.Err).Warn("transfer no longer ours; leaving it alone")
 		}
 	}
+}
+
+// deletion counts what gfal-rm made of one destination copy to delete:
+// deleted, already gone (found missing: no deletion), or not deleted
+// (failed, skipped, refused, or no result).
+func (t *tally) deletion(status string) {
+	event := "delete_failed"
+	switch status {
+	case srm.StatusDeleted:
+		t.ps.Deleted++
+		event = "deleted"
+	case srm.StatusMissing:
+		t.ps.AlreadyGone++
+		event = "already_gone"
+	}
+	t.m.count(event, 1)
 }
 
 // fail counts a phase error and logs it.

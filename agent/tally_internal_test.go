@@ -20,6 +20,7 @@ func TestPassStats_Progressed(t *testing.T) {
 		{"recorded", PassStats{Errors: 1, Done: 2}, true},
 		{"sent back", PassStats{Errors: 1, Lost: 1}, true},
 		{"deleted", PassStats{Errors: 1, Deleted: 1}, true},
+		{"a copy to delete found gone", PassStats{Errors: 1, AlreadyGone: 1}, true},
 		{"retried", PassStats{Errors: 1, Retried: 1}, true},
 		{"released", PassStats{Errors: 1, Released: 1}, true},
 		{"settled by a claim", PassStats{Errors: 1, Settled: 1, Failed: 1}, true},

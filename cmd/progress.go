@@ -192,7 +192,7 @@ func (v *progressView) finish() {
 		"passes": t.Pass, "duration": time.Since(v.start).Round(time.Millisecond).String(),
 		"claimed": t.Claimed, "settled": t.Settled, "submitted": t.Submitted, "fts_jobs": t.Jobs, "done": t.Done,
 		"failed": t.Failed, "retried": t.Retried, "lost": t.Lost, "killed": t.Killed, "released": t.Released,
-		"moved": t.Moved, "deleted": t.Deleted, "existing": t.Existing,
+		"moved": t.Moved, "deleted": t.Deleted, "already_gone": t.AlreadyGone, "existing": t.Existing,
 	}).Info("run summary")
 }
 

@@ -97,7 +97,10 @@ type RunReport struct {
 	FTSJobsCreated int `json:"fts_jobs_created"`
 	FTSStatusCalls int `json:"fts_status_calls"`
 	FTSJobsPolled  int `json:"fts_jobs_polled"`
-	Deletions      int `json:"deletions"`
+	// Deletions counts the destination copies deleted; AlreadyGone those
+	// to delete that gfal-rm found missing (nothing deleted).
+	Deletions   int `json:"deletions"`
+	AlreadyGone int `json:"already_gone"`
 	// Claimed and Settled are the transfers the run's claims took: claimed,
 	// or ended at once (a failed dependency, a kill request); Submitted
 	// those committed to FTS jobs. Done, Failed, Retried, Lost, Killed and
@@ -167,7 +170,7 @@ func (r *runReport) pass(ps agent.PassStats) {
 	defer r.mu.Unlock()
 	r.total.Add(ps)
 	t := &r.total
-	r.Passes, r.FTSJobsCreated, r.Deletions = t.Pass, t.Jobs, t.Deleted
+	r.Passes, r.FTSJobsCreated, r.Deletions, r.AlreadyGone = t.Pass, t.Jobs, t.Deleted, t.AlreadyGone
 	r.Claimed, r.Settled, r.Submitted, r.Done, r.Failed, r.Retried = t.Claimed, t.Settled, t.Submitted, t.Done, t.Failed, t.Retried
 	r.Lost, r.Killed, r.Released, r.Moved = t.Lost, t.Killed, t.Released, t.Moved
 	r.PhaseSeconds["submit"] = t.Submit.Seconds()

@@ -20,10 +20,11 @@ import (
 )
 
 // counts are a run's numbers by name: claimed, settled, submitted, jobs,
-// done, failed, retried, lost, killed, released, moved, deleted.
+// done, failed, retried, lost, killed, released, moved, deleted,
+// already_gone.
 type counts map[string]int
 
-var countNames = []string{"claimed", "settled", "submitted", "jobs", "done", "failed", "retried", "lost", "killed", "released", "moved", "deleted"}
+var countNames = []string{"claimed", "settled", "submitted", "jobs", "done", "failed", "retried", "lost", "killed", "released", "moved", "deleted", "already_gone"}
 
 // fromFields reads the counts named in keys (count name: field name) from
 // a decoded JSON object.
@@ -254,6 +255,29 @@ func TestRunProcess_EveryOutcomeCountedOnce(t *testing.T) {
 		t.Logf("%s", rep)
 		rep.Require(t)
 	})
+}
+
+// TestRunProcess_CopiesAlreadyGoneCountedApart: every file fails after FTS
+// started copying it, so the agent deletes its destination copy, which
+// the simulator (writing to a temporary name, as url-copy does) never
+// left: gfal-rm finds each missing. Those are no deletions: the run
+// summary, its pass lines, --report and the metrics count them
+// already_gone, one per failed attempt, and deleted none.
+func TestRunProcess_CopiesAlreadyGoneCountedApart(t *testing.T) {
+	t.Parallel() // processes mostly wait: overlap with the other process tests
+	const user = "gwen"
+	sim := ftstest.Options{Seed: 79, QueueDelay: 50 * time.Millisecond, TransferTime: 100 * time.Millisecond,
+		FailureRate: 1, FailureReasons: []string{"TRANSFER [110] Connection timed out"}}
+	w := proctest.New(t, proctest.Options{Sim: sim, Seed: 79})
+	w.Add(user, proctest.Good, 4)
+	before := byState(t, w, user)
+	r := startRun(t, w, "gone", user, "--max-attempts", "2", "--cool-off", "100ms", "--lock-ttl", "1m")
+	r.wantExit(t, w, cmd.ExitOK, true)
+	got := wantAgree(t, "copies already gone", reportsOf(t, r), before, byState(t, w, user))
+	if got["failed"] != 4 || got["deleted"] != 0 || got["already_gone"] != 8 {
+		t.Errorf("failed %d, deleted %d, already gone %d; want 4 failed after 2 attempts each, 0 deleted and 8 already gone",
+			got["failed"], got["deleted"], got["already_gone"])
+	}
 }
 
 // releasedAtStop enqueues 13 transfers and runs an agent that claims 12,
