@@ -143,3 +143,30 @@ func TestAgent_DeletionsInHistory(t *testing.T) {
 		t.Errorf("the destination copy is still there: %v", err)
 	}
 }
+
+// TestAgent_SourceThroughALinkedRoot is issue 43's case 5: the destination
+// site's root is a symbolic link to the source site's root, and a request
+// with one LFN on both sides, a wrong checksum and --overwrite names the
+// source through the link. It fails at once as same_file, FTS never sees
+// it, and the source is neither deleted nor changed.
+func TestAgent_SourceThroughALinkedRoot(t *testing.T) {
+	w := newWorld(t, ftstest.Options{})
+	must(t, os.Symlink(w.src, w.dst))
+	r, data := w.request("linked", 0, true)
+	r.DestinationLFN = r.SourceLFN
+	r.Checksums = map[string]string{"adler32": "00000001"}
+	w.enqueue([]state.Request{r})
+	cfg := w.config("agent-1")
+	cfg.Overwrite = true
+	must(t, w.agent(cfg, nil).Run(context.Background()))
+	got := w.get(r.ID())
+	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassSameFile) {
+		t.Errorf("transfer: %s class %q (%q), want failed as same_file", got.State, got.ErrorClass, got.Reason)
+	}
+	if n := len(w.sim.Files()); n != 0 {
+		t.Errorf("%d files submitted to FTS, want none", n)
+	}
+	if b, err := os.ReadFile(w.srcPath(r)); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("the source was deleted or changed: %d bytes, %v", len(b), err)
+	}
+}

@@ -12,12 +12,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
 
 // EnqueueOptions are the flags of `aso enqueue`.
 type EnqueueOptions struct {
 	File    string
+	Sites   string
 	Verbose bool
 	JSON    bool
 }
@@ -27,6 +29,7 @@ func (o *EnqueueOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.File, "file", "f", "-", "file of requests: a JSON array or JSON lines; - is standard input")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print a line for every stored or already queued request too")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {line, element, id, status, error} per record, every record")
+	cmd.Flags().StringVar(&o.Sites, "sites", "", "sites file: reject a request whose source and destination PFNs may be one file (without it, the agent refuses such a transfer when it would submit it)")
 }
 
 func newEnqueueCommand(g *Globals) *cobra.Command {
@@ -40,6 +43,10 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 			"activity.\n" +
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
+			"With a sites file (--sites, ASO_SITES or the configuration file's sites), a request whose\n" +
+			"source and destination resolve to PFNs that may be one file (through a symbolic link, a hard\n" +
+			"link, another protocol of one storage) is rejected; without one it is stored, and the agent\n" +
+			"fails it as same_file before it is ever submitted.\n\n" +
 			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
 			"and the reason; the valid records are stored all the same, and aso exits 64.\n" +
 			"The input is streamed: its size is not limited by memory.",
@@ -69,11 +76,18 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		fmt.Fprintln(g.Stderr, "aso: reading requests from the terminal; end with Ctrl-D")
 		typed = true // no live display under what is typed
 	}
+	var sites *srm.Sites
+	if o.Sites != "" {
+		var err error
+		if sites, err = srm.LoadSites(o.Sites); err != nil {
+			return permanentError{fmt.Errorf("sites file: %w", err)}
+		}
+	}
 	var tally enqueueTally
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
 		view := newEnqueueView(g, size, typed)
 		defer view.close()
-		b := &enqueueBatch{g: g, st: st, verbose: o.Verbose, tally: &tally, view: view}
+		b := &enqueueBatch{g: g, st: st, sites: sites, verbose: o.Verbose, tally: &tally, view: view}
 		if o.JSON {
 			b.json = newJSONLines(g.Stdout)
 		}
@@ -92,6 +106,22 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 		return usagef("enqueue: %d record(s) rejected (see above); every other record was stored", tally.rejected)
 	}
 	return err
+}
+
+// oneFile is why r is refused when its source and destination resolve to
+// PFNs that may be one file (srm.SameFile), or nil. A site or LFN the sites
+// file cannot resolve is left to the agent, which aborts it visibly.
+func oneFile(sites *srm.Sites, r *state.Request) error {
+	src, err := sites.ResolveFor(r.Source, r.SourceLFN, r.Destination)
+	if err != nil {
+		return nil
+	}
+	dst, err := sites.ResolveFor(r.Destination, r.DestinationLFN, r.Destination)
+	if err != nil || !srm.SameFile(src, dst) {
+		return nil
+	}
+	return fmt.Errorf("source and destination may be one file (%s at %s is %s, %s at %s is %s): a transfer onto its own source is refused",
+		r.SourceLFN, r.Source, src, r.DestinationLFN, r.Destination, dst)
 }
 
 // stoppedBy returns the stop signal that cancelled ctx, if one did.
@@ -211,6 +241,7 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 type enqueueBatch struct {
 	g       *Globals
 	st      state.Store
+	sites   *srm.Sites // nil: no check of the PFNs
 	verbose bool
 	json    jsonLines // zero: text
 	tally   *enqueueTally
@@ -229,6 +260,9 @@ type enqueueBatch struct {
 func (b *enqueueBatch) add(ctx context.Context, rec record) error {
 	if rec.err == nil && rec.req.User == "" && b.g.User != "" {
 		rec.req.User = b.g.User
+	}
+	if rec.err == nil && b.sites != nil {
+		rec.err = oneFile(b.sites, &rec.req)
 	}
 	if rec.err == nil {
 		b.reqs = append(b.reqs, rec.req)

@@ -25,7 +25,7 @@ type record struct {
 	line  int // 1-based line where the record starts
 	index int // 0-based element index in a JSON array; -1 for JSON lines
 	req   state.Request
-	err   error // why the record could not be decoded; req is unset then
+	err   error // why the record is rejected before the store sees it (req is unset when it could not be decoded)
 }
 
 // where names the record for an operator: its line, and its element index

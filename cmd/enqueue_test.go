@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -288,5 +289,45 @@ func TestEnqueue_MissingFileIsAUsageError(t *testing.T) {
 	r := aso(t, newState(t), "enqueue", "-f", filepath.Join(t.TempDir(), "nope.json")).wantCode(t, cmd.ExitUsage)
 	if !strings.Contains(r.stderr, "nope.json") {
 		t.Errorf("stderr %q, want the file named", r.stderr)
+	}
+}
+
+// TestEnqueue_SourceThroughALinkedRoot is issue 43's case 5 from the
+// command line: the destination site's root is a symbolic link to the
+// source site's root. With the sites file, enqueue rejects the request
+// that names its source through the link; without it the request is
+// stored, and `aso run --overwrite` fails it as same_file without
+// submitting it: the source stays, with a wrong checksum too.
+func TestEnqueue_SourceThroughALinkedRoot(t *testing.T) {
+	sites, requests, dstUser := localSites(t, 1)
+	src := strings.TrimSuffix(dstUser, "/dst/store/user/bob") + "/src"
+	if err := os.Symlink(src, filepath.Dir(filepath.Dir(filepath.Dir(dstUser)))); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]any
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	req["destination_lfn"] = req["source_lfn"]
+	req["checksums"] = map[string]string{"adler32": "00000001"}
+	line, _ := json.Marshal(req)
+	srcFile := filepath.Join(src, req["source_lfn"].(string))
+	data, err := os.ReadFile(srcFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newState(t)
+	r := invocation{stdin: bytes.NewReader(line)}.run(t, st, "enqueue", "--sites", sites).wantCode(t, 2)
+	wantMatch(t, r.stdout, `line 1: rejected: source and destination may be one file \(.*T2_XX_A is file://.*T1_XX_B is file://.*\)`)
+	invocation{stdin: bytes.NewReader(line)}.run(t, st, "enqueue").wantCode(t, 0)
+	aso(t, "run", st, "--user", "bob", "--sites", sites, "--overwrite", "--interval", "20ms", "--progress", "never")
+	out := aso(t, "list", st, "--user", "bob", "--json").wantCode(t, 0)
+	wantMatch(t, out.stdout, `"state":"failed"`, `"error_class":"same_file"`)
+	if got, err := os.ReadFile(srcFile); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the source was deleted or changed: %d bytes, %v", len(got), err)
 	}
 }
