@@ -321,7 +321,7 @@ func TestEnqueue_SourceThroughALinkedRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := newState(t)
-	r := invocation{stdin: bytes.NewReader(line)}.run(t, st, "enqueue", "--sites", sites).wantCode(t, 2)
+	r := invocation{stdin: bytes.NewReader(line)}.run(t, st, "enqueue", "--sites", sites).wantCode(t, 64)
 	wantMatch(t, r.stdout, `line 1: rejected: source and destination may be one file \(.*T2_XX_A is file://.*T1_XX_B is file://.*\)`)
 	invocation{stdin: bytes.NewReader(line)}.run(t, st, "enqueue").wantCode(t, 0)
 	aso(t, "run", st, "--user", "bob", "--sites", sites, "--overwrite", "--interval", "20ms", "--progress", "never")
