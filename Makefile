@@ -73,7 +73,7 @@ FUZZ_TARGETS := \
 	./state/memfile:FuzzStateFile \
 	./state/memfile:FuzzOpen \
 	./state/memfile:FuzzDecodeDoc \
-	./state/memfile:FuzzCacheWritten \
+	./state/memfile:FuzzWritten \
 	./state/couch:FuzzDecode \
 	./state/couch:FuzzExtraFields \
 	./fts:FuzzParseStatus \

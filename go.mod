@@ -8,7 +8,6 @@ require (
 	github.com/charmbracelet/x/vt v0.1.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/creack/pty v1.1.24
-	github.com/go-json-experiment/json v1.27.2
 	github.com/go-kivik/kivik/v4 v4.5.2
 	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
@@ -47,6 +46,7 @@ require (
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect

@@ -35,8 +35,7 @@ type childResult struct {
 	Calls        map[string]CallCount `json:"calls"`
 	Fsyncs       int64                `json:"fsyncs,omitempty"`
 	Records      int64                `json:"journal_records,omitempty"`
-	Decoded      int64                `json:"decoded,omitempty"`
-	CacheHits    int64                `json:"cache_hits,omitempty"`
+	OpenSeconds  float64              `json:"open_seconds"` // opening the store: reading the file (memfile)
 	// PeakRSSKiB is the process's own high-water mark of resident memory
 	// (VmHWM), read at the end of the run.
 	PeakRSSKiB int64 `json:"peak_rss_kib"`
@@ -80,10 +79,13 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 		defer bw.Flush()
 		tl = newTraceLog(bw)
 	}
+	var r childResult
+	t0 := time.Now()
 	store, cnt, mf, err := openStore(ctx, st, cfg, tl)
 	if err != nil {
 		return err
 	}
+	r.OpenSeconds = time.Since(t0).Seconds()
 	defer store.Close()
 	client, err := fts.New(fts.Config{Endpoint: ftsURL, TokenFile: token})
 	if err != nil {
@@ -98,7 +100,6 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 	if log.Level, err = logrus.ParseLevel(level); err != nil {
 		return err
 	}
-	var r childResult
 	acfg := agent.Config{User: user, Owner: owner, BatchSize: batch, Interval: interval,
 		OnPass: func(ps agent.PassStats) { r.Passes++; r.Done += ps.Done; r.Jobs += ps.Jobs }}
 	ag, err := agent.New(acfg, counted(store, cnt), client, sites, &srm.Deleter{Command: "gfal-rm", Timeout: time.Minute}, log)
@@ -110,7 +111,7 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 	if err != nil {
 		return err
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	err = ag.Run(ctx)
 	r.DrainSeconds = time.Since(t0).Seconds()
 	stopProf()
@@ -120,7 +121,7 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 	r.Calls = cnt.snapshot()
 	if mf != nil {
 		s := mf.Stats()
-		r.Fsyncs, r.Records, r.Decoded, r.CacheHits = s.Fsyncs, s.JournalRecords, s.Decoded, s.CacheHits
+		r.Fsyncs, r.Records = s.Fsyncs, s.JournalRecords
 	}
 	left, err := store.List(ctx, state.Filter{User: user, States: []state.State{
 		state.StateNew, state.StateAcquired, state.StateSubmitted, state.StateFailed, state.StateKilled}})

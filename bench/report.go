@@ -121,8 +121,8 @@ func printTable(w io.Writer, res Results) {
 				len(r.Drains), numList(r.Drains), numList(r.Ratios), numList(r.LimitRatios))
 		}
 		printRefs(w, r.References)
-		if r.Decoded+r.CacheHits > 0 {
-			fmt.Fprintf(w, "  transfers read back by the agent's calls: %d decoded from the file, %d from the cache\n", r.Decoded, r.CacheHits)
+		if r.Backend == "memfile" {
+			fmt.Fprintf(w, "  the agent opened the store (read the file into memory) in %.2f s, before the drain\n", r.OpenSeconds)
 		}
 		printCalls(w, r)
 	}

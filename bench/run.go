@@ -48,10 +48,9 @@ type Run struct {
 	RoundTripUnit         string               `json:"round_trip_unit"` // "http" or "fsync"
 	Fsyncs                int64                `json:"fsyncs,omitempty"`
 	JournalRecords        int64                `json:"journal_records,omitempty"`
-	// memfile: transfers the agent's calls decoded from the file, and
-	// those they took from the store's cache instead
-	Decoded   int64 `json:"decoded,omitempty"`
-	CacheHits int64 `json:"cache_hits,omitempty"`
+	// OpenSeconds is the agent's opening of the store (memfile: reading
+	// the file into memory), before the drain.
+	OpenSeconds float64 `json:"open_seconds"`
 
 	FTSRequests        map[string]int `json:"fts_requests"`
 	Jobs               int            `json:"fts_jobs"`
@@ -213,7 +212,7 @@ func (r *Run) fill(cr childResult, ru syscall.Rusage, sim map[string]int) {
 	r.PeakRSSMiB = float64(cr.PeakRSSKiB) / 1024
 	r.CPUSeconds = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 	r.Calls = cr.Calls
-	r.Fsyncs, r.JournalRecords, r.Decoded, r.CacheHits = cr.Fsyncs, cr.Records, cr.Decoded, cr.CacheHits
+	r.Fsyncs, r.JournalRecords, r.OpenSeconds = cr.Fsyncs, cr.Records, cr.OpenSeconds
 	r.RoundTripUnit = "http"
 	if r.Backend == "memfile" {
 		r.RoundTripUnit = "fsync"

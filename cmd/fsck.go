@@ -31,12 +31,14 @@ func newFsckCommand(g *Globals) *cobra.Command {
 		Use:   "fsck [--repair]",
 		Short: "Check a file store for damage, and salvage a damaged one into a new file",
 		Long: "fsck reads the file store (--state file:PATH) to the end, past any damage, and reports\n" +
-			"each damaged line or journal record and the transfers it makes unreadable. Exits 1 if\n" +
-			"the file is damaged. --repair writes every document that can be read, each in its last\n" +
-			"readable version, into a new file (--output) and lists what was dropped: a transfer whose\n" +
-			"last change was lost comes back in an earlier version (its line is named), or not at all.\n" +
-			"The damaged file is left as it is: stop the agents, keep it aside, and move the new file\n" +
-			"into its place.",
+			"each damaged record (every record carries a checksum) and the transfers it makes unreadable.\n" +
+			"Exits 1 if the file is damaged; every other command refuses a damaged store (exit 78). A\n" +
+			"journal record cut short at the end of the file by a crash during its append is not damage:\n" +
+			"it is shown, and the next command that writes drops it with a warning. --repair writes every\n" +
+			"document that can be read, each in its last readable version, into a new file (--output)\n" +
+			"and lists what was dropped: a transfer whose last change was lost comes back in an earlier\n" +
+			"version (its line is named), or not at all. The damaged file is left as it is: stop the\n" +
+			"agents, keep it aside, and move the new file into its place.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFsck(cmd.Context(), o, g) },
 	}

@@ -1,7 +1,9 @@
 package cmd_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +20,8 @@ func TestFsck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := strings.LastIndex(string(b), `{"batch":`) + 120
+	last := strings.LastIndex(string(b), `{"batch":`)
+	at := last + strings.Index(string(b[last:]), `"source":`) + 3 // a field's name in the kill record
 	invocation{stdin: strings.NewReader(`{"user": "bob", "source": "A", "destination": "B", "source_lfn": "/b", "destination_lfn": "/b", "size": 1}`)}.
 		run(t, flag, "enqueue").wantCode(t, 0)
 
@@ -34,7 +37,7 @@ func TestFsck(t *testing.T) {
 	sites, _, _ := localSites(t, 1)
 	for _, args := range [][]string{{"status"}, {"enqueue"}, {"kill", "--all"}, {"init"}, {"run", "--sites", sites, "--once", "--progress", "never"}} {
 		r := aso(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
-		for _, want := range []string{"journal record fails its checksum", "aso fsck --state file:" + path, "aso fsck --repair"} {
+		for _, want := range []string{"journal record of 3 documents fails its checksum", "aso fsck --state file:" + path, "aso fsck --repair"} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("%v on a damaged store: stderr %q lacks %q", args, r.stderr, want)
 			}
@@ -66,4 +69,37 @@ func TestFsck(t *testing.T) {
 		t.Fatalf("repaired store: %d new transfers, want 3", len(ids))
 	}
 	aso(t, "--state=couchdb://localhost:1/db", "fsck").wantCode(t, cmd.ExitUsage)
+}
+
+// TestFsck_LastRecordDamaged: one flipped byte inside the last complete
+// record is damage, not a torn record (issue 43, case 3): status exits 78
+// naming the file and the record's offset and pointing to aso fsck
+// (instead of showing the store without it), enqueue refuses to write
+// (the record stays), and fsck reports the damage.
+func TestFsck_LastRecordDamaged(t *testing.T) {
+	flag, path := stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.LastIndex(string(b), `{"batch":`)
+	b[len(b)-40] ^= 0x04 // inside the last document of the last record
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	where := fmt.Sprintf("%s:%d (offset %d)", path, strings.Count(string(b[:last]), "\n")+1, last)
+	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}} {
+		r := invocation{stdin: strings.NewReader(extraRequests)}.run(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{where, "fails its checksum", "aso fsck --state file:" + path} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v: stderr %q lacks %q", args, r.stderr, want)
+			}
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+		t.Fatal("a command wrote to the damaged store")
+	}
+	r := aso(t, flag, "fsck").wantCode(t, 1)
+	r.wantStdout(t, fmt.Sprintf("line %d (offset %d): journal record of 3 documents fails its checksum; it is dropped", strings.Count(string(b[:last]), "\n")+1, last))
 }

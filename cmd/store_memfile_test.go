@@ -3,7 +3,9 @@ package cmd_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/asyncstageout/aso/cmd"
@@ -40,4 +42,29 @@ func TestOpenStore_File(t *testing.T) {
 	if _, err := g.OpenStore(ctx, cfg); cmd.ExitCode(err) != cmd.ExitUsage {
 		t.Fatalf("file: without a path: %v (exit %d), want a usage error", err, cmd.ExitCode(err))
 	}
+}
+
+// TestEmptyFileIsNotAStore: an existing empty file given as --state
+// file:PATH is not a store (issue 43, section 5): every command but
+// init exits 78 saying to run aso init, and leaves it empty; aso init
+// makes a store of it.
+func TestEmptyFileIsNotAStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.aso")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flag := "--state=file:" + path
+	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}, {"kill", "--all"}, {"fsck"}} {
+		r := invocation{stdin: strings.NewReader(extraRequests)}.run(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{path + " is an empty file, not a store yet", "aso init --state file:" + path} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v: stderr %q lacks %q", args, r.stderr, want)
+			}
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+			t.Fatalf("%v changed the empty file: %v, %v", args, fi, err)
+		}
+	}
+	aso(t, flag, "init").wantCode(t, 0).wantStdout(t, "created the file store "+path)
+	aso(t, flag, "--user", "alice", "status").wantCode(t, 0)
 }

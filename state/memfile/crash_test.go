@@ -141,7 +141,7 @@ func runChild(t *testing.T, path string, gen int, d time.Duration) []string {
 // printing the IDs of every call that returned success.
 func crashChild(path, gen string) {
 	owner := "crash-" + gen
-	s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: owner}}, memfile.Options{CompactBytes: 32 << 10})
+	s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: owner}}, memfile.Options{CompactBytes: 32 << 10, Create: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

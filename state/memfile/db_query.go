@@ -1,102 +1,214 @@
 package memfile
 
 import (
-	"bytes"
 	"cmp"
-	"math"
 	"slices"
+	"sort"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// The queries of the index: what the calls select and order before they
-// read a document back from the file.
+// The calls that only read, on what memory holds. A new read is a loop
+// over d.docs (or a user's index) with the rules of package state.
 
-// stub returns a transfer with the fields of m that the rules of package
-// state need to select and order transfers without reading them: ID (when
-// withID), user, sites, state, priority, FTS job and the times.
-func (d *db) stub(m *meta, withID bool) state.Transfer {
-	t := state.Transfer{
-		User: d.strs.strs[m.user], Source: d.strs.strs[m.src], Destination: d.strs.strs[m.dst],
-		State: m.State(), Priority: int(m.priority), FTSJob: d.strs.strs[m.job],
-		LastUpdate: fromNanos(m.lastUpdate), RetryAfter: fromNanos(m.retryAfter), LeaseExpires: fromNanos(m.leaseExpires), Created: fromNanos(m.created),
+// list returns the transfers f matches, oldest created first.
+func (d *db) list(f state.Filter) []state.Transfer {
+	var found []*state.Transfer
+	if len(f.IDs) > 0 {
+		seen := map[string]bool{}
+		for _, id := range f.IDs {
+			if t := d.docs[id]; t != nil && !seen[id] {
+				seen[id] = true
+				found = append(found, t)
+			}
+		}
+		f.IDs = nil // found by ID: Matches need not look for them again
+	} else {
+		found = make([]*state.Transfer, 0, len(d.docs))
+		for _, t := range d.docs {
+			found = append(found, t)
+		}
 	}
-	if withID {
-		t.ID = m.id.String()
+	found = slices.DeleteFunc(found, func(t *state.Transfer) bool { return !f.Matches(t) })
+	sort.Slice(found, func(i, j int) bool { return state.ListLess(found[i], found[j]) })
+	if f.Limit > 0 && len(found) > f.Limit {
+		found = found[:f.Limit]
 	}
-	return t
+	return clones(found)
 }
 
-// activeJob is an FTS job with submitted transfers of one user.
-type activeJob struct {
-	id     string
-	slots  map[int32]struct{}
-	oldest int64 // the oldest last_update of its transfers
-}
-
-// activeJobs returns the jobs of user's submitted transfers, the job with
-// the oldest last_update first, then by ID.
-func (d *db) activeJobs(user string) []activeJob {
-	ui := d.userOf(user)
+// activeJobs lists the FTS jobs of user's submitted transfers with their
+// number of transfers, the job with the oldest last_update first, then by
+// ID.
+func (d *db) activeJobs(user string) []state.JobRef {
+	ui := d.users[user]
 	if ui == nil {
 		return nil
 	}
-	jobs := make([]activeJob, 0, len(ui.jobs))
-	for j, set := range ui.jobs {
-		a := activeJob{id: d.strs.strs[j], slots: set, oldest: math.MaxInt64}
-		for i := range set {
-			a.oldest = min(a.oldest, d.metas[i].lastUpdate)
-		}
-		jobs = append(jobs, a)
-	}
-	slices.SortFunc(jobs, func(a, b activeJob) int {
-		return cmp.Or(cmp.Compare(a.oldest, b.oldest), cmp.Compare(a.id, b.id))
-	})
-	return jobs
-}
-
-// candidates narrows the search through the indexes: the slots of the
-// given IDs, else of the transfers of user (every user if "") in states
-// (every state if none).
-func (d *db) candidates(user string, states []state.State, ids []string) []int32 {
-	var out []int32
-	if len(ids) > 0 {
-		for _, id := range ids {
-			if i, ok := d.lookup(id); ok {
-				out = append(out, i)
+	refs := make([]state.JobRef, 0, len(ui.jobs))
+	oldest := map[string]time.Time{}
+	for id, set := range ui.jobs {
+		refs = append(refs, state.JobRef{ID: id, Transfers: len(set)})
+		for _, t := range set {
+			if o, ok := oldest[id]; !ok || t.LastUpdate.Before(o) {
+				oldest[id] = t.LastUpdate.Time
 			}
 		}
-		return out
 	}
-	u, known := d.strs.ids[user]
-	if user != "" && !known {
+	slices.SortFunc(refs, func(a, b state.JobRef) int {
+		return cmp.Or(oldest[a.ID].Compare(oldest[b.ID]), cmp.Compare(a.ID, b.ID))
+	})
+	return refs
+}
+
+// activeTransfersOf returns the submitted transfers of user in jobs (see
+// state.AgentStore.ActiveTransfersOf).
+func (d *db) activeTransfersOf(user string, jobs []string) []state.Job {
+	ui := d.users[user]
+	if ui == nil {
 		return nil
 	}
-	var want [8]bool
-	for _, st := range states {
-		want[stateCode(st)] = true
+	var out []state.Job
+	for _, id := range jobs {
+		set := ui.jobs[id]
+		if len(set) == 0 || slices.ContainsFunc(out, func(j state.Job) bool { return j.ID == id }) {
+			continue
+		}
+		ts := make([]state.Transfer, 0, len(set))
+		for _, t := range set {
+			ts = append(ts, clone(t))
+		}
+		state.SortJob(ts)
+		out = append(out, state.Job{ID: id, Transfers: ts})
 	}
-	for i := range d.metas {
-		m := &d.metas[i]
-		if m.state != 0 && (user == "" || m.user == u) && (len(states) == 0 || want[m.state]) {
-			out = append(out, int32(i))
+	return out
+}
+
+// summary counts the transfers of o.User (every user's if "") by state,
+// link, user and error class, and lists those needing attention at now
+// (see state.Admin.Summary); o has its defaults.
+func (d *db) summary(o state.SummaryOptions, now time.Time) state.Summary {
+	sum := state.Summary{ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
+		ByErrorClass: map[string]int{}, Invalid: []state.InvalidDoc{}}
+	var oldest *state.Transfer
+	var stale, stuck []*state.Transfer
+	for _, t := range d.docs {
+		if o.User != "" && t.User != o.User {
+			continue
+		}
+		sum.Total++
+		sum.ByState[t.State]++
+		countIn(sum.ByLink, t.Link(), t.State)
+		countIn(sum.ByUser, t.User, t.State)
+		switch {
+		case t.State == state.StateFailed:
+			sum.ByErrorClass[state.FailureClass(t.ErrorClass)]++
+		case t.State == state.StateNew && (oldest == nil || waitLess(t, oldest)):
+			oldest = t
+		case t.State == state.StateSubmitted && t.LastUpdate.Before(now.Add(-o.StaleAfter)):
+			stale = append(stale, t)
+		case t.State == state.StateAcquired && !t.LeaseExpires.After(now):
+			stuck = append(stuck, t)
+		}
+	}
+	if oldest != nil {
+		c := clone(oldest)
+		sum.OldestWaiting = &c
+	}
+	for _, ts := range []*[]*state.Transfer{&stale, &stuck} {
+		sort.Slice(*ts, func(i, j int) bool { return waitLess((*ts)[i], (*ts)[j]) })
+		*ts = (*ts)[:min(len(*ts), o.MaxListed)]
+	}
+	sum.Stale, sum.StuckAcquired = clones(stale), clones(stuck)
+	for id, bad := range d.invalid {
+		sum.Invalid = append(sum.Invalid, state.InvalidDoc{ID: id, Reason: bad.reason})
+	}
+	slices.SortFunc(sum.Invalid, func(a, b state.InvalidDoc) int { return cmp.Compare(a.ID, b.ID) })
+	return sum
+}
+
+func countIn(m map[string]map[state.State]int, k string, st state.State) {
+	if m[k] == nil {
+		m[k] = map[state.State]int{}
+	}
+	m[k][st]++
+}
+
+// waitLess orders waiting transfers: oldest last_update, then ID.
+func waitLess(a, b *state.Transfer) bool {
+	return a.LastUpdate.Before(b.LastUpdate.Time) || a.LastUpdate.Equal(b.LastUpdate.Time) && a.ID < b.ID
+}
+
+// counts counts the transfers of o.User (every user's if "") for
+// state.Admin.Counts.
+func (d *db) counts(o state.CountsOptions) state.Counts {
+	tally := state.NewTally(o)
+	for _, t := range d.docs {
+		if o.User == "" || t.User == o.User {
+			k := state.CountKeyOf(t)
+			tally.Add(k, 1, t.LastUpdate.Time)
+			if state.Finished(k.State) {
+				tally.Finish(k.Link, k.State, t.LastUpdate.Time)
+			}
+		}
+	}
+	return tally.Counts()
+}
+
+// dueUsers returns the users with work due at now (see
+// state.Admin.DueUsers), unsorted: a user with submitted transfers, or
+// with a claimable transfer that a claim would claim or settle now (its
+// dependencies judged by deps).
+func (d *db) dueUsers(now time.Time, deps state.Deps) []state.UserDue {
+	var out []state.UserDue
+	for user, ui := range d.users {
+		u := state.UserDue{User: user, Queued: ui.queue.Len()}
+		var since time.Time
+		earlier := func(t time.Time) {
+			if since.IsZero() || t.Before(since) {
+				since = t
+			}
+		}
+		for _, set := range ui.jobs {
+			u.Active += len(set)
+			for _, t := range set {
+				earlier(t.LastUpdate.Time)
+			}
+		}
+		ready, queueSince := false, time.Time{}
+		ui.queue.Ascend(func(t *state.Transfer) bool {
+			if state.Claimable(t, user, now) {
+				if queueSince.IsZero() || waitingSince(t).Before(queueSince) {
+					queueSince = waitingSince(t)
+				}
+				v, _ := state.CheckDeps(t, deps, now)
+				ready = ready || t.KillRequested || t.SubmitSID != "" || v != state.DepsWaiting
+			}
+			return true
+		})
+		if ready {
+			earlier(queueSince)
+		}
+		if !since.IsZero() {
+			u.Since = since
+			if l := d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
+				u.LockedUntil = l.Expire.Time
+			}
+			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// listCmp orders transfers as state.ListLess does: oldest created first,
-// then ID.
-func (d *db) listCmp(a, b *meta) int {
-	return cmp.Or(cmp.Compare(a.created, b.created), bytes.Compare(a.id[:], b.id[:]))
+// waitingSince is when a queued transfer became due: the lease expiry of
+// an acquired one, the retry_after of a retried one, else its creation.
+func waitingSince(t *state.Transfer) time.Time {
+	switch {
+	case t.State == state.StateAcquired:
+		return t.LeaseExpires.Time
+	case !t.RetryAfter.IsZero():
+		return t.RetryAfter.Time
+	}
+	return t.Created.Time
 }
-
-// waitCmp orders waiting transfers: oldest last_update, then ID.
-func (d *db) waitCmp(a, b *meta) int {
-	return cmp.Or(cmp.Compare(a.lastUpdate, b.lastUpdate), bytes.Compare(a.id[:], b.id[:]))
-}
-
-// linkKey is a link as the string-table ids of its sites.
-type linkKey struct{ src, dst uint32 }
-
-func (d *db) linkName(l linkKey) string { return d.strs.strs[l.src] + "->" + d.strs.strs[l.dst] }

@@ -84,8 +84,12 @@ func TestOpen_CreatesFileAndDirectories(t *testing.T) {
 	}
 }
 
-// TestOpen_TornLastRecord cuts the last record at every kind of place and
-// checks it is dropped with a warning while everything before it stays.
+// TestOpen_TornLastRecord: what a crash during an append can leave at
+// the end of the file (docs/guarantees.md) is dropped with a warning,
+// while everything before it stays: the record cut short anywhere (ext4,
+// XFS), and zeros (a file extended before its data reached the disk, as
+// with delayed allocation): zeros after the last complete record, a
+// record cut short and then zeros, a record whose last bytes are zeros.
 func TestOpen_TornLastRecord(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.aso")
@@ -100,19 +104,37 @@ func TestOpen_TornLastRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	headerEnd := good + int64(bytes.IndexByte(orig[good:], '\n')) + 1
-	for _, cut := range []int64{good + 5, headerEnd - 1, headerEnd, headerEnd + 40, full - 1} {
-		t.Run(fmt.Sprint(cut-good), func(t *testing.T) {
+	zeros := func(b []byte, n int) []byte { return append(bytes.Clone(b), make([]byte, n)...) }
+	lastZeroed := bytes.Clone(orig)
+	clear(lastZeroed[full-100:])
+	shapes := map[string][]byte{
+		"cut in the header":               orig[:good+5],
+		"cut before the header's newline": orig[:headerEnd-1],
+		"the header alone":                orig[:headerEnd],
+		"cut in a document":               orig[:headerEnd+40],
+		"cut before the last newline":     orig[:full-1],
+		"zeros after the last record":     zeros(orig[:good], 4096-int(good)%4096),
+		"zeros alone after the header":    zeros(orig[:len(`{"aso_memfile":2}`+"\n")], 300),
+		"cut in a document, then zeros":   zeros(orig[:headerEnd+40], 4096),
+		"the record's last bytes zeros":   zeros(lastZeroed, 512),
+	}
+	for name, data := range shapes {
+		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.aso")
-			if err := os.WriteFile(path, orig[:cut], 0o600); err != nil {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			want := good
+			if name == "zeros alone after the header" {
+				want, kept = int64(len(`{"aso_memfile":2}`+"\n")), nil
 			}
 			var w warnings
 			s := open(t, path, memfile.Options{Warn: w.add})
-			if len(w.msgs) != 1 || !strings.Contains(w.msgs[0], "torn") || !strings.Contains(w.msgs[0], path) {
-				t.Fatalf("warnings %q, want one about the torn record in %s", w.msgs, path)
+			if len(w.msgs) != 1 || !strings.Contains(w.msgs[0], "torn") || !strings.Contains(w.msgs[0], path) || !strings.Contains(w.msgs[0], fmt.Sprintf("offset %d", want)) {
+				t.Fatalf("warnings %q, want one about the torn record at offset %d of %s", w.msgs, want, path)
 			}
-			if got := size(t, path); got != good {
-				t.Fatalf("file is %d bytes after dropping the torn record, want %d", got, good)
+			if got := size(t, path); got != want {
+				t.Fatalf("file is %d bytes after dropping the torn record, want %d", got, want)
 			}
 			for _, id := range kept {
 				if _, err := s.Get(ctx, id); err != nil {
@@ -134,22 +156,50 @@ func TestOpen_TornLastRecord(t *testing.T) {
 			}
 		})
 	}
-	t.Run("checksum", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "state.aso")
-		bad := bytes.Clone(orig)
-		bad[full-10] ^= 0x01
-		if err := os.WriteFile(path, bad, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		var w warnings
-		s := open(t, path, memfile.Options{Warn: w.add})
-		if len(w.msgs) != 1 || size(t, path) != good {
-			t.Fatalf("warnings %q, size %d; want the damaged last record dropped", w.msgs, size(t, path))
-		}
-		if _, err := s.Get(ctx, lost[1]); !errors.Is(err, state.ErrNotFound) {
-			t.Fatalf("damaged record applied: %v", err)
-		}
-	})
+}
+
+// TestOpen_LastRecordDamaged: a byte changed inside the last complete
+// record (its documents, its checksum, its length, the newline ending
+// it) is damage, not a torn record (issue 43, case 3): open fails naming
+// the file and the record's offset, for reading and writing alike, and
+// the file is left as it is.
+func TestOpen_LastRecordDamaged(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "base.aso")
+	s := open(t, base, memfile.Options{})
+	enqueue(t, s, 0, 2)
+	last := size(t, base)
+	enqueue(t, s, 10, 2)
+	s.Close()
+	orig, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	headerEnd := last + int64(bytes.IndexByte(orig[last:], '\n')) + 1
+	for name, at := range map[string]int64{
+		"a document":     headerEnd + 100,
+		"the last byte":  int64(len(orig)) - 1,
+		"its length":     last + int64(bytes.Index(orig[last:], []byte(`"bytes":`))) + int64(len(`"bytes":`)),
+		"its checksum":   last + int64(bytes.Index(orig[last:], []byte(`"crc32c":"`))) + int64(len(`"crc32c":"`)),
+		"its header end": headerEnd - 1,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.aso")
+			bad := bytes.Clone(orig)
+			bad[at] ^= 0x01
+			if err := os.WriteFile(path, bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range []memfile.Options{{}, {ReadOnly: true}} {
+				_, err := memfile.OpenOptions(path, state.Config{}, o)
+				if !errors.Is(err, memfile.ErrDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("%s:5 (offset %d)", path, last)) {
+					t.Fatalf("open %+v: %v; want damage naming %s:5 (offset %d)", o, err, path, last)
+				}
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
+				t.Fatal("a failed open changed the file")
+			}
+		})
+	}
 }
 
 // TestOpen_Corruption checks that damage other than a torn last record is a
@@ -447,48 +497,11 @@ func TestOpenWhileLockedElsewhere(t *testing.T) {
 	s.Close()
 }
 
-// FuzzOpen: whatever the file holds, Open either fails with an error or
-// gives a store whose calls work; it never panics.
-func FuzzOpen(f *testing.F) {
-	dir := f.TempDir()
-	path := filepath.Join(dir, "seed.aso")
-	s := open(f, path, memfile.Options{})
-	enqueue(f, s, 0, 3)
-	if ts, err := statetest.Claim(ctx, s, 1); err != nil || len(ts) != 1 {
-		f.Fatal(ts, err)
-	}
-	s.Close()
-	seed, err := os.ReadFile(path)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(seed)
-	f.Add([]byte(`{"aso_memfile":1}` + "\n" + `{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":"2026-01-01T00:00:00.000000Z"}` + "\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "state.aso")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "fuzz"}}, memfile.Options{})
-		if err != nil {
-			return
-		}
-		defer s.Close()
-		if _, err := s.Summary(ctx, state.SummaryOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := statetest.Claim(ctx, s, 10); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {
-			t.Fatal(err)
-		}
-	})
-}
-
-// TestOpen_HandAppendedLastLine: a document appended by hand without its
-// final newline is kept (and the line ended); garbage there is an error.
-func TestOpen_HandAppendedLastLine(t *testing.T) {
+// TestOpen_HandEditedLine: every document is in a checked record, so a
+// line added by hand (at the end, with or without its newline, or
+// between records) is damage naming its line, not a document, and
+// neither kept nor dropped in silence; the file is left as it is.
+func TestOpen_HandEditedLine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.aso")
 	s := open(t, path, memfile.Options{})
 	enqueue(t, s, 0, 1)
@@ -497,33 +510,29 @@ func TestOpen_HandAppendedLastLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := state.NewTransfer(statetest.Req(statetest.Alice, 7), statetest.Start, "hand")
-	line := strings.TrimSuffix(docLine(t, extra), "\n")
-	if err := os.WriteFile(path, append(bytes.Clone(orig), line...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var w warnings
-	s = open(t, path, memfile.Options{Warn: w.add})
-	if _, err := s.Get(ctx, extra.ID); err != nil || len(w.msgs) != 0 {
-		t.Fatalf("hand-appended document: %v, warnings %q", err, w.msgs)
-	}
-	enqueue(t, s, 1, 1)
-	s.Close()
-	s = open(t, path, memfile.Options{Warn: w.add})
-	if ls, err := s.List(ctx, state.Filter{}); err != nil || len(ls) != 3 || len(w.msgs) != 0 {
-		t.Fatalf("after a later write: %d transfers, %v, warnings %q", len(ls), err, w.msgs)
-	}
-	s.Close()
-
-	bad := append(bytes.Clone(orig), "oops, not json"...)
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := memfile.Open(path, state.Config{}); err == nil || !strings.Contains(err.Error(), path+":4 ") {
-		t.Fatalf("Open with a garbage last line: %v, want an error naming line 4", err)
-	}
-	if after, _ := os.ReadFile(path); !bytes.Equal(after, bad) {
-		t.Fatal("a failed Open changed the file")
+	line := docLine(t, state.NewTransfer(statetest.Req(statetest.Alice, 7), statetest.Start, "hand"))
+	second := bytes.IndexByte(orig, '\n') + 1
+	for name, data := range map[string][]byte{
+		"appended":                 append(bytes.Clone(orig), line...),
+		"appended without newline": append(bytes.Clone(orig), strings.TrimSuffix(line, "\n")...),
+		"inserted":                 append(append(bytes.Clone(orig[:second]), line...), orig[second:]...),
+		"garbage appended":         append(bytes.Clone(orig), "oops, not json"...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want := path + ":4 "
+			if name == "inserted" {
+				want = path + ":2 "
+			}
+			if _, err := memfile.Open(path, state.Config{}); !errors.Is(err, memfile.ErrDamaged) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Open: %v, want damage naming %s", err, want)
+			}
+			if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+				t.Fatal("a failed Open changed the file")
+			}
+		})
 	}
 }
 

@@ -1,44 +1,119 @@
 package memfile
 
-// The format of the state file: its header, the journal record's header,
-// a document line's ID, and the encoding and decoding of documents.
+// The format of the state file (docs/design.md, the file store): its
+// header, its records, and the encoding and decoding of documents.
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"unicode/utf8"
-
-	jsonv1 "github.com/go-json-experiment/json/v1"
+	"strconv"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
 
-// fileHeader is the first line of every state file.
-const fileHeader = `{"aso_memfile":1}` + "\n"
+// The first line of a state file. A file of format 1 (before every
+// document was in a checked record) is read, and rewritten in format 2 by
+// the first handle that may write it.
+const (
+	fileHeader   = `{"aso_memfile":2}` + "\n"
+	fileHeaderV1 = `{"aso_memfile":1}` + "\n"
+)
 
 var (
 	batchPrefix = []byte(`{"batch":`)
+	snapPrefix  = []byte(`{"snapshot":`)
 	crcTable    = crc32.MakeTable(crc32.Castagnoli)
 )
 
-// batchHeader introduces a journal record: Docs document lines follow,
-// Bytes long in total, with the CRC-32C of those bytes.
-type batchHeader struct {
-	Docs  int    `json:"batch"`
-	Bytes int    `json:"bytes"`
-	CRC   string `json:"crc32c"`
+// header is the first line of a record: Docs document lines follow, Bytes
+// long in total, whose CRC-32C is CRC. A journal record ("batch") holds
+// the documents one call wrote; a compaction writes the current documents
+// as snapshot records ("snapshot") at the start of a file. In format 2 the
+// line ends with the CRC-32C of the line before it (hcrc), so that a
+// header is checked before the length it gives is believed.
+type header struct {
+	snap        bool
+	docs, bytes int
+	crc         uint32
 }
 
-var (
-	// errTorn marks a record cut short by a crash: dropped when it is the last.
-	errTorn = errors.New("torn record")
-	// errNoNewline marks a last document line without its newline: memfile
-	// never writes one, so it was added by hand, and it is kept.
-	errNoNewline = errors.New("last line without a newline")
-)
+// maxHeader bounds the length of a header line.
+const maxHeader = 128
+
+// appendTo appends the header line of format 2 to b.
+func (h header) appendTo(b []byte) []byte {
+	start, key := len(b), batchPrefix
+	if h.snap {
+		key = snapPrefix
+	}
+	b = strconv.AppendInt(append(b, key...), int64(h.docs), 10)
+	b = strconv.AppendInt(append(b, `,"bytes":`...), int64(h.bytes), 10)
+	b = append(appendHex(append(b, `,"crc32c":"`...), h.crc), '"')
+	return append(appendHex(append(b, `,"hcrc":"`...), crc32.Checksum(b[start:], crcTable)), `"}`+"\n"...)
+}
+
+// appendHex appends v in 8 lower-case hexadecimal digits.
+func appendHex(b []byte, v uint32) []byte {
+	return hex.AppendEncode(b, binary.BigEndian.AppendUint32(nil, v))
+}
+
+// parseHeader parses line (with its newline) as a record header: exactly
+// as the store writes one, its hcrc right in format 2.
+func parseHeader(line []byte, v1 bool) (header, bool) {
+	var h header
+	rest, ok := bytes.CutPrefix(line, batchPrefix)
+	if !ok && !v1 {
+		rest, h.snap = bytes.CutPrefix(line, snapPrefix)
+	}
+	f := bytes.FieldsFunc(rest, func(r rune) bool { return r == ',' || r == ':' || r == '"' })
+	if len(f) < 5 {
+		return h, false
+	}
+	docs, err1 := strconv.Atoi(string(f[0]))
+	n, err2 := strconv.Atoi(string(f[2]))
+	crc, err3 := strconv.ParseUint(string(f[4]), 16, 32)
+	h.docs, h.bytes, h.crc = docs, n, uint32(crc)
+	if err1 != nil || err2 != nil || err3 != nil || h.docs < 1 || h.bytes < h.docs {
+		return h, false
+	}
+	want := h.appendTo(nil)
+	if v1 { // {"batch":N,"bytes":L,"crc32c":"X"}
+		want = append(want[:bytes.Index(want, []byte(`,"hcrc"`))], `}`+"\n"...)
+	}
+	return h, bytes.Equal(line, want)
+}
+
+// encodeRecord encodes docs (transfers, locks, or lines kept as they are)
+// as one record (a snapshot record if snap), into buf's memory, and
+// returns it with the end of each document's line in it.
+func encodeRecord(buf []byte, snap bool, docs []any) ([]byte, []int, error) {
+	w := bytes.NewBuffer(append(buf[:0], make([]byte, maxHeader)...))
+	enc := json.NewEncoder(w) // as json.Marshal, with a newline after each
+	ends := make([]int, len(docs))
+	for i, d := range docs {
+		if raw, ok := d.([]byte); ok {
+			w.Write(raw)
+			w.WriteByte('\n')
+		} else if err := enc.Encode(d); err != nil {
+			return nil, nil, err
+		}
+		ends[i] = w.Len() - 1
+	}
+	b := w.Bytes()
+	h := header{snap: snap, docs: len(docs), bytes: len(b) - maxHeader, crc: crc32.Checksum(b[maxHeader:], crcTable)}.appendTo(nil)
+	at := maxHeader - len(h)
+	copy(b[at:], h)
+	for i := range ends {
+		ends[i] -= at
+	}
+	return b[at:], ends, nil
+}
 
 // anyDoc decodes any stored document: a transfer or a run lock.
 type anyDoc struct {
@@ -49,163 +124,72 @@ type anyDoc struct {
 	LastRun *state.RunRecord `json:"last_run"`
 }
 
-// ErrDamaged is wrapped by the error of a state file that cannot be read
-// past some damage: a journal record that fails its checksum or has a bad
-// header, a line that is not a document. Check lists the damage and
-// Salvage writes what can be read into a new file.
-var ErrDamaged = errors.New("the state file is damaged")
-
-// damagef returns the error of damage at line (offset off) of the file
-// at path.
-func damagef(path string, line int, off int64, format string, args ...any) error {
-	return fmt.Errorf("memfile: %s:%d (offset %d): %s: %w", path, line, off, fmt.Sprintf(format, args...), ErrDamaged)
+func (d *anyDoc) lock() *state.LockDoc {
+	return &state.LockDoc{ID: d.ID, Rev: d.Rev, Type: state.LockDocType, User: d.User, Holder: d.Holder, Expire: d.Expire, Since: d.Since, LastRun: d.LastRun}
 }
 
-// idPrefix starts every document line the store writes.
-var idPrefix = []byte(`{"_id":"`)
+// errNotDoc is wrapped by the error of a line that is not a document.
+var errNotDoc = errors.New("not a document")
 
-// lineID returns the ID of a document line: the _id that decoding it
-// gives (decodeDoc), or nil when it names none. It alone decides under
-// which ID the scanner files a line, so that a later version of a
-// document replaces exactly the lines that decode as that document, and
-// the documents fsck names. A line the store wrote is read without
-// decoding it (canonicalID); any other is decoded, as encoding/json
-// decodes it: a field's name matches regardless of case, and of keys that
-// match, the last one counts. A line that is not JSON but starts as the
-// store writes a line is named by that start, so that fsck can say which
-// document a damaged line held.
-func lineID(raw []byte) []byte {
-	if id := canonicalID(raw); id != nil {
-		return id
-	}
-	return decodedID(raw)
-}
-
-// decodedID returns the _id of a JSON document line as decodeJSON reads
-// it, nil if it has none or is not JSON.
-func decodedID(raw []byte) []byte {
-	var d struct {
-		ID string `json:"_id"`
-	}
-	if decodeJSON(raw, &d) != nil || d.ID == "" {
-		return nil
-	}
-	return []byte(d.ID)
-}
-
-// canonicalID returns the ID of a line in the form the store writes: it
-// starts with its _id, a string without escapes or control characters in
-// valid UTF-8 (so decoded, it is the same bytes), and nothing after it
-// can be another _id key (mayNameID). Any other line gives nil.
-func canonicalID(raw []byte) []byte {
-	if !bytes.HasPrefix(raw, idPrefix) {
-		return nil
-	}
-	rest := raw[len(idPrefix):]
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 {
-		return nil
-	}
-	id := rest[:end]
-	for _, c := range id {
-		if c < 0x20 || c == '\\' {
-			return nil
-		}
-	}
-	if !utf8.Valid(id) || mayNameID(rest[end+1:]) {
-		return nil
-	}
-	return id
-}
-
-// mayNameID reports whether b may hold a key that encoding/json matches
-// to the field "_id": a string "_id" in any case, or any \u escape of an
-// ASCII letter or underscore (no other rune folds to one of "_id"'s). It
-// errs on the side of yes: a value "_id" is enough.
-func mayNameID(b []byte) bool {
-	for rest := b; ; rest = rest[2:] {
-		i := bytes.Index(rest, []byte(`"_`))
-		if i < 0 || i+4 >= len(rest) {
-			break
-		}
-		if rest = rest[i:]; rest[2]|0x20 == 'i' && rest[3]|0x20 == 'd' && rest[4] == '"' {
-			return true
-		}
-	}
-	for rest := b; ; rest = rest[4:] {
-		i := bytes.Index(rest, []byte(`\u00`))
-		if i < 0 || i+4 >= len(rest) {
-			return false
-		}
-		if rest = rest[i:]; rest[4] >= '4' && rest[4] <= '7' {
-			return true
-		}
-	}
-}
-
-// decodeDoc decodes and validates one stored document. On an error d.ID is
-// set if the document at least names itself.
+// decodeDoc decodes and validates one stored document into a zeroed d. A
+// line that does not name itself is errNotDoc; any other error leaves
+// d.ID set: the document is kept, skipped by every call and reported.
 func decodeDoc(raw []byte, d *anyDoc) error {
-	if err := decodeJSON(raw, d); err != nil {
-		d.ID = string(decodedID(raw))
+	if err := json.Unmarshal(raw, d); err != nil {
+		var id struct {
+			ID string `json:"_id"`
+		}
+		if json.Unmarshal(raw, &id) != nil || id.ID == "" {
+			return fmt.Errorf("%w: %v", errNotDoc, err)
+		}
+		*d = anyDoc{}
+		d.ID = id.ID
 		return fmt.Errorf("does not decode: %v", err)
 	}
-	if d.ID == "" {
-		return fmt.Errorf("document without _id")
-	}
-	if d.Type == state.LockDocType {
-		if d.User == "" || state.LockID(d.User) != d.ID {
-			return fmt.Errorf("lock document %s: user %q does not match its _id", d.ID, d.User)
-		}
-		return nil
-	}
-	if err := d.Transfer.Validate(); err != nil {
-		return err
+	switch {
+	case d.ID == "":
+		return fmt.Errorf("%w: no _id", errNotDoc)
+	case d.Type != state.LockDocType:
+		return d.Transfer.Validate()
+	case d.User == "" || state.LockID(d.User) != d.ID:
+		return fmt.Errorf("lock document %s: user %q does not match its _id", d.ID, d.User)
 	}
 	return nil
 }
 
-// decodeJSON decodes b into a zeroed *v as encoding/json does, through the
-// implementation of encoding/json's API in the JSON v2 module, which reads
-// documents a few times faster: reading them back is most of the store's
-// work. A document it refuses is decoded again by encoding/json, whose
-// errors name the field (the module's do not name a field of type
-// state.Time). FuzzDecodeDoc holds the two to the same results.
-func decodeJSON[T any](b []byte, v *T) error {
-	*v = *new(T)
-	if jsonv1.Unmarshal(b, v) == nil {
-		return nil
+// written reports whether decoding enc, the encoding of t (encodeRecord),
+// gives t back exactly: every string valid UTF-8 (the encoder writes an
+// invalid byte as \ufffd, so a string that holds one, or that text, is
+// not taken), every time as state.Time decodes one, no empty non-nil
+// collection (omitted by the encoder, so read back as nil) and no Extra
+// (not encoded). A written transfer that is not is decoded from enc, so
+// that memory holds what a reader of the file reads. FuzzWritten holds it
+// to the codec.
+func written(t *state.Transfer, enc []byte) bool {
+	if t.Extra != nil || (t.Checksums != nil && len(t.Checksums) == 0) ||
+		(t.DependsOn != nil && len(t.DependsOn) == 0) || (t.History != nil && len(t.History) == 0) ||
+		bytes.Contains(enc, []byte(`\ufffd`)) {
+		return false
 	}
-	*v = *new(T)
-	return json.Unmarshal(b, v)
+	ok := decodedTime(t.LeaseExpires) && decodedTime(t.RetryAfter) && decodedTime(t.Created) && decodedTime(t.LastUpdate)
+	for i := range t.History {
+		ok = ok && decodedTime(t.History[i].At)
+	}
+	if t.Progress != nil {
+		ok = ok && decodedTime(t.Progress.Updated)
+	}
+	return ok
 }
 
-// headerRoom is the room left before the body of a record for its header.
-const headerRoom = 96
-
-// encodeBatch encodes docs (transfers and locks) as a journal record, one
-// JSON line each, into buf, and returns it with where each document lies
-// in it, and the buffer to reuse for the next record (rec is part of it).
-func encodeBatch(buf []byte, docs []any) (rec []byte, spans []span, kept []byte, err error) {
-	if want := headerRoom + 1280*len(docs); cap(buf) < want {
-		buf = make([]byte, 0, want)
+// decodedTime reports whether t is a time as state.Time decodes one: the
+// zero time.Time, or a time in UTC, of whole microseconds, without a
+// monotonic clock reading, in the years 0000 to 9999.
+func decodedTime(t state.Time) bool {
+	if t.Time == (time.Time{}) {
+		return true
 	}
-	w := bytes.NewBuffer(append(buf[:0], make([]byte, headerRoom)...))
-	enc := json.NewEncoder(w) // as json.Marshal, with a newline after each
-	spans = make([]span, len(docs))
-	for i, d := range docs {
-		start := w.Len()
-		if err := enc.Encode(d); err != nil {
-			return nil, nil, buf, err
-		}
-		spans[i] = span{off: int64(start), n: w.Len() - start - 1}
-	}
-	body := w.Bytes()
-	h := fmt.Appendf(nil, `{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", len(docs), len(body)-headerRoom, crc32.Checksum(body[headerRoom:], crcTable))
-	at := headerRoom - len(h)
-	copy(body[at:], h)
-	for i := range spans {
-		spans[i].off -= int64(at)
-	}
-	return body[at:], spans, body[:0], nil
+	return !t.IsZero() && t.Location() == time.UTC && t.Nanosecond()%1000 == 0 && t.Time == t.Round(0) &&
+		!t.Before(firstDecoded) && t.Before(afterDecoded)
 }
+
+var firstDecoded, afterDecoded = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -44,51 +43,40 @@ type Report struct {
 	// version that survives: a salvaged file holds that older version (for
 	// a transfer, possibly an earlier state) or nothing.
 	Losses []Loss `json:"losses"`
-	// TornTail is a record cut short at the end of the file, which a store
-	// drops on open: a crash while appending, not damage.
+	// TornTail is an incomplete journal record at the end of the file,
+	// which a store drops on open: a crash while appending, not damage.
 	TornTail *Problem `json:"torn_tail,omitempty"`
 }
 
 // Damaged reports whether r found damage a store cannot open past.
 func (r *Report) Damaged() bool { return len(r.Problems) > 0 }
 
-// fsckDoc is where the surviving version of a document lies.
-type fsckDoc struct {
-	at   span
-	line int
-	seq  int // order of the version in the file
-}
-
-// fsck is the state of one Check: the scan and what it found.
+// fsck is the state of one Check: the last readable version of each
+// document, and the versions dropped.
 type fsck struct {
-	path    string
-	r       *bufio.Reader
-	off     int64
-	line    int
-	back    []fsckLine // lines read ahead, to be read again
+	rep     *Report
 	docs    map[string]fsckDoc
 	dropped map[string]int // ID -> seq of its last dropped version
 	seq     int
-	rep     *Report
+	keep    bool // keep the lines of the documents (for Salvage)
 }
 
-type fsckLine struct {
-	b    []byte // with its newline, if it had one
-	off  int64
-	line int
-	// reported: the line belongs to a damaged record already reported
-	reported bool
+// fsckDoc is the surviving version of a document.
+type fsckDoc struct {
+	line, seq int
+	invalid   bool
+	raw       []byte // with keep
 }
 
 // Check reads the state file at path to the end, past any damage, and
 // reports every problem and what survives. It takes the file's lock while
 // it reads, so a running agent waits (at most the time of the read).
 func Check(path string) (*Report, error) {
-	rep, _, err := check(path)
+	rep, _, err := check(path, false)
 	return rep, err
 }
 
-func check(path string) (*Report, *fsck, error) {
+func check(path string, keep bool) (*Report, *fsck, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, ErrNoStore)
@@ -97,11 +85,31 @@ func check(path string) (*Report, *fsck, error) {
 		return nil, nil, fmt.Errorf("memfile: fsck: %w", err)
 	}
 	defer f.Close()
-	if err := flockTimeout(f, 30*time.Second); err != nil {
+	fi, err := f.Stat()
+	if err == nil {
+		err = flockTimeout(f, 30*time.Second)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, err)
 	}
-	c := &fsck{path: path, r: bufio.NewReaderSize(f, 1<<20), docs: map[string]fsckDoc{}, dropped: map[string]int{}, rep: &Report{Path: path}}
-	if err := c.scan(); err != nil {
+	head := make([]byte, min(fi.Size(), int64(len(fileHeader))))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, nil, fmt.Errorf("memfile: fsck: %w", err)
+	}
+	if len(head) < len(fileHeader) && (string(head) == fileHeader[:len(head)] || string(head) == fileHeaderV1[:len(head)]) {
+		return nil, nil, fmt.Errorf("memfile: fsck: %s is an empty file, not a store yet: %w", path, ErrNoStore)
+	}
+	c := &fsck{rep: &Report{Path: path}, docs: map[string]fsckDoc{}, dropped: map[string]int{}, keep: keep}
+	v1 := string(head) == fileHeaderV1
+	rd := newReader(f, path, v1, int64(len(fileHeader)), fi.Size(), 1)
+	if !v1 && string(head) != fileHeader {
+		rd.seek(0, 0)
+		err = c.skip(rd, &damage{line: 1, what: fmt.Sprintf("not the header of an aso state file: %.60q", head)})
+	}
+	if err == nil {
+		err = c.scan(rd)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
 	c.finish()
@@ -123,156 +131,114 @@ func flockTimeout(f *os.File, d time.Duration) error {
 	}
 }
 
-// next returns the next line (with its newline when it has one), io.EOF at
-// the end.
-func (c *fsck) next() (fsckLine, error) {
-	if n := len(c.back); n > 0 {
-		l := c.back[0]
-		c.back = c.back[1:]
-		return l, nil
-	}
-	b, err := c.r.ReadBytes('\n')
-	if len(b) == 0 && err != nil {
-		if err == io.EOF {
-			return fsckLine{}, io.EOF
+// scan reads every record to the end of the file, reading on past damage.
+func (c *fsck) scan(rd *reader) error {
+	for {
+		rec, err := rd.next()
+		var torn *tornTail
+		var dmg *damage
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.As(err, &torn):
+			c.rep.TornTail = &Problem{Line: torn.line, Offset: torn.at, What: torn.Error() + "; a store drops it"}
+			return eachLine(rd, torn.at, rd.end, func(b []byte) bool {
+				c.rep.TornTail.Dropped = append(c.rep.TornTail.Dropped, idsOf(b)...)
+				return true
+			})
+		case errors.As(err, &dmg):
+			if err := c.skip(rd, dmg); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			c.record(rec)
 		}
-		return fsckLine{}, fmt.Errorf("memfile: fsck: read %s: %w", c.path, err)
 	}
-	c.line++
-	l := fsckLine{b: b, off: c.off, line: c.line}
-	c.off += int64(len(b))
-	return l, nil
 }
 
-func (c *fsck) problem(l fsckLine, dropped []string, format string, args ...any) {
-	c.rep.Problems = append(c.rep.Problems, Problem{Line: l.line, Offset: l.off, What: fmt.Sprintf(format, args...), Dropped: dropped})
-	for _, id := range dropped {
-		c.dropped[id] = c.seq
+// record applies the documents of rec. A line that is not a document is
+// damage; one that is not a valid transfer is kept, as a store keeps it.
+func (c *fsck) record(rec record) {
+	line := rec.line + 1
+	if rec.bare {
+		line = rec.line
+	}
+	for k, raw := range rec.docs {
+		var d anyDoc
+		err := decodeDoc(raw, &d)
+		if errors.Is(err, errNotDoc) {
+			c.rep.Problems = append(c.rep.Problems, Problem{Line: line + k, Offset: rec.at, What: fmt.Sprintf("%v; it is dropped", err)})
+			continue
+		}
+		doc := fsckDoc{line: line + k, seq: c.seq, invalid: err != nil}
+		if c.keep {
+			doc.raw = bytes.Clone(raw)
+		}
+		c.docs[d.ID] = doc
 		c.seq++
 	}
 }
 
-// scan reads every line: the header, snapshot documents, journal records.
-// A damaged record is dropped whole, and the scan goes on at the next
-// record that checks out.
-func (c *fsck) scan() error {
-	first, err := c.next()
-	if err == io.EOF {
-		return nil // an empty file: an empty store
+// skip reports the damage d and moves rd past it: to the end of its
+// record when its header is sound, else to the next line that starts a
+// record that checks out (or an incomplete last one). The documents the
+// lines in between name are dropped.
+func (c *fsck) skip(rd *reader, d *damage) error {
+	c.rep.Problems = append(c.rep.Problems, Problem{Line: d.line, Offset: d.at, What: d.what + "; it is dropped"})
+	p := &c.rep.Problems[len(c.rep.Problems)-1]
+	at, line, end := d.at, d.line-1, rd.end
+	if d.next > 0 {
+		end = d.next
 	}
-	if err != nil {
-		return err
-	}
-	if string(first.b) != fileHeader {
-		c.problem(first, nil, "not the header of an aso state file: %.60q", first.b)
-		if bytes.HasPrefix(first.b, []byte("{")) {
-			c.back = append(c.back, first)
+	err := eachLine(rd, d.at, end, func(b []byte) bool {
+		if d.next == 0 && at > d.at && (bytes.HasPrefix(b, batchPrefix) || bytes.HasPrefix(b, snapPrefix)) && recordAt(rd, at, line) {
+			return false
 		}
-	}
-	skipping := false // after a damaged record: until the next good one
+		for _, id := range idsOf(b) {
+			p.Dropped = append(p.Dropped, id)
+			c.dropped[id] = c.seq
+			c.seq++
+		}
+		at, line = at+int64(len(b)), line+1
+		return true
+	})
+	rd.seek(at, line)
+	return err
+}
+
+// recordAt reports whether a record that checks out starts at offset at
+// (line line+1), or an incomplete last one.
+func recordAt(rd *reader, at int64, line int) bool {
+	rec, err := newReader(rd.f, rd.path, rd.v1, at, rd.end, line).next()
+	var torn *tornTail
+	return err == nil && !rec.bare || errors.As(err, &torn)
+}
+
+// eachLine passes each line of rd's file from at to end to fn, while fn
+// returns true.
+func eachLine(rd *reader, at, end int64, fn func(b []byte) bool) error {
+	r := bufio.NewReader(io.NewSectionReader(rd.f, at, end-at))
 	for {
-		l, err := c.next()
-		if err == io.EOF {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 && !fn(b) || err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return err
-		}
-		switch {
-		case bytes.HasPrefix(l.b, batchPrefix):
-			ok, err := c.record(l)
-			if err != nil {
-				return err
-			}
-			skipping = !ok
-		case skipping && l.reported:
-		case skipping:
-			c.problem(l, idsOf(l.b), "a line after a damaged journal record, before the next whole one; it is dropped")
-		case len(bytes.TrimSpace(l.b)) > 0:
-			c.doc(l)
+			return fmt.Errorf("memfile: fsck: read %s: %w", rd.path, err)
 		}
 	}
-}
-
-// record checks the journal record whose header is h and applies its
-// documents; false if it is damaged (its lines are then read again).
-func (c *fsck) record(h fsckLine) (bool, error) {
-	var bh batchHeader
-	if err := json.Unmarshal(h.b, &bh); err != nil || bh.Docs < 0 || bh.Bytes < 0 || len(bh.CRC) != 8 {
-		c.problem(h, nil, "bad journal record header %.80q", bytes.TrimSpace(h.b))
-		return false, nil
-	}
-	var body []fsckLine
-	size := 0
-	for len(body) < bh.Docs && size < bh.Bytes {
-		l, err := c.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return false, err
-		}
-		body = append(body, l)
-		size += len(l.b)
-	}
-	crc := crc32.New(crcTable)
-	for _, l := range body {
-		crc.Write(l.b)
-	}
-	var why string
-	switch {
-	case len(body) < bh.Docs || size < bh.Bytes:
-		if _, err := c.r.Peek(1); err == io.EOF && len(c.back) == 0 {
-			c.rep.TornTail = &Problem{Line: h.line, Offset: h.off, What: fmt.Sprintf("a last record cut short (%d of %d bytes): a crash while appending; a store drops it", size, bh.Bytes)}
-			for _, l := range body {
-				c.rep.TornTail.Dropped = append(c.rep.TornTail.Dropped, idsOf(l.b)...)
-			}
-			return true, nil
-		}
-		why = fmt.Sprintf("holds %d documents in %d bytes, its header says %d in %d", len(body), size, bh.Docs, bh.Bytes)
-	case size != bh.Bytes:
-		why = fmt.Sprintf("is %d bytes long, its header says %d", size, bh.Bytes)
-	case fmt.Sprintf("%08x", crc.Sum32()) != bh.CRC:
-		why = "fails its checksum"
-	}
-	if why != "" {
-		var ids []string
-		for _, l := range body {
-			ids = append(ids, idsOf(l.b)...)
-		}
-		c.problem(h, ids, "journal record of %d documents %s; it is dropped", bh.Docs, why)
-		for i := range body {
-			body[i].reported = true
-		}
-		c.back = append(body, c.back...) // a later record may start inside
-		return false, nil
-	}
-	for _, l := range body {
-		c.doc(l)
-	}
-	return true, nil
-}
-
-// doc applies one document line. A line that is not a document is damage;
-// one that is not a valid transfer is kept, as a store keeps it.
-func (c *fsck) doc(l fsckLine) {
-	raw := bytes.TrimSuffix(l.b, []byte{'\n'})
-	var d anyDoc
-	err := decodeDoc(raw, &d)
-	if err != nil && d.ID == "" {
-		c.problem(l, nil, "not a document (%v); it is dropped", err)
-		return
-	}
-	if err != nil {
-		c.rep.Invalid++ // kept as a store keeps it: reported by status
-	}
-	c.docs[d.ID] = fsckDoc{at: span{off: l.off, n: len(raw)}, line: l.line, seq: c.seq}
-	c.seq++
 }
 
 // finish counts the survivors and the fate of every dropped document.
 func (c *fsck) finish() {
 	c.rep.Documents = len(c.docs)
+	for _, d := range c.docs {
+		if d.invalid {
+			c.rep.Invalid++
+		}
+	}
 	ids := make([]string, 0, len(c.dropped))
 	for id := range c.dropped {
 		ids = append(ids, id)
@@ -289,10 +255,20 @@ func (c *fsck) finish() {
 	}
 }
 
-// idsOf returns the ID a damaged line names, if it can be read.
+// idsOf returns the ID a line names: its _id if it decodes, else the ID
+// it starts with as the store writes a document (a damaged line may
+// still say which document it held).
 func idsOf(b []byte) []string {
-	if id := lineID(bytes.TrimSuffix(b, []byte{'\n'})); id != nil {
-		return []string{string(id)}
+	var d struct {
+		ID string `json:"_id"`
+	}
+	if json.Unmarshal(b, &d) == nil && d.ID != "" {
+		return []string{d.ID}
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte(`{"_id":"`)); ok {
+		if i := bytes.IndexByte(rest, '"'); i > 0 {
+			return []string{string(rest[:i])}
+		}
 	}
 	return nil
 }
@@ -303,53 +279,26 @@ func idsOf(b []byte) []string {
 // original is left as it is: the operator moves the new file into place
 // while no agent runs.
 func Salvage(path, out string) (*Report, error) {
-	rep, c, err := check(path)
+	rep, c, err := check(path, true)
 	if err != nil {
 		return nil, err
-	}
-	src, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("memfile: salvage: %w", err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("memfile: salvage: %w", err)
-	}
-	fail := func(err error) (*Report, error) {
-		dst.Close()
-		os.Remove(out)
-		return nil, fmt.Errorf("memfile: salvage %s into %s: %w", path, out, err)
 	}
 	docs := make([]fsckDoc, 0, len(c.docs))
 	for _, d := range c.docs {
 		docs = append(docs, d)
 	}
-	slices.SortFunc(docs, func(a, b fsckDoc) int { return int(a.at.off - b.at.off) })
-	spans := make([]span, len(docs))
+	slices.SortFunc(docs, func(a, b fsckDoc) int { return a.seq - b.seq })
+	lines := make([]any, len(docs))
 	for i := range docs {
-		spans[i] = docs[i].at
+		lines[i] = docs[i].raw
 	}
-	w := bufio.NewWriterSize(dst, 1<<20)
-	w.WriteString(fileHeader)
-	rs := &source{f: src, path: path}
-	if err := rs.readSpans(spans, func(_ int, b []byte) error {
-		w.Write(b)
-		return w.WriteByte('\n')
-	}); err != nil {
-		return fail(err)
+	f, _, err := writeSnapshot(out, os.O_EXCL, lines)
+	if err == nil {
+		f.Close()
+		err = syncDir(out)
 	}
-	if err := w.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := dst.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := dst.Close(); err != nil {
-		return fail(err)
-	}
-	if err := syncDir(out); err != nil {
-		return nil, fmt.Errorf("memfile: salvage: %w", err)
+	if err != nil {
+		return nil, fmt.Errorf("memfile: salvage %s into %s: %w", path, out, err)
 	}
 	return rep, nil
 }

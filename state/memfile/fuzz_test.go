@@ -4,47 +4,70 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // journalRecord wraps body (document lines) in a journal record header
-// with the right length and CRC-32C, as the store writes it.
+// with the right length and CRC-32C, and the header's own CRC-32C, as the
+// store writes it (docs/design.md, the file store).
 func journalRecord(body []byte) []byte {
 	if len(body) > 0 && body[len(body)-1] != '\n' {
 		body = append(bytes.Clone(body), '\n')
 	}
-	sum := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli))
-	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"}`+"\n", bytes.Count(body, []byte{'\n'}), len(body), sum)
+	table := crc32.MakeTable(crc32.Castagnoli)
+	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"`, bytes.Count(body, []byte{'\n'}), len(body), crc32.Checksum(body, table))
+	h += fmt.Sprintf(`,"hcrc":"%08x"}`+"\n", crc32.Checksum([]byte(h), table))
 	return append([]byte(h), body...)
 }
 
-// FuzzStateFile opens a state file made of the header, snapshot lines and
-// one well-formed journal record around journal, as memfile.Open reads
-// it. Invariants: no panic; a file that is refused is refused with an
+// stateFile returns a state file of format 2 holding a journal record of
+// each of bodies.
+func stateFile(bodies ...string) []byte {
+	data := []byte(`{"aso_memfile":2}` + "\n")
+	for _, b := range bodies {
+		data = append(data, journalRecord([]byte(b))...)
+	}
+	return data
+}
+
+// FuzzStateFile opens a state file made of the header and a well-formed
+// record around each of snapshot and journal (format 2), or, with v1, of
+// snapshot lines and a record of format 1 around journal, as memfile.Open
+// reads it (a file of format 1 is rewritten in format 2 at its first
+// open). Invariants: no panic; a file that is refused is refused with an
 // error naming the file and the line; a file that opens lists every
 // invalid document with its ID and a reason, and reads back the same after
 // a reopen and after a compaction rewrote it (valid documents round-trip).
 func FuzzStateFile(f *testing.F) {
-	f.Add([]byte(`{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":null}`), []byte(`{"_id":"x","type":"transfer","size":"big"}`))
+	for _, v1 := range []bool{false, true} {
+		f.Add([]byte(`{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":null}`), []byte(`{"_id":"x","type":"transfer","size":"big"}`), v1)
+	}
 	lineRef := regexp.MustCompile(`\.aso:[1-9][0-9]*[ :]`)
-	f.Fuzz(func(t *testing.T, snapshot, journal []byte) {
+	f.Fuzz(func(t *testing.T, snapshot, journal []byte, v1 bool) {
 		path := filepath.Join(t.TempDir(), "s.aso")
-		data := append([]byte(`{"aso_memfile":1}`+"\n"), snapshot...)
-		if len(journal) > 0 {
+		data := stateFile(string(snapshot), string(journal))
+		if v1 {
+			data = append([]byte(`{"aso_memfile":1}`+"\n"), snapshot...)
 			if len(snapshot) > 0 && snapshot[len(snapshot)-1] != '\n' {
 				data = append(data, '\n')
 			}
-			data = append(data, journalRecord(journal)...)
+			rec := journalRecord(journal) // the header of format 1 lacks hcrc
+			i := bytes.Index(rec, []byte(`,"hcrc"`))
+			data = append(append(data, rec[:i]...), append([]byte("}\n"), rec[bytes.IndexByte(rec, '\n')+1:]...)...)
 		}
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -76,6 +99,130 @@ func FuzzStateFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzOpen: whatever the file holds, Open either fails with an error
+// naming the file (damage, not a state file, not a store yet) or gives a
+// store whose calls work, and never drops a complete record silently:
+// every document of the records that check out, from the start of the
+// file on, is in the store, and if those records do not reach the end of
+// the file, what follows them was dropped with a warning. It never
+// panics.
+func FuzzOpen(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "seed.aso")
+	s := open(f, path, memfile.Options{})
+	enqueue(f, s, 0, 3)
+	if ts, err := statetest.Claim(ctx, s, 1); err != nil || len(ts) != 1 {
+		f.Fatal(ts, err)
+	}
+	if err := s.Compact(ctx); err != nil {
+		f.Fatal(err)
+	}
+	enqueue(f, s, 3, 2)
+	s.Close()
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	last := bytes.LastIndex(seed, []byte("\n{\"batch\":")) + 1
+	f.Add(seed)
+	f.Add(append(bytes.Clone(seed), make([]byte, 300)...))            // a tail of zeros
+	f.Add(append(bytes.Clone(seed[:last+90]), make([]byte, 4096)...)) // a record cut short, then zeros
+	f.Add(append(bytes.Clone(seed), seed[last:len(seed)-1]...))       // a record cut short
+	f.Add([]byte(`{"aso_memfile":1}` + "\n" + `{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":"2026-01-01T00:00:00.000000Z"}` + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "state.aso")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var w warnings
+		s, err := memfile.OpenOptions(path, state.Config{Agent: state.Agent{User: statetest.Alice, Owner: "fuzz"}}, memfile.Options{Warn: w.add})
+		if err != nil {
+			if !errors.Is(err, memfile.ErrDamaged) && !errors.Is(err, memfile.ErrNotStateFile) && !errors.Is(err, memfile.ErrNoStore) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("open fails with %v: not damage naming the file", err)
+			}
+			return
+		}
+		defer s.Close()
+		if want, end, ok := checkedRecords(data); ok {
+			if got := storedIDs(t, s); !sameSet(got, want) {
+				t.Fatalf("the store holds %v; the records that check out hold %v", got, want)
+			}
+			if end < len(data) && len(w.msgs) == 0 {
+				t.Fatalf("the records that check out end at %d of %d bytes, and the rest was dropped without a warning", end, len(data))
+			}
+		}
+		if _, err := statetest.Claim(ctx, s, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {
+			t.Fatal(err)
+		}
+	})
+}
+
+// recordHeader is a record header of format 2, its CRC-32C checked apart.
+var recordHeader = regexp.MustCompile(`^\{"(batch|snapshot)":([1-9][0-9]*),"bytes":([1-9][0-9]*),"crc32c":"([0-9a-f]{8})","hcrc":"([0-9a-f]{8})"\}\n`)
+
+// checkedRecords reads data as a state file of format 2 apart from the
+// store: it returns the IDs of the documents of its records that check
+// out, from the first on, and where they end. ok is false for a file
+// that is not of format 2.
+func checkedRecords(data []byte) (ids []string, end int, ok bool) {
+	header := []byte(`{"aso_memfile":2}` + "\n")
+	if !bytes.HasPrefix(data, header) {
+		return nil, 0, false
+	}
+	table := crc32.MakeTable(crc32.Castagnoli)
+	for end = len(header); ; {
+		m := recordHeader.FindSubmatch(data[end:])
+		if m == nil {
+			return ids, end, true
+		}
+		n, _ := strconv.Atoi(string(m[3]))
+		docs, _ := strconv.Atoi(string(m[2]))
+		start := end + len(m[0])
+		h := m[0][:bytes.Index(m[0], []byte(`,"hcrc"`))]
+		if fmt.Sprintf("%08x", crc32.Checksum(h, table)) != string(m[5]) || n > len(data)-start ||
+			fmt.Sprintf("%08x", crc32.Checksum(data[start:start+n], table)) != string(m[4]) || bytes.Count(data[start:start+n], []byte{'\n'}) != docs || data[start+n-1] != '\n' {
+			return ids, end, true
+		}
+		for _, line := range bytes.Split(bytes.TrimSuffix(data[start:start+n], []byte{'\n'}), []byte{'\n'}) {
+			var d struct {
+				ID string `json:"_id"`
+			}
+			if json.Unmarshal(line, &d) == nil && d.ID != "" && !slices.Contains(ids, d.ID) {
+				ids = append(ids, d.ID)
+			}
+		}
+		end = start + n
+	}
+}
+
+// storedIDs returns the IDs of every document s holds: transfers, invalid
+// documents and run locks.
+func storedIDs(t *testing.T, s *memfile.Store) []string {
+	t.Helper()
+	ts, err := s.List(ctx, state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.Summary(ctx, state.SummaryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := s.Locks(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := idsOfList(ts)
+	for _, d := range sum.Invalid {
+		ids = append(ids, d.ID)
+	}
+	for _, l := range locks {
+		ids = append(ids, l.ID)
+	}
+	return ids
 }
 
 // summaryOf opens the file, optionally compacts it, and returns the

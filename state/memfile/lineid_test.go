@@ -27,10 +27,10 @@ func twoIDs(tb *testing.T, t state.Transfer, other string) string {
 	return edited
 }
 
-// TestOpen_LineNamingTwoIDs: the ID under which the scanner files a line
-// is the ID the decoder reads, so a line {"_id":"a",…,"_ID":"b"} is
-// document b for the store and for fsck alike: versions of a before or
-// after it neither hide b nor are hidden by it.
+// TestOpen_LineNamingTwoIDs: a line {"_id":"a",…,"_ID":"b"} is document b
+// for the store and for fsck alike (encoding/json matches names
+// regardless of case and keeps the last): versions of a before or after
+// it neither hide b nor are hidden by it.
 func TestOpen_LineNamingTwoIDs(t *testing.T) {
 	now := statetest.Start
 	a := state.NewTransfer(statetest.Req(statetest.Alice, 1), now, "hand")
@@ -40,14 +40,17 @@ func TestOpen_LineNamingTwoIDs(t *testing.T) {
 	b := state.NewTransfer(statetest.Req(statetest.Alice, 2), now, "hand")
 	b.Rev = "1-b"
 	x := twoIDs(t, b, a.ID)
-	for _, tc := range []struct{ name, lines string }{
-		{"a later version of a", docLine(t, a) + x + docLine(t, a2)},
-		{"the last line", docLine(t, a) + docLine(t, a2) + x},
-		{"in a journal record", docLine(t, a) + string(journalRecord([]byte(x))) + string(journalRecord([]byte(docLine(t, a2))))},
+	for _, tc := range []struct {
+		name  string
+		lines []string
+	}{
+		{"a later version of a", []string{docLine(t, a), x, docLine(t, a2)}},
+		{"the last record", []string{docLine(t, a), docLine(t, a2), x}},
+		{"in one record", []string{docLine(t, a) + x + docLine(t, a2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.aso")
-			if err := os.WriteFile(path, []byte(`{"aso_memfile":1}`+"\n"+tc.lines), 0o600); err != nil {
+			if err := os.WriteFile(path, stateFile(tc.lines...), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := memfile.Check(path)
@@ -75,8 +78,8 @@ func TestOpen_LineNamingTwoIDs(t *testing.T) {
 		bad := journalRecord([]byte(x))
 		at := strings.Index(string(bad), `"crc32c":"`) + len(`"crc32c":"`)
 		bad[at] ^= 0x01 // another hex digit: the record fails its checksum
-		data := `{"aso_memfile":1}` + "\n" + docLine(t, a) + string(bad) + string(journalRecord([]byte(docLine(t, a2))))
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		data := append(append(stateFile(docLine(t, a)), bad...), journalRecord([]byte(docLine(t, a2)))...)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := memfile.Check(path)

@@ -34,7 +34,8 @@ func TestReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.WriteString(`{"batch":1,"bytes":500,"crc32c":"00000000"}` + "\n" + `{"_id":"x`)
+		rec := journalRecord([]byte(docLine(t, state.NewTransfer(statetest.Req(statetest.Alice, 8), statetest.Start, "x"))))
+		f.Write(rec[:len(rec)-20])
 		f.Close()
 		if err := os.Chmod(path, 0o444); err != nil {
 			t.Fatal(err)
@@ -60,18 +61,25 @@ func TestReadOnly(t *testing.T) {
 			t.Fatal("the read-only store changed the file")
 		}
 	})
-	t.Run("an empty file is an empty store and stays empty", func(t *testing.T) {
+	t.Run("an empty file is not a store and stays empty", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "s.aso")
-		if err := os.WriteFile(path, nil, 0o444); err != nil {
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		ro := open(t, path, memfile.Options{ReadOnly: true})
-		sum, err := ro.Summary(ctx, state.SummaryOptions{})
-		if err != nil || sum.Total != 0 {
-			t.Fatalf("summary %+v, %v", sum, err)
+		for _, o := range []memfile.Options{{ReadOnly: true}, {}} {
+			if _, err := memfile.OpenOptions(path, state.Config{}, o); !errors.Is(err, memfile.ErrNoStore) || !strings.Contains(err.Error(), path+" is an empty file") {
+				t.Fatalf("open %+v of an empty file: %v, want ErrNoStore", o, err)
+			}
 		}
 		if fi, _ := os.Stat(path); fi.Size() != 0 {
 			t.Fatalf("size %d", fi.Size())
+		}
+		if created, err := memfile.Create(path); err != nil || !created {
+			t.Fatalf("Create over an empty file: %v, %v; want a store made", created, err)
+		}
+		ro := open(t, path, memfile.Options{ReadOnly: true})
+		if sum, err := ro.Summary(ctx, state.SummaryOptions{}); err != nil || sum.Total != 0 {
+			t.Fatalf("summary %+v, %v", sum, err)
 		}
 	})
 }

@@ -34,49 +34,28 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 
 // Get returns one transfer.
 func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
-	return do(ctx, s.file, "get", false, func(x *tx, _ time.Time) (state.Transfer, error) {
-		ts, err := x.load([]string{id}, false)
-		if err != nil {
-			return state.Transfer{}, fmt.Errorf("memfile: get %s: %w", id, err)
+	return read(ctx, s, "get", func(x *tx, _ time.Time) (state.Transfer, error) {
+		if t := x.get(id); t != nil {
+			return clone(t), nil
 		}
-		if ts[0] == nil {
-			return state.Transfer{}, x.missing("get", id)
-		}
-		return *ts[0], nil
+		return state.Transfer{}, x.missing("get", id)
 	})
 }
 
-// List returns the transfers matching f, oldest created first, reading
-// back only those it returns, or a page at a time those it filters on
-// fields the index does not hold (query.list).
+// List returns the transfers matching f, oldest created first.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
-	return do(ctx, s.file, "list", false, func(x *tx, _ time.Time) ([]state.Transfer, error) {
-		out, err := newQuery(x).list(f)
-		if err != nil {
-			return nil, fmt.Errorf("memfile: list: %w", err)
-		}
-		return out, nil
-	})
+	return read(ctx, s, "list", func(x *tx, _ time.Time) ([]state.Transfer, error) { return x.d.list(f), nil })
 }
 
 // Summary counts transfers and lists those needing attention.
 func (s *Store) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
-	o = o.WithDefaults()
-	return do(ctx, s.file, "summary", false, func(x *tx, now time.Time) (state.Summary, error) {
-		sum, err := newQuery(x).summary(o, now)
-		if err != nil {
-			return state.Summary{}, fmt.Errorf("memfile: summary: %w", err)
-		}
-		return sum, nil
-	})
+	return read(ctx, s, "summary", func(x *tx, now time.Time) (state.Summary, error) { return x.d.summary(o.WithDefaults(), now), nil })
 }
 
 // Counts counts transfers by state.CountKey and the finished ones by hour
-// and minute, from the index (query.counts).
+// and minute.
 func (s *Store) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
-	return do(ctx, s.file, "counts", false, func(x *tx, _ time.Time) (state.Counts, error) {
-		return newQuery(x).counts(o)
-	})
+	return read(ctx, s, "counts", func(x *tx, _ time.Time) (state.Counts, error) { return x.d.counts(o), nil })
 }
 
 // RequestKill kills new transfers and flags active ones.
@@ -100,32 +79,28 @@ func (s *Store) Retry(ctx context.Context, ids []string) ([]state.Result, error)
 // other handles see the file replaced and read it again.
 func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 	var n int
-	err := s.file.locked(ctx, "purge", func(j *journal) error {
+	err := s.file.locked(ctx, "purge", func() error {
+		if s.file.opts.ReadOnly {
+			return fmt.Errorf("memfile: purge: %s: %w", s.file.path, ErrReadOnly)
+		}
 		var err error
-		n, err = j.purge(o, s.by, s.file.now)
+		n, err = s.file.purge(o, s.by)
 		return err
 	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+	return n, err
 }
 
-// DueUsers returns the users with work due at now, from the index in one
-// pass under the file lock (see state.Admin.DueUsers). The dependencies of
-// a user's first due transfers are checked on the transfers read back
-// from the file.
+// DueUsers returns the users with work due at now, from memory in one
+// pass under the file lock (see state.Admin.DueUsers).
 func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, error) {
-	out, err := do(ctx, s.file, "due users", false, func(x *tx, _ time.Time) ([]state.UserDue, error) {
-		out, err := newQuery(x).dueUsers(now, s.policy.DependencyWait)
-		if err != nil {
-			return nil, fmt.Errorf("memfile: due users: %w", err)
-		}
+	return read(ctx, s, "due users", func(x *tx, _ time.Time) ([]state.UserDue, error) {
+		out := x.d.dueUsers(now, x.deps(s.policy.DependencyWait))
+		state.SortDue(out)
 		return out, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	state.SortDue(out)
-	return out, nil
+}
+
+// read runs fn as one operation that only reads.
+func read[T any](ctx context.Context, s *Store, call string, fn func(x *tx, now time.Time) (T, error)) (T, error) {
+	return do(ctx, s.file, call, false, fn)
 }

@@ -19,9 +19,9 @@ func (s *Store) NewTransfers(ctx context.Context, r state.ClaimRequest) (state.C
 	return do(ctx, s.file, "new transfers", true, func(x *tx, now time.Time) (state.Claimed, error) {
 		c := claimer{x: x, agent: s.agent, policy: s.policy, now: now}
 		if r.MaxPerLink > 0 {
-			return c.byLink(r)
+			return c.byLink(r), nil
 		}
-		return c.inOrder(r.Limit)
+		return c.inOrder(r.Limit), nil
 	})
 }
 
@@ -122,21 +122,17 @@ func (s *Store) TakeBack(ctx context.Context, l state.Lock) ([]state.Transfer, e
 }
 
 // ActiveJobs lists the FTS jobs of user's submitted transfers, oldest
-// last_update first, with their number of submitted transfers. It reads
-// nothing from the file.
+// last_update first, with their number of submitted transfers.
 func (s *Store) ActiveJobs(ctx context.Context, user string) ([]state.JobRef, error) {
-	return do(ctx, s.file, "active jobs", false, func(x *tx, _ time.Time) ([]state.JobRef, error) {
-		return newQuery(x).activeJobs(user), nil
-	})
+	return read(ctx, s, "active jobs", func(x *tx, _ time.Time) ([]state.JobRef, error) { return x.d.activeJobs(user), nil })
 }
 
 // ActiveTransfersOf returns the submitted transfers of user in the given
-// jobs, each job's by file ID (state.SortJob), in the order of jobs; it
-// reads only their documents. A job without submitted transfers of user is
-// left out.
+// jobs, each job's by file ID (state.SortJob), in the order of jobs. A job
+// without submitted transfers of user is left out.
 func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []string) ([]state.Job, error) {
-	return do(ctx, s.file, "active transfers of jobs", false, func(x *tx, _ time.Time) ([]state.Job, error) {
-		return newQuery(x).activeTransfersOf(user, jobs)
+	return read(ctx, s, "active transfers of jobs", func(x *tx, _ time.Time) ([]state.Job, error) {
+		return x.d.activeTransfersOf(user, jobs), nil
 	})
 }
 

@@ -69,7 +69,7 @@ func (s *Store) ReleaseLock(ctx context.Context, l state.Lock, run *state.RunRec
 
 // Locks returns the stored run locks of user ("" every user).
 func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error) {
-	return do(ctx, s.file, "locks", false, func(x *tx, _ time.Time) ([]state.LockDoc, error) {
+	return read(ctx, s, "locks", func(x *tx, _ time.Time) ([]state.LockDoc, error) {
 		var out []state.LockDoc
 		for _, l := range x.d.locks {
 			if user == "" || l.User == user {
