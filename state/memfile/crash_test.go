@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -19,13 +18,18 @@ import (
 )
 
 // The crash test re-runs this test binary as a child that works on a state
-// file in a loop and reports every call that returned success on stdout; the
-// parent kills it with SIGKILL at random points and checks that the file
-// opens cleanly and holds everything that was reported.
+// file in a loop and reports every call that returned on stdout, a line
+// each; the parent kills it with SIGKILL as it reads the N-th report (N
+// seeded), so the kill lands while the child is in the call after it (an
+// append, an fsync, a compaction), whatever the machine's load, and checks
+// that the file opens cleanly and holds everything that was reported.
 const (
 	crashEnvPath = "ASO_MEMFILE_CRASH_PATH"
 	crashEnvGen  = "ASO_MEMFILE_CRASH_GEN"
 	crashKills   = 24
+	// crashReports bounds the reports after which the child is killed:
+	// five a round of enqueue, claim, commit, outcome (and compaction).
+	crashReports = 40
 )
 
 func TestCrash(t *testing.T) {
@@ -49,7 +53,7 @@ func TestCrash(t *testing.T) {
 	rank := map[string]int{}
 	torn := 0
 	for gen := 0; gen < crashKills; gen++ {
-		lines := runChild(t, path, gen, time.Duration(20+rng.IntN(120))*time.Millisecond)
+		lines := runChild(t, path, gen, 1+rng.IntN(crashReports))
 		for _, l := range lines {
 			f := strings.Fields(l)
 			r := map[string]int{"enqueued": 1, "claimed": 2, "committed": 3, "done": 4}[f[0]]
@@ -105,9 +109,10 @@ func checkReported(t *testing.T, s *memfile.Store, rank map[string]int, gen int)
 	}
 }
 
-// runChild starts the child, kills it after d, and returns the lines it
-// reported completely.
-func runChild(t *testing.T, path string, gen int, d time.Duration) []string {
+// runChild starts the child, kills it once it has read its n-th report,
+// and returns the lines it reported completely (those it wrote before the
+// kill took effect too).
+func runChild(t *testing.T, path string, gen, n int) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
 	cmd.Env = append(os.Environ(), crashEnvPath+"="+path, crashEnvGen+"="+strconv.Itoa(gen))
@@ -120,20 +125,18 @@ func runChild(t *testing.T, path string, gen int, d time.Duration) []string {
 		t.Fatal(err)
 	}
 	var lines []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if l, ok := strings.CutPrefix(sc.Text(), "CRASH "); ok {
-				lines = append(lines, l)
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if l, ok := strings.CutPrefix(sc.Text(), "CRASH "); ok {
+			if lines = append(lines, l); len(lines) == n {
+				_ = cmd.Process.Signal(syscall.SIGKILL) // the child is in the step after its n-th
 			}
 		}
-	}()
-	time.Sleep(d) // the moment of the crash, the test's subject: not a poll
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-	_ = cmd.Wait()
+	}
+	err = cmd.Wait()
+	if len(lines) < n {
+		t.Fatalf("kill %d: the child ended (%v) after %d reports, before the %d-th", gen, err, len(lines), n)
+	}
 	return lines
 }
 
@@ -147,13 +150,10 @@ func crashChild(path, gen string) {
 		os.Exit(1)
 	}
 	report := func(what string, ids []string) {
-		if len(ids) > 0 {
-			// one write per line: a line on stdout means the call returned
-			os.Stdout.WriteString("CRASH " + what + " " + strings.Join(ids, " ") + "\n")
-		}
+		// one write per line: a line on stdout means the call returned
+		os.Stdout.WriteString(strings.TrimSpace("CRASH "+what+" "+strings.Join(ids, " ")) + "\n")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; time.Now().Before(deadline); n++ {
+	for n := range crashReports { // more rounds than reports: the parent kills it first
 		reqs := make([]state.Request, 5)
 		for i := range reqs {
 			reqs[i] = statetest.Req(statetest.Alice, n*5+i)
@@ -199,6 +199,7 @@ func crashChild(path, gen string) {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
+			report("compacted", nil)
 		}
 	}
 	os.Exit(0)
