@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/asyncstageout/aso/internal/ranges"
 	"github.com/asyncstageout/aso/internal/statusview"
 )
 
@@ -54,6 +55,11 @@ func newConfigCommand(g *Globals) *cobra.Command {
 		Long: `config prints, for every command, the value each setting takes and where it came
 from: flag, environment (ASO_NAME, the name in capitals with _ for -), file (the configuration file) or default.
 Secrets are masked. A value that is not valid is shown and makes config exit 64.
+Every count and duration has a range, which each command's --help gives after the flag.
+
+--all, --all-users and --older-than are taken from the command line only ("command line
+only" below): they widen what a command destroys or reaches, so the environment and the
+file never set them, and one set there is an error.
 
 The configuration file is --config, else $ASO_CONFIG (set but empty: no file), else the
 first of ~/.config/aso/aso.yaml ($XDG_CONFIG_HOME/aso/aso.yaml) and /etc/aso/aso.yaml
@@ -135,6 +141,11 @@ func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, [
 		} else if v.IsSet(s.Name) {
 			val, from = configValue(v.Get(s.Name)), fromFile+" "+g.configSrc.Path
 		}
+		if _, ok := ranges.Of("", s.Name); ok && from != fromDefault {
+			if _, err := durationSetting(s.Name, val); err != nil {
+				errs = append(errs, fmt.Sprintf("(couchdb): %s %q (from %s): %v", s.Name, val, from, err))
+			}
+		}
 		if s.Secret && val != "" {
 			val = "xxxxx"
 		}
@@ -147,11 +158,18 @@ func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, [
 			if fl.Name == "help" || fl.Hidden { // hidden: set by aso itself
 				return
 			}
-			from, err := g.resolveFlag(fl, v)
+			from, given, err := g.resolveFlag(c.Name(), fl, v)
 			if err != nil {
 				errs = append(errs, c.Name()+": "+err.Error())
 			}
-			rows = append(rows, ConfigRow{c.Name(), fl.Name, fl.Value.String(), from, envName(fl.Name)})
+			value := fl.Value.String()
+			if err != nil {
+				value = given // a refused value as it was given: "30", not the 0s left by its parse
+			}
+			if commandLineOnly[fl.Name] {
+				from = "command line only"
+			}
+			rows = append(rows, ConfigRow{c.Name(), fl.Name, value, from, envName(fl.Name)})
 		})
 	}
 	return rows, errs

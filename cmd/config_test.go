@@ -19,16 +19,16 @@ func TestConfig_BadValuesAreUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"zero cool-off flag", nil, "", []string{"--cool-off", "0"}, `--cool-off "0s": must be greater than zero`},
-		{"negative cool-off", nil, "", []string{"--cool-off=-1m"}, `--cool-off "-1m0s": must be positive`},
-		{"zero batch size", nil, "", []string{"--batch-size", "0"}, `--batch-size "0": must be greater than zero`},
+		{"zero cool-off flag", nil, "", []string{"--cool-off", "0"}, `--cool-off "0s": out of range: want 1ms to 720h`},
+		{"negative cool-off", nil, "", []string{"--cool-off=-1m"}, `--cool-off "-1m0s": out of range: want 1ms to 720h`},
+		{"zero batch size", nil, "", []string{"--batch-size", "0"}, `--batch-size "0": out of range: want 1 to 100000`},
 		{"progress word", nil, "", []string{"--progress", "sometimes"}, `--progress "sometimes": want auto, always, never`},
 		{"max-time-in-queue word", nil, "", []string{"--max-time-in-queue", "banana"}, `--max-time-in-queue "banana"`},
 		{"max-time-in-queue fraction", nil, "", []string{"--max-time-in-queue", "1.5h"}, `--max-time-in-queue "1.5h"`},
-		{"failure rate above one", nil, "", []string{"--sim-failure-rate", "2"}, `--sim-failure-rate "2": want a probability`},
-		{"zero from the environment", map[string]string{"ASO_COOL_OFF": "0"}, "", nil, `--cool-off "0s" (from ASO_COOL_OFF): must be greater than zero`},
+		{"failure rate above one", nil, "", []string{"--sim-failure-rate", "2"}, `--sim-failure-rate "2": out of range: want 0 to 1`},
+		{"zero from the environment", map[string]string{"ASO_COOL_OFF": "0"}, "", nil, `--cool-off "0" (from ASO_COOL_OFF): out of range: want 1ms to 720h`},
 		{"empty environment variable is empty", map[string]string{"ASO_INTERVAL": ""}, "", nil, `--interval "" (from ASO_INTERVAL)`},
-		{"zero from the file", nil, "cool-off: 0\n", nil, `--cool-off "0s" (from config file `},
+		{"zero from the file", nil, "cool-off: 0\n", nil, `--cool-off "0" (from config file `},
 		{"malformed from the file", nil, "lease-ttl: soon\n", nil, `--lease-ttl "soon" (from config file `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestConfig_Command(t *testing.T) {
 	// A bad value is shown, and config exits 64 naming it.
 	r = invocation{env: map[string]string{"ASO_BATCH_SIZE": "0"}}.run(t, "config").wantCode(t, cmd.ExitUsage)
 	wantMatch(t, r.stdout, `(?m)^run\s+batch-size\s+0\s+environment ASO_BATCH_SIZE$`)
-	if !strings.Contains(r.stderr, `run: --batch-size "0" (from ASO_BATCH_SIZE): must be greater than zero`) {
+	if !strings.Contains(r.stderr, `run: --batch-size "0" (from ASO_BATCH_SIZE): out of range: want 1 to 100000`) {
 		t.Errorf("stderr %q, want the bad value named", r.stderr)
 	}
 }

@@ -59,10 +59,9 @@ func (o *FleetOptions) AddFlags(cmd *cobra.Command) {
 	o.flags = cmd.Flags
 }
 
-// fleet reports whether the run is a fleet's: --all-users, and not one of
-// its agents (which may find all-users set in the environment or the
-// configuration file it shares with the fleet).
-func (o *FleetOptions) fleet() bool { return o.AllUsers && !o.Handover.Agent }
+// fleet reports whether the run is a fleet's: --all-users, which only the
+// command line gives (never the environment or the file its agents share).
+func (o *FleetOptions) fleet() bool { return o.AllUsers }
 
 // perUser are the flags of run whose value may hold {user}.
 func perUser(o *RunOptions) []fleet.Flag {
@@ -77,10 +76,6 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	switch {
 	case g.userFlagGiven():
 		return usagef("--all-users runs every user with due work: do not give --user with it")
-	case fo.MaxAgents < 1:
-		return usagef("--max-agents %d: want at least 1", fo.MaxAgents)
-	case fo.DiscoverInterval <= 0:
-		return usagef("--discover-interval %s: want a positive duration", fo.DiscoverInterval)
 	case o.Sites == "":
 		return usagef("no sites file: give --sites FILE (or ASO_SITES)")
 	case o.Beyond.Report != "" && !strings.Contains(o.Beyond.Report, fleet.UserTemplate):

@@ -46,7 +46,7 @@ func (o *FTSOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.MinDelegation, "min-delegation", 12*time.Hour, "re-delegate the proxy when the server's copy has less left")
 	f.Int64Var(&o.SimSeed, "sim-seed", 1, `seed of the local simulator (--fts local)`)
 	f.Float64Var(&o.SimFailure, "sim-failure-rate", 0, `per-file failure probability of the local simulator (--fts local)`)
-	f.DurationVar(&o.SimTransfer, "sim-transfer-time", 0, `how long each file of the local simulator stays active (--fts local); 0 = instant`)
+	f.DurationVar(&o.SimTransfer, "sim-transfer-time", 0, `how long each file of the local simulator stays active (--fts local)`)
 }
 
 func (o *FTSOptions) proxyPath(g *Globals) string {

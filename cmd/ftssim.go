@@ -39,7 +39,7 @@ func (o *FTSSimOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:8446", "address to listen on (port 0 picks a free port)")
 	f.StringVar(&o.TLSDir, "tls-dir", "", "serve HTTPS with the certificates in this directory (see above); default plain HTTP")
 	f.Float64Var(&o.Speed, "speed", 1, "simulated time runs this many times faster than real time")
-	f.Float64Var(&o.FailureRate, "failure-rate", 0, "probability that a transfer attempt fails (0 to 1)")
+	f.Float64Var(&o.FailureRate, "failure-rate", 0, "probability that a transfer attempt fails")
 	f.Int64Var(&o.Seed, "seed", 1, "seed of every simulated random choice")
 	f.BoolVar(&o.LocalFiles, "local-files", false, "accept file:// URLs and really copy them (real FTS refuses them)")
 	f.BoolVar(&o.RequireDelegation, "require-delegation", false, "X.509 clients must delegate a proxy before submitting (419 otherwise)")
@@ -88,12 +88,6 @@ func newFTSSimCommand(g *Globals) *cobra.Command {
 }
 
 func runFTSSim(ctx context.Context, o *FTSSimOptions, g *Globals) error {
-	if o.FailureRate < 0 || o.FailureRate > 1 {
-		return usagef("--failure-rate %v: want a probability between 0 and 1", o.FailureRate)
-	}
-	if o.Speed <= 0 {
-		return usagef("--speed %v: want a positive factor", o.Speed)
-	}
 	if o.TLSDir == "" && !o.OAuth2 {
 		return usagef("without --tls-dir the simulator serves plain HTTP, where only bearer tokens can authenticate: give --oauth2, or --tls-dir for X.509 proxies")
 	}

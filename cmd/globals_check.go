@@ -9,23 +9,16 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/internal/ranges"
 )
 
-// A number or duration given by a flag, the environment or the file must be
-// positive: zero or a negative value is a usage error, never replaced by a
-// default. The settings below are the exceptions, each with a documented
-// meaning for zero (or a negative value). A new numeric flag whose zero
-// means something adds its name here.
-var (
-	zeroAllowed = map[string]bool{
-		"max-runtime": true, "give-up-after": true, "monitor-group": true, "fts-retry": true, "fts-retry-delay": true,
-		"sim-seed": true, "sim-failure-rate": true, "sim-transfer-time": true,
-		"seed": true, "failure-rate": true, "default-retry": true,
-		"queue-delay": true, "start-delay": true, "transfer-time": true,
-		"scitag-activity": true, "max-active-per-link": true, "fleet-read-quorum": true,
-	}
-	negativeAllowed = map[string]bool{"fts-retry": true, "sim-seed": true, "seed": true}
-)
+// commandLineOnly are the settings that widen what a command destroys or
+// reaches to every transfer or every user: they are taken from the command
+// line only, never from the environment or the configuration file, where a
+// value set once for another purpose would act without being seen.
+var commandLineOnly = map[string]bool{"all": true, "all-users": true, "older-than": true}
 
 // choices lists the settings that take one of a few words.
 var choices = map[string][]string{
@@ -38,12 +31,13 @@ var choices = map[string][]string{
 // enforce.
 var valueChecks = map[string]func(string) error{
 	"max-time-in-queue": checkMaxTimeInQueue,
-	"sim-failure-rate":  checkProbability,
-	"failure-rate":      checkProbability,
+	"fts":               checkFTSEndpoint,
 }
 
-// checkValue checks a value that was given for fl.
-func checkValue(fl *pflag.Flag) error {
+// checkValue checks a value that was given for fl, a flag of command:
+// one of its words, its form, and the range of a count or a duration
+// (package ranges).
+func checkValue(command string, fl *pflag.Flag) error {
 	s := fl.Value.String()
 	if want, ok := choices[fl.Name]; ok && !contains(want, s) {
 		return fmt.Errorf("want %s", strings.Join(nonEmpty(want), ", "))
@@ -53,16 +47,19 @@ func checkValue(fl *pflag.Flag) error {
 			return err
 		}
 	}
-	sign, ok := numberSign(fl.Value.Type(), s)
-	switch {
-	case !ok:
-	case sign < 0 && !negativeAllowed[fl.Name]:
-		return fmt.Errorf("must be positive")
-	case sign == 0 && !zeroAllowed[fl.Name]:
-		return fmt.Errorf("must be greater than zero")
+	if v, ok := numberOf(fl.Value.Type(), s); ok {
+		r, ok := ranges.Of(command, fl.Name)
+		if !ok {
+			return fmt.Errorf("aso has no range for this setting: please report it")
+		}
+		return r.Check(v)
 	}
 	return nil
 }
+
+// durationForm says what a duration looks like: a number without a unit
+// is refused, whatever unit a person may have meant.
+const durationForm = "want a duration: a number and its unit (ms, s, m, h), such as 90s, 15m or 2h"
 
 // expected says what a value of fl's type must look like, for the error
 // of a value that does not parse (err): a person never sees Go's parse
@@ -70,7 +67,7 @@ func checkValue(fl *pflag.Flag) error {
 func expected(fl *pflag.Flag, err error) string {
 	switch fl.Value.Type() {
 	case "duration":
-		return "want a duration: a number and its unit (ms, s, m, h), such as 90s, 15m or 2h"
+		return durationForm
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "count":
 		if errors.Is(err, strconv.ErrRange) {
 			return "want a whole number, and a smaller one"
@@ -95,32 +92,29 @@ func flagValueError(err error) error {
 	return usageError{err}
 }
 
-// numberSign returns the sign of a numeric or duration flag's value; ok is
-// false for other types.
-func numberSign(typ, s string) (sign int, ok bool) {
-	var f float64
+// durationSetting parses raw, the value of a duration setting with no
+// flag, and checks its range.
+func durationSetting(name, raw string) (time.Duration, error) {
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		return 0, errors.New(durationForm)
+	}
+	r, _ := ranges.Of("", name)
+	return d, r.Check(float64(d))
+}
+
+// numberOf returns the value of a numeric or duration flag (a duration in
+// nanoseconds); ok is false for other types.
+func numberOf(typ, s string) (float64, bool) {
 	switch typ {
 	case "duration":
 		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, false
-		}
-		f = float64(d)
+		return float64(d), err == nil
 	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "count":
-		var err error
-		if f, err = strconv.ParseFloat(s, 64); err != nil {
-			return 0, false
-		}
-	default:
-		return 0, false
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil
 	}
-	switch {
-	case f < 0:
-		return -1, true
-	case f > 0:
-		return 1, true
-	}
-	return 0, true
+	return 0, false
 }
 
 var maxTimeInQueueRE = regexp.MustCompile(`^[1-9][0-9]*[smhd]?$`)
@@ -134,10 +128,15 @@ func checkMaxTimeInQueue(s string) error {
 	return nil
 }
 
-func checkProbability(s string) error {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f > 1 {
-		return fmt.Errorf("want a probability from 0 to 1")
+// checkFTSEndpoint accepts the in-process simulator or the URL of an
+// FTS3 server: a URL that is not one is said first, before the
+// credentials it would need.
+func checkFTSEndpoint(s string) error {
+	if s == "local" {
+		return nil
+	}
+	if err := fts.CheckEndpoint(s); err != nil {
+		return fmt.Errorf("%v (or local, the in-process simulator)", err)
 	}
 	return nil
 }

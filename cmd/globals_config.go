@@ -51,7 +51,7 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 			return
 		}
 		seen[fl.Name] = true
-		src, err := g.resolveFlag(fl, v)
+		src, _, err := g.resolveFlag(cmd.Name(), fl, v)
 		g.setSource(fl.Name, src)
 		if err != nil {
 			errs = append(errs, err.Error())
@@ -66,29 +66,34 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 	return g.setupLogging()
 }
 
-// resolveFlag sets fl from the environment or the file when the command line
-// did not give it, checks the value when any of the three gave one, and
-// returns where the value came from.
-func (g *Globals) resolveFlag(fl *pflag.Flag, v *viper.Viper) (string, error) {
-	from, where := fromFlag, ""
+// resolveFlag sets fl, a flag of command, from the environment or the file
+// when the command line did not give it, checks the value when any of the
+// three gave one, and returns where the value came from and the value as
+// given. A setting of commandLineOnly is never taken from the environment or
+// the file: one set there is an error.
+func (g *Globals) resolveFlag(command string, fl *pflag.Flag, v *viper.Viper) (from, given string, err error) {
+	from, given = fromFlag, fl.Value.String()
+	where := ""
 	if !fl.Changed {
-		var val string
 		env := envName(fl.Name)
 		if ev, ok := g.lookupEnv(env); ok {
-			val, from, where = ev, fromEnv+" "+env, " (from "+env+")"
+			given, from, where = ev, fromEnv+" "+env, " (from "+env+")"
 		} else if v.IsSet(fl.Name) {
-			val, from, where = configValue(v.Get(fl.Name)), fromFile+" "+g.configSrc.Path, " (from config file "+g.configSrc.Path+")"
+			given, from, where = configValue(v.Get(fl.Name)), fromFile+" "+g.configSrc.Path, " (from config file "+g.configSrc.Path+")"
 		} else {
-			return fromDefault, nil
+			return fromDefault, given, nil
 		}
-		if err := setFlag(fl, val); err != nil {
-			return from, fmt.Errorf("--%s %q%s: %s", fl.Name, val, where, expected(fl, err))
+		if commandLineOnly[fl.Name] {
+			return from, given, fmt.Errorf("--%s%s: taken from the command line only, never from the environment or the configuration file, since it widens what the command acts on; unset it there and give --%s", fl.Name, where, fl.Name)
+		}
+		if err := setFlag(fl, given); err != nil {
+			return from, given, fmt.Errorf("--%s %q%s: %s", fl.Name, given, where, expected(fl, err))
 		}
 	}
-	if err := checkValue(fl); err != nil {
-		return from, fmt.Errorf("--%s %q%s: %v", fl.Name, fl.Value.String(), where, err)
+	if err := checkValue(command, fl); err != nil {
+		return from, given, fmt.Errorf("--%s %q%s: %v", fl.Name, given, where, err)
 	}
-	return from, nil
+	return from, given, nil
 }
 
 func (g *Globals) setSource(name, src string) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/asyncstageout/aso/internal/ranges"
 )
 
 // exitMeaning is what each exit code of aso means, the one text every
@@ -137,19 +139,26 @@ func envOf(fl *pflag.Flag) string {
 	return envName(fl.Name)
 }
 
-// annotateEnv appends to the help text of every flag of the command tree
-// under root the environment variable that sets it, as rclone does:
-// "... [$ASO_COOL_OFF]".
-func annotateEnv(root *cobra.Command) {
+// annotateFlags appends to the help text of every flag of the command tree
+// under root the range of a count or a duration (package ranges) and the
+// environment variable that sets it, as rclone does: "... (range 1s to
+// 24h) [$ASO_LOCK_TTL]".
+func annotateFlags(root *cobra.Command) {
 	seen := map[*pflag.Flag]bool{}
-	add := func(fl *pflag.Flag) {
-		if env := envOf(fl); env != "" && !seen[fl] {
-			seen[fl] = true
-			fl.Usage += " [$" + env + "]"
-		}
-	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
+		add := func(fl *pflag.Flag) {
+			if seen[fl] {
+				return
+			}
+			seen[fl] = true
+			if r, ok := ranges.Of(c.Name(), fl.Name); ok {
+				fl.Usage += " (range " + r.String() + ")"
+			}
+			if env := envOf(fl); env != "" {
+				fl.Usage += " [$" + env + "]"
+			}
+		}
 		c.LocalFlags().VisitAll(add)
 		c.PersistentFlags().VisitAll(add)
 		for _, sub := range c.Commands() {
@@ -160,9 +169,10 @@ func annotateEnv(root *cobra.Command) {
 }
 
 // setupHelp adds to every command's help its exit codes, and its
-// examples (examples); and to every flag its environment variable.
+// examples (examples); and to every flag its range and environment
+// variable.
 func setupHelp(root *cobra.Command) {
-	annotateEnv(root)
+	annotateFlags(root)
 	templateFuncs.Do(func() { cobra.AddTemplateFunc("exitCodes", helpExitCodes) }) // cobra's, global
 	root.SetUsageTemplate(root.UsageTemplate() + "{{exitCodes .}}")
 	var walk func(c *cobra.Command)

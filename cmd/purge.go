@@ -54,8 +54,8 @@ func newPurgeCommand(g *Globals) *cobra.Command {
 }
 
 func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
-	if o.OlderThan <= 0 {
-		return usagef("--older-than DURATION is required and must be positive (e.g. 720h)")
+	if o.OlderThan == 0 {
+		return usagef("--older-than DURATION is required (e.g. 720h)")
 	}
 	user, err := g.usersOf(o.AllUsers)
 	if err != nil {

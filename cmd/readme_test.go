@@ -75,7 +75,7 @@ func checkArgs(t *testing.T, args []string) {
 		t.Fatalf("%q: no command", args)
 	}
 	c.Flags().Visit(func(fl *pflag.Flag) {
-		if err := checkValue(fl); err != nil {
+		if err := checkValue(c.Name(), fl); err != nil {
 			t.Errorf("%q: --%s: %v", args, fl.Name, err)
 		}
 	})

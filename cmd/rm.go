@@ -49,12 +49,6 @@ func newRmCommand(g *Globals) *cobra.Command {
 }
 
 func runRm(ctx context.Context, o *RmOptions, g *Globals) error {
-	if o.Timeout <= 0 {
-		return usagef("--timeout %v: want a positive duration", o.Timeout)
-	}
-	if o.BatchSize <= 0 {
-		return usagef("--batch-size %d: want a positive number", o.BatchSize)
-	}
 	d := &srm.Deleter{Timeout: o.Timeout, Proxy: rmProxy(o.Proxy, g), CertDir: o.CertDir, BatchSize: o.BatchSize}
 	if d.CertDir == "" {
 		d.CertDir = g.Getenv("X509_CERT_DIR")

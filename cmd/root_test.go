@@ -103,11 +103,11 @@ func TestConfig_PrecedenceOfState(t *testing.T) {
 func TestConfig_SubcommandFlagsFromEnvAndFile(t *testing.T) {
 	cfg := writeConfig(t, "stale-after: -5m\n")
 	r := aso(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
-	if !strings.Contains(r.stderr, `--stale-after "-5m0s" (from config file `+cfg+`): must be positive`) {
+	if !strings.Contains(r.stderr, `--stale-after "-5m" (from config file `+cfg+`): out of range: want 1s to 8760h`) {
 		t.Fatalf("config file: stderr %q, want the stale-after from the file rejected", r.stderr)
 	}
 	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "-7m"}}.run(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
-	if !strings.Contains(r.stderr, `--stale-after "-7m0s" (from ASO_STALE_AFTER)`) {
+	if !strings.Contains(r.stderr, `--stale-after "-7m" (from ASO_STALE_AFTER)`) {
 		t.Fatalf("env: stderr %q, want ASO_STALE_AFTER to win over the file", r.stderr)
 	}
 	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "often"}}.run(t, "status").wantCode(t, cmd.ExitUsage)

@@ -40,20 +40,20 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	a := &o.Agent
 	f.IntVar(&a.BatchSize, "batch-size", agent.DefaultBatchSize, "transfers claimed per state-store call")
 	f.IntVar(&a.MaxFilesPerJob, "max-files-per-job", agent.DefaultMaxFilesPerJob, "files per FTS job")
-	f.IntVar(&a.MonitorGroup, "monitor-group", 0, "active transfers checked and recorded at a time, in whole jobs (0: 10 x --batch-size, at least 100 full jobs); bounds the agent's memory")
+	f.IntVar(&a.MonitorGroup, "monitor-group", 0, "active transfers checked and recorded at a time, in whole jobs; bounds the agent's memory")
 	f.DurationVar(&a.Interval, "interval", agent.DefaultInterval, "sleep between passes")
 	f.DurationVar(&a.UpdateWindow, "update-window", agent.DefaultUpdateWindow, "every active transfer is touched at least this often")
 	f.DurationVar(&a.LockTTL, "lock-ttl", agent.DefaultLockTTL, "TTL of the per-user run lock (renewed every third)")
 	f.DurationVar(&a.PhaseTimeout, "phase-timeout", agent.DefaultPhaseTimeout, "bound of each state-store and FTS call")
 	f.DurationVar(&a.DeleteTimeout, "delete-timeout", agent.DefaultDeleteTimeout, "bound of one gfal-rm batch")
 	f.BoolVar(&a.Once, "once", false, "run a single pass")
-	f.DurationVar(&a.MaxRuntime, "max-runtime", 0, "stop gracefully after this long (keep it under the cron period); 0 = no limit")
-	f.DurationVar(&a.GiveUpAfter, "give-up-after", agent.DefaultGiveUpAfter, "exit 75 once every pass for this long had errors and none made progress; 0 = never")
+	f.DurationVar(&a.MaxRuntime, "max-runtime", 0, "stop gracefully after this long (keep it under the cron period)")
+	f.DurationVar(&a.GiveUpAfter, "give-up-after", agent.DefaultGiveUpAfter, "exit 75 once every pass for this long had errors and none made progress")
 	f.BoolVar(&a.DryRun, "dry-run", false, "claim nothing; print what would be submitted")
 	f.BoolVar(&a.VerifyChecksum, "verify-checksum", true, "ask FTS to verify ADLER32 checksums")
 	f.BoolVar(&a.Overwrite, "overwrite", false, "let FTS overwrite existing destination files")
-	f.IntVar(&a.FTSRetry, "fts-retry", 2, "FTS-side retries of recoverable errors (0: server default, -1: none)")
-	f.IntVar(&a.FTSRetryDelay, "fts-retry-delay", 0, "seconds between FTS-side retries (0: server default)")
+	f.IntVar(&a.FTSRetry, "fts-retry", 2, "FTS-side retries of recoverable errors")
+	f.IntVar(&a.FTSRetryDelay, "fts-retry-delay", 0, "seconds between FTS-side retries")
 	f.StringVar(&a.MaxTimeInQueue, "max-time-in-queue", agent.DefaultMaxTimeInQueue, "FTS cancels jobs queued longer than this (e.g. 12h, 90m)")
 	f.StringVar(&a.Activity, "activity", "ASO", "FTS activity of the transfers")
 	f.DurationVar(&o.LeaseTTL, "lease-ttl", state.DefaultLeaseTTL, "lease of claimed transfers (renewed every third)")
@@ -88,8 +88,8 @@ Several hosts may run it on the same state store: the run locks share the users 
 with the most severe code of its agents.
 
 A fleet hands each agent, after its other flags, flags that only a fleet sets (neither the
-environment nor the configuration file): --fleet-agent (one user's agent whatever all-users
-says; no queue summary at the end), --fleet-owner ID (the owner ID under which the fleet took
+environment nor the configuration file): --fleet-agent (one user's agent; no queue summary
+at the end), --fleet-owner ID (the owner ID under which the fleet took
 the user's run lock, which the agent runs under), on CouchDB --fleet-read-quorum N and
 --fleet-couch-identity JSON (what the fleet's check of the database and credentials found;
 the agent does not ask again), and --progress-fd N (each pass as a JSON line to descriptor N).`,
@@ -232,9 +232,6 @@ func loadRunSites(o *RunOptions, g *Globals) (*srm.Sites, error) {
 	sites, err := srm.LoadSites(o.Sites)
 	if err != nil {
 		return nil, permanentError{fmt.Errorf("sites file: %w", err)}
-	}
-	if o.DependencyWait <= 0 {
-		return nil, usagef("--dependency-wait %s: must be positive", o.DependencyWait)
 	}
 	if err := o.Beyond.apply(&o.Agent); err != nil {
 		return nil, err

@@ -40,24 +40,15 @@ func (o *BeyondOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.TokenTimeout, "storage-token-timeout", tokens.DefaultTimeout, "bound of one run of --storage-token-command")
 	f.DurationVar(&o.TokenMinLifetime, "storage-token-min-lifetime", tokens.DefaultMinLifetime, "a storage token is refreshed when it has less than this left (set it to the time a job may spend in FTS)")
 	f.BoolVar(&o.UnmanagedTokens, "unmanaged-tokens", false, "tell FTS (3.14+) not to refresh the storage tokens (unmanaged_tokens): aso sends tokens valid for --storage-token-min-lifetime")
-	f.IntVar(&o.ScitagActivity, "scitag-activity", 1, "network activity (1..63) of the scitag of every file (CMS experiment 3 << 6 | activity) whose transfer names none; 0: no scitag")
-	f.IntVar(&o.MaxActivePerLink, "max-active-per-link", 0, "cap of one link's transfers this run holds (claimed or in FTS); claims then go round the links, priority first, so a slow link's backlog does not hold back the others (0: no cap, queue order)")
+	f.IntVar(&o.ScitagActivity, "scitag-activity", 1, "network activity of the scitag of every file (CMS experiment 3 << 6 | activity) whose transfer names none")
+	f.IntVar(&o.MaxActivePerLink, "max-active-per-link", 0, "cap of one link's transfers this run holds (claimed or in FTS); claims then go round the links, priority first, so a slow link's backlog does not hold back the others (without a cap: queue order)")
 	f.StringVar(&o.Report, "report", "", "write a JSON report of the run to this file (atomically), even when the run fails")
 }
 
 // apply checks the flags and sets them on cfg.
 func (o *BeyondOptions) apply(cfg *agent.Config) error {
-	if o.ScitagActivity < 0 || o.ScitagActivity > state.MaxActivity {
-		return usagef("--scitag-activity %d: want 0..%d (0: no scitag)", o.ScitagActivity, state.MaxActivity)
-	}
-	if o.MaxActivePerLink < 0 {
-		return usagef("--max-active-per-link %d: want 0 (no cap) or more", o.MaxActivePerLink)
-	}
 	if o.TokenFile != "" && o.TokenCommand != "" {
 		return usagef("--storage-token-file and --storage-token-command: give one")
-	}
-	if o.TokenTimeout <= 0 || o.TokenMinLifetime <= 0 {
-		return usagef("--storage-token-timeout and --storage-token-min-lifetime must be positive")
 	}
 	cfg.ScitagActivity, cfg.UnmanagedTokens, cfg.MaxActivePerLink = o.ScitagActivity, o.UnmanagedTokens, o.MaxActivePerLink
 	src := &tokens.Source{File: o.TokenFile, Timeout: o.TokenTimeout, MinLifetime: o.TokenMinLifetime}

@@ -79,10 +79,10 @@ func TestRun_ReportOnEarlyFailure(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--scitag-activity", "64"}, cmd.ExitUsage, "--scitag-activity 64: want 0..63"},
-		{[]string{"--scitag-activity", "-1"}, cmd.ExitUsage, `--scitag-activity "-1": must be positive`},
+		{[]string{"--scitag-activity", "64"}, cmd.ExitUsage, `--scitag-activity "64": out of range: want 1 to 63; 0: no scitag`},
+		{[]string{"--scitag-activity", "-1"}, cmd.ExitUsage, `--scitag-activity "-1": out of range`},
 		{[]string{"--storage-token-file", "a", "--storage-token-command", "b"}, cmd.ExitUsage, "give one"},
-		{[]string{"--max-active-per-link", "-3"}, cmd.ExitUsage, `--max-active-per-link "-3": must be positive`},
+		{[]string{"--max-active-per-link", "-3"}, cmd.ExitUsage, `--max-active-per-link "-3": out of range: want 1 to 1000000; 0: no cap`},
 	} {
 		path := filepath.Join(t.TempDir(), "report.json")
 		args := append([]string{"run", newState(t), "--user", "bob", "--sites", sites, "--report", path}, c.args...)

@@ -57,9 +57,6 @@ func newStatusCommand(g *Globals) *cobra.Command {
 }
 
 func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
-	if o.StaleAfter < 0 {
-		return usagef("--stale-after %s: must not be negative", o.StaleAfter)
-	}
 	ctx = readOnly(ctx)
 	if o.ID != "" {
 		if o.AllUsers && g.userFlagGiven() {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
@@ -83,11 +82,9 @@ func couchOptions(g *Globals, u string) (couch.Options, error) {
 		return o, err
 	}
 	if t != "" {
-		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
-			return o, usagef("ASO_COUCHDB_TIMEOUT %q: want a positive duration such as 30s", t)
+		if o.Timeout, err = durationSetting("couchdb-timeout", t); err != nil {
+			return o, usagef("couchdb-timeout %q (ASO_COUCHDB_TIMEOUT or the configuration file): %v", t, err)
 		}
-		o.Timeout = d
 	}
 	return o, nil
 }

@@ -101,19 +101,37 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// CheckEndpoint says what is wrong with endpoint as the URL of an FTS3
+// server's REST interface, or nil.
+func CheckEndpoint(endpoint string) error {
+	_, err := endpointURL(endpoint)
+	return err
+}
+
 func parseEndpoint(endpoint string) (*url.URL, error) {
 	if endpoint == "" {
 		return nil, errors.New("fts: no endpoint: give the FTS3 server URL, e.g. https://fts3.example.org:8446")
 	}
-	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	u, err := endpointURL(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("fts: endpoint %q: %w", endpoint, err)
 	}
-	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("fts: endpoint %q: want https://host:port", endpoint)
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, fmt.Errorf("fts: endpoint %q: must not carry a query, fragment or user", endpoint)
+	return u, nil
+}
+
+func endpointURL(endpoint string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(endpoint, "/"))
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL once, in the caller's words
+		}
+		return nil, fmt.Errorf("not a URL (%v): want https://host:port", err)
+	case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "":
+		return nil, errors.New("want https://host:port")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, errors.New("must not carry a query, fragment or user")
 	}
 	return u, nil
 }
