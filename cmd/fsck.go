@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/internal/outputs"
 	"github.com/asyncstageout/aso/state/memfile"
 )
 
@@ -21,7 +23,7 @@ type FsckOptions struct {
 func (o *FsckOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&o.Repair, "repair", false, "write what can be read of a damaged file into a new file (--output), saying what was dropped")
-	f.StringVar(&o.Output, "output", "", "the new file of --repair (default: the state file's path + .repaired); it must not exist")
+	f.StringVar(&o.Output, "output", "", "the new file of --repair (default: the state file's path + .repaired); it must not exist, and must not be the store through a link")
 	f.BoolVar(&o.JSON, "json", false, "print the report as one JSON object")
 }
 
@@ -61,16 +63,20 @@ func runFsck(_ context.Context, o *FsckOptions, g *Globals) error {
 	if o.Output != "" && !o.Repair {
 		return usagef("--output is the file --repair writes: give --repair too")
 	}
+	out := ""
+	if o.Repair {
+		out = cmp.Or(o.Output, path+".repaired")
+		if err := g.checkOutputs([]outputs.Output{{Flag: "--output", Path: out}}); err != nil {
+			return err
+		}
+	}
 	rep, err := memfile.Check(path)
 	if err != nil {
 		return fileStoreError(err, path)
 	}
-	out := ""
-	if o.Repair && rep.Damaged() {
-		out = o.Output
-		if out == "" {
-			out = path + ".repaired"
-		}
+	if !rep.Damaged() {
+		out = ""
+	} else if out != "" {
 		if rep, err = memfile.Salvage(path, out); err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
+
+	"github.com/asyncstageout/aso/internal/outputs"
 )
 
 // ManOptions are the arguments of `aso man`.
@@ -28,7 +30,8 @@ func newManCommand(g *Globals) *cobra.Command {
 			"from the same text as --help, with the sections EXIT STATUS, ENVIRONMENT, FILES and\n" +
 			"EXAMPLES. Without DIR it writes them where man finds them: $XDG_DATA_HOME/man/man1\n" +
 			"(~/.local/share/man/man1), or /usr/local/share/man/man1 for root; then `man aso-run`\n" +
-			"reads one. Read a page of another DIR with `man -l DIR/aso-run.1`.",
+			"reads one. Read a page of another DIR with `man -l DIR/aso-run.1`. A page that would\n" +
+			"replace the store, the sites or the configuration file is refused before any is written.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Root = cmd.Root()
@@ -44,13 +47,23 @@ func runMan(_ context.Context, o *ManOptions, g *Globals) error {
 	if o.Dir == "" {
 		o.Dir = defaultManDir(g)
 	}
+	o.Root.DisableAutoGenTag = true
+	cmds := manCommands(o.Root)
+	outs := make([]outputs.Output, len(cmds))
+	for i, c := range cmds {
+		outs[i] = outputs.Output{Flag: "the page", Path: filepath.Join(o.Dir, manName(c)), MakeDirs: true}
+	}
+	if err := g.checkOutputs(outs); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return fmt.Errorf("man: %w", err)
 	}
-	o.Root.DisableAutoGenTag = true
 	header := &doc.GenManHeader{Title: "ASO", Section: "1", Source: "aso " + Version, Manual: "aso manual"}
-	if err := writeManTree(o.Root, header, o.Dir); err != nil {
-		return fmt.Errorf("man: %w", err)
+	for i, c := range cmds {
+		if err := writeManPage(c, header, outs[i].Path); err != nil {
+			return fmt.Errorf("man: %w", err)
+		}
 	}
 	_, err := fmt.Fprintf(g.Stdout, "man pages written to %s\n", o.Dir)
 	return err
@@ -73,24 +86,32 @@ func defaultManDir(g *Globals) string {
 	return filepath.Join(home, ".local", "share", "man", "man1")
 }
 
-// writeManTree writes the page of c and of every command under it.
-func writeManTree(c *cobra.Command, header *doc.GenManHeader, dir string) error {
+// manCommands lists c and every available command under it: each has a
+// page.
+func manCommands(c *cobra.Command) []*cobra.Command {
 	if !c.IsAvailableCommand() && c.HasParent() {
 		return nil
 	}
+	out := []*cobra.Command{c}
 	for _, sub := range c.Commands() {
-		if err := writeManTree(sub, header, dir); err != nil {
-			return err
-		}
+		out = append(out, manCommands(sub)...)
 	}
+	return out
+}
+
+// manName is the file name of c's page: aso-run.1.
+func manName(c *cobra.Command) string {
+	return strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
+}
+
+// writeManPage writes the page of c to path.
+func writeManPage(c *cobra.Command, header *doc.GenManHeader, path string) error {
 	h := *header
 	var buf bytes.Buffer
 	if err := doc.GenMan(c, &h, &buf); err != nil {
 		return err
 	}
-	page := manSections(c, buf.Bytes())
-	name := strings.ReplaceAll(c.CommandPath(), " ", "-") + "." + h.Section
-	return os.WriteFile(filepath.Join(dir, name), page, 0o644)
+	return os.WriteFile(path, manSections(c, buf.Bytes()), 0o644)
 }
 
 // manSections adds to the page cobra generated the sections it lacks:

@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/internal/outputs"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -28,7 +29,7 @@ type PurgeOptions struct {
 func (o *PurgeOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.DurationVar(&o.OlderThan, "older-than", 0, "remove terminal transfers last updated longer ago than this (required, e.g. 720h)")
-	f.StringVar(&o.Archive, "archive", "", "append the removed transfers to this JSON-lines file first (synced before anything is removed)")
+	f.StringVar(&o.Archive, "archive", "", "append the removed transfers to this JSON-lines file first (synced before anything is removed); a path that cannot be written or names the store, the sites or configuration file is refused")
 	f.BoolVar(&o.AllUsers, "all-users", false, "purge the transfers of every user, not only --user's")
 	f.BoolVar(&o.JSON, "json", false, `print {"user", "purged", "before", "archive"} as one JSON line (with --dry-run: one line per transfer)`)
 	o.Act.AddFlags(f, fmt.Sprintf("a purge of more than %d transfers", askAbove))
@@ -59,6 +60,9 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 	}
 	user, err := g.usersOf(o.AllUsers)
 	if err != nil {
+		return err
+	}
+	if err := g.checkOutputs([]outputs.Output{{Flag: "--archive", Path: o.Archive}}); err != nil {
 		return err
 	}
 	po := state.PurgeOptions{User: user, Before: time.Now().Add(-o.OlderThan)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/internal/outputs"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
@@ -60,7 +61,7 @@ func (o *RunOptions) AddFlags(cmd *cobra.Command) {
 	f.DurationVar(&o.CoolOff, "cool-off", state.DefaultCoolOff, "wait before a failed transfer is retried")
 	f.IntVar(&o.MaxAttempts, "max-attempts", state.DefaultMaxAttempts, "attempts before a retryable failure is final")
 	f.DurationVar(&o.DependencyWait, "dependency-wait", state.DefaultDependencyWait, "a transfer whose dependency is still unknown this long after its creation fails")
-	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format)")
+	f.StringVar(&o.MetricsFile, "metrics-file", "", "write Prometheus metrics here after every pass (node_exporter textfile format); refused before the run as --report is")
 	f.StringVar(&o.GfalRm, "gfal-rm", "gfal-rm", "gfal-rm command used to delete destination copies of failed transfers")
 	o.Fleet.AddFlags(cmd)
 	o.Beyond.AddFlags(cmd)
@@ -117,9 +118,23 @@ func refusedRun(ctx context.Context, o *RunOptions, g *Globals, err error) {
 		return
 	}
 	user, _ := g.UserName()
-	end := &runEnd{g: g, report: o.Beyond.Report, rep: newRunReport(), metrics: newMetricsFile(o.MetricsFile, g, user)}
-	end.rep.User = user
+	end, _ := newRunEnd(o, g, user)
 	end.finish(ctx, err)
+}
+
+// newRunEnd returns the writer of the run's report and metrics file,
+// once their paths are checked (checkOutputs): a refused one is not
+// written, and the error says why.
+func newRunEnd(o *RunOptions, g *Globals, user string) (*runEnd, error) {
+	end := &runEnd{g: g, rep: newRunReport()}
+	end.rep.User = user
+	err := g.checkOutputs([]outputs.Output{{Flag: "--report", Path: o.Beyond.Report, Replace: true}, {Flag: "--metrics-file", Path: o.MetricsFile, Replace: true}},
+		outputs.Input{What: "the sites file", Path: o.Sites}, outputs.Input{What: "the token file", Path: o.FTS.tokenFile(g)},
+		outputs.Input{What: "the proxy", Path: o.FTS.proxyPath(g)}, outputs.Input{What: "the storage token file", Path: o.Beyond.TokenFile})
+	if err == nil {
+		end.report, end.metrics = o.Beyond.Report, newMetricsFile(o.MetricsFile, g, user)
+	}
+	return end, err
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
@@ -127,11 +142,13 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 		return runFleet(ctx, o, g)
 	}
 	user, uerr := g.UserName()
-	end := &runEnd{g: g, report: o.Beyond.Report, rep: newRunReport(), metrics: newMetricsFile(o.MetricsFile, g, user)}
-	end.rep.User = user
+	end, oerr := newRunEnd(o, g, user)
 	defer func() { end.finish(ctx, err) }()
 	if uerr != nil {
 		return uerr
+	}
+	if oerr != nil {
+		return oerr
 	}
 	sites, err := loadRunSites(o, g)
 	if err != nil {

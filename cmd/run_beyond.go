@@ -42,7 +42,7 @@ func (o *BeyondOptions) AddFlags(cmd *cobra.Command) {
 	f.BoolVar(&o.UnmanagedTokens, "unmanaged-tokens", false, "tell FTS (3.14+) not to refresh the storage tokens (unmanaged_tokens): aso sends tokens valid for --storage-token-min-lifetime")
 	f.IntVar(&o.ScitagActivity, "scitag-activity", 1, "network activity of the scitag of every file (CMS experiment 3 << 6 | activity) whose transfer names none")
 	f.IntVar(&o.MaxActivePerLink, "max-active-per-link", 0, "cap of one link's transfers this run holds (claimed or in FTS); claims then go round the links, priority first, so a slow link's backlog does not hold back the others (without a cap: queue order)")
-	f.StringVar(&o.Report, "report", "", "write a JSON report of the run to this file (atomically), even when the run fails")
+	f.StringVar(&o.Report, "report", "", "write a JSON report of the run to this file (atomically), even when the run fails; a path that cannot be written or names one of aso's inputs (the store, the sites or configuration file) is refused before the run")
 }
 
 // apply checks the flags and sets them on cfg.

@@ -93,7 +93,7 @@ func (f *file) compact() error {
 	for _, l := range f.d.locks {
 		docs = append(docs, l)
 	}
-	nf, size, err := writeSnapshot(f.path+".compact", os.O_TRUNC, docs)
+	nf, size, err := writeSnapshot(f.path+compactSuffix, os.O_TRUNC, docs)
 	if err != nil {
 		return err
 	}
