@@ -80,7 +80,11 @@ Without --fts and --state it runs offline: file state and an in-process FTS3 sim
 that copies file:// URLs for real.
 
 SIGTERM, SIGINT or SIGHUP: the writes in flight are finished, transfers claimed but not submitted
-are released, the run lock is released, and aso exits 0. A second signal exits at once.
+are released, the run lock is released, and aso exits 0. A second signal exits at once. A stop,
+SIGKILL included, charges no transfer an attempt: a real FTS runs the submitted jobs on and the
+next run follows them; the in-process simulator's jobs end with the run, and the next run sends
+their transfers again. A job FTS no longer knows (404) counts an attempt unless its destination
+holds the transfer's own file (size and adler32), which makes it done.
 
 With --all-users it runs one agent process (aso run --user U) for every user with due work, at
 most --max-agents at once, oldest waiting first, until nothing is due; {user} in --proxy,
