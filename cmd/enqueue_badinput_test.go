@@ -197,7 +197,7 @@ func hostileCases() []hostileCase {
 		{"key twice", req(`, "source": "T2_C"`, "/s/twice"), `key "source" given twice`},
 		{"nested key twice", req(`, "checksums": {"adler32": "0000000a", "adler32": "0000000b"}`, "/s/twice2"), `key "adler32" given twice`},
 		{"priority over int32", req(`, "priority": 2147483648`, "/s/prio"), "priority"},
-		{"user with semicolon", strings.Replace(req("", "/s/u"), `"hal"`, `"hal;id"`, 1), `user "hal;id": may contain only`},
+		{"user with semicolon", strings.Replace(req("", "/s/u"), `"hal"`, `"hal;id"`, 1), `user "hal;id": not a user name`},
 		{"depends_on not an ID", req(`, "depends_on": ["../x"]`, "/s/dep"), "depends_on"},
 		{"checksum wrong type", req(`, "checksums": {"adler32": 12}`, "/s/ck"), "field checksums"},
 	}

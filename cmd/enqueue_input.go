@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -320,9 +321,11 @@ func kindName(t reflect.Type) string {
 	return t.String()
 }
 
+// clip returns the start of an input record, quoted: a record is echoed
+// to the operator's terminal, where its escape sequences must not act.
 func clip(b []byte) string {
 	if len(b) > 40 {
-		return string(b[:40]) + "..."
+		return strconv.Quote(string(b[:40])) + "..."
 	}
-	return string(b)
+	return strconv.Quote(string(b))
 }

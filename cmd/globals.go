@@ -95,6 +95,9 @@ func (g *Globals) UserName() (string, error) {
 	}
 	for _, k := range []string{"USER", "LOGNAME"} {
 		if u := g.Getenv(k); u != "" {
+			if err := checkUser(u); err != nil {
+				return "", usagef("no user: give --user; the login name %q ($%s) is %v", u, k, err)
+			}
 			return u, nil
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/internal/ranges"
+	"github.com/asyncstageout/aso/state"
 )
 
 // commandLineOnly are the settings that widen what a command destroys or
@@ -32,6 +33,7 @@ var choices = map[string][]string{
 var valueChecks = map[string]func(string) error{
 	"max-time-in-queue": checkMaxTimeInQueue,
 	"fts":               checkFTSEndpoint,
+	"user":              checkUser,
 }
 
 // checkValue checks a value that was given for fl, a flag of command:
@@ -124,6 +126,16 @@ var maxTimeInQueueRE = regexp.MustCompile(`^[1-9][0-9]*[smhd]?$`)
 func checkMaxTimeInQueue(s string) error {
 	if !maxTimeInQueueRE.MatchString(s) {
 		return fmt.Errorf("want a positive whole number with an s, m, h or d suffix, such as 12h or 90m")
+	}
+	return nil
+}
+
+// checkUser accepts a user name (state.CheckUser), from --user, ASO_USER or
+// the file.
+func checkUser(s string) error {
+	var ve *state.ValidationError
+	if err := state.CheckUser(s); errors.As(err, &ve) {
+		return errors.New(ve.Reason)
 	}
 	return nil
 }

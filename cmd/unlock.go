@@ -45,8 +45,8 @@ func newUnlockCommand(g *Globals) *cobra.Command {
 }
 
 func runUnlock(ctx context.Context, o *UnlockOptions, g *Globals) error {
-	if err := state.ValidateUser(o.User); err != nil {
-		return usagef("unlock %q: %v", o.User, err)
+	if err := state.CheckUser(o.User); err != nil {
+		return usagef("unlock: %v", err)
 	}
 	return withStore(ctx, g, o.User, func(st state.Store) error {
 		ls, err := st.Locks(ctx, o.User)

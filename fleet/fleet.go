@@ -116,6 +116,8 @@ type Fleet struct {
 	// done holds users not to run again: a permanent failure, or any run
 	// with --once or --dry-run.
 	done map[string]bool
+	// skipped keeps the users with due work whose name is not a user name.
+	skipped *skipped
 	// backlog is what the last round found, for the slots freed until
 	// the next.
 	backlog backlog
@@ -143,7 +145,7 @@ func New(cfg Config, store Store) *Fleet {
 	id := holder.NewID()
 	log := cfg.Log.WithField("fleet", id)
 	f := &Fleet{cfg: cfg, log: log, place: fleetPlace(holder.This()), start: time.Now(),
-		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{},
+		drained: map[string]state.UserDue{}, notBefore: map[string]time.Time{}, done: map[string]bool{}, skipped: &skipped{why: map[string]string{}, log: log},
 		backlog:  backlog{ranElsewhere: map[string]bool{}},
 		disc:     &discoverer{lister: store, timeout: cfg.PhaseTimeout, answers: make(chan discovery, 1)},
 		lockDone: make(chan lockWork, 1)}
@@ -170,7 +172,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	code := f.outcome.exitCode()
 	f.log.WithFields(logrus.Fields{"agents": f.slots.started, "drained": f.outcome.ok, "locked_elsewhere": f.outcome.locked, "lost_lock_races": f.locks.lostRaces,
 		"max_slot_wait_s": f.slots.maxSlotWait.Seconds(), "max_slot_wait_backlog_s": f.slots.maxBacklogWait.Seconds(),
-		"exit_code": code, "runtime": time.Since(f.start).Round(time.Millisecond).String()}).Info("fleet finished")
+		"exit_code": code, "runtime": time.Since(f.start).Round(time.Millisecond).String(), "skipped_users": f.skipped.String()}).Info("fleet finished")
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func (f *Fleet) round(ctx context.Context, d discovery) (int, time.Time, error) 
 	} else {
 		f.readLocks(ctx)
 	}
-	due := withDeadHolders(d.due, f.backlog.dead)
+	due := withDeadHolders(f.skipped.named(d.due), f.backlog.dead)
 	f.spread(due)
 	if f.cfg.View != nil {
 		f.cfg.View.Round(due)

@@ -28,6 +28,8 @@ var (
 		"Exit code of the user's last agent run that released its lock (-1: unknown, released by aso unlock).", []string{"user"}, nil)
 	descLastEnd = prometheus.NewDesc("aso_fleet_last_run_end_time_seconds",
 		"End of the user's last agent run, seconds since the epoch.", []string{"user"}, nil)
+	descInvalidUser = prometheus.NewDesc("aso_fleet_invalid_user_transfers",
+		"Transfers whose user is not a user name ("+state.UserRule+"): no agent runs for them, a fleet skips their user, and aso status --all-users lists them as invalid documents. They are left out of the series by user.", nil, nil)
 	descFinished = prometheus.NewDesc("aso_fleet_finished_last_hour",
 		"Transfers that became done or failed over the last hour (to the minute), by link and state.", []string{"link", "state"}, nil)
 )
@@ -39,7 +41,7 @@ type collector struct{ s *Server }
 
 // Describe sends the descriptions of every metric.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descSnapshot, descTransfers, descOldest, descLockHeld, descLastExit, descLastEnd, descFinished} {
+	for _, d := range []*prometheus.Desc{descUp, descSnapshot, descTransfers, descOldest, descLockHeld, descLastExit, descLastEnd, descFinished, descInvalidUser} {
 		ch <- d
 	}
 }
@@ -62,7 +64,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	transfers := map[key]int{}
 	oldest := map[string]time.Time{}
 	links := map[string]bool{}
+	invalid := 0
 	for _, g := range snap.Counts.Groups {
+		if state.CheckUser(g.User) != nil {
+			invalid += g.Count
+			continue
+		}
 		transfers[key{g.User, string(g.State), g.Link, g.ErrorClass}] += g.Count
 		links[g.Link] = true
 		o, seen := oldest[g.User]
@@ -73,6 +80,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			oldest[g.User] = g.Oldest
 		}
 	}
+	gauge(descInvalidUser, float64(invalid))
 	for k, n := range transfers {
 		gauge(descTransfers, float64(n), k.user, k.state, k.link, k.class)
 	}

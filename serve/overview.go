@@ -45,7 +45,7 @@ func (p overviewPages) overview(w http.ResponseWriter, r *http.Request, v *viewe
 // user serves /users/{user}.
 func (p overviewPages) user(w http.ResponseWriter, r *http.Request, v *viewer, _ bool) {
 	user := r.PathValue("user")
-	if err := state.ValidateUser(user); err != nil {
+	if err := state.CheckUser(user); err != nil {
 		p.refuse(w, r, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -48,7 +48,7 @@ func (r *Request) ID() string {
 // Validate checks every field of r and returns a *ValidationError naming the
 // first bad field and its value, or nil.
 func (r *Request) Validate() error {
-	if err := checkName("user", r.User, true); err != nil {
+	if err := CheckUser(r.User); err != nil {
 		return err
 	}
 	if err := checkName("group", r.Group, false); err != nil {
@@ -114,6 +114,36 @@ func (r *Request) Validate() error {
 	}
 	return nil
 }
+
+// UserRule says what a user name is: a CMS user name, as CRIC (before it,
+// SiteDB, whose rule was ^[a-z0-9_]+$) gives them to CMS users: the CERN
+// account name, lowercase letters and digits, and _; aso also takes -. A
+// name starts with a letter or a digit, so that it is never read as a
+// flag, and has no / or . : a user's name goes into file names ({user} in
+// --report and --metrics-file), lock document IDs and URL paths, which a
+// name such as ../victim would escape.
+const UserRule = "lowercase letters, digits, _ and -, starting with a letter or a digit, at most 128 bytes (a CMS user name)"
+
+// CheckUser checks a user name against UserRule: the one check of every
+// entry of a user name (a request's user, --user, the configuration, the
+// documents a fleet finds, aso serve's paths). It returns a
+// *ValidationError of field user, or nil.
+func CheckUser(name string) error {
+	if name == "" {
+		return &ValidationError{Field: "user", Value: name, Reason: "must not be empty"}
+	}
+	ok := len(name) <= MaxNameLen && isLowerAlnum(name[0])
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = isLowerAlnum(c) || c == '_' || c == '-'
+	}
+	if !ok {
+		return &ValidationError{Field: "user", Value: name, Reason: "not a user name: want " + UserRule}
+	}
+	return nil
+}
+
+func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
 // checkName accepts names of letters, digits and . _ - @ + = : (site names such
 // as T2_US_Nebraska, user names, VOMS groups such as /cms/escms).

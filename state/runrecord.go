@@ -75,7 +75,3 @@ func TakenSince(cur *LockDoc, holder string, now time.Time) Time {
 	}
 	return At(now)
 }
-
-// ValidateUser checks a user name given on the command line, as Validate
-// checks the user of a request.
-func ValidateUser(user string) error { return checkName("user", user, true) }

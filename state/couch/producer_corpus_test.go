@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,11 @@ func producerCorpus() []producerDoc {
 	bad("no user", unset("user"))
 	bad("user with a space", setReq("user", "a user"))
 	bad("user of 129 bytes", setReq("user", strings.Repeat("u", 129)))
+	bad("user that climbs out of a directory", setReq("user", "../victim"))
+	bad("user that is an absolute path", setReq("user", "/etc/passwd"))
+	bad("user in capitals", setReq("user", "Alice"))
+	bad("user with a dot", setReq("user", "alice.smith"))
+	bad("user read as a flag", setReq("user", "-rf"))
 	bad("site with a space", setReq("source", "T2 US"))
 	bad("site not a string", set("destination", 7))
 	bad("relative LFN", setReq("source_lfn", "store/x.root"))
@@ -380,5 +386,17 @@ func TestClaim_SameSiteAndLFNFails(t *testing.T) {
 	b, _ := json.Marshal(m)
 	if code, body := httpPut(t, u, m["_id"].(string), b); code != http.StatusForbidden || !strings.Contains(body, "same file as the source") {
 		t.Fatalf("a producer's write of another such document after Init: HTTP %d %s, want 403 naming the fault", code, body)
+	}
+}
+
+// TestValidate_UserRuleIsGos: the server's refusal of a user name says the
+// rule in state.UserRule's words.
+func TestValidate_UserRuleIsGos(t *testing.T) {
+	js, err := os.ReadFile("validate.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(js), "var userRule = '"+state.UserRule+"';") {
+		t.Errorf("validate.js does not say the user rule as state.UserRule does: %q", state.UserRule)
 	}
 }

@@ -49,6 +49,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
     'priority', 'depends_on', 'activity'];
   // times aso writes again in UTC
   var times = ['created', 'last_update', 'lease_expires', 'retry_after'];
+  // state.UserRule, word for word (a test holds them together)
+  var userRule = 'lowercase letters, digits, _ and -, starting with a letter or a digit, at most 128 bytes (a CMS user name)';
   function terminalState(st) {
     return st === 'done' || st === 'failed' || st === 'killed';
   }
@@ -302,7 +304,9 @@ function (newDoc, oldDoc, userCtx, secObj) {
   // JavaScript engine.
   function checkRequest() {
     if (!/^[0-9a-f]{64}$/.test(id)) fail('_id must be the transfer ID: 64 lowercase hexadecimal digits (state.TransferID)');
-    ['user', 'source', 'destination'].forEach(function (f) { str(f, true); name(f); });
+    str('user', true);
+    if (newDoc.user.length > 128 || !/^[a-z0-9][a-z0-9_-]*$/.test(newDoc.user)) fail('user is not a user name: want ' + userRule);
+    ['source', 'destination'].forEach(function (f) { str(f, true); name(f); });
     ['group', 'role'].forEach(function (f) { str(f, false); name(f); });
     ['source_lfn', 'destination_lfn'].forEach(function (f) { str(f, true); lfn(f); });
     if (newDoc.source === newDoc.destination && newDoc.source_lfn === newDoc.destination_lfn) {
