@@ -34,7 +34,9 @@ func lockedError(err error, user string, now time.Time, ttl time.Duration) error
 	switch {
 	case c.State == holder.Running && !stale:
 		msg += "; that agent is working on this queue"
-	case c.State == holder.Stopped || c.State == holder.Running:
+	case c.State == holder.Stopped:
+		msg += "; that agent is stopped, not dead (SIGSTOP, or a debugger): kill -CONT resumes it; its lock is not taken over while it is valid, and a run after it expires takes it"
+	case c.State == holder.Running:
 		msg += fmt.Sprintf("; it looks dead (not renewed for a while); if it is, `aso unlock %s --force` releases the lock (else it expires by itself)", user)
 	default:
 		msg += fmt.Sprintf("; if that agent is dead, `aso unlock %s --force` releases the lock now (else it expires by itself)", user)

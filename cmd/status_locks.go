@@ -19,17 +19,7 @@ func printLocks(w io.Writer, locks []statusview.LockView) {
 
 // lockRow is the row of l in the run locks table.
 func lockRow(l *statusview.LockView) string {
-	lock := "free"
-	switch {
-	case l.Held && l.Process == "dead":
-		lock = "dead" // its holder's process is gone: the next run takes it over
-	case l.Held && l.Process == "stopped":
-		lock = "held, stopped"
-	case l.Held:
-		lock = "held"
-	case !l.Expires.IsZero():
-		lock = "expired" // its holder stopped renewing it: not running
-	}
+	lock := l.State()
 	host, pid, since, exp := "-", "-", "-", "-"
 	if lock != "free" {
 		host, since, exp = orDash(l.Host), orDash(l.Since.String()), l.Expires.String()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -44,9 +46,16 @@ func memfilePath(url string) (string, error) {
 
 // fileStoreError adds to an error of the file store at path what a person
 // does about it. The exit code comes from the memfile sentinel it wraps
-// (isPermanent).
+// (isPermanent); a path that is a directory, or a file this user may not
+// write, needs a person too (78), and is said once, by its errno.
 func fileStoreError(err error, path string) error {
+	var errno syscall.Errno
+	errors.As(err, &errno)
 	switch {
+	case errno == syscall.EISDIR:
+		return permanentError{fmt.Errorf("--state file:%s is a directory, not a state file: name the file (aso init --state file:%s creates one there)", path, filepath.Join(path, "state.aso"))}
+	case errno == syscall.EACCES || errno == syscall.EPERM || errno == syscall.EROFS:
+		return permanentError{fmt.Errorf("--state file:%s cannot be written (%v): this command writes the store; run it as the user that owns the file, or read it with aso status or aso list, which need no write", path, errno)}
 	case errors.Is(err, memfile.ErrNoStore):
 		return fmt.Errorf("%w: is --state right? aso init --state file:%s creates a new store", err, path)
 	case errors.Is(err, memfile.ErrDamaged):

@@ -25,7 +25,11 @@ const (
 	ClassQueueExpired       ErrorClass = "queue_expired"
 	ClassCanceled           ErrorClass = "canceled"
 	ClassCredentials        ErrorClass = "credentials"
-	ClassUnsupported        ErrorClass = "unsupported"
+	// ClassTLS: a storage's TLS handshake failed on a certificate (its
+	// host certificate, or the CA or CRL that checks it): the site's to
+	// fix, not the user's proxy or the destination's quota.
+	ClassTLS         ErrorClass = "tls"
+	ClassUnsupported ErrorClass = "unsupported"
 	// ClassSameFile is not FTS's: the source and destination PFNs of a
 	// transfer name one file, and aso never submits it (it would overwrite
 	// its own source, and the cleanup of a failed attempt delete it).
@@ -37,7 +41,7 @@ const (
 var ErrorClasses = []ErrorClass{
 	ClassSourceMissing, ClassSourcePermission, ClassDestinationExists, ClassDestinationPermission,
 	ClassDestinationBusy, ClassNoSpace, ClassChecksumMismatch, ClassTimeout, ClassStorageUnavailable, ClassQueueExpired,
-	ClassCanceled, ClassCredentials, ClassUnsupported, ClassSameFile, ClassUnknown,
+	ClassCanceled, ClassCredentials, ClassTLS, ClassUnsupported, ClassSameFile, ClassUnknown,
 }
 
 // Valid reports whether c is one of ErrorClasses.
@@ -54,7 +58,7 @@ func (c ErrorClass) Valid() bool {
 // not among them: Classify follows FTS's judgement of its failures.
 var classRetries = map[ErrorClass]bool{
 	ClassTimeout: true, ClassStorageUnavailable: true, ClassQueueExpired: true, ClassCredentials: true,
-	ClassDestinationBusy: true,
+	ClassDestinationBusy: true, ClassTLS: true,
 }
 
 // DestinationOurs reports whether the destination copy of a transfer that
@@ -133,10 +137,15 @@ const (
 	ekeyrejected    = 129
 )
 
-// class decides the class: the errno with the scope first, then the codes
-// in the message (HTTP, curl, XRootD, SRM, FTP, the older format's
-// category), and the message text only when neither says anything.
+// class decides the class: a certificate error of libcurl first (its code
+// is more precise than the errno gfal2 maps it to), then the errno with
+// the scope, then the codes in the message (HTTP, curl, XRootD, SRM, FTP,
+// the older format's category), and the message text only when neither
+// says anything.
 func (r Reason) class() ErrorClass {
+	if tlsCurlCodes[r.CurlCode] {
+		return ClassTLS
+	}
 	if c := r.errnoClass(); c != "" {
 		return c
 	}
@@ -188,8 +197,12 @@ func (r Reason) errnoClass() ErrorClass {
 // the failing side; a third-party copy (TRANSFER scope) is run by the
 // destination.
 func (r Reason) permission() ErrorClass {
-	if hasAny(strings.ToLower(r.Message), credentialTexts) {
+	msg := strings.ToLower(r.Message)
+	if hasAny(msg, credentialTexts) {
 		return ClassCredentials
+	}
+	if hasAny(msg, tlsTexts) {
+		return ClassTLS
 	}
 	if r.Scope == ScopeSource {
 		return ClassSourcePermission
@@ -279,6 +292,13 @@ var curlClasses = map[int]ErrorClass{
 	52: ClassStorageUnavailable, 55: ClassStorageUnavailable, 56: ClassStorageUnavailable,
 }
 
+// tlsCurlCodes are libcurl's errors of a TLS handshake that failed on a
+// certificate: 51 and 60 the peer's certificate (or its CA), 58 the
+// client's, 77 and 82 the CA and CRL files, 83 the issuer, 90 a pinned
+// key, 91 the certificate's status. 35, a handshake that failed (a reset
+// as well as a certificate), stays storage_unavailable.
+var tlsCurlCodes = map[int]bool{51: true, 58: true, 60: true, 77: true, 82: true, 83: true, 90: true, 91: true}
+
 // xrootdClasses reads the XRootD server's kXR error codes.
 var xrootdClasses = map[int]ErrorClass{
 	3011: classMissing,                     // kXR_NotFound
@@ -328,6 +348,7 @@ var (
 	canceledTexts   = []string{"canceled", "cancelled"}
 	credentialTexts = []string{"proxy expired", "certificate has expired", "credentials expired", "credential has expired",
 		"token has expired", "token expired", "authentication failed", "crl has expired", "authorization expired"}
+	tlsTexts         = []string{"certificate verify failed", "ssl certificate problem", "unable to get local issuer certificate", "self signed certificate", "self-signed certificate", "certificate revoked"}
 	existsTexts      = []string{"file exists", "overwrite is not enabled"}
 	noSpaceTexts     = []string{"no space left", "quota exceeded", "not enough space", "insufficient storage", "no free space"}
 	permissionTexts  = []string{"permission denied", "operation not permitted", "permission refused"}
@@ -349,6 +370,7 @@ var textOrder = []struct {
 	{timeoutTexts, ClassTimeout},
 	{canceledTexts, ClassCanceled},
 	{credentialTexts, ClassCredentials},
+	{tlsTexts, ClassTLS},
 	{existsTexts, classExisting},
 	{noSpaceTexts, ClassNoSpace},
 	{permissionTexts, classRefused},

@@ -23,6 +23,9 @@ type chart struct {
 	Ticks          []tick
 	Empty          bool
 	Left, PlotWide int
+	// XLabel and YLabel name the axes: what a bar's place and its height
+	// are.
+	XLabel, YLabel string
 }
 
 type bar struct {
@@ -38,8 +41,8 @@ type tick struct {
 
 // Sizes of a chart, in SVG user units.
 const (
-	chartW, chartH = 720, 160
-	chartLeft      = 40
+	chartW, chartH = 720, 178
+	chartLeft      = 56
 	chartTop       = 12
 	chartBottom    = 136
 )
@@ -61,7 +64,8 @@ func hourChart(hours []state.FinishedCount, now time.Time, window time.Duration)
 			failed[i] += h.Count
 		}
 	}
-	c := &chart{Width: chartW, Height: chartH, Top: chartTop, Bottom: chartBottom, Left: chartLeft, PlotWide: chartW - chartLeft}
+	c := &chart{Width: chartW, Height: chartH, Top: chartTop, Bottom: chartBottom, Left: chartLeft, PlotWide: chartW - chartLeft,
+		XLabel: "hour (UTC), each bar from its start", YLabel: "transfers per hour"}
 	c.Title = fmt.Sprintf("Done and failed per hour, last %d hours", n)
 	if window >= 48*time.Hour {
 		c.Title = fmt.Sprintf("Done and failed per hour, last %d days", n/24)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/asyncstageout/aso/internal/exitcode"
 	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
 )
@@ -23,7 +24,9 @@ var classHints = map[string]string{
 	"queue_expired":          "FTS cancelled it after it waited too long in its queue; it never ran",
 	"canceled":               "it was cancelled in FTS, not by aso kill",
 	"credentials":            "the proxy or token expired or was refused: renew it, and aso retries",
+	"tls":                    "a storage's TLS handshake failed on a certificate (its host certificate, or the CA or CRL that checks it, expired, revoked or not trusted): the site fixes it, and aso retries",
 	"unsupported":            "the protocol or URL cannot be used",
+	"same_file":              "its source and destination may be one file: aso never submits it, and never deletes its source",
 	"unknown":                "aso could not classify the failure: read the reason",
 }
 
@@ -96,6 +99,8 @@ func explainNew(t *state.Transfer, deps []statusview.Dependency, lock *statusvie
 // run ended.
 func agentText(user string, l *statusview.LockView, now time.Time) string {
 	switch {
+	case l != nil && l.Held && l.Process == "stopped":
+		return fmt.Sprintf("An agent of %s holds the run lock on %s (pid %d) since %s, but is stopped, not dead: it goes on when resumed, and its lock is not taken over while it is valid.", user, l.Host, l.PID, when(l.Since.Time, now))
 	case l != nil && l.Held:
 		return fmt.Sprintf("An agent of %s is running on %s (pid %d) since %s.", user, l.Host, l.PID, when(l.Since.Time, now))
 	case l != nil && l.LastRun != nil:
@@ -108,17 +113,17 @@ func agentText(user string, l *statusview.LockView, now time.Time) string {
 // exitMeaning is what an agent's exit code means (aso --help).
 func exitMeaning(code int) string {
 	switch code {
-	case 0:
+	case exitcode.OK:
 		return "success"
-	case 1:
+	case exitcode.Error:
 		return "an error"
-	case 2:
+	case exitcode.Usage:
 		return "a usage error"
-	case 3:
+	case exitcode.Locked:
 		return "another agent held the lock"
-	case 75:
+	case exitcode.TempFail:
 		return "temporary: the store or FTS could not be reached; it runs again"
-	case 78:
+	case exitcode.Config:
 		return "needs a person: configuration or credentials are wrong"
 	case -1:
 		return "unknown: its lock was released by aso unlock"

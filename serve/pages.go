@@ -39,6 +39,7 @@ func newPages() (*pages, error) {
 		"f1":          func(f float64) string { return fmt.Sprintf("%.1f", f) },
 		"sub":         func(a, b int) int { return a - b },
 		"plus":        func(a, b int) int { return a + b },
+		"half":        func(a int) int { return a / 2 },
 		"hint":        func(c string) string { return classHints[c] },
 		"exitText":    exitMeaning,
 		"failure":     state.FailureClass,

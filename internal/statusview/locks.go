@@ -32,6 +32,25 @@ type LockView struct {
 	LastRun *state.RunRecord `json:"last_run,omitempty"`
 }
 
+// State is what the lock is, as aso status and aso serve show it: "free"
+// (released: the holder fields are the last holder's), "held", "held,
+// stopped" (its holder is stopped, not dead: it is not taken over while
+// the lock is valid), "dead" (its holder ran on this host and is gone: the
+// next run takes it over) or "expired" (its holder stopped renewing it).
+func (l *LockView) State() string {
+	switch {
+	case l.Held && l.Process == "dead":
+		return "dead"
+	case l.Held && l.Process == "stopped":
+		return "held, stopped"
+	case l.Held:
+		return "held"
+	case !l.Expires.IsZero():
+		return "expired"
+	}
+	return "free"
+}
+
 // Locks reads the run locks of user ("" every user) in one query.
 func Locks(ctx context.Context, st state.Store, user string, now time.Time) ([]LockView, error) {
 	ls, err := st.Locks(ctx, user)
