@@ -17,7 +17,7 @@ import (
 var logLineRE = regexp.MustCompile(`^(INFO|WARN|ERRO|DEBU)\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] \S`)
 
 // A line of the live display of bob's run.
-var barLineRE = regexp.MustCompile(`^bob +\[[=>\-]*\] (\d+) done, (\d+) failed, (\d+) active of (\d+) claimed.* · (-|[0-9.]+)/s · ETA \S+$`)
+var barLineRE = regexp.MustCompile(`^bob +\[[=>\-]*\] (\d+) done, (\d+) failed, (\d+) active of (\d+) claimed.* · (–|[0-9.]+)/s · ETA \S+$`)
 
 // screen renders a byte stream as a terminal of cols columns shows it,
 // and returns its lines, those scrolled off the top first.

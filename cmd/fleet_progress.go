@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/internal/eta"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -18,7 +19,7 @@ type fleetView struct {
 	mu     sync.Mutex
 	agents map[string]*agentProgress
 	queued map[string]int // of the last discovery round
-	rate   rateMeter
+	rate   *eta.Meter     // of every agent's finished transfers since the fleet started
 	all    *liveLine
 }
 
@@ -30,7 +31,7 @@ type agentProgress struct {
 }
 
 func newFleetView(con *console) *fleetView {
-	v := &fleetView{con: con, agents: map[string]*agentProgress{}, queued: map[string]int{}}
+	v := &fleetView{con: con, agents: map[string]*agentProgress{}, queued: map[string]int{}, rate: eta.New(time.Now(), 0)}
 	if con.live() {
 		v.all = con.footer("all", v.allText)
 		con.show()
@@ -57,7 +58,7 @@ func (v *fleetView) Started(user string) {
 	v.mu.Lock()
 	a := v.agents[user]
 	if a == nil {
-		a = &agentProgress{run: newRunProgress()}
+		a = &agentProgress{run: newRunProgress(time.Now())}
 		v.agents[user] = a
 	}
 	a.running = true
@@ -82,7 +83,7 @@ func (v *fleetView) Pass(user string, ps agent.PassStats) {
 	a.run.queued = v.queuedOf(user)
 	a.run.add(ps, now)
 	sum := v.sum()
-	v.rate.observe(now, sum.finished())
+	v.rate.Observe(sum.finished())
 	fin, left := a.run.finished(), a.run.left()
 	agentText, allText := a.run.text(now), v.textOf(sum, now)
 	line, all := a.line, v.all
@@ -121,7 +122,7 @@ func (v *fleetView) queuedOf(user string) int {
 // sum adds up every agent's run: the counts of all, the transfers active
 // in the running agents, the queues of the last round.
 func (v *fleetView) sum() runProgress {
-	s := newRunProgress()
+	s := newRunProgress(time.Time{}) // its rate is the fleet's (textOf)
 	for _, a := range v.agents {
 		active := s.total.Active
 		s.total.Add(a.run.total)

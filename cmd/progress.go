@@ -10,6 +10,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/asyncstageout/aso/agent"
+	"github.com/asyncstageout/aso/internal/eta"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -21,7 +22,7 @@ type runProgress struct {
 	// queued counts the user's new and acquired transfers (queueUnknown:
 	// not read; queueNoneDue: none of them is due now)
 	queued int
-	rate   rateMeter
+	rate   *eta.Meter // of the run's finished transfers since it started
 }
 
 // Values of runProgress.queued that are not counts.
@@ -30,12 +31,15 @@ const (
 	queueNoneDue = -2
 )
 
-func newRunProgress() runProgress { return runProgress{queued: queueUnknown} }
+// newRunProgress is the progress of a run that started at start.
+func newRunProgress(start time.Time) runProgress {
+	return runProgress{queued: queueUnknown, rate: eta.New(start, 0)}
+}
 
 // add folds a pass into the run's sum.
 func (r *runProgress) add(ps agent.PassStats, now time.Time) {
 	r.total.Add(ps)
-	r.rate.observe(now, r.finished())
+	r.rate.Observe(r.finished())
 }
 
 // finished counts the transfers the run ended for good.
@@ -45,7 +49,8 @@ func (r *runProgress) finished() int { return r.total.Done + r.total.Failed + r.
 func (r *runProgress) left() int { return r.total.Active + max(r.queued, 0) }
 
 // text says where the run stands: "120 done, 3 failed, 40 active of 200
-// claimed · 800 queued · 2.1/s · ETA 6m20s" (settled: ended by a claim
+// claimed · 800 queued · 2.1/s · ETA 6m20s", the rate of the whole run
+// since it started, "–" until a transfer has finished (settled: ended by a claim
 // instead of claimed, as a failed dependency; counted in failed or killed).
 func (r *runProgress) text(now time.Time) string {
 	t := &r.total
@@ -66,66 +71,8 @@ func (r *runProgress) text(now time.Time) string {
 	case r.queued == queueNoneDue:
 		b.WriteString(" · none due in the queue")
 	}
-	b.WriteString(" · " + r.rate.text(now, r.left()))
+	b.WriteString(" · " + r.rate.Text(now, r.left()))
 	return b.String()
-}
-
-// rateMeter measures how many transfers a run ends per second, over the
-// last rateWindow, for the rate and the ETA.
-type rateMeter struct {
-	samples []rateSample
-}
-
-type rateSample struct {
-	at time.Time
-	n  int
-}
-
-// rateWindow is how far back the rate looks.
-const rateWindow = 5 * time.Minute
-
-// observe records that n transfers had ended by now.
-func (m *rateMeter) observe(now time.Time, n int) {
-	m.samples = append(m.samples, rateSample{now, n})
-	for len(m.samples) > 2 && now.Sub(m.samples[1].at) >= rateWindow {
-		m.samples = m.samples[1:]
-	}
-}
-
-// perSecond is the rate over the window, and whether one is known.
-func (m *rateMeter) perSecond(now time.Time) (float64, bool) {
-	if len(m.samples) < 2 {
-		return 0, false
-	}
-	first, last := m.samples[0], m.samples[len(m.samples)-1]
-	d := now.Sub(first.at).Seconds()
-	if d <= 0 || last.n == first.n {
-		return 0, last.n != first.n
-	}
-	return float64(last.n-first.n) / d, true
-}
-
-// text gives the rate and the time left to finish left transfers at it:
-// "2.1/s · ETA 6m20s", with "-" for what is not known yet.
-func (m *rateMeter) text(now time.Time, left int) string {
-	r, ok := m.perSecond(now)
-	switch {
-	case !ok:
-		return "-/s · ETA -"
-	case left == 0:
-		return fmt.Sprintf("%s/s · ETA 0s", rateText(r))
-	case r == 0:
-		return "0/s · ETA -"
-	}
-	eta := time.Duration(float64(left) / r * float64(time.Second))
-	return fmt.Sprintf("%s/s · ETA %s", rateText(r), eta.Round(time.Second))
-}
-
-func rateText(r float64) string {
-	if r >= 10 {
-		return fmt.Sprintf("%.0f", r)
-	}
-	return fmt.Sprintf("%.1f", r)
 }
 
 // progressView shows an agent's run: a live line on a terminal, a plain
@@ -143,7 +90,7 @@ type progressView struct {
 }
 
 func newProgressView(g *Globals, con *console, user string) *progressView {
-	v := &progressView{g: g, con: con, start: time.Now(), run: newRunProgress()}
+	v := &progressView{g: g, con: con, start: time.Now(), run: newRunProgress(time.Now())}
 	if con.live() {
 		v.line = con.line(user, true, v.text)
 	}

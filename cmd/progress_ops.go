@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/eta"
 )
 
 // largeAfter is how long an operator command runs before it shows its
@@ -29,13 +31,12 @@ type opView struct {
 	done      int64
 	total     int64
 	detail    string
-	rate      rateMeter
+	rate      *eta.Meter
 	lastPlain time.Time
 }
 
 func newOpView(g *Globals, name string, total int64, unit func(int64) string, progress string) *opView {
-	v := &opView{con: g.openConsole(progress, largeAfter), name: name, total: total, unit: unit}
-	v.rate.observe(time.Now(), 0)
+	v := &opView{con: g.openConsole(progress, largeAfter), name: name, total: total, unit: unit, rate: eta.New(time.Now(), 0)}
 	if v.con.live() {
 		v.line = v.con.line(name, total > 0, v.text)
 	}
@@ -47,7 +48,7 @@ func (v *opView) update(done int64, detail string) {
 	now := time.Now()
 	v.mu.Lock()
 	v.done, v.detail = done, detail
-	v.rate.observe(now, int(done))
+	v.rate.Observe(int(done))
 	plain := v.con.plain() && now.Sub(v.lastPlain) >= plainEvery
 	if plain {
 		v.lastPlain = now
@@ -73,14 +74,13 @@ func (v *opView) text() string {
 	if v.detail != "" {
 		s += " · " + v.detail
 	}
-	r, ok := v.rate.perSecond(now)
+	r, ok := v.rate.PerSecond(now)
 	if !ok {
 		return s
 	}
 	s += " · " + v.unit(int64(r)) + "/s"
-	if v.total > 0 && r > 0 {
-		eta := time.Duration(float64(v.total-v.done) / r * float64(time.Second))
-		s += " · ETA " + eta.Round(time.Second).String()
+	if left, ok := v.rate.Left(now, int(v.total-v.done)); ok && v.total > 0 {
+		s += " · ETA " + left.String()
 	}
 	return s
 }
