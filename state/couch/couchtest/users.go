@@ -98,7 +98,34 @@ func putUser(base, name, pass string, roles []string) error {
 	if status != http.StatusCreated && status != http.StatusAccepted {
 		return fmt.Errorf("PUT %s: HTTP %d: %s", name, status, body)
 	}
-	return nil
+	return waitLogin(base, name, pass, loginWait)
+}
+
+// loginWait bounds how long waitLogin waits for a new password to work.
+const loginWait = 30 * time.Second
+
+// waitLogin returns once name logs in with pass (GET _session with basic
+// auth names the user), or fails after wait. CouchDB caches credentials
+// (chttpd_auth_cache): right after a user document is written, and on a
+// cluster until every node has it, the old password may still be accepted
+// and the new one refused with 401 "Name or password is incorrect".
+func waitLogin(base, name, pass string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		status, body, err := send(http.MethodGet, As(base, name, pass)+"_session", nil)
+		var s struct {
+			UserCtx struct {
+				Name string `json:"name"`
+			} `json:"userCtx"`
+		}
+		if err == nil && status == http.StatusOK && json.Unmarshal(body, &s) == nil && s.UserCtx.Name == name {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("user %s does not log in with its new password %s after it was written (HTTP %d %s, %v)", name, wait, status, body, err)
+		}
+		time.Sleep(delay)
+	}
 }
 
 // send makes a request with the user information of u as basic auth.

@@ -1,6 +1,11 @@
 'use strict';
 // Document validation as CouchDB 3 does it, in place of express-pouchdb's
 // pouchdb-validation (couch_db:validate_doc_update in CouchDB's sources):
+//   - the revision is checked first: a write whose revision is not a leaf,
+//     or that creates a document that exists, is answered 409 whoever makes
+//     it, before anything below (CouchDB's prep_and_validate_update;
+//     pouchdb-validation validated against the winning revision first, and
+//     checked a design document's writer before its revision);
 //   - a design document may be written only by a database or server admin
 //     ("You are not a db or server admin.": 401 for an anonymous writer,
 //     403 for another); validate_doc_update functions do not run for it;
@@ -11,9 +16,6 @@
 //     revision the write extends (the leaf named by _rev, the parent named
 //     by _revisions with new_edits=false, the deleted leaf a document is
 //     written over), or null;
-//   - a write whose revision is not a leaf, or that creates a document that
-//     exists, is not validated: PouchDB answers it 409 as CouchDB does
-//     (pouchdb-validation validated it against the winning revision first);
 //   - throw({forbidden}) is 403 forbidden, throw({unauthorized}) 401
 //     unauthorized, anything else 500; inside _bulk_docs each refused
 //     document gets its own {id, error, reason}, in the order of the
@@ -125,16 +127,20 @@ async function check(db, doc, opts, fns) {
   const ctx = opts.userCtx;
   const id = String(doc._id);
   if (!ctx || id.startsWith('_local/')) return;
-  if (id.startsWith('_design/')) {
+  const design = id.startsWith('_design/');
+  if (!design && !fns.length) return;
+  // the revision first, as CouchDB's prep_and_validate_update does: a
+  // write that conflicts is answered 409 whoever makes it, before the
+  // design document's admin check and validate_doc_update
+  const old = await oldDocOf(db, doc, opts.new_edits !== false);
+  if (old === CONFLICT) return;
+  if (design) {
     if (!isDbAdmin(ctx, opts.secObj)) {
       throw ctx.name === null ? refusal(401, 'unauthorized', 'You are not a db or server admin.')
         : refusal(403, 'forbidden', 'You are not a db or server admin.');
     }
     return;
   }
-  if (!fns.length) return;
-  const old = await oldDocOf(db, doc, opts.new_edits !== false);
-  if (old === CONFLICT) return;
   if (opts.new_edits !== false) remember(db, old);
   const secObj = opts.secObj || {};
   const userCtx = { db: ctx.db, name: ctx.name, roles: (ctx.roles || []).slice() };
