@@ -37,7 +37,7 @@ type FTSOptions struct {
 // AddFlags registers the FTS flags on cmd.
 func (o *FTSOptions) AddFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.Endpoint, "fts", "local", `FTS3 REST endpoint (https://HOST:8446), or "local" for the in-process simulator, which copies file:// URLs and refuses every other`)
+	f.StringVar(&o.Endpoint, "fts", "local", `FTS3 REST endpoint (https://HOST:8446), or "local" for the in-process simulator, which copies file:// URLs and refuses every other; the default with a file store only: with CouchDB it must be given`)
 	f.StringVar(&o.Proxy, "proxy", "", "X.509 proxy (default $X509_USER_PROXY, then /tmp/x509up_u<uid>)")
 	f.StringVar(&o.TokenFile, "token-file", "", "OAuth2 bearer token file instead of a proxy (default $BEARER_TOKEN_FILE)")
 	f.StringVar(&o.CertDir, "cert-dir", "", "CA certificates directory (default $X509_CERT_DIR, then /etc/grid-security/certificates)")
@@ -69,6 +69,19 @@ func (o *FTSOptions) tokenFile(g *Globals) string {
 // /etc/grid-security/certificates.
 func (o *FTSOptions) certDir(g *Globals) string {
 	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+}
+
+// checkChosen refuses a run on a CouchDB store whose --fts was given
+// nowhere (command line, ASO_FTS or the configuration file): the
+// simulator is the default of a file store only, never the silent choice
+// of a shared, production store.
+func (o *FTSOptions) checkChosen(g *Globals) error {
+	u := firstNonEmpty(g.StateURL, defaultStateURL(g.Getenv))
+	if g.sources["fts"] != fromDefault || strings.HasPrefix(u, "file:") {
+		return nil
+	}
+	return permanentError{fmt.Errorf("no FTS server chosen for the CouchDB store %s: the in-process simulator (--fts local) is the default "+
+		"with a file store only; give --fts https://HOST:8446 (or ASO_FTS, or fts: in the config file), or --fts local to run the simulator on purpose", RedactURL(u))}
 }
 
 // localFTS names the in-process simulator in logs.

@@ -66,7 +66,7 @@ func TestRun_ProducerDocuments(t *testing.T) {
 	}
 
 	invocation{env: roleCredentials(t, couch.RoleAgent)}.run(t, "run", "--state", couchtest.WithoutAuth(u), "--user", "bob", "--sites", sites,
-		"--interval", "20ms", "--progress", "never", "--log-level", "warn").wantCode(t, 0)
+		"--fts", "local", "--interval", "20ms", "--progress", "never", "--log-level", "warn").wantCode(t, 0)
 	wantQueue(t, map[state.State]int{state.StateDone: 8, state.StateFailed: 0}, "--state", u, "--user", "bob")
 	if entries, err := os.ReadDir(dst); err != nil || len(entries) != n {
 		t.Errorf("%d destination files (%v), want %d", len(entries), err, n)

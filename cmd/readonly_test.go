@@ -74,7 +74,7 @@ func TestMissingStore_CouchDatabase(t *testing.T) {
 	sites, requests, _ := localSites(t, 1)
 	st := "--state=" + couchtest.Server(t) + couchtest.NewName()
 	for _, args := range [][]string{
-		{"run", "--sites", sites, "--once", "--progress", "never"},
+		{"run", "--sites", sites, "--once", "--progress", "never", "--fts", "local"},
 		{"enqueue", "-f", requests},
 		{"status"},
 		{"unlock", "alice"},
@@ -82,6 +82,43 @@ func TestMissingStore_CouchDatabase(t *testing.T) {
 		r := invocation{env: map[string]string{"USER": "alice"}}.run(t, append([]string{st}, args...)...).wantCode(t, cmd.ExitConfig)
 		if !strings.Contains(r.stderr, "database does not exist") || !strings.Contains(r.stderr, "aso init") {
 			t.Errorf("%v on a missing database: stderr %q, want it named and aso init", args, r.stderr)
+		}
+	}
+}
+
+// TestRun_CouchNeedsFTS: the simulator is the default FTS of a file store
+// only. A run on CouchDB whose --fts was given nowhere exits 78 with the
+// reason, before it reads the store; --fts, ASO_FTS or fts: in the
+// configuration file each count as given, local included.
+func TestRun_CouchNeedsFTS(t *testing.T) {
+	sites, _, _ := localSites(t, 1)
+	st := "--state=" + couchtest.Server(t) + couchtest.NewName()
+	env := map[string]string{"USER": "alice", "ASO_CONFIG": ""}
+	for _, args := range [][]string{
+		{"run", "--sites", sites, "--once", "--progress", "never"},
+		{"run", "--all-users", "--sites", sites, "--once"},
+	} {
+		r := invocation{env: env}.run(t, append([]string{st}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{"no FTS server chosen for the CouchDB store", "--fts https://HOST:8446", "--fts local"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v without --fts: stderr %q lacks %q", args, r.stderr, want)
+			}
+		}
+		if strings.Contains(r.stderr, "database does not exist") {
+			t.Errorf("%v without --fts read the store: %q", args, r.stderr)
+		}
+	}
+	conf := filepath.Join(t.TempDir(), "aso.yaml")
+	if err := os.WriteFile(conf, []byte("fts: local\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, inv := range map[string]invocation{
+		"ASO_FTS":          {env: map[string]string{"USER": "alice", "ASO_CONFIG": "", "ASO_FTS": "local"}},
+		"fts: in the file": {env: map[string]string{"USER": "alice", "ASO_CONFIG": conf}},
+	} {
+		r := inv.run(t, st, "run", "--sites", sites, "--once", "--progress", "never").wantCode(t, cmd.ExitConfig)
+		if !strings.Contains(r.stderr, "database does not exist") {
+			t.Errorf("--fts from %s: stderr %q, want the store's own refusal", name, r.stderr)
 		}
 	}
 }

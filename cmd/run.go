@@ -142,6 +142,12 @@ func newRunEnd(o *RunOptions, g *Globals, user string) (*runEnd, error) {
 }
 
 func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
+	if err := o.FTS.checkChosen(g); err != nil {
+		if !o.Fleet.fleet() {
+			refusedRun(ctx, o, g, err)
+		}
+		return err
+	}
 	if o.Fleet.fleet() {
 		return runFleet(ctx, o, g)
 	}

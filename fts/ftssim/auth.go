@@ -120,7 +120,7 @@ func handleWhoami(w http.ResponseWriter, _ *http.Request, id *identity, _ []stri
 		"base_id":       baseID,
 		"voms_cred":     fqans,
 		"vos":           []string{id.vo},
-		"vos_id":        []string{uuid5(baseID, id.vo)},
+		"vos_id":        []string{uuid5(baseID, id.vo).String()},
 		"roles":         []string{},
 		"level":         level,
 		"delegation_id": id.dlgID,

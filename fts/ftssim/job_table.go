@@ -20,7 +20,6 @@ type jobTable struct {
 	jobs       map[string]*job
 	ledger     []*file // every file ever received, also of lost jobs
 	nextFileID int64
-	ids        *uuid1Gen
 	// destInUse holds, by dest_surl_uuid, the last file given each one
 	// (with CheckDuplicates); FTS clears the column when a file ends.
 	destInUse map[string]*file
@@ -34,7 +33,6 @@ func newJobTable(opts Options) *jobTable {
 		jobs:       map[string]*job{},
 		destInUse:  map[string]*file{},
 		nextFileID: firstFileID(opts.Seed),
-		ids:        newUUID1Gen(opts.Seed),
 	}
 }
 

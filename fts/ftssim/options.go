@@ -15,8 +15,8 @@ type Options struct {
 	// Speed is the real-time speed factor when Now is nil (1, or 0, means
 	// real time; 60 makes a simulated minute pass every real second).
 	Speed float64
-	// Seed makes every simulated random choice (failures, reasons, sizes,
-	// job ids) reproducible.
+	// Seed makes every simulated random choice (failures, reasons, sizes)
+	// reproducible; job ids are version 1 UUIDs of the real clock, as FTS's.
 	Seed int64
 	// VO is the VO of bearer-token users; default "cms". X.509 users get
 	// the VO of their VOMS proxy's first FQAN, or, with a plain proxy,

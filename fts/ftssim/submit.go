@@ -146,7 +146,7 @@ func (sb *submitter) build(body map[string]any, id *identity) (*job, *submitErro
 		if sid, ok := params["sid"]; ok && sid != nil {
 			j.sid = fmt.Sprint(sid)
 		}
-		j.id = sb.jobs.ids.next(now)
+		j.id = newJobID()
 	}
 	if serr := sb.jobParams(j, params, now); serr != nil {
 		return nil, serr
