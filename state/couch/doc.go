@@ -32,6 +32,11 @@
 // last key read. A due document that does not validate is moved to
 // failed in the same _bulk_docs as the claims, its reason naming the field.
 //
+// The same design document holds the views of the per-user commands:
+// "user" ([user, state, created, _id], see user_map.js) and "conflicts"
+// ([user, _id] of the documents with conflicting revisions), and "users"
+// counts each user's transfers by kind, finished ones included.
+//
 // Fields aso does not know (a producer's task name, job ID, ...) are kept
 // in state.Transfer.Extra and written back on every write.
 //

@@ -10,6 +10,11 @@ function (doc) {
   //  - [user, "active"]: submitted transfers; value: last_update.
   //  - [user, "lock"]: the user's run lock; value: its expiry (0 once
   //    released).
+  //  - [user, "done"], [user, "failed"], [user, "killed"]: finished
+  //    transfers; value: last_update. With the kinds above they count a
+  //    user's transfers by state, so that one read of the user's rows
+  //    tells an agent whether the user has work, and whether it ever had
+  //    a transfer.
   // Times are microseconds since the epoch, 0 for none or unparsable.
   // include micros.js
   if (doc.type === 'lock' && typeof doc.user === 'string') {
@@ -26,5 +31,7 @@ function (doc) {
     emit([doc.user, 'acquired'], micros(doc.lease_expires));
   } else if (doc.state === 'submitted') {
     emit([doc.user, 'active'], micros(doc.last_update));
+  } else if (doc.state === 'done' || doc.state === 'failed' || doc.state === 'killed') {
+    emit([doc.user, doc.state], micros(doc.last_update));
   }
 }

@@ -35,7 +35,12 @@ func viewsDoc() map[string]any {
 	return map[string]any{
 		"_id":      ViewsID,
 		"language": "javascript",
-		"views":    map[string]any{viewWork: map[string]any{"map": workMapJS, "reduce": "_stats"}, viewUsers: usersView},
+		"views": map[string]any{
+			viewWork:      map[string]any{"map": workMapJS, "reduce": "_stats"},
+			viewUsers:     usersView,
+			viewUser:      userView,
+			viewConflicts: conflictsView,
+		},
 	}
 }
 

@@ -135,7 +135,8 @@ class ViewIndex {
   // CouchDB's does.
   async update(db) {
     for (;;) {
-      const res = await db.changes({ since: this.seq, include_docs: true, limit: 1000, return_docs: true });
+      // with their _conflicts, which CouchDB gives map functions
+      const res = await db.changes({ since: this.seq, include_docs: true, conflicts: true, limit: 1000, return_docs: true });
       for (const change of res.results) {
         if (change.id[0] !== '_') this.reindex(change);
       }

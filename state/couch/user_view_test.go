@@ -1,0 +1,85 @@
+package couch_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+
+	"github.com/asyncstageout/aso/state/couch"
+)
+
+// viewKeys returns the keys of the rows of view of aso-views from start
+// to end, read as the admin (not reduced).
+func viewKeys(t *testing.T, u, view string, start, end []any) [][]any {
+	t.Helper()
+	s, _ := json.Marshal(start)
+	e, _ := json.Marshal(end)
+	q := url.Values{"startkey": {string(s)}, "endkey": {string(e)}}
+	if view == "user" {
+		q.Set("reduce", "false")
+	}
+	code, body := do(t, http.MethodGet, u+"/_design/aso-views/_view/"+view+"?"+q.Encode(), nil)
+	if code != http.StatusOK {
+		t.Fatalf("view %s: HTTP %d %s", view, code, body)
+	}
+	var res struct {
+		Rows []struct {
+			Key []any `json:"key"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	var out [][]any
+	for _, r := range res.Rows {
+		out = append(out, r.Key)
+	}
+	return out
+}
+
+// TestViews_PerUser: the user view holds one row per transfer of a user,
+// keyed by user and state, and no other user's; the conflicts view the
+// user's documents with conflicting revisions only.
+func TestViews_PerUser(t *testing.T) {
+	ctx := context.Background()
+	u := newDB(t)
+	s := open(t, u, newClock(), "alice", "host:1:a", couch.Options{})
+	enqueue(t, s, requests("alice", 3))
+	enqueue(t, s, requests("bob", 2))
+	claim(t, s, 1)
+	rows := viewKeys(t, u, "user", []any{"alice"}, []any{"alice", map[string]any{}})
+	var states []string
+	for _, k := range rows {
+		states = append(states, k[1].(string))
+	}
+	slices.Sort(states)
+	if want := []string{"acquired", "new", "new"}; !slices.Equal(states, want) {
+		t.Fatalf("user view rows of alice: %v, want states %v", rows, want)
+	}
+	if got := viewKeys(t, u, "conflicts", []any{"alice"}, []any{"alice", map[string]any{}}); len(got) != 0 {
+		t.Fatalf("conflicts of alice before any: %v", got)
+	}
+	// a second leaf of one of alice's transfers, as a cluster's replica
+	// would leave it
+	id := requests("alice", 3)[2].ID()
+	db := rawDB(t, u)
+	var doc map[string]any
+	if err := db.Get(ctx, id).ScanDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["_rev"], doc["_revisions"] = "1-ffffffffffffffffffffffffffffffff", map[string]any{"start": 1, "ids": []string{"ffffffffffffffffffffffffffffffff"}}
+	b, _ := json.Marshal(map[string]any{"docs": []any{doc}, "new_edits": false})
+	if code, body := do(t, http.MethodPost, u+"/_bulk_docs", b); code != http.StatusCreated {
+		t.Fatalf("write a conflicting leaf: HTTP %d %s", code, body)
+	}
+	got := viewKeys(t, u, "conflicts", []any{"alice"}, []any{"alice", map[string]any{}})
+	if len(got) != 1 || got[0][1] != id {
+		t.Fatalf("conflicts of alice: %v, want [alice %s]", got, id)
+	}
+	if got := viewKeys(t, u, "conflicts", []any{"bob"}, []any{"bob", map[string]any{}}); len(got) != 0 {
+		t.Fatalf("conflicts of bob: %v", got)
+	}
+}
