@@ -5,11 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -251,74 +248,14 @@ func endpoint(u string) string {
 	return scheme + "://" + rest
 }
 
-// run runs gfal-rm once on urls (see runGfal).
+// run runs gfal-rm once on urls (see gfalProcess.run).
 func (d *Deleter) run(ctx context.Context, path string, urls []string) runOutput {
-	return d.runGfal(ctx, path, "gfal-rm", urls)
+	return d.process().run(ctx, path, "gfal-rm", urls)
 }
 
-// runGfal runs the gfal command at path once with args after its timeout
-// option and "--", with a minimal environment, in its own process group,
-// killed with its children when the deadline passes. name names the
-// command in errors.
-func (d *Deleter) runGfal(ctx context.Context, path, name string, args []string) runOutput {
-	timeout := d.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	secs := int(math.Ceil(timeout.Seconds()))
-	args = append([]string{"-t", strconv.Itoa(secs), "--"}, args...)
-	env, err := d.env()
-	if err != nil {
-		return runOutput{ExitCode: -1, Killed: fmt.Errorf("srm: %v: %w", err, ErrGfalRm)}
-	}
-	cmd := exec.CommandContext(pctx, path, args...)
-	cmd.Env = env
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr boundedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	out := runOutput{
-		Stdout: stdout.String(), Stderr: stderr.String(),
-		ExitCode: cmd.ProcessState.ExitCode(), Started: cmd.Process != nil,
-	}
-	switch {
-	case ctx.Err() != nil:
-		out.Killed = fmt.Errorf("srm: %s stopped: %w", name, ctx.Err())
-	case pctx.Err() != nil:
-		out.Killed = fmt.Errorf("srm: %s killed after %v: %w", name, timeout, ErrTimeout)
-	case err != nil && cmd.ProcessState == nil:
-		out.Killed = fmt.Errorf("srm: run %s: %v: %w", path, err, ErrGfalRm)
-	}
-	return out
-}
-
-// env is the child's whole environment: nothing of ours leaks into it.
-// Errors never quote the token.
-func (d *Deleter) env() ([]string, error) {
-	env := []string{"PATH=" + childPath, "HOME=/nonexistent"}
-	if d.Proxy != "" {
-		env = append(env, "X509_USER_PROXY="+d.Proxy)
-	}
-	if d.CertDir != "" {
-		env = append(env, "X509_CERT_DIR="+d.CertDir)
-	}
-	if d.TokenFile != "" {
-		b, err := os.ReadFile(d.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("bearer token file: %w", err)
-		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" || strings.ContainsAny(tok, "\x00\n\r") {
-			return nil, fmt.Errorf("bearer token file %s: want one token on one line", d.TokenFile)
-		}
-		env = append(env, "BEARER_TOKEN="+tok)
-	}
-	return env, nil
+// process is how d runs a gfal command.
+func (d *Deleter) process() gfalProcess {
+	return gfalProcess{Timeout: d.Timeout, Proxy: d.Proxy, CertDir: d.CertDir, TokenFile: d.TokenFile}
 }
 
 // urlScheme is what every URL given to gfal-rm must start with; a

@@ -2,153 +2,34 @@ package srm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 )
 
-// Existing is what Check found at a URL.
-type Existing struct {
-	URL     string
-	Missing bool   // there is no such file (gfal's ENOENT)
-	Size    int64  // from gfal-stat
-	Adler32 string // from gfal-sum: 8 lower-case hexadecimal digits ("" if not read)
-	Errno   int    // gfal's error code, when the check failed with one
-	Err     error  // nil when the file was read or found missing
-}
-
-// Check reads the size (gfal-stat) of the file at url and, when that is
-// size (or size is 0: not known), its adler32 checksum (gfal-sum), which a
-// storage may have to compute by reading the whole file; a file of another
-// size has no Adler32. Each command runs once under the Deleter's timeout
-// and with its credentials, as gfal-rm does. A file that is not there is
-// Missing; anything else that keeps a value from being read is an Err
-// naming the command, wrapping syscall.Errno when gfal gave an error code
-// (and ErrTimeout, ErrGfalRm or ErrBadURL as Delete's do).
+// Check reads what is at url with the Deleter's gfal-stat and gfal-sum
+// (see Inspector.Check). A directory there is an Err saying it is not a
+// regular file: nothing the Deleter's callers may take for a copy.
 func (d *Deleter) Check(ctx context.Context, url string, size int64) Existing {
-	e := Existing{URL: url}
-	if reason := checkURL(url); reason != "" {
-		e.Err = fmt.Errorf("srm: check %q: %s: %w", url, reason, ErrBadURL)
-		return e
-	}
-	out, err := d.gfal(ctx, "gfal-stat", url)
-	if err == nil {
-		e.Size, err = statSize(url, out)
-	}
-	if err == nil && (size == 0 || e.Size == size) {
-		out, err = d.gfal(ctx, "gfal-sum", url, "ADLER32")
-		if err == nil {
-			e.Adler32, err = sumValue(url, out)
-		}
-	}
-	var ge *gfalError
-	switch {
-	case errors.As(err, &ge) && ge.errno == int(syscall.ENOENT):
-		e.Missing = true
-	case errors.As(err, &ge):
-		e.Errno, e.Err = ge.errno, err
-	default:
-		e.Err = err
+	e := d.Inspector().Check(ctx, url, size)
+	if e.NotFile != "" {
+		e.Err = fmt.Errorf("srm: gfal-stat %s: not a regular file but a %s", url, e.NotFile)
 	}
 	return e
 }
 
-// gfalError is a gfal command's own report of the error that stopped it.
-type gfalError struct {
-	command, url string
-	errno        int
-	msg          string
-}
-
-func (e *gfalError) Error() string {
-	return fmt.Sprintf("srm: %s %s: %s", e.command, e.url, e.msg)
-}
-
-func (e *gfalError) Unwrap() error {
-	if e.errno <= 0 {
-		return nil
+// Inspector is the Inspector that runs the gfal-stat and gfal-sum of d
+// (see Sibling), with d's deadline and credentials.
+func (d *Deleter) Inspector() *Inspector {
+	in := &Inspector{Timeout: d.Timeout, Proxy: d.Proxy, CertDir: d.CertDir, TokenFile: d.TokenFile}
+	if strings.ContainsRune(d.Command, '/') {
+		in.Dir = filepath.Dir(d.Command)
 	}
-	return syscall.Errno(e.errno)
-}
-
-// gfal runs the gfal command name (gfal-stat or gfal-sum) on url and the
-// further args, and returns its standard output, or why it did not give
-// one: a *gfalError when the command reported an error with its code.
-func (d *Deleter) gfal(ctx context.Context, name, url string, args ...string) (string, error) {
-	path, err := exec.LookPath(d.Sibling(name))
-	if err != nil {
-		return "", fmt.Errorf("srm: %w (install it with: %s): %w", err, GfalRmInstallHint(), ErrGfalRm)
-	}
-	out := d.runGfal(ctx, path, name, append([]string{url}, args...))
-	ge := gfalErrorLine.FindStringSubmatch(out.Stderr)
-	switch {
-	case out.Killed != nil:
-		return "", out.Killed
-	case strings.Contains(out.Stderr, "Command timed out after"):
-		return "", fmt.Errorf("srm: %s %s: %s: %w", name, url, firstLine(out.Stderr), ErrTimeout)
-	case out.ExitCode != 0 && ge != nil:
-		errno, _ := strconv.Atoi(ge[1])
-		return "", &gfalError{command: name, url: url, errno: errno, msg: truncate(ge[3])}
-	case out.ExitCode != 0:
-		return "", fmt.Errorf("srm: %s %s exited with status %d: %s: %w", name, url, out.ExitCode, lastLine(out.Stderr), ErrGfalRm)
-	}
-	return out.Stdout, nil
+	return in
 }
 
 // Sibling is the program of the gfal command name (gfal-stat, gfal-sum)
 // that Check runs: the one next to Command when that is a path and the
 // directory has it (gfal2-util installed out of PATH), else name, looked up
 // in PATH (Command is a wrapper script, or gfal-rm itself is in PATH).
-func (d *Deleter) Sibling(name string) string {
-	if strings.ContainsRune(d.Command, '/') {
-		p := filepath.Join(filepath.Dir(d.Command), name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
-		}
-	}
-	return name
-}
-
-// statLine is gfal-stat's size line: "  Size: 1024\tregular file".
-var statLine = regexp.MustCompile(`(?m)^\s*Size:\s*(\d+)\s+(.*?)\s*$`)
-
-// statSize reads the size of a regular file from gfal-stat's output.
-func statSize(url, stdout string) (int64, error) {
-	m := statLine.FindStringSubmatch(stdout)
-	if m == nil {
-		return 0, fmt.Errorf("srm: gfal-stat %s printed no size: %q: %w", url, truncate(stdout), ErrGfalRm)
-	}
-	if m[2] != "regular file" {
-		return 0, fmt.Errorf("srm: gfal-stat %s: not a regular file but a %s", url, m[2])
-	}
-	size, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("srm: gfal-stat %s: size %q: %w", url, m[1], ErrGfalRm)
-	}
-	return size, nil
-}
-
-// sumValue reads the checksum from gfal-sum's "<url> <checksum>" line,
-// which some plugins print as "adler32:<hex>", as 8 lower-case hexadecimal
-// digits.
-func sumValue(url, stdout string) (string, error) {
-	for _, line := range strings.Split(stdout, "\n") {
-		rest, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), url+" ")
-		if !ok {
-			continue
-		}
-		v := strings.ToLower(strings.TrimSpace(rest))
-		v = strings.TrimPrefix(v, "adler32:")
-		if n, err := strconv.ParseUint(v, 16, 32); err == nil && len(v) <= 8 {
-			return fmt.Sprintf("%08x", n), nil
-		}
-		return "", fmt.Errorf("srm: gfal-sum %s: %q is not an adler32 checksum: %w", url, truncate(rest), ErrGfalRm)
-	}
-	return "", fmt.Errorf("srm: gfal-sum %s printed no checksum: %q: %w", url, truncate(stdout), ErrGfalRm)
-}
+func (d *Deleter) Sibling(name string) string { return d.Inspector().Program(name) }
