@@ -183,6 +183,13 @@ type Admin interface {
 	// ErrNotFound for an unknown ID, ErrNotTerminal for an active one.
 	Retry(ctx context.Context, ids []string) ([]Result, error)
 
+	// RecordVerifications writes what verifications found into the
+	// history of their transfers (VerifyOf: one entry each, replacing the
+	// previous verification's), in one bulk write. Per item: ErrNotFound
+	// for an unknown ID, ErrNotTerminal for a transfer that has not ended,
+	// ErrInvalid for an unknown result.
+	RecordVerifications(ctx context.Context, vs []Verification) ([]Result, error)
+
 	// Purge removes the transfers o selects, archiving them first when
 	// o.Archive is set, in a few bulk operations, and returns how many it
 	// removed. A transfer that changed since it was read (retried by

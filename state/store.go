@@ -180,6 +180,9 @@ type Filter struct {
 	// class; "unknown" also selects failed transfers that have none (see
 	// FailureClass).
 	ErrorClass string
+	// Verified selects the transfers whose last verification found this
+	// (Transfer.VerifiedAs).
+	Verified VerifyResult
 	// After pages: only the transfers that come after this key in the order
 	// of List. Give the key of the last transfer of the previous page.
 	After *ListKey
@@ -277,6 +280,7 @@ func (f Filter) Matches(t *Transfer) bool {
 		(f.FTSJob == "" || t.FTSJob == f.FTSJob) &&
 		(f.ErrorClass == "" || t.ErrorClass == f.ErrorClass || (t.State == StateFailed && FailureClass(t.ErrorClass) == f.ErrorClass)) &&
 		(f.Since.IsZero() || !t.LastUpdate.Before(f.Since)) &&
+		(f.Verified == "" || t.VerifiedAs() == f.Verified) &&
 		(f.After == nil || f.After.Before(t))
 }
 

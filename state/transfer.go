@@ -61,6 +61,9 @@ type Transition struct {
 	To     State  `json:"to"`
 	By     string `json:"by"`
 	Reason string `json:"reason,omitempty"`
+	// Verified is set on the entry of a verification (VerifyOf): what it
+	// found at the destination. A transfer has at most one such entry.
+	Verified VerifyResult `json:"verified,omitempty"`
 }
 
 // MaxHistory bounds Transfer.History; the oldest entries are dropped first,

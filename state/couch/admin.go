@@ -134,6 +134,18 @@ func (a *admin) Retry(ctx context.Context, ids []string) ([]state.Result, error)
 	return wrap("retry")(a.w.mutate(ctx, idItems(ids, func(t *state.Transfer) error { return state.RetryOf(t, now, by) }), reapply))
 }
 
+// RecordVerifications writes verifications into their transfers'
+// histories (one bulk read, one _bulk_docs).
+func (a *admin) RecordVerifications(ctx context.Context, vs []state.Verification) ([]state.Result, error) {
+	now, by := a.now(), a.by
+	items := make([]item, len(vs))
+	for i := range vs {
+		v := vs[i]
+		items[i] = item{id: v.ID, rule: func(t *state.Transfer) (bool, error) { return true, state.VerifyOf(t, v, now, by) }}
+	}
+	return wrap("record verifications")(a.w.mutate(ctx, items, reapply))
+}
+
 func idItems(ids []string, f func(t *state.Transfer) error) []item {
 	items := make([]item, len(ids))
 	for i, id := range ids {

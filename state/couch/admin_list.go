@@ -121,6 +121,9 @@ func (a *admin) listFind(ctx context.Context, f state.Filter) ([]state.Transfer,
 	if f.ErrorClass != "" && f.ErrorClass != "unknown" { // unknown: also those without, checked below
 		sel["error_class"] = f.ErrorClass
 	}
+	if f.Verified != "" {
+		sel["history"] = map[string]any{"$elemMatch": map[string]any{"verified": f.Verified}}
+	}
 	if !f.Since.IsZero() {
 		sel["last_update"] = map[string]any{"$gte": state.At(f.Since)}
 	}

@@ -61,6 +61,11 @@ func (r *roleStore) Retry(ctx context.Context, ids []string) ([]state.Result, er
 	return r.operator.Retry(ctx, ids)
 }
 
+// RecordVerifications is the operator's (aso verify).
+func (r *roleStore) RecordVerifications(ctx context.Context, vs []state.Verification) ([]state.Result, error) {
+	return r.operator.RecordVerifications(ctx, vs)
+}
+
 // Purge is the operator's.
 func (r *roleStore) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 	return r.operator.Purge(ctx, o)

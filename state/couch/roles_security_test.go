@@ -277,6 +277,12 @@ func attacks() []attack {
 					delete(m, k)
 				}
 			})},
+		{name: "record a verification", allowed: agentOrOperator, rule: "verify", byRole: notRoles,
+			doc: changed("aliceDone", func(m map[string]any) {
+				h, _ := m["history"].([]any)
+				m["history"] = append(h, map[string]any{"at": time.Now().UTC().Format(time.RFC3339Nano), "from": "done", "to": "done",
+					"by": "attacker", "reason": "verified: present", "verified": "present"})
+			})},
 		{name: "revive without a retry", rule: "agent-fields", byRole: map[string]string{couch.RoleAgent: "retry", couch.RoleReader: "roles"},
 			doc: changed("aliceDone", func(m map[string]any) { entry(m, "done", "new", ""); m["state"] = "new" })},
 		{name: "withdraw a kill request", rule: "agent-fields", byRole: map[string]string{couch.RoleAgent: "kill", couch.RoleReader: "roles"},

@@ -23,6 +23,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
   //     unfinished transfer;
   //   - aso-operator: kills, retries, resolves conflicts, deletes (aso
   //     purge, aso resolve-conflicts) and writes run locks (aso unlock);
+  //   - aso-agent and aso-operator record verifications (aso verify) in
+  //     the history of ended transfers;
   //   - aso-reader, and members without an aso role: write no transfer and
   //     no lock (members without an aso role may write other documents).
   // No one changes a transfer's request (user, group, role, sites, LFNs,
@@ -278,6 +280,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
     // The resolution of a conflict keeps one leaf revision (the server
     // may weigh it against another leaf).
     ok = true;
+  } else if (terminal(from) && to === from && isVerification()) {
+    // aso verify records what it found at the destination of an ended
+    // transfer (state.VerifyOf)
+    ok = true;
   } else if (terminal(from)) {
     // Only `aso retry` may revive a transfer: it records the move to new as
     // the last history entry, with the reason "retry requested".
@@ -441,6 +447,28 @@ function (newDoc, oldDoc, userCtx, secObj) {
     var l = lastEntry();
     return l !== null && l.from === to && l.to === to && typeof l.reason === 'string' && l.reason.indexOf('conflict resolved:') === 0;
   }
+  // isVerification: aso verify's write (state.VerifyOf): the history of an
+  // ended transfer, and nothing else, changes: the previous
+  // verification's entry goes, one verification entry of the transfer's
+  // state comes last, and every other entry stays (the second one may go
+  // when the history is at its cap, as state.MaxHistory drops it).
+  function isVerification() {
+    var results = ['present', 'missing', 'differs', 'unreadable'];
+    var l = lastEntry();
+    if (!terminalState(from) || to !== from || l === null || !isObject(l) || results.indexOf(l.verified) < 0 ||
+        l.from !== to || l.to !== to || typeof l.reason !== 'string' || l.reason.indexOf('verified: ') !== 0) {
+      return false;
+    }
+    var changed = changedFields();
+    if (changed.length !== 1 || changed[0] !== 'history') return false;
+    var kept = (Array.isArray(oldDoc.history) ? oldDoc.history : []).filter(function (e) { return !(isObject(e) && e.verified); });
+    var rest = newDoc.history.slice(0, -1);
+    if (rest.some(function (e) { return isObject(e) && e.verified; })) return false;
+    if (rest.length === kept.length - 1 && kept.length > 1) {
+      kept = [kept[0]].concat(kept.slice(2));
+    }
+    return rest.length === kept.length && rest.every(function (e, i) { return sameEntry(e, kept[i]); });
+  }
   // checkRoles refuses what the writer's roles do not allow (admins are
   // not checked).
   function checkRoles() {
@@ -454,11 +482,13 @@ function (newDoc, oldDoc, userCtx, secObj) {
     var changed = changedFields();
     var own = oldDoc.user === userCtx.name;
     var agentWhy = hasRole(AGENT) ? agentRefusal() : null;
+    if ((hasRole(AGENT) || hasRole(OPERATOR)) && isVerification()) return;
     if (hasRole(AGENT) && agentWhy === null) return;
     if (hasRole(OPERATOR) && (isKill(changed) || isRetry(changed) || isResolution())) return;
     if (hasRole(PRODUCER) && isKill(changed)) return;
     if (hasRole(USER) && own && (isKill(changed) || isRetry(changed))) return;
     if (agentWhy !== null) deny(agentWhy[0], agentWhy[1]);
+    if (isVerification()) deny('verify', 'record a verification: only aso-agent and aso-operator do (aso verify)');
     if (hasRole(USER) && !own && !hasRole(PRODUCER) && !hasRole(OPERATOR)) {
       deny('own-transfers', 'change a transfer of user ' + JSON.stringify(oldDoc.user) + ': aso-user changes only its own');
     }

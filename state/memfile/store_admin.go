@@ -72,6 +72,18 @@ func (s *Store) Retry(ctx context.Context, ids []string) ([]state.Result, error)
 	})
 }
 
+// RecordVerifications writes verifications into their transfers'
+// histories (see state.Admin.RecordVerifications).
+func (s *Store) RecordVerifications(ctx context.Context, vs []state.Verification) ([]state.Result, error) {
+	ids := make([]string, len(vs))
+	for i := range vs {
+		ids[i] = vs[i].ID
+	}
+	return s.file.each(ctx, "record verifications", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
+		return true, state.VerifyOf(t, vs[i], now, s.by)
+	})
+}
+
 // Purge removes the terminal transfers o selects (see state.Admin.Purge).
 // The journal has no deletion record: under the file lock, the transfers
 // are archived, dropped from memory, and the file is rewritten as a

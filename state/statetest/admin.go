@@ -84,6 +84,57 @@ var adminCases = []testCase{
 			e.t.Fatalf("claimed %d after retry, want both", len(got))
 		}
 	}},
+	{"RecordVerifications", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3))
+		ts := e.submit(s, 2, "job-1")
+		e.ok("SetTerminalState", e.terminal(s, state.Terminal{Transfer: ts[0], Outcome: state.OutcomeDone, FTSJob: "job-1"},
+			state.Terminal{Transfer: ts[1], Outcome: state.OutcomeDone, FTSJob: "job-1"}), nil, 2)
+		var active string
+		for _, id := range []string{ReqID(Alice, 1), ReqID(Alice, 2), ReqID(Alice, 3)} {
+			if id != ts[0].ID && id != ts[1].ID {
+				active = id
+			}
+		}
+		before := e.get(s, ts[0].ID)
+		op := e.store(Alice, Operator)
+		e.clock.Advance(time.Minute)
+		res, err := op.RecordVerifications(ctx, []state.Verification{
+			{ID: ts[0].ID, Result: state.VerifyMissing, Detail: "no such file"},
+			{ID: ts[1].ID, Result: state.VerifyPresent},
+			{ID: active, Result: state.VerifyPresent},
+			{ID: ReqID(Alice, 99), Result: state.VerifyPresent},
+			{ID: ts[1].ID, Result: "gone"},
+		})
+		if err != nil || len(res) != 5 || res[0].Err != nil || res[1].Err != nil {
+			e.t.Fatal(res, err)
+		}
+		wantErr(e.t, "verification of an active transfer", res[2].Err, state.ErrNotTerminal)
+		wantErr(e.t, "verification of an unknown ID", res[3].Err, state.ErrNotFound)
+		wantErr(e.t, "an unknown result", res[4].Err, state.ErrInvalid)
+		tr := e.get(s, ts[0].ID)
+		e.wantLast(tr, state.Transition{From: state.StateDone, To: state.StateDone, Reason: "verified: missing: no such file", Verified: state.VerifyMissing})
+		if tr.State != state.StateDone || !tr.LastUpdate.Equal(before.LastUpdate.Time) || len(tr.History) != len(before.History)+1 || tr.VerifiedAs() != state.VerifyMissing {
+			e.t.Fatalf("verified %+v, want done, last_update kept, one entry more, verified missing", tr)
+		}
+		// the next verification replaces the entry
+		e.clock.Advance(time.Minute)
+		res, err = op.RecordVerifications(ctx, []state.Verification{{ID: ts[0].ID, Result: state.VerifyPresent, Detail: "size 1 matches"}})
+		e.ok("RecordVerifications", res, err, 1)
+		tr = e.get(s, ts[0].ID)
+		if len(tr.History) != len(before.History)+1 || tr.VerifiedAs() != state.VerifyPresent {
+			e.t.Fatalf("verified again: %d entries, last %+v; want %d, present", len(tr.History), tr.History[len(tr.History)-1], len(before.History)+1)
+		}
+		for _, c := range []struct {
+			v    state.VerifyResult
+			want []string
+		}{{state.VerifyPresent, []string{ts[0].ID, ts[1].ID}}, {state.VerifyMissing, nil}} {
+			got, err := s.List(ctx, state.Filter{User: Alice, Verified: c.v})
+			if err != nil || len(got) != len(c.want) {
+				e.t.Fatalf("List verified %s: %v %v, want %v", c.v, ids(got), err, c.want)
+			}
+		}
+	}},
 	{"Get/NotFound", func(e *env) {
 		s := e.store(Alice, "agent-a")
 		_, err := s.Get(ctx, ReqID(Alice, 1))
