@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build man test test-busy test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build size man test test-busy test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -13,6 +13,9 @@ help: ## list the targets
 
 build: ## build bin/aso
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+size: ## the code lines (not blank, not comment) of each package linked into bin/aso, cmd's and the total; test support is not counted (and must not be linked)
+	@$(GO) run ./internal/tools/codesize .
 
 man: build ## write a man page per command, generated from the help, into man/
 	$(BIN) man man

@@ -13,7 +13,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/internal/testload"
+	"github.com/asyncstageout/aso/internal/busytest"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 )
@@ -277,14 +277,14 @@ func (w *world) ownFileThere(n int, mod func(i int, r *state.Request)) []state.R
 // attempts, and the ones held longest go first, so that every transfer
 // whose own file is there ends done at its first attempt, however many
 // come at once. The checks' time and the budget are scaled to the
-// machine together (testload), so that gfal's own slowness on a busy
+// machine together (busytest), so that gfal's own slowness on a busy
 // machine does not change the proportion.
 func TestAgent_ExistingFileChecksNotStarvedByTheBudget(t *testing.T) {
 	w := newWorld(t, ftstest.Options{})
-	w.withGfalStat(fmt.Sprintf(`sleep %.2f; exec /usr/bin/gfal-stat "$@"`, testload.Factor()))
+	w.withGfalStat(fmt.Sprintf(`sleep %.2f; exec /usr/bin/gfal-stat "$@"`, busytest.Factor()))
 	reqs := w.ownFileThere(16, nil)
 	cfg := w.config("agent-1")
-	cfg.DeleteTimeout = testload.Scale(2500 * time.Millisecond)
+	cfg.DeleteTimeout = busytest.Scale(2500 * time.Millisecond)
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	for i, r := range reqs {
 		if got := w.get(r.ID()); got.State != state.StateDone || got.Attempts != 0 {

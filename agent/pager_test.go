@@ -11,7 +11,7 @@ import (
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
-	"github.com/asyncstageout/aso/internal/testload"
+	"github.com/asyncstageout/aso/internal/busytest"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -362,7 +362,7 @@ func TestAgent_MonitorGroups_StatusWhileReading(t *testing.T) {
 	p.fail = func(n int, jobs []string) error {
 		select {
 		case <-asked.asked:
-		case <-time.After(testload.Scale(30 * time.Second)):
+		case <-time.After(busytest.Scale(30 * time.Second)):
 			late = append(late, n)
 		}
 		return nil

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/busytest"
 	"github.com/asyncstageout/aso/internal/proctest"
-	"github.com/asyncstageout/aso/internal/testload"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -102,7 +102,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 	var kills, takeovers, drained int
 	var windows killWindows
 	var next *trigger // the moment of the next kill
-	budget := testload.Scale(sc.budget)
+	budget := busytest.Scale(sc.budget)
 	deadline := time.Now().Add(budget)
 	for kills < sc.kills {
 		if time.Now().After(deadline) {
@@ -144,7 +144,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		}
 	}
 	final := w.StartAgent(user, sc.flags()...)
-	if code := final.Wait(testload.Scale(time.Minute)); code != cmd.ExitOK {
+	if code := final.Wait(busytest.Scale(time.Minute)); code != cmd.ExitOK {
 		t.Fatalf("the final run exited %d\n%s", code, final.Tail(60))
 	}
 	r := w.Check(proctest.CheckOptions{})
@@ -240,16 +240,16 @@ func runPauseScenario(t *testing.T, couch bool, rounds int) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	// the frozen agent's lock and leases must be waited out: as short as a
 	// live agent on this machine renews in time (scaled to its load)
-	lockTTL, leaseTTL := testload.Scale(2*time.Second), testload.Scale(3*time.Second)
+	lockTTL, leaseTTL := busytest.Scale(2*time.Second), busytest.Scale(3*time.Second)
 	args := []string{"--max-files-per-job", "5", "--lock-ttl", lockTTL.String(), "--lease-ttl", leaseTTL.String()}
-	patience := testload.Scale(time.Minute)
+	patience := busytest.Scale(time.Minute)
 	takeovers := 0
 	for round := 0; round < rounds; round++ {
 		w.AddMix(user, 40)
 		a := w.StartAgent(user, args...)
 		tr := killTrigger(rng)
 		if tr.after != "" {
-			a.WaitLog(tr.after, testload.Scale(2*time.Second))
+			a.WaitLog(tr.after, busytest.Scale(2*time.Second))
 		}
 		time.Sleep(tr.delay) // the random moment of the pause
 		a.Pause()
@@ -257,7 +257,7 @@ func runPauseScenario(t *testing.T, couch bool, rounds int) {
 		// ended once the longer TTL has passed
 		time.Sleep(max(lockTTL, leaseTTL) + 100*time.Millisecond)
 		b := w.StartAgent(user, args...)
-		took := b.WaitLog("run lock taken", testload.Scale(5*time.Second))
+		took := b.WaitLog("run lock taken", busytest.Scale(5*time.Second))
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond) // the random moment of the resumption
 		a.Resume()
 		ca, cb := a.Wait(patience), b.Wait(patience)

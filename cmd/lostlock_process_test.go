@@ -7,8 +7,8 @@ import (
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/busytest"
 	"github.com/asyncstageout/aso/internal/proctest"
-	"github.com/asyncstageout/aso/internal/testload"
 )
 
 // TestRunProcess_FrozenAgentWakesToALostLock: an agent frozen (SIGSTOP)
@@ -25,9 +25,9 @@ func TestRunProcess_FrozenAgentWakesToALostLock(t *testing.T) {
 		w := proctest.New(t, proctest.Options{Couch: couch, Sim: sim, Seed: 71})
 		w.Add(user, proctest.Good, 3)
 		// short enough to wait out, long enough for a busy machine to renew
-		ttl := testload.Scale(2 * time.Second)
+		ttl := busytest.Scale(2 * time.Second)
 		a := startRun(t, w, "frozen", user, "--lock-ttl", ttl.String(), "--lease-ttl", (2 * ttl).String())
-		if !a.p.WaitLog(`"msg":"job submitted"`, testload.Scale(30*time.Second)) {
+		if !a.p.WaitLog(`"msg":"job submitted"`, busytest.Scale(30*time.Second)) {
 			t.Fatalf("the first agent submitted nothing\n%s", a.p.Tail(20))
 		}
 		w.PauseOutsideStore(a.p) // else the next agent waits for the file's flock

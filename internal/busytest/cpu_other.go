@@ -1,6 +1,6 @@
 //go:build !linux
 
-package testload
+package busytest
 
 import "time"
 

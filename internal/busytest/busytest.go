@@ -1,8 +1,8 @@
-// Package testload tells tests how busy the machine running them is, so
+// Package busytest tells tests how busy the machine running them is, so
 // that a test that must let a TTL pass (a paused agent's lock) or bounds
 // real work by a budget scales them to the machine instead of assuming an
 // idle one. It is measured once per test binary.
-package testload
+package busytest
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package testload
+package busytest
 
 import (
 	"syscall"
