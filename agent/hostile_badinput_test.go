@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 )
 
 // hostileNames are file names that are valid LFN elements but hostile to
@@ -32,19 +31,6 @@ var hostileNames = []string{
 	`-rf.root`,
 	`back\slash.root`,
 	strings.Repeat("long", 50) + ".root", // the simulator adds a suffix for its temporary copy: stay under 255
-}
-
-// appendRaw appends document lines to the memfile state file at path under
-// its flock, as another tool writing to the same store would.
-func appendRaw(t *testing.T, path string, lines ...string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	must(t, err)
-	defer f.Close()
-	must(t, unix.Flock(int(f.Fd()), unix.LOCK_EX))
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck
-	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
-	must(t, err)
 }
 
 // TestAgent_HostileButValidNames runs the whole pipeline (memfile, the
@@ -92,7 +78,7 @@ func TestAgent_HostileButValidNames(t *testing.T) {
 	}
 	w.enqueue(reqs)
 	badIDs := []string{"0000000000000000000000000000000000000000000000000000000000000001", "not-a-transfer-id"}
-	appendRaw(t, w.path,
+	memfiletest.AppendDocs(t, w.path,
 		`{"_id":"`+badIDs[0]+`","type":"transfer","user":"`+testUser+`","state":"new","size":"huge","source_lfn":"/store/x;rm -rf /"}`,
 		`{"_id":"`+badIDs[1]+`","type":"transfer","user":"`+testUser+`","state":"new","source":"`+srcSite+`","destination":"`+dstSite+`","source_lfn":"/a","destination_lfn":"/b","created":12}`,
 	)

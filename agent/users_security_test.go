@@ -18,6 +18,7 @@ import (
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 	"github.com/asyncstageout/aso/state/statetest"
 )
 
@@ -46,7 +47,7 @@ func TestAgent_TouchesOnlyItsUser(t *testing.T) {
 		must(t, err)
 		t.Cleanup(func() { bob.Close() })
 		for id, doc := range invalidDocs() {
-			appendRaw(t, w.path, doc(id))
+			memfiletest.AppendDocs(t, w.path, doc(id))
 		}
 		touchesOnlyItsUser(t, w, sharedStore{alice: w.open("agent-alice"), bob: bob, raw: func(t *testing.T, id string) []byte {
 			tr, err := bob.Get(context.Background(), id)

@@ -106,7 +106,7 @@ func TestInitCommand(t *testing.T) {
 // connections.
 func TestCommands_NodeList(t *testing.T) {
 	for _, k := range []string{"ASO_COUCHDB_CREDENTIALS", "ASO_COUCHDB_USER", "ASO_COUCHDB_PASSWORD", "ASO_CONFIG", "ASO_USER"} {
-		t.Setenv(k, "")
+		unsetEnv(t, k) // set but empty is a value, which ASO_USER may not be
 	}
 	base := couchtest.Server(t)
 	name := couchtest.NewName()
@@ -133,5 +133,14 @@ func TestCommands_NodeList(t *testing.T) {
 	}
 	if _, pass := couchtest.Auth(base); pass != "" && strings.Contains(out+errs, pass) {
 		t.Fatalf("a password shows: %s %s", out, errs)
+	}
+}
+
+// unsetEnv unsets k for the test and restores it after.
+func unsetEnv(t *testing.T, k string) {
+	t.Helper()
+	t.Setenv(k, "") // records the old value for restore, and forbids t.Parallel
+	if err := os.Unsetenv(k); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,6 +3,8 @@ package cmd_test
 import (
 	"strings"
 	"testing"
+
+	"github.com/asyncstageout/aso/cmd"
 )
 
 const testSites = "../testdata/sites/sites.yaml"
@@ -25,13 +27,13 @@ func TestResolve(t *testing.T) {
 		{"no rule matches", testSites, []string{"resolve", "T2_CH_CERN", "/data/x.root"},
 			1, "", []string{"T2_CH_CERN", "root", "/data/x.root", "no lfn-to-pfn rule matches"}},
 		{"unknown site", testSites, []string{"resolve", "T2_XX_Nowhere", "/store/x"},
-			2, "", []string{"T2_XX_Nowhere", "T1_DE_KIT, T1_US_FNAL"}},
+			cmd.ExitUsage, "", []string{"T2_XX_Nowhere", "T1_DE_KIT, T1_US_FNAL"}},
 		{"no sites file", "", []string{"resolve", "T2_CH_CERN", "/store/x"},
-			2, "", []string{"--sites", "ASO_SITES"}},
+			cmd.ExitUsage, "", []string{"--sites", "ASO_SITES"}},
 		{"bad sites file", "", []string{"resolve", "--sites", "../testdata/sites/T2_US_Nebraska/storage.xml", "T2_CH_CERN", "/store/x"},
 			1, "", []string{"storage.xml"}},
 		{"missing argument", testSites, []string{"resolve", "T2_CH_CERN"},
-			2, "", []string{"accepts 2 arg"}},
+			cmd.ExitUsage, "", []string{"accepts 2 arg"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

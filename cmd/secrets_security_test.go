@@ -187,7 +187,7 @@ func TestSecrets_NeverShown(t *testing.T) {
 
 	// the good paths
 	sw.want(0, urlState, "", "init")
-	sw.want(2, urlState, requests.String(), "enqueue", "-v")
+	sw.want(cmd.ExitUsage, urlState, requests.String(), "enqueue", "-v")
 	sw.want(0, urlState, "", "kill", killID)
 	sw.want(0, urlState, "", "status")
 	sw.want(0, envState, "", "status", "--json", "--all-users")

@@ -18,28 +18,16 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 	"github.com/asyncstageout/aso/state/statetest"
 )
-
-// journalRecord wraps body (document lines) in a journal record header
-// with the right length and CRC-32C, and the header's own CRC-32C, as the
-// store writes it (docs/design.md, the file store).
-func journalRecord(body []byte) []byte {
-	if len(body) > 0 && body[len(body)-1] != '\n' {
-		body = append(bytes.Clone(body), '\n')
-	}
-	table := crc32.MakeTable(crc32.Castagnoli)
-	h := fmt.Sprintf(`{"batch":%d,"bytes":%d,"crc32c":"%08x"`, bytes.Count(body, []byte{'\n'}), len(body), crc32.Checksum(body, table))
-	h += fmt.Sprintf(`,"hcrc":"%08x"}`+"\n", crc32.Checksum([]byte(h), table))
-	return append([]byte(h), body...)
-}
 
 // stateFile returns a state file of format 2 holding a journal record of
 // each of bodies.
 func stateFile(bodies ...string) []byte {
 	data := []byte(`{"aso_memfile":2}` + "\n")
 	for _, b := range bodies {
-		data = append(data, journalRecord([]byte(b))...)
+		data = append(data, memfiletest.JournalRecord([]byte(b))...)
 	}
 	return data
 }
@@ -65,7 +53,7 @@ func FuzzStateFile(f *testing.F) {
 			if len(snapshot) > 0 && snapshot[len(snapshot)-1] != '\n' {
 				data = append(data, '\n')
 			}
-			rec := journalRecord(journal) // the header of format 1 lacks hcrc
+			rec := memfiletest.JournalRecord(journal) // the header of format 1 lacks hcrc
 			i := bytes.Index(rec, []byte(`,"hcrc"`))
 			data = append(append(data, rec[:i]...), append([]byte("}\n"), rec[bytes.IndexByte(rec, '\n')+1:]...)...)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 	"github.com/asyncstageout/aso/state/statetest"
 )
 
@@ -75,10 +76,10 @@ func TestOpen_LineNamingTwoIDs(t *testing.T) {
 	}
 	t.Run("in a damaged record", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.aso")
-		bad := journalRecord([]byte(x))
+		bad := memfiletest.JournalRecord([]byte(x))
 		at := strings.Index(string(bad), `"crc32c":"`) + len(`"crc32c":"`)
 		bad[at] ^= 0x01 // another hex digit: the record fails its checksum
-		data := append(append(stateFile(docLine(t, a)), bad...), journalRecord([]byte(docLine(t, a2)))...)
+		data := append(append(stateFile(docLine(t, a)), bad...), memfiletest.JournalRecord([]byte(docLine(t, a2)))...)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 	"github.com/asyncstageout/aso/state/statetest"
 )
 
@@ -34,7 +35,7 @@ func TestReadOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := journalRecord([]byte(docLine(t, state.NewTransfer(statetest.Req(statetest.Alice, 8), statetest.Start, "x"))))
+		rec := memfiletest.JournalRecord([]byte(docLine(t, state.NewTransfer(statetest.Req(statetest.Alice, 8), statetest.Start, "x"))))
 		f.Write(rec[:len(rec)-20])
 		f.Close()
 		if err := os.Chmod(path, 0o444); err != nil {
