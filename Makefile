@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build size man test test-busy test-setup lint demo bench bench-fleet bench-serve chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build size man test test-busy test-setup lint demo bench bench-fleet bench-serve bench-poll chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -66,6 +66,10 @@ SERVE_BACKENDS ?= memfile,couch
 bench-serve: build test-setup ## aso serve at SERVE_N transfers: overview render time (cold, warm), one /metrics scrape's store requests and time, a list and a transfer page
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -serve -aso $(BIN) -n $(SERVE_N) -backends $(SERVE_BACKENDS)
+
+bench-poll: build ## how often aso run polls: the README tour drained with the default --first-poll and with a fixed --interval, and the FTS status requests of a job that runs an hour
+	$(GO) build -o bin/aso-bench ./bench
+	bin/aso-bench -poll -aso $(BIN)
 
 # Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
 # seed corpora under each package's testdata/fuzz/ also run in `make test`.

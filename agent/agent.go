@@ -164,6 +164,7 @@ func (a *Agent) begin(ctx context.Context) (*state.Lock, error) {
 func (a *Agent) loop(stop, work context.Context) (PassStats, error) {
 	var failing time.Time // since when every pass had errors and no progress
 	var ps PassStats
+	poll := NewPoller(a.cfg.FirstPoll, a.cfg.Interval, a.start)
 	for n := 1; ; n++ {
 		if !a.keeper.tick(work) {
 			return ps, nil
@@ -198,7 +199,9 @@ func (a *Agent) loop(stop, work context.Context) (PassStats, error) {
 			return ps, nil
 		case !ps.more:
 			// a full batch means more is waiting: claim it at once
-			a.cfg.Sleep(a.cfg.Interval, stop.Done())
+			wait := poll.Next(ps.changed(), a.cfg.Now())
+			a.log.WithField("pass", n).WithField("wait", wait.String()).Debug("waiting for the next pass")
+			a.cfg.Sleep(wait, stop.Done())
 		}
 	}
 }

@@ -42,13 +42,17 @@ type Config struct {
 	Policy         state.Policy  // lease TTL, cool-off, max attempts (the store applies them; the agent renews leases by LeaseTTL)
 	BatchSize      int           // transfers claimed per NewTransfers call
 	MaxFilesPerJob int           // files per FTS job
-	Interval       time.Duration // sleep between passes
-	UpdateWindow   time.Duration // every active transfer is touched at least this often
-	LockTTL        time.Duration // run lock TTL; renewed every third
-	PhaseTimeout   time.Duration // bound of each state-store or FTS call of a phase
-	DeleteTimeout  time.Duration // bound of one deletion batch
-	Once           bool          // one pass only
-	MaxRuntime     time.Duration // stop (gracefully) after this long; 0 = no limit
+	Interval       time.Duration // sleep between passes; with FirstPoll, the longest
+	// FirstPoll is the wait after a pass that changed something, doubled
+	// after each pass that did not, up to Interval (Poller); 0 or more
+	// than Interval: Interval, a fixed wait.
+	FirstPoll     time.Duration
+	UpdateWindow  time.Duration // every active transfer is touched at least this often
+	LockTTL       time.Duration // run lock TTL; renewed every third
+	PhaseTimeout  time.Duration // bound of each state-store or FTS call of a phase
+	DeleteTimeout time.Duration // bound of one deletion batch
+	Once          bool          // one pass only
+	MaxRuntime    time.Duration // stop (gracefully) after this long; 0 = no limit
 	// GiveUpAfter stops the run with ErrNoProgress once every pass for
 	// this long had errors and none made progress; 0 = never.
 	GiveUpAfter time.Duration

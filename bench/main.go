@@ -61,6 +61,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-serve" {
 		os.Exit(serveMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-poll" {
+		os.Exit(pollMain(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

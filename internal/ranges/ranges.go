@@ -57,6 +57,7 @@ var table = map[string]Range{
 	"max-files-per-job":          count(1, 10_000),
 	"monitor-group":              count(1, 1_000_000, Special{0, "10 x --batch-size, at least 100 full jobs"}),
 	"interval":                   dur(10*ms, hr),
+	"first-poll":                 dur(10*ms, hr),
 	"update-window":              dur(sec, day),
 	"lock-ttl":                   dur(sec, day),
 	"phase-timeout":              dur(sec, hr),
