@@ -2,13 +2,18 @@ package cmd_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/proctest"
 )
 
 func TestFsck(t *testing.T) {
@@ -72,10 +77,13 @@ func TestFsck(t *testing.T) {
 }
 
 // TestFsck_LastRecordDamaged: one flipped byte inside the last complete
-// record is damage, not a torn record (issue 43, case 3): status exits 78
-// naming the file and the record's offset and pointing to aso fsck
-// (instead of showing the store without it), enqueue refuses to write
-// (the record stays), and fsck reports the damage.
+// record is damage, not a torn record (issue 43, case 3, where status
+// showed 0 transfers and exited 0, enqueue cut the record away and fsck
+// found nothing). Each command runs as the aso binary: status, list,
+// enqueue, kill and run exit 78 naming the file and the record's line and
+// offset and pointing to aso fsck, none writes to the file (the record
+// stays), fsck exits 1 listing the damage, and fsck --repair writes what
+// is readable into a new file.
 func TestFsck_LastRecordDamaged(t *testing.T) {
 	flag, path := stateFile(t)
 	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
@@ -88,18 +96,89 @@ func TestFsck_LastRecordDamaged(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	where := fmt.Sprintf("%s:%d (offset %d)", path, strings.Count(string(b[:last]), "\n")+1, last)
-	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}} {
-		r := invocation{stdin: strings.NewReader(extraRequests)}.run(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
+	line := strings.Count(string(b[:last]), "\n") + 1
+	where := fmt.Sprintf("%s:%d (offset %d)", path, line, last)
+	sites, _, _ := localSites(t, 1)
+	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}, {"kill", "--all", "--yes"}, {"run", "--sites", sites, "--once", "--progress", "never"}} {
+		r := process(t, extraRequests, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
 		for _, want := range []string{where, "fails its checksum", "aso fsck --state file:" + path} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("%v: stderr %q lacks %q", args, r.stderr, want)
 			}
 		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+			t.Fatalf("%v wrote to the damaged store", args)
+		}
 	}
+	r := process(t, "", flag, "fsck").wantCode(t, 1)
+	r.wantStdout(t, fmt.Sprintf("line %d (offset %d): journal record of 3 documents fails its checksum; it is dropped", line, last))
+	// the only record is the damaged one: the new file holds no transfer,
+	// and says which were lost
+	r = process(t, "", flag, "fsck", "--repair").wantCode(t, 0)
+	r.wantStdout(t, "lost: ", "wrote 0 documents to "+path+".repaired")
+	process(t, "", "--state=file:"+path+".repaired", "fsck").wantCode(t, 0).wantStdout(t, "0 documents readable")
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+		t.Fatal("fsck --repair changed the damaged file")
+	}
+}
+
+// process runs the aso binary with args and stdin, in an environment of
+// its own (a fresh HOME, no configuration file).
+func process(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, proctest.Binary(t), args...)
+	c.Env = []string{"HOME=" + t.TempDir(), "ASO_CONFIG=", "PATH=" + os.Getenv("PATH")}
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("aso %v: %v", args, err)
+	}
+	return result{code: c.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+}
+
+// TestFsck_PurgedSnapshotDamaged: the file a purge rewrites is checked
+// like every record (issue 43, section 4: a changed size digit after a
+// purge once passed status and fsck). One size digit changed in a
+// transfer the purge kept: status and list, run as the aso binary, exit
+// 78 naming the snapshot record and aso fsck, and fsck exits 1 listing
+// the damage and the transfer it drops.
+func TestFsck_PurgedSnapshotDamaged(t *testing.T) {
+	flag, path := stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	aso(t, flag, "--user", "alice", "kill", "--all").wantCode(t, 0)
+	invocation{stdin: strings.NewReader(`{"user": "bob", "source": "A", "destination": "B", "source_lfn": "/b", "destination_lfn": "/b", "size": 1234}`)}.
+		run(t, flag, "enqueue").wantCode(t, 0)
+	aso(t, flag, "--user", "alice", "purge", "--older-than", "1ns").wantCode(t, 0).wantStdout(t, "purged 3 terminal transfers of user alice")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(string(b), `"size":1234`) + len(`"size":12`)
+	rec := strings.LastIndex(string(b[:at]), `{"snapshot":`)
+	if rec < 0 || strings.Contains(string(b), `{"batch":`) {
+		t.Fatalf("the purge did not rewrite the file as a snapshot:\n%s", b)
+	}
+	b[at] ^= 0x01 // 1234 becomes 1224
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	where := fmt.Sprintf("%s:%d (offset %d): snapshot record of 1 documents fails its checksum", path, strings.Count(string(b[:rec]), "\n")+1, rec)
+	for _, args := range [][]string{{"status"}, {"list"}} {
+		r := process(t, "", append([]string{flag, "--user", "bob"}, args...)...).wantCode(t, cmd.ExitConfig)
+		for _, want := range []string{where, "aso fsck --state file:" + path} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("%v: stderr %q lacks %q", args, r.stderr, want)
+			}
+		}
+	}
+	r := process(t, "", flag, "fsck").wantCode(t, 1)
+	r.wantStdout(t, fmt.Sprintf("line %d (offset %d): snapshot record of 1 documents fails its checksum; it is dropped", strings.Count(string(b[:rec]), "\n")+1, rec), "lost: ")
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
 		t.Fatal("a command wrote to the damaged store")
 	}
-	r := aso(t, flag, "fsck").wantCode(t, 1)
-	r.wantStdout(t, fmt.Sprintf("line %d (offset %d): journal record of 3 documents fails its checksum; it is dropped", strings.Count(string(b[:last]), "\n")+1, last))
 }

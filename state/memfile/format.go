@@ -58,6 +58,12 @@ func (h header) appendTo(b []byte) []byte {
 	return append(appendHex(append(b, `,"hcrc":"`...), crc32.Checksum(b[start:], crcTable)), `"}`+"\n"...)
 }
 
+// checks reports whether body, h.bytes long, is what h says: its
+// CRC-32C, h.docs lines, the last one ending in a newline.
+func (h header) checks(body []byte) bool {
+	return len(body) > 0 && crc32.Checksum(body, crcTable) == h.crc && bytes.Count(body, []byte{'\n'}) == h.docs && body[len(body)-1] == '\n'
+}
+
 // appendHex appends v in 8 lower-case hexadecimal digits.
 func appendHex(b []byte, v uint32) []byte {
 	return hex.AppendEncode(b, binary.BigEndian.AppendUint32(nil, v))

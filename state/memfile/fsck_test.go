@@ -1,12 +1,15 @@
 package memfile_test
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
@@ -193,5 +196,107 @@ func TestOpen_DamagedLengthIsNotTorn(t *testing.T) {
 	rep, err := memfile.Check(path)
 	if err != nil || len(rep.Problems) != 1 || rep.Documents != 2 {
 		t.Fatalf("check: %+v %v", rep, err)
+	}
+}
+
+// TestOpen_RecordInTornTail: a tail that looks like an append cut short
+// but holds a complete record that checks out is damage, not a torn
+// record: open fails naming the tail's offset and leaves the file as it
+// is, and fsck reads on from the record inside, which --repair keeps.
+func TestOpen_RecordInTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	ids := enqueue(t, s, 0, 2)
+	s.Close()
+	good := size(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = recordInTornTail(b)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []memfile.Options{{}, {ReadOnly: true}} {
+		var w warnings
+		o.Warn = w.add
+		_, err := memfile.OpenOptions(path, state.Config{}, o)
+		if !errors.Is(err, memfile.ErrDamaged) || !strings.Contains(err.Error(), fmt.Sprintf("(offset %d)", good)) || !strings.Contains(err.Error(), "with a record that checks out after it") {
+			t.Fatalf("open %+v: %v; want damage at offset %d", o, err, good)
+		}
+		if len(w.msgs) != 0 {
+			t.Fatalf("warnings %q: a tail holding a complete record was taken for a torn one", w.msgs)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+		t.Fatal("a failed open changed the file")
+	}
+	rep, err := memfile.Check(path)
+	if err != nil || len(rep.Problems) != 1 || rep.Problems[0].Offset != good || rep.TornTail != nil || rep.Documents != 3 {
+		t.Fatalf("check: %+v %v; want one problem at offset %d and the inner record read", rep, err, good)
+	}
+	out := path + ".repaired"
+	if _, err := memfile.Salvage(path, out); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := open(t, out, memfile.Options{}).Summary(ctx, state.SummaryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{}
+	for _, d := range sum.Invalid {
+		got = append(got, d.ID)
+	}
+	if !slices.Contains(got, "inner") || slices.Contains(got, "outer") || sum.Total != len(ids) {
+		t.Fatalf("repaired: %d transfers, invalid %v; want the %d transfers and the inner record's document", sum.Total, got, len(ids))
+	}
+}
+
+// TestPurge_SnapshotDamaged: the snapshot a purge writes is checked like
+// every record. One size digit changed in a transfer it kept (once read
+// as a smaller transfer by status and passed by fsck) is damage: open
+// fails naming the snapshot record's line and offset, for reading and
+// writing alike, the file is left as it is, and Check drops that
+// transfer and nothing else.
+func TestPurge_SnapshotDamaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	s := open(t, path, memfile.Options{})
+	ids := enqueue(t, s, 0, 4)
+	if res, err := s.RequestKill(ctx, ids[:2]); err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("kill: %+v %v", res, err)
+	}
+	if n, err := s.Purge(ctx, state.PurgeOptions{Before: time.Now().Add(time.Hour)}); err != nil || n != 2 {
+		t.Fatalf("purge: %d, %v; want the 2 killed transfers", n, err)
+	}
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `{"batch":`) {
+		t.Fatal("the purge left journal records: the file was not rewritten")
+	}
+	line := strings.Index(string(b), `"_id":"`+ids[3]+`"`)
+	rec := strings.LastIndex(string(b[:line]), `{"snapshot":`)
+	at := line + strings.Index(string(b[line:]), `"size":`) + len(`"size":`) + 3
+	if rec < 0 || b[at] < '0' || b[at] > '9' {
+		t.Fatalf("no size digit at %d in %q", at, b[rec:])
+	}
+	b[at] ^= 0x02 // 1003 becomes 1001
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	where := fmt.Sprintf("%s:%d (offset %d): snapshot record of 1 documents fails its checksum", path, strings.Count(string(b[:rec]), "\n")+1, rec)
+	for _, o := range []memfile.Options{{}, {ReadOnly: true}} {
+		if _, err := memfile.OpenOptions(path, state.Config{}, o); !errors.Is(err, memfile.ErrDamaged) || !strings.Contains(err.Error(), where) {
+			t.Fatalf("open %+v: %v; want damage %q", o, err, where)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
+		t.Fatal("a failed open changed the file")
+	}
+	rep, err := memfile.Check(path)
+	if err != nil || len(rep.Problems) != 1 || rep.Problems[0].Offset != int64(rec) || !slices.Equal(rep.Problems[0].Dropped, ids[3:]) || rep.Documents != 1 {
+		t.Fatalf("check: %+v %v; want the snapshot record of %s dropped, 1 document left", rep, err, ids[3])
 	}
 }

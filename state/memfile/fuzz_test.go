@@ -94,8 +94,10 @@ func FuzzStateFile(f *testing.F) {
 // store whose calls work, and never drops a complete record silently:
 // every document of the records that check out, from the start of the
 // file on, is in the store, and if those records do not reach the end of
-// the file, what follows them was dropped with a warning. It never
-// panics.
+// the file, what follows them was dropped with a warning; and any
+// complete record that checks out, wherever a line of the file starts
+// one, has its documents in the store (a warning is not enough for it).
+// It never panics.
 func FuzzOpen(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "seed.aso")
 	s := open(f, path, memfile.Options{})
@@ -117,6 +119,7 @@ func FuzzOpen(f *testing.F) {
 	f.Add(append(bytes.Clone(seed), make([]byte, 300)...))            // a tail of zeros
 	f.Add(append(bytes.Clone(seed[:last+90]), make([]byte, 4096)...)) // a record cut short, then zeros
 	f.Add(append(bytes.Clone(seed), seed[last:len(seed)-1]...))       // a record cut short
+	f.Add(recordInTornTail(seed))
 	f.Add([]byte(`{"aso_memfile":1}` + "\n" + `{"_id":"lock:alice","type":"lock","user":"alice","holder":"h","expire":"2026-01-01T00:00:00.000000Z"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "state.aso")
@@ -140,6 +143,14 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("the records that check out end at %d of %d bytes, and the rest was dropped without a warning", end, len(data))
 			}
 		}
+		stored := storedIDs(t, s)
+		for at, ids := range everyCheckedRecord(data) {
+			for _, id := range ids {
+				if !slices.Contains(stored, id) {
+					t.Fatalf("the record at offset %d checks out, and its document %s is not in the store (warnings %q)", at, id, w.msgs)
+				}
+			}
+		}
 		if _, err := statetest.Claim(ctx, s, 10); err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +158,17 @@ func FuzzOpen(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// recordInTornTail returns file followed by what looks like a journal
+// record cut short by a crash (a sound header claiming more bytes than
+// follow it) but holds a complete record that checks out, which no crash
+// leaves: an append never follows a torn one.
+func recordInTornTail(file []byte) []byte {
+	inner := journalRecord([]byte(`{"_id":"inner","type":"transfer"}` + "\n"))
+	outer := journalRecord(append(append([]byte(`{"_id":"outer","type":"transfer"}`+"\n"), inner...), `{"_id":"more","type":"transfer"}`+"\n"...))
+	cut := bytes.Index(outer, inner) + len(inner)
+	return append(bytes.Clone(file), outer[:cut]...)
 }
 
 // recordHeader is a record header of format 2, its CRC-32C checked apart.
@@ -185,6 +207,50 @@ func checkedRecords(data []byte) (ids []string, end int, ok bool) {
 		}
 		end = start + n
 	}
+}
+
+// recordHeaderV1 is a record header of format 1, without a CRC-32C of
+// its own; its groups are those of recordHeader.
+var recordHeaderV1 = regexp.MustCompile(`^\{"(batch)":([1-9][0-9]*),"bytes":([1-9][0-9]*),"crc32c":"([0-9a-f]{8})"\}\n`)
+
+// everyCheckedRecord returns, by offset, the IDs of the documents of
+// every complete record that checks out wherever a line of data after
+// the first starts one, apart from the store: records of format 2, and
+// in a file of format 1 those of format 1 too.
+func everyCheckedRecord(data []byte) map[int][]string {
+	v1 := bytes.HasPrefix(data, []byte(`{"aso_memfile":1}`+"\n"))
+	table := crc32.MakeTable(crc32.Castagnoli)
+	hex := func(b []byte) string { return fmt.Sprintf("%08x", crc32.Checksum(b, table)) }
+	out := map[int][]string{}
+	for at := bytes.IndexByte(data, '\n') + 1; at > 0 && at < len(data); {
+		m := recordHeader.FindSubmatch(data[at:])
+		headerOK := m != nil && hex(m[0][:bytes.Index(m[0], []byte(`,"hcrc"`))]) == string(m[5])
+		if m == nil && v1 {
+			m = recordHeaderV1.FindSubmatch(data[at:])
+			headerOK = m != nil
+		}
+		if headerOK {
+			docs, _ := strconv.Atoi(string(m[2]))
+			n, _ := strconv.Atoi(string(m[3]))
+			start := at + len(m[0])
+			if n <= len(data)-start && hex(data[start:start+n]) == string(m[4]) && bytes.Count(data[start:start+n], []byte{'\n'}) == docs && data[start+n-1] == '\n' {
+				for _, line := range bytes.Split(data[start:start+n-1], []byte{'\n'}) {
+					var d struct {
+						ID string `json:"_id"`
+					}
+					if json.Unmarshal(line, &d) == nil && d.ID != "" {
+						out[at] = append(out[at], d.ID)
+					}
+				}
+			}
+		}
+		nl := bytes.IndexByte(data[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		at += nl + 1
+	}
+	return out
 }
 
 // storedIDs returns the IDs of every document s holds: transfers, invalid

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 )
 
@@ -118,7 +117,7 @@ func (rd *reader) next() (record, error) {
 	if rd.v1 { // a header without a check of its own: its length may be wrong
 		next = 0
 	}
-	if crc32.Checksum(body, crcTable) != h.crc || bytes.Count(body, []byte{'\n'}) != h.docs || body[len(body)-1] != '\n' {
+	if !h.checks(body) {
 		return rec, rd.fail(rec, fmt.Sprintf("%s of %d documents fails its checksum", kind, h.docs), next)
 	}
 	for len(body) > 0 {
@@ -146,16 +145,61 @@ func (rd *reader) readLine() ([]byte, error) {
 }
 
 // fail returns the error of rec, which does not check out: a *tornTail
-// if it is incomplete, else a *damage saying what.
+// if it is incomplete, else a *damage saying what. A tail that looks
+// incomplete but holds a record that checks out is damage: an append
+// never follows a torn one (the torn one is dropped first), so only
+// damage puts a complete record there, and dropping the tail would drop
+// it silently. That damage gives no next, so that fsck reads on from the
+// record inside.
 func (rd *reader) fail(rec record, what string, next int64) error {
 	torn, err := rd.incomplete(rec.at)
+	inner := int64(-1)
+	if err == nil && torn {
+		inner, err = rd.recordAfter(rec.at)
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("memfile: read %s: %w", rd.path, err)
+	case inner >= 0:
+		what, next = fmt.Sprintf("%s, with a record that checks out after it, at offset %d", what, inner), 0
 	case torn:
 		return &tornTail{line: rec.line, at: rec.at, size: rd.end - rec.at}
 	}
 	return &damage{path: rd.path, line: rec.line, at: rec.at, what: what, next: next}
+}
+
+// recordAfter returns the offset of the first line after the one at at
+// that starts a complete record that checks out (of either format), -1
+// if there is none. It is called only for a tail that looks incomplete,
+// whose bytes up to its last one that is not zero (no more than the
+// record it starts claims, or a header) it reads into memory.
+func (rd *reader) recordAfter(at int64) (int64, error) {
+	z, err := rd.lastNonZero(at)
+	if err != nil || z < at {
+		return -1, err
+	}
+	tail := make([]byte, z+1-at)
+	if _, err := rd.f.ReadAt(tail, at); err != nil {
+		return -1, err
+	}
+	for p := bytes.IndexByte(tail, '\n') + 1; p > 0 && p < len(tail); {
+		nl := bytes.IndexByte(tail[p:], '\n')
+		if nl < 0 {
+			break
+		}
+		line, body := tail[p:p+nl+1], tail[p+nl+1:]
+		if bytes.HasPrefix(line, batchPrefix) || bytes.HasPrefix(line, snapPrefix) {
+			h, ok := parseHeader(line, false)
+			if !ok && rd.v1 {
+				h, ok = parseHeader(line, true)
+			}
+			if ok && h.bytes <= len(body) && h.checks(body[:h.bytes]) {
+				return at + int64(p), nil
+			}
+		}
+		p += nl + 1
+	}
+	return -1, nil
 }
 
 // incomplete reports whether the bytes from at, where a record starts, to
@@ -165,9 +209,9 @@ func (rd *reader) fail(rec record, what string, next int64) error {
 // a journal record under a sound header whose last byte (a newline when
 // written) is zero, with only zeros after it. Zeros are what a file
 // extended before its data reached the disk reads as. Anything else is
-// damage: a complete record that fails its checksum, and a snapshot
-// record cut short (a snapshot is written whole, and synced, before it
-// replaces the file).
+// damage: a complete record that fails its checksum, a snapshot record
+// cut short (a snapshot is written whole, and synced, before it replaces
+// the file), and a tail holding a record that checks out (fail).
 func (rd *reader) incomplete(at int64) (bool, error) {
 	z, err := rd.lastNonZero(at)
 	if err != nil || z < at {
