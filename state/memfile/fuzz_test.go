@@ -165,8 +165,8 @@ func FuzzOpen(f *testing.F) {
 // follow it) but holds a complete record that checks out, which no crash
 // leaves: an append never follows a torn one.
 func recordInTornTail(file []byte) []byte {
-	inner := journalRecord([]byte(`{"_id":"inner","type":"transfer"}` + "\n"))
-	outer := journalRecord(append(append([]byte(`{"_id":"outer","type":"transfer"}`+"\n"), inner...), `{"_id":"more","type":"transfer"}`+"\n"...))
+	inner := memfiletest.JournalRecord([]byte(`{"_id":"inner","type":"transfer"}` + "\n"))
+	outer := memfiletest.JournalRecord(append(append([]byte(`{"_id":"outer","type":"transfer"}`+"\n"), inner...), `{"_id":"more","type":"transfer"}`+"\n"...))
 	cut := bytes.Index(outer, inner) + len(inner)
 	return append(bytes.Clone(file), outer[:cut]...)
 }
