@@ -77,6 +77,10 @@ func newRunCommand(g *Globals) *cobra.Command {
 in bulk, monitor the jobs, delete the destination copy of failed transfers, record every
 outcome, and exit when nothing is left to do.
 
+Before it takes the run lock it reads the user's work once: a user who never had a
+transfer ("no transfers for user U"), or one with nothing due, claimed or submitted whose run
+lock is free, ends there with exit 0, having written nothing; the next start looks again.
+
 Without --fts and --state it runs offline: file state and an in-process FTS3 simulator
 that copies file:// URLs for real.
 
@@ -188,6 +192,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 		end.metrics.store = store
 	}
 	end.mu.Unlock()
+	if skipIdle(ctx, g, o, store, user) {
+		return nil
+	}
 	return runAgent(ctx, o, g, store, sc, sites, end)
 }
 

@@ -201,6 +201,13 @@ type Admin interface {
 	// query (see UserDue), oldest Since first, then by name (SortDue).
 	DueUsers(ctx context.Context, now time.Time) ([]UserDue, error)
 
+	// UserWork returns user's transfers counted by state and, when some
+	// of its work is due at now, its entry as DueUsers gives it, in one
+	// backend query whose cost follows the user's transfers, not the
+	// store's. On CouchDB it is a view read, without a read quorum: on a
+	// cluster it may lag behind writes made through another node.
+	UserWork(ctx context.Context, user string, now time.Time) (UserWork, error)
+
 	// Locks returns the stored run locks of user, or of every user when
 	// user is "", ordered by user.
 	Locks(ctx context.Context, user string) ([]LockDoc, error)

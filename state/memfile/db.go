@@ -34,6 +34,9 @@ type userIndex struct {
 	queue *btree.BTreeG[*state.Transfer]
 	// jobs holds the submitted transfers by FTS job, then by ID.
 	jobs map[string]map[string]*state.Transfer
+	// all holds every transfer of the user, by ID: what the per-user
+	// commands read (List, Summary and UserWork of one user).
+	all map[string]*state.Transfer
 }
 
 func newDB() *db {
@@ -46,8 +49,13 @@ func inQueue(s state.State) bool { return s == state.StateNew || s == state.Stat
 func (d *db) index(t *state.Transfer, add bool) {
 	ui := d.users[t.User]
 	if ui == nil {
-		ui = &userIndex{queue: btree.NewG(32, state.ClaimLess), jobs: map[string]map[string]*state.Transfer{}}
+		ui = &userIndex{queue: btree.NewG(32, state.ClaimLess), jobs: map[string]map[string]*state.Transfer{}, all: map[string]*state.Transfer{}}
 		d.users[t.User] = ui
+	}
+	if add {
+		ui.all[t.ID] = t
+	} else {
+		delete(ui.all, t.ID)
 	}
 	switch {
 	case inQueue(t.State) && add:

@@ -163,42 +163,69 @@ func (d *db) counts(o state.CountsOptions) state.Counts {
 func (d *db) dueUsers(now time.Time, deps state.Deps) []state.UserDue {
 	var out []state.UserDue
 	for user, ui := range d.users {
-		u := state.UserDue{User: user, Queued: ui.queue.Len()}
-		var since time.Time
-		earlier := func(t time.Time) {
-			if since.IsZero() || t.Before(since) {
-				since = t
-			}
-		}
-		for _, set := range ui.jobs {
-			u.Active += len(set)
-			for _, t := range set {
-				earlier(t.LastUpdate.Time)
-			}
-		}
-		ready, queueSince := false, time.Time{}
-		ui.queue.Ascend(func(t *state.Transfer) bool {
-			if state.Claimable(t, user, now) {
-				if queueSince.IsZero() || waitingSince(t).Before(queueSince) {
-					queueSince = waitingSince(t)
-				}
-				v, _ := state.CheckDeps(t, deps, now)
-				ready = ready || t.KillRequested || t.SubmitSID != "" || v != state.DepsWaiting
-			}
-			return true
-		})
-		if ready {
-			earlier(queueSince)
-		}
-		if !since.IsZero() {
-			u.Since = since
-			if l := d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
-				u.LockedUntil = l.Expire.Time
-			}
+		if u, ok := d.dueUser(user, ui, now, deps); ok {
 			out = append(out, u)
 		}
 	}
 	return out
+}
+
+// userWork is state.Admin.UserWork of user, from the user's index.
+func (d *db) userWork(user string, now time.Time, deps state.Deps) state.UserWork {
+	w := state.UserWork{User: user, ByState: map[state.State]int{}}
+	if l := d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
+		w.LockedUntil = l.Expire.Time
+	}
+	ui := d.users[user]
+	if ui == nil {
+		return w
+	}
+	for _, t := range ui.all {
+		w.ByState[t.State]++
+	}
+	if u, ok := d.dueUser(user, ui, now, deps); ok {
+		w.Due = &u
+	}
+	return w
+}
+
+// dueUser returns user as dueUsers lists it, and whether it has work due.
+func (d *db) dueUser(user string, ui *userIndex, now time.Time, deps state.Deps) (state.UserDue, bool) {
+	u := state.UserDue{User: user, Queued: ui.queue.Len()}
+	var since time.Time
+	earlier := func(t time.Time) {
+		if since.IsZero() || t.Before(since) {
+			since = t
+		}
+	}
+	for _, set := range ui.jobs {
+		u.Active += len(set)
+		for _, t := range set {
+			earlier(t.LastUpdate.Time)
+		}
+	}
+	ready, queueSince := false, time.Time{}
+	ui.queue.Ascend(func(t *state.Transfer) bool {
+		if state.Claimable(t, user, now) {
+			if queueSince.IsZero() || waitingSince(t).Before(queueSince) {
+				queueSince = waitingSince(t)
+			}
+			v, _ := state.CheckDeps(t, deps, now)
+			ready = ready || t.KillRequested || t.SubmitSID != "" || v != state.DepsWaiting
+		}
+		return true
+	})
+	if ready {
+		earlier(queueSince)
+	}
+	if since.IsZero() {
+		return u, false
+	}
+	u.Since = since
+	if l := d.locks[state.LockID(user)]; l != nil && l.Expire.After(now) {
+		u.LockedUntil = l.Expire.Time
+	}
+	return u, true
 }
 
 // waitingSince is when a queued transfer became due: the lease expiry of

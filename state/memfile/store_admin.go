@@ -112,6 +112,14 @@ func (s *Store) DueUsers(ctx context.Context, now time.Time) ([]state.UserDue, e
 	})
 }
 
+// UserWork counts user's transfers by state and says whether its work is
+// due at now, from the user's index in memory (see state.Admin.UserWork).
+func (s *Store) UserWork(ctx context.Context, user string, now time.Time) (state.UserWork, error) {
+	return read(ctx, s, "user work", func(x *tx, _ time.Time) (state.UserWork, error) {
+		return x.d.userWork(user, now, x.deps(s.policy.DependencyWait)), nil
+	})
+}
+
 // read runs fn as one operation that only reads.
 func read[T any](ctx context.Context, s *Store, call string, fn func(x *tx, now time.Time) (T, error)) (T, error) {
 	return do(ctx, s.file, call, false, fn)

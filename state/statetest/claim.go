@@ -47,10 +47,7 @@ var claimCases = []testCase{
 	}},
 	{"NewTransfers/RetryAfter", func(e *env) {
 		s := e.store(Alice, "agent-a")
-		e.enqueue(s, Req(Alice, 1))
-		ts := e.claim(s, 1)
-		res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: ts[0], Reason: "no route"}})
-		e.ok("AbortTransfers", res, err, 1)
+		ts := []state.Transfer{e.coolingOff(s, Alice, 1)}
 		e.clock.Advance(Policy.CoolOff - time.Second)
 		if got := e.claim(s, 5); len(got) != 0 {
 			e.t.Fatalf("claimed %v before retry_after", ids(got))

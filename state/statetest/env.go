@@ -338,3 +338,36 @@ func (e *env) enqueueEach(s state.Store, from, to, prio int) []string {
 	}
 	return out
 }
+
+// userWork returns UserWork of user at the clock's time.
+func (e *env) userWork(l state.Admin, user string) state.UserWork {
+	e.t.Helper()
+	w, err := l.UserWork(ctx, user, e.clock.Now())
+	if err != nil {
+		e.t.Fatalf("UserWork %s: %v", user, err)
+	}
+	return w
+}
+
+// sameCounts reports whether got and want count the same (zero counts
+// aside).
+func sameCounts(got, want map[state.State]int) bool {
+	for _, st := range state.States {
+		if got[st] != want[st] {
+			return false
+		}
+	}
+	return true
+}
+
+// coolingOff enqueues user's request n, claims it and aborts the claim:
+// the transfer is back in new, waiting for its cool-off. It returns the
+// transfer as claimed.
+func (e *env) coolingOff(s state.Store, user string, n int) state.Transfer {
+	e.t.Helper()
+	e.enqueue(s, Req(user, n))
+	ts := e.claim(s, 1)
+	res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: ts[0], Reason: "no route"}})
+	e.ok("AbortTransfers", res, err, 1)
+	return ts[0]
+}

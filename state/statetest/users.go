@@ -113,4 +113,41 @@ var usersCases = []testCase{
 			e.t.Fatalf("DueUsers with the dependency done: %+v, want bob with 1 queued since %s", got, Start)
 		}
 	}},
+	{"UserWork/CountsAndDue", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Bob, 1))
+		done := e.submit(s, 1, "job-1")
+		e.terminal(s, state.Terminal{Transfer: done[0], Outcome: state.OutcomeDone, FTSJob: "job-1"})
+		e.submit(s, 1, "job-2")
+		w := e.userWork(s, Alice)
+		if want := map[state.State]int{state.StateNew: 1, state.StateSubmitted: 1, state.StateDone: 1}; !sameCounts(w.ByState, want) {
+			e.t.Fatalf("UserWork of alice: %v, want %v", w.ByState, want)
+		}
+		if w.Due == nil || w.Due.Queued != 1 || w.Due.Active != 1 || w.Idle() || w.Transfers() != 3 {
+			e.t.Fatalf("UserWork of alice: due %+v, idle %v, want 1 queued and 1 active, not idle", w.Due, w.Idle())
+		}
+		// carol never had a transfer: nothing at all, whoever else has
+		if w := e.userWork(s, Carol); w.Transfers() != 0 || w.Due != nil || !w.Idle() || !w.LockedUntil.IsZero() {
+			e.t.Fatalf("UserWork of a user without transfers: %+v", w)
+		}
+		if _, err := s.AcquireLock(ctx, Carol, "agent-c", time.Minute); err != nil {
+			e.t.Fatalf("AcquireLock: %v", err)
+		}
+		if w := e.userWork(s, Carol); w.Transfers() != 0 || !w.LockedUntil.Equal(Start.Add(time.Minute)) {
+			e.t.Fatalf("UserWork of a user whose lock is held: %+v, want it locked until %s", w, Start.Add(time.Minute))
+		}
+	}},
+	{"UserWork/IdleWhileWaiting", func(e *env) {
+		s := e.store(Bob, "agent-b")
+		t := e.coolingOff(s, Bob, 1)
+		// back in new, in its cool-off: nothing due, nothing active
+		w := e.userWork(s, Bob)
+		if w.ByState[state.StateNew] != 1 || w.Due != nil || !w.Idle() {
+			e.t.Fatalf("UserWork of a user whose only transfer cools off: %+v", w)
+		}
+		e.clock.Set(e.get(s, t.ID).RetryAfter.Time)
+		if w := e.userWork(s, Bob); w.Due == nil || w.Idle() {
+			e.t.Fatalf("UserWork once the cool-off has passed: %+v, want due", w)
+		}
+	}},
 }
