@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
 )
 
 // TestClassify_DestinationOurs: the destination copy is deleted only if FTS
@@ -18,18 +19,18 @@ func TestClassify_DestinationOurs(t *testing.T) {
 		reason  string
 		retries int
 		start   time.Time
-		class   fts.ErrorClass
+		class   state.ErrorClass
 		delete  bool
 	}{
-		{"DESTINATION [17] Destination file exists and overwrite is not enabled", 0, started, fts.ClassDestinationExists, false},
-		{"DESTINATION [17] Destination file exists and overwrite is not enabled", 2, started, fts.ClassDestinationExists, false},
-		{expired, 0, time.Time{}, fts.ClassQueueExpired, false},
-		{expired, 1, time.Time{}, fts.ClassQueueExpired, true},
-		{"TRANSFER [110] TRANSFER  Operation timed out (copy)", 0, started, fts.ClassTimeout, true},
-		{"TRANSFER [110] TRANSFER  Operation timed out (copy)", 0, time.Time{}, fts.ClassTimeout, false},
-		{"SOURCE [2] Result HTTP 404 : File not found  after 1 attempts", 0, started, fts.ClassSourceMissing, true},
-		{"Transfer canceled by the user", 0, time.Time{}, fts.ClassCanceled, false},
-		{"Transfer canceled by the user", 0, started, fts.ClassCanceled, true},
+		{"DESTINATION [17] Destination file exists and overwrite is not enabled", 0, started, state.ClassDestinationExists, false},
+		{"DESTINATION [17] Destination file exists and overwrite is not enabled", 2, started, state.ClassDestinationExists, false},
+		{expired, 0, time.Time{}, state.ClassQueueExpired, false},
+		{expired, 1, time.Time{}, state.ClassQueueExpired, true},
+		{"TRANSFER [110] TRANSFER  Operation timed out (copy)", 0, started, state.ClassTimeout, true},
+		{"TRANSFER [110] TRANSFER  Operation timed out (copy)", 0, time.Time{}, state.ClassTimeout, false},
+		{"SOURCE [2] Result HTTP 404 : File not found  after 1 attempts", 0, started, state.ClassSourceMissing, true},
+		{"Transfer canceled by the user", 0, time.Time{}, state.ClassCanceled, false},
+		{"Transfer canceled by the user", 0, started, state.ClassCanceled, true},
 	} {
 		class, _, del := classify(&fts.FileStatus{Retry: tc.retries, StartTime: tc.start}, tc.reason)
 		if class != tc.class || del != tc.delete {

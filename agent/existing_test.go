@@ -97,7 +97,7 @@ func fileAlreadyThere(t *testing.T, world func(testing.TB, ftstest.Options) *wor
 		t.Errorf("empty: no history entry says the destination was empty: %+v", got.History)
 	}
 	got = w.get(other.ID())
-	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassDestinationExists) ||
+	if got.State != state.StateFailed || got.ErrorClass != string(state.ClassDestinationExists) ||
 		!strings.Contains(got.Reason, fmt.Sprintf("the file there differs (%d bytes, not ", len(theirs))) {
 		t.Errorf("other: %s %s %q, want failed destination_exists saying the file there differs", got.State, got.ErrorClass, got.Reason)
 	}
@@ -223,8 +223,8 @@ func destinationBusy(t *testing.T, world func(testing.TB, ftstest.Options) *worl
 		got := w.get(r.ID())
 		if busyOne := i == 1; busyOne != (got.State == state.StateNew) || busyOne && got.Attempts != 1 {
 			t.Errorf("after one pass, transfer %d: %s after %d attempts (%q)", i, got.State, got.Attempts, got.Reason)
-		} else if busyOne && got.ErrorClass != string(fts.ClassDestinationBusy) {
-			t.Errorf("after one pass, the busy transfer's error class is %q, want %s", got.ErrorClass, fts.ClassDestinationBusy)
+		} else if busyOne && got.ErrorClass != string(state.ClassDestinationBusy) {
+			t.Errorf("after one pass, the busy transfer's error class is %q, want %s", got.ErrorClass, state.ClassDestinationBusy)
 		}
 	}
 	cfg.Once = false

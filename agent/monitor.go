@@ -21,7 +21,7 @@ type outcome struct {
 	outcome   state.Outcome
 	reason    string
 	retryable bool
-	class     fts.ErrorClass // of a failure
+	class     state.ErrorClass // of a failure
 	// deleteDest: the destination copy must be deleted before recording
 	// (a failed or cancelled transfer may have left a partial file). Never
 	// for a lost job: nothing says that job wrote the file at the

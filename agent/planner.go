@@ -78,7 +78,7 @@ func (p *planner) plan(ts []state.Transfer, solo map[string]bool) ([]job, []stat
 			var dst string
 			dst, err = p.sites.ResolveFor(t.Destination, t.DestinationLFN, t.Destination)
 			if err == nil && srm.SameFile(src, dst) {
-				aborts = append(aborts, state.Abort{Transfer: t, Fatal: true, ErrorClass: string(fts.ClassSameFile),
+				aborts = append(aborts, state.Abort{Transfer: t, Fatal: true, ErrorClass: string(state.ClassSameFile),
 					Reason: fmt.Sprintf("source and destination are one file (%s at %s, %s at %s: %s): not submitted, it would overwrite its own source",
 						t.SourceLFN, t.Source, t.DestinationLFN, t.Destination, dst)})
 				continue

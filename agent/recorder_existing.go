@@ -6,11 +6,9 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
+	"golang.org/x/sync/errgroup"
 )
 
 // MaxCheckAttempts is how many passes the agent tries to read the file at
@@ -61,13 +59,13 @@ func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally)
 		case o.outcome == state.OutcomeLost && o.t.DestPFN != "" && o.t.Checksum() != "":
 			idx = append(idx, i)
 		case o.outcome != state.OutcomeFailed || o.t.DestPFN == "":
-		case o.class == fts.ClassSourceMissing && o.deleteDest && r.stale[o.t.ID]:
+		case o.class == state.ClassSourceMissing && o.deleteDest && r.stale[o.t.ID]:
 			// read in an earlier pass and not its own: its deletion was
 			// held (failed or skipped), not its check
-		case o.class == fts.ClassSourceMissing && o.deleteDest,
-			o.class == fts.ClassDestinationExists && o.t.Checksum() != "":
+		case o.class == state.ClassSourceMissing && o.deleteDest,
+			o.class == state.ClassDestinationExists && o.t.Checksum() != "":
 			idx = append(idx, i)
-		case o.class == fts.ClassDestinationExists:
+		case o.class == state.ClassDestinationExists:
 			o.reason += "; the file there was not compared: the transfer has no adler32 checksum"
 		}
 	}
@@ -95,7 +93,7 @@ func (r *recorder) checkExisting(work context.Context, outs []outcome, t *tally)
 // unstarted: the phase's time ran out before the check began. It reports
 // whether o is held for the next pass.
 func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (held bool) {
-	id, exists, sum := o.t.ID, o.class == fts.ClassDestinationExists, o.t.Checksum()
+	id, exists, sum := o.t.ID, o.class == state.ClassDestinationExists, o.t.Checksum()
 	lost := o.outcome == state.OutcomeLost
 	log := r.log.WithField(FieldTransfer, id).WithField("pfn", o.t.DestPFN)
 	switch {

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/tokens"
+	"strings"
+	"testing"
+	"time"
 )
 
 // TestAgent_MalformedJobFailsOnceFTSTookOne: a job FTS refuses as
@@ -53,7 +51,7 @@ func malformedAmongGood(t *testing.T, prio int) {
 	}
 	for _, r := range bad {
 		tr := w.get(r.ID())
-		if tr.State != state.StateFailed || tr.ErrorClass != string(fts.ClassUnsupported) || tr.Attempts != 1 ||
+		if tr.State != state.StateFailed || tr.ErrorClass != string(state.ClassUnsupported) || tr.Attempts != 1 ||
 			!strings.Contains(tr.Reason, "Missing host") {
 			t.Errorf("%s: %s of class %q after %d attempts (%q); want failed at once, unsupported, with FTS's reason",
 				tr.ID, tr.State, tr.ErrorClass, tr.Attempts, tr.Reason)

@@ -51,7 +51,7 @@ func TestAgent_SameFileIsNeverSubmitted(t *testing.T) {
 	cfg.Overwrite = true
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	got := w.get(r.ID())
-	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassSameFile) || got.Attempts != 1 ||
+	if got.State != state.StateFailed || got.ErrorClass != string(state.ClassSameFile) || got.Attempts != 1 ||
 		!strings.Contains(got.Reason, "one file") || !strings.Contains(got.Reason, aliasSite) {
 		t.Errorf("same-file transfer: %s class %q after %d attempts (%q), want failed, same_file, at once, naming the sites",
 			got.State, got.ErrorClass, got.Attempts, got.Reason)
@@ -95,7 +95,7 @@ func TestAgent_CleanupNeverDeletesTheSource(t *testing.T) {
 
 	must(t, w.agent(w.config("agent-1"), nil).Run(ctx))
 	got := w.get(r.ID())
-	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassSameFile) {
+	if got.State != state.StateFailed || got.ErrorClass != string(state.ClassSameFile) {
 		t.Errorf("transfer: %s class %q (%q), want failed as same_file", got.State, got.ErrorClass, got.Reason)
 	}
 	if b, err := os.ReadFile(w.srcPath(r)); err != nil || !bytes.Equal(b, data) {
@@ -160,7 +160,7 @@ func TestAgent_SourceThroughALinkedRoot(t *testing.T) {
 	cfg.Overwrite = true
 	must(t, w.agent(cfg, nil).Run(context.Background()))
 	got := w.get(r.ID())
-	if got.State != state.StateFailed || got.ErrorClass != string(fts.ClassSameFile) {
+	if got.State != state.StateFailed || got.ErrorClass != string(state.ClassSameFile) {
 		t.Errorf("transfer: %s class %q (%q), want failed as same_file", got.State, got.ErrorClass, got.Reason)
 	}
 	if n := len(w.sim.Files()); n != 0 {

@@ -289,7 +289,7 @@ func (s *submitter) refused(work context.Context, j *pendingJob, err error, t *t
 	fatal := bad && s.takes[j.endpoint]
 	class := ""
 	if bad {
-		class = string(fts.ClassUnsupported)
+		class = string(state.ClassUnsupported)
 	}
 	reason := "FTS refused the submission: " + err.Error()
 	if bad && !fatal {

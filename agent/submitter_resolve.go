@@ -193,7 +193,7 @@ func (s *submitter) destinationTaken(work context.Context, p *pendingJob, t *tal
 	for _, tr := range s.book.get(p.ids) {
 		if busy[tr.ID] {
 			aborts = append(aborts, state.Abort{Transfer: tr, Reason: "FTS refused the submission: another active FTS transfer writes this destination: " + p.conflict,
-				ErrorClass: string(fts.ClassDestinationBusy)})
+				ErrorClass: string(state.ClassDestinationBusy)})
 		} else {
 			rest = append(rest, tr.ID)
 		}

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asyncstageout/aso/state"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-
-	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/state"
 )
 
 // completionLimit bounds what one completion reads from the store, and
@@ -84,8 +82,8 @@ func stateNames() []string {
 }
 
 func errorClassNames() []string {
-	out := make([]string, len(fts.ErrorClasses))
-	for i, c := range fts.ErrorClasses {
+	out := make([]string, len(state.ErrorClasses))
+	for i, c := range state.ErrorClasses {
 		out[i] = string(c)
 	}
 	return out

@@ -9,11 +9,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/spf13/cobra"
-
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
+	"github.com/spf13/cobra"
 )
 
 // StatusOptions are the flags and argument of `aso status`.
@@ -158,20 +156,20 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 }
 
 // classTable prints the failed transfers by error class, in the order of
-// fts.ErrorClasses (then any other stored class), or nothing without any.
+// state.ErrorClasses (then any other stored class), or nothing without any.
 func classTable(w io.Writer, m map[string]int) {
 	if len(m) == 0 {
 		return
 	}
 	order := make([]string, 0, len(m))
-	for _, c := range fts.ErrorClasses {
+	for _, c := range state.ErrorClasses {
 		if m[string(c)] > 0 {
 			order = append(order, string(c))
 		}
 	}
 	var other []string
 	for c, n := range m {
-		if n > 0 && !fts.ErrorClass(c).Valid() {
+		if n > 0 && !state.ErrorClass(c).Valid() {
 			other = append(other, c)
 		}
 	}

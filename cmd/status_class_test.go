@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/asyncstageout/aso/cmd"
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/statetest"
 )
@@ -55,7 +54,7 @@ func TestStatus_ErrorClasses(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if len(got.ByErrorClass) != len(fts.ErrorClasses) || got.ByErrorClass["source_missing"] != 2 ||
+	if len(got.ByErrorClass) != len(state.ErrorClasses) || got.ByErrorClass["source_missing"] != 2 ||
 		got.ByErrorClass["unknown"] != 1 || got.ByErrorClass["timeout"] != 0 {
 		t.Errorf("by_error_class %v, want every class, source_missing 2, unknown 1", got.ByErrorClass)
 	}

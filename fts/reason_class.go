@@ -1,82 +1,22 @@
 package fts
 
-import "strings"
+import (
+	"strings"
 
-// ErrorClass names the cause of a failed transfer in a small, stable
-// vocabulary that operators can alert on and users can read. The class
-// decides whether another attempt can help (Retryable) and whether the
-// destination copy is the transfer's own to delete (DestinationOurs).
-type ErrorClass string
-
-// The error classes. docs/operators.md ("Error classes") documents each.
-const (
-	ClassSourceMissing         ErrorClass = "source_missing"
-	ClassSourcePermission      ErrorClass = "source_permission"
-	ClassDestinationExists     ErrorClass = "destination_exists"
-	ClassDestinationPermission ErrorClass = "destination_permission"
-	// ClassDestinationBusy is not a failure reason of a file: FTS refused
-	// a submission ("The submission is duplicated") because an active FTS
-	// transfer already writes the destination.
-	ClassDestinationBusy    ErrorClass = "destination_busy"
-	ClassNoSpace            ErrorClass = "no_space"
-	ClassChecksumMismatch   ErrorClass = "checksum_mismatch"
-	ClassTimeout            ErrorClass = "timeout"
-	ClassStorageUnavailable ErrorClass = "storage_unavailable"
-	ClassQueueExpired       ErrorClass = "queue_expired"
-	ClassCanceled           ErrorClass = "canceled"
-	ClassCredentials        ErrorClass = "credentials"
-	// ClassTLS: a storage's TLS handshake failed on a certificate (its
-	// host certificate, or the CA or CRL that checks it): the site's to
-	// fix, not the user's proxy or the destination's quota.
-	ClassTLS         ErrorClass = "tls"
-	ClassUnsupported ErrorClass = "unsupported"
-	// ClassSameFile is not FTS's: the source and destination PFNs of a
-	// transfer name one file, and aso never submits it (it would overwrite
-	// its own source, and the cleanup of a failed attempt delete it).
-	ClassSameFile ErrorClass = "same_file"
-	ClassUnknown  ErrorClass = "unknown"
+	"github.com/asyncstageout/aso/state"
 )
-
-// ErrorClasses lists every class, in the order the status command shows them.
-var ErrorClasses = []ErrorClass{
-	ClassSourceMissing, ClassSourcePermission, ClassDestinationExists, ClassDestinationPermission,
-	ClassDestinationBusy, ClassNoSpace, ClassChecksumMismatch, ClassTimeout, ClassStorageUnavailable, ClassQueueExpired,
-	ClassCanceled, ClassCredentials, ClassTLS, ClassUnsupported, ClassSameFile, ClassUnknown,
-}
-
-// Valid reports whether c is one of ErrorClasses.
-func (c ErrorClass) Valid() bool {
-	for _, v := range ErrorClasses {
-		if c == v {
-			return true
-		}
-	}
-	return false
-}
 
 // classRetries says which classes another attempt can help; unknown is
 // not among them: Classify follows FTS's judgement of its failures.
-var classRetries = map[ErrorClass]bool{
-	ClassTimeout: true, ClassStorageUnavailable: true, ClassQueueExpired: true, ClassCredentials: true,
-	ClassDestinationBusy: true, ClassTLS: true,
-}
-
-// DestinationOurs reports whether the destination copy of a transfer that
-// failed with class c may be deleted: FTS may have written it. Not when the
-// destination already held a file FTS refused to overwrite
-// (destination_exists), nor when the transfer never left FTS's queue
-// (queue_expired), nor when FTS refused to take it because another transfer
-// writes there (destination_busy): whatever is there was not written by
-// this transfer; nor, above all, when the destination is the source
-// (same_file).
-func (c ErrorClass) DestinationOurs() bool {
-	return c != ClassDestinationExists && c != ClassQueueExpired && c != ClassDestinationBusy && c != ClassSameFile
+var classRetries = map[state.ErrorClass]bool{
+	state.ClassTimeout: true, state.ClassStorageUnavailable: true, state.ClassQueueExpired: true, state.ClassCredentials: true,
+	state.ClassDestinationBusy: true, state.ClassTLS: true,
 }
 
 // Failure is the classification of one failed file.
 type Failure struct {
 	Reason    Reason
-	Class     ErrorClass
+	Class     state.ErrorClass
 	Retryable bool
 }
 
@@ -89,7 +29,7 @@ func Classify(reason string, recoverable *bool) Failure {
 	r := ParseReason(reason)
 	f := Failure{Reason: r, Class: r.class()}
 	switch {
-	case f.Class != ClassUnknown:
+	case f.Class != state.ClassUnknown:
 		f.Retryable = classRetries[f.Class]
 	case recoverable != nil:
 		f.Retryable = *recoverable
@@ -142,9 +82,9 @@ const (
 // the scope, then the codes in the message (HTTP, curl, XRootD, SRM, FTP,
 // the older format's category), and the message text only when neither
 // says anything.
-func (r Reason) class() ErrorClass {
+func (r Reason) class() state.ErrorClass {
 	if tlsCurlCodes[r.CurlCode] {
-		return ClassTLS
+		return state.ClassTLS
 	}
 	if c := r.errnoClass(); c != "" {
 		return c
@@ -157,36 +97,36 @@ func (r Reason) class() ErrorClass {
 
 // errnoClass classifies by errno and scope; "" when the errno is absent or
 // does not tell the cause (EIO, EINVAL, EPROTO...).
-func (r Reason) errnoClass() ErrorClass {
+func (r Reason) errnoClass() state.ErrorClass {
 	switch r.Errno {
 	case enoent:
 		if r.Scope == ScopeSource {
-			return ClassSourceMissing
+			return state.ClassSourceMissing
 		}
 	case eperm, eacces:
 		if r.credentialCode() {
-			return ClassCredentials
+			return state.ClassCredentials
 		}
 		return r.permission()
 	case erofs:
 		if r.Scope != ScopeSource {
-			return ClassDestinationPermission
+			return state.ClassDestinationPermission
 		}
 	case eexist:
 		return r.resolve(classExisting)
 	case enospc, edquot, efbig:
-		return ClassNoSpace
+		return state.ClassNoSpace
 	case etimedout, etime:
-		return ClassTimeout
+		return state.ClassTimeout
 	case ecanceled:
-		return ClassCanceled
+		return state.ClassCanceled
 	case ekeyexpired, ekeyrejected:
-		return ClassCredentials
+		return state.ClassCredentials
 	case econnrefused, econnreset, econnaborted, ehostunreach, enetunreach, enetdown, ehostdown,
 		enotconn, epipe, eagain, ebusy, ecomm, eremoteio:
-		return ClassStorageUnavailable
+		return state.ClassStorageUnavailable
 	case eprotonosupport, eopnotsupp, enosys, eisdir, enotdir, enametoolong, e2big:
-		return ClassUnsupported
+		return state.ClassUnsupported
 	}
 	return ""
 }
@@ -196,18 +136,18 @@ func (r Reason) errnoClass() ErrorClass {
 // codes of a refusal do not tell that apart), else the permission class of
 // the failing side; a third-party copy (TRANSFER scope) is run by the
 // destination.
-func (r Reason) permission() ErrorClass {
+func (r Reason) permission() state.ErrorClass {
 	msg := strings.ToLower(r.Message)
 	if hasAny(msg, credentialTexts) {
-		return ClassCredentials
+		return state.ClassCredentials
 	}
 	if hasAny(msg, tlsTexts) {
-		return ClassTLS
+		return state.ClassTLS
 	}
 	if r.Scope == ScopeSource {
-		return ClassSourcePermission
+		return state.ClassSourcePermission
 	}
-	return ClassDestinationPermission
+	return state.ClassDestinationPermission
 }
 
 // credentialCode: a code that says the credentials were refused rather
@@ -217,11 +157,11 @@ func (r Reason) credentialCode() bool {
 }
 
 // codeClass classifies by the codes of the message; "" when none tells.
-func (r Reason) codeClass() ErrorClass {
+func (r Reason) codeClass() state.ErrorClass {
 	if r.credentialCode() {
-		return ClassCredentials
+		return state.ClassCredentials
 	}
-	for _, c := range [...]ErrorClass{
+	for _, c := range [...]state.ErrorClass{
 		r.resolve(categoryClasses[r.Category]), r.resolve(srmClasses[r.SRMStatus]), r.resolve(xrootdClasses[r.XRootDCode]),
 		r.httpClass(), curlClasses[r.CurlCode], ftpClasses[r.FTPCode],
 	} {
@@ -232,24 +172,24 @@ func (r Reason) codeClass() ErrorClass {
 	return ""
 }
 
-func (r Reason) httpClass() ErrorClass {
+func (r Reason) httpClass() state.ErrorClass {
 	switch s := r.HTTPStatus; {
 	case s == 403:
 		return r.permission()
 	case s == 404 || s == 410:
 		if r.Scope == ScopeSource {
-			return ClassSourceMissing
+			return state.ClassSourceMissing
 		}
 	case s == 409:
 		return r.resolve(classExisting)
 	case s == 408:
-		return ClassTimeout
+		return state.ClassTimeout
 	case s == 507:
-		return ClassNoSpace
+		return state.ClassNoSpace
 	case s == 501:
-		return ClassUnsupported
+		return state.ClassUnsupported
 	case s >= 500 && s <= 599:
-		return ClassStorageUnavailable
+		return state.ClassStorageUnavailable
 	}
 	return ""
 }
@@ -261,24 +201,24 @@ func (r Reason) httpClass() ErrorClass {
 // SOURCE side, where an existing file says nothing; classRefused is the
 // refusal of the failing side.
 const (
-	classMissing  ErrorClass = "(missing)"
-	classExisting ErrorClass = "(existing)"
-	classRefused  ErrorClass = "(refused)"
+	classMissing  state.ErrorClass = "(missing)"
+	classExisting state.ErrorClass = "(existing)"
+	classRefused  state.ErrorClass = "(refused)"
 )
 
 // resolve turns a table's class into the reason's class.
-func (r Reason) resolve(c ErrorClass) ErrorClass {
+func (r Reason) resolve(c state.ErrorClass) state.ErrorClass {
 	switch c {
 	case classMissing:
 		if r.Scope == ScopeSource {
-			return ClassSourceMissing
+			return state.ClassSourceMissing
 		}
 		return ""
 	case classExisting:
 		if r.Scope == ScopeSource {
 			return ""
 		}
-		return ClassDestinationExists
+		return state.ClassDestinationExists
 	case classRefused:
 		return r.permission()
 	}
@@ -286,10 +226,10 @@ func (r Reason) resolve(c ErrorClass) ErrorClass {
 }
 
 // curlClasses reads libcurl's error numbers (Davix).
-var curlClasses = map[int]ErrorClass{
-	28: ClassTimeout, 1: ClassUnsupported, 3: ClassUnsupported,
-	5: ClassStorageUnavailable, 6: ClassStorageUnavailable, 7: ClassStorageUnavailable, 35: ClassStorageUnavailable,
-	52: ClassStorageUnavailable, 55: ClassStorageUnavailable, 56: ClassStorageUnavailable,
+var curlClasses = map[int]state.ErrorClass{
+	28: state.ClassTimeout, 1: state.ClassUnsupported, 3: state.ClassUnsupported,
+	5: state.ClassStorageUnavailable, 6: state.ClassStorageUnavailable, 7: state.ClassStorageUnavailable, 35: state.ClassStorageUnavailable,
+	52: state.ClassStorageUnavailable, 55: state.ClassStorageUnavailable, 56: state.ClassStorageUnavailable,
 }
 
 // tlsCurlCodes are libcurl's errors of a TLS handshake that failed on a
@@ -300,43 +240,43 @@ var curlClasses = map[int]ErrorClass{
 var tlsCurlCodes = map[int]bool{51: true, 58: true, 60: true, 77: true, 82: true, 83: true, 90: true, 91: true}
 
 // xrootdClasses reads the XRootD server's kXR error codes.
-var xrootdClasses = map[int]ErrorClass{
-	3011: classMissing,                     // kXR_NotFound
-	3010: classRefused,                     // kXR_NotAuthorized
-	3009: ClassNoSpace, 3021: ClassNoSpace, // kXR_NoSpace, kXR_overQuota
-	3018: classExisting,                            // kXR_ItExists
-	3019: ClassChecksumMismatch,                    // kXR_ChkSumErr
-	3012: ClassStorageUnavailable,                  // kXR_ServerError
-	3014: ClassStorageUnavailable,                  // kXR_noserver
-	3024: ClassStorageUnavailable,                  // kXR_Overloaded
-	3013: ClassUnsupported, 3016: ClassUnsupported, // kXR_Unsupported, kXR_isDirectory
-	3017: ClassCanceled, // kXR_Cancelled
+var xrootdClasses = map[int]state.ErrorClass{
+	3011: classMissing,                                 // kXR_NotFound
+	3010: classRefused,                                 // kXR_NotAuthorized
+	3009: state.ClassNoSpace, 3021: state.ClassNoSpace, // kXR_NoSpace, kXR_overQuota
+	3018: classExisting,                                        // kXR_ItExists
+	3019: state.ClassChecksumMismatch,                          // kXR_ChkSumErr
+	3012: state.ClassStorageUnavailable,                        // kXR_ServerError
+	3014: state.ClassStorageUnavailable,                        // kXR_noserver
+	3024: state.ClassStorageUnavailable,                        // kXR_Overloaded
+	3013: state.ClassUnsupported, 3016: state.ClassUnsupported, // kXR_Unsupported, kXR_isDirectory
+	3017: state.ClassCanceled, // kXR_Cancelled
 }
 
 // srmClasses reads the SRM v2.2 status codes.
-var srmClasses = map[string]ErrorClass{
+var srmClasses = map[string]state.ErrorClass{
 	"SRM_INVALID_PATH": classMissing, "SRM_AUTHORIZATION_FAILURE": classRefused,
-	"SRM_NO_FREE_SPACE": ClassNoSpace, "SRM_EXCEED_ALLOCATION": ClassNoSpace, "SRM_NO_USER_SPACE": ClassNoSpace,
-	"SRM_DUPLICATION_ERROR": classExisting, "SRM_REQUEST_TIMED_OUT": ClassTimeout,
-	"SRM_ABORTED": ClassCanceled, "SRM_NOT_SUPPORTED": ClassUnsupported,
-	"SRM_INTERNAL_ERROR": ClassStorageUnavailable, "SRM_FILE_UNAVAILABLE": ClassStorageUnavailable,
-	"SRM_FILE_BUSY": ClassStorageUnavailable, "SRM_TOO_MANY_REQUESTS": ClassStorageUnavailable,
+	"SRM_NO_FREE_SPACE": state.ClassNoSpace, "SRM_EXCEED_ALLOCATION": state.ClassNoSpace, "SRM_NO_USER_SPACE": state.ClassNoSpace,
+	"SRM_DUPLICATION_ERROR": classExisting, "SRM_REQUEST_TIMED_OUT": state.ClassTimeout,
+	"SRM_ABORTED": state.ClassCanceled, "SRM_NOT_SUPPORTED": state.ClassUnsupported,
+	"SRM_INTERNAL_ERROR": state.ClassStorageUnavailable, "SRM_FILE_UNAVAILABLE": state.ClassStorageUnavailable,
+	"SRM_FILE_BUSY": state.ClassStorageUnavailable, "SRM_TOO_MANY_REQUESTS": state.ClassStorageUnavailable,
 }
 
 // ftpClasses reads GridFTP's FTP reply codes; 550 says nothing by itself
 // (a missing file and a refused permission share it).
-var ftpClasses = map[int]ErrorClass{
-	452: ClassNoSpace, 421: ClassStorageUnavailable, 425: ClassStorageUnavailable, 426: ClassStorageUnavailable,
+var ftpClasses = map[int]state.ErrorClass{
+	452: state.ClassNoSpace, 421: state.ClassStorageUnavailable, 425: state.ClassStorageUnavailable, 426: state.ClassStorageUnavailable,
 }
 
 // categoryClasses reads the category of the older reason format.
-var categoryClasses = map[string]ErrorClass{
+var categoryClasses = map[string]state.ErrorClass{
 	"INVALID_PATH": classMissing, "PERMISSION": classRefused,
 	"FILE_EXIST": classExisting, "FILE_EXISTS": classExisting,
-	"NO_SPACE_LEFT": ClassNoSpace, "SECURITY_ERROR": ClassCredentials, "CHECKSUM_MISMATCH": ClassChecksumMismatch,
-	"TRANSFER_TIMEOUT": ClassTimeout, "REQUEST_TIMEOUT": ClassTimeout, "OPERATION_TIMEOUT": ClassTimeout,
-	"CONNECTION": ClassStorageUnavailable, "CONNECTION_ERROR": ClassStorageUnavailable,
-	"COMMUNICATION_ERROR": ClassStorageUnavailable, "STORAGE_INTERNAL_ERROR": ClassStorageUnavailable,
+	"NO_SPACE_LEFT": state.ClassNoSpace, "SECURITY_ERROR": state.ClassCredentials, "CHECKSUM_MISMATCH": state.ClassChecksumMismatch,
+	"TRANSFER_TIMEOUT": state.ClassTimeout, "REQUEST_TIMEOUT": state.ClassTimeout, "OPERATION_TIMEOUT": state.ClassTimeout,
+	"CONNECTION": state.ClassStorageUnavailable, "CONNECTION_ERROR": state.ClassStorageUnavailable,
+	"COMMUNICATION_ERROR": state.ClassStorageUnavailable, "STORAGE_INTERNAL_ERROR": state.ClassStorageUnavailable,
 }
 
 // The texts of the last resort, lower case, for reasons whose errno and
@@ -364,26 +304,26 @@ var (
 // timeout says "canceled").
 var textOrder = []struct {
 	texts []string
-	class ErrorClass
+	class state.ErrorClass
 }{
-	{queueTexts, ClassQueueExpired},
-	{timeoutTexts, ClassTimeout},
-	{canceledTexts, ClassCanceled},
-	{credentialTexts, ClassCredentials},
-	{tlsTexts, ClassTLS},
+	{queueTexts, state.ClassQueueExpired},
+	{timeoutTexts, state.ClassTimeout},
+	{canceledTexts, state.ClassCanceled},
+	{credentialTexts, state.ClassCredentials},
+	{tlsTexts, state.ClassTLS},
 	{existsTexts, classExisting},
-	{noSpaceTexts, ClassNoSpace},
+	{noSpaceTexts, state.ClassNoSpace},
 	{permissionTexts, classRefused},
 	{missingTexts, classMissing},
-	{unavailableTexts, ClassStorageUnavailable},
-	{unsupportedTexts, ClassUnsupported},
+	{unavailableTexts, state.ClassStorageUnavailable},
+	{unsupportedTexts, state.ClassUnsupported},
 }
 
-func (r Reason) textClass() ErrorClass {
+func (r Reason) textClass() state.ErrorClass {
 	m := strings.ToLower(r.Message)
 	if strings.Contains(m, "checksum") && hasAny(m, []string{"do not match", "does not match", "mismatch", "differ"}) &&
 		!hasAny(m, queueTexts) {
-		return ClassChecksumMismatch
+		return state.ClassChecksumMismatch
 	}
 	for _, t := range textOrder {
 		if hasAny(m, t.texts) {
@@ -392,7 +332,7 @@ func (r Reason) textClass() ErrorClass {
 			}
 		}
 	}
-	return ClassUnknown
+	return state.ClassUnknown
 }
 
 func hasAny(s string, needles []string) bool {

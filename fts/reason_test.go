@@ -10,13 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/asyncstageout/aso/fts"
+	"github.com/asyncstageout/aso/state"
 )
 
 // corpusRow is one line of testdata/fts/reasons.tsv.
 type corpusRow struct {
 	line      int
 	reason    string
-	class     fts.ErrorClass
+	class     state.ErrorClass
 	retryable bool
 }
 
@@ -42,10 +43,10 @@ func readCorpus(tb testing.TB) []corpusRow {
 		if err != nil {
 			tb.Fatalf("reasons.tsv:%d: retryable %q: %v", n, cols[2], err)
 		}
-		if c := fts.ErrorClass(cols[1]); !c.Valid() {
+		if c := state.ErrorClass(cols[1]); !c.Valid() {
 			tb.Fatalf("reasons.tsv:%d: %q is not an error class", n, cols[1])
 		}
-		rows = append(rows, corpusRow{n, cols[0], fts.ErrorClass(cols[1]), retry})
+		rows = append(rows, corpusRow{n, cols[0], state.ErrorClass(cols[1]), retry})
 	}
 	if err := sc.Err(); err != nil {
 		tb.Fatal(err)
@@ -58,7 +59,7 @@ func TestClassify_Corpus(t *testing.T) {
 	if len(rows) < 80 {
 		t.Fatalf("the corpus has %d reasons, want at least 80", len(rows))
 	}
-	seen := map[fts.ErrorClass]int{}
+	seen := map[state.ErrorClass]int{}
 	for _, r := range rows {
 		f := fts.Classify(r.reason, nil)
 		seen[f.Class]++
@@ -67,10 +68,10 @@ func TestClassify_Corpus(t *testing.T) {
 				r.line, r.reason, f.Class, f.Retryable, r.class, r.retryable, f.Reason)
 		}
 	}
-	for _, c := range fts.ErrorClasses {
+	for _, c := range state.ErrorClasses {
 		// destination_busy is a refused submission's, never a file's
 		// reason, and same_file aso's own, before any submission
-		if seen[c] == 0 && c != fts.ClassDestinationBusy && c != fts.ClassSameFile {
+		if seen[c] == 0 && c != state.ClassDestinationBusy && c != state.ClassSameFile {
 			t.Errorf("no reason of the corpus is classified %s", c)
 		}
 	}
@@ -115,7 +116,7 @@ func TestParseReason(t *testing.T) {
 func TestClassify_RecoverableDecidesUnknown(t *testing.T) {
 	yes, no := true, false
 	const unknown = "TRANSFER [5] Transfer failed: unknown error"
-	if f := fts.Classify(unknown, &no); f.Class != fts.ClassUnknown || f.Retryable {
+	if f := fts.Classify(unknown, &no); f.Class != state.ClassUnknown || f.Retryable {
 		t.Fatalf("unknown with recoverable=false: %+v, want not retryable", f)
 	}
 	if f := fts.Classify(unknown, &yes); !f.Retryable {
@@ -123,10 +124,10 @@ func TestClassify_RecoverableDecidesUnknown(t *testing.T) {
 	}
 	// without the flag FTS's errno rule decides: DESTINATION EACCES-like
 	// errnos never recover, an unknown errno does
-	if f := fts.Classify("SOURCE [36] name too long", nil); f.Class != fts.ClassUnsupported || f.Retryable {
+	if f := fts.Classify("SOURCE [36] name too long", nil); f.Class != state.ClassUnsupported || f.Retryable {
 		t.Fatalf("SOURCE ENAMETOOLONG: %+v", f)
 	}
-	if f := fts.Classify("TRANSFER [12] Cannot allocate memory", nil); f.Class != fts.ClassUnknown || !f.Retryable {
+	if f := fts.Classify("TRANSFER [12] Cannot allocate memory", nil); f.Class != state.ClassUnknown || !f.Retryable {
 		t.Fatalf("TRANSFER ENOMEM: %+v", f)
 	}
 	// a known class keeps its policy whatever the flag says
@@ -136,8 +137,8 @@ func TestClassify_RecoverableDecidesUnknown(t *testing.T) {
 }
 
 func TestErrorClass_DestinationOurs(t *testing.T) {
-	for _, c := range fts.ErrorClasses {
-		want := c != fts.ClassDestinationExists && c != fts.ClassQueueExpired && c != fts.ClassDestinationBusy && c != fts.ClassSameFile
+	for _, c := range state.ErrorClasses {
+		want := c != state.ClassDestinationExists && c != state.ClassQueueExpired && c != state.ClassDestinationBusy && c != state.ClassSameFile
 		if got := c.DestinationOurs(); got != want {
 			t.Errorf("%s.DestinationOurs() = %v, want %v", c, got, want)
 		}

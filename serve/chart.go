@@ -2,12 +2,10 @@ package serve
 
 import (
 	"fmt"
+	"github.com/asyncstageout/aso/state"
 	"slices"
 	"sort"
 	"time"
-
-	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/state"
 )
 
 // chart is a bar chart of the transfers done and failed per hour, drawn
@@ -97,16 +95,16 @@ func hourChart(hours []state.FinishedCount, now time.Time, window time.Duration)
 }
 
 // classOrder lists the classes of m with a count, in the order of
-// fts.ErrorClasses, then any other stored class by name.
+// state.ErrorClasses, then any other stored class by name.
 func classOrder(m map[string]int) []string {
 	var out, other []string
-	for _, c := range fts.ErrorClasses {
+	for _, c := range state.ErrorClasses {
 		if m[string(c)] > 0 {
 			out = append(out, string(c))
 		}
 	}
 	for c, n := range m {
-		if n > 0 && !fts.ErrorClass(c).Valid() {
+		if n > 0 && !state.ErrorClass(c).Valid() {
 			other = append(other, c)
 		}
 	}
@@ -116,8 +114,8 @@ func classOrder(m map[string]int) []string {
 
 // classNames names every error class, for the list's form.
 func classNames() []string {
-	out := make([]string, 0, len(fts.ErrorClasses))
-	for _, c := range fts.ErrorClasses {
+	out := make([]string, 0, len(state.ErrorClasses))
+	for _, c := range state.ErrorClasses {
 		out = append(out, string(c))
 	}
 	return slices.Clip(out)

@@ -15,7 +15,7 @@ import (
 // is explained as a certificate or CA problem, never as the quota or the
 // permissions of the destination.
 func TestExplain_Hints(t *testing.T) {
-	for _, c := range fts.ErrorClasses {
+	for _, c := range state.ErrorClasses {
 		if classHints[string(c)] == "" {
 			t.Errorf("error class %s has no advice", c)
 		}

@@ -129,7 +129,7 @@ type Terminal struct {
 	// Retryable marks a failure that may succeed later: the transfer returns
 	// to new after the cool-off while attempts remain.
 	Retryable bool
-	// ErrorClass classifies Reason (fts.ErrorClass) for a failed outcome.
+	// ErrorClass classifies Reason (ErrorClass) for a failed outcome.
 	ErrorClass string
 	// NoPenalty, with OutcomeLost, counts no attempt: the job ended with
 	// the FTS server that held it, which a stop of aso ended (the

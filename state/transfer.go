@@ -115,7 +115,7 @@ type Transfer struct {
 	// adoption go there. "" (transfers of older versions): the current one.
 	FTSEndpoint string `json:"fts_endpoint,omitempty"`
 	// ErrorClass classifies Reason when it is an FTS failure (one of
-	// fts.ErrorClasses); "" otherwise.
+	// ErrorClasses); "" otherwise.
 	ErrorClass string `json:"error_class,omitempty"`
 	// Activity is the network activity of the transfer (1..MaxActivity),
 	// marked with the experiment in the scitag of its FTS file; 0 means

@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/fts/ftstest"
+	"github.com/asyncstageout/aso/internal/exitcode"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
@@ -107,10 +106,9 @@ func New(t testing.TB, o Options) *World {
 		w.StateURL = couchtest.WithoutAuth(u)
 		w.Env = w.roleCredentials(u)
 	}
-	var out, errb bytes.Buffer // the store is created as a user creates it
-	if code := cmd.ExecuteWith(ctx, []string{"init", "--state", w.StateURL, "--log-level", "error"},
-		cmd.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, LookupEnv: w.LookupEnv}); code != 0 {
-		t.Fatalf("proctest: aso init: exit %d: %s%s", code, out.String(), errb.String())
+	// the store is created as a user creates it, by the binary
+	if p := w.Start("init", "init", "--state", w.StateURL, "--log-level", "error"); p.Wait(time.Minute) != exitcode.OK {
+		t.Fatalf("proctest: aso init: exit %d\n%s", p.Code(), p.Tail(20))
 	}
 	if o.Couch {
 		w.store, err = couch.Open(ctx, couch.Options{URL: w.CouchURL(couch.RoleProducer)}, cfg)
@@ -221,7 +219,7 @@ func (w *World) RunToEnd(user string, d time.Duration, extra ...string) *Proc {
 		switch {
 		case code == 0:
 			return p
-		case (code == cmd.ExitLocked || code == cmd.ExitTempFail) && time.Now().Before(deadline):
+		case (code == exitcode.Locked || code == exitcode.TempFail) && time.Now().Before(deadline):
 			// cron's interval between runs, which the loop plays: each run
 			// looks for itself, so this waits for no condition
 			time.Sleep(100 * time.Millisecond)

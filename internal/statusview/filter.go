@@ -2,12 +2,10 @@ package statusview
 
 import (
 	"fmt"
+	"github.com/asyncstageout/aso/state"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/asyncstageout/aso/fts"
-	"github.com/asyncstageout/aso/state"
 )
 
 // Selection is the filters of `aso list` (and of the lists of `aso
@@ -62,7 +60,7 @@ func (s *Selection) Filter(user string, now time.Time) (state.Filter, error) {
 		f.LFN = s.LFN
 	}
 	if s.Class != "" {
-		if !fts.ErrorClass(s.Class).Valid() {
+		if !state.ErrorClass(s.Class).Valid() {
 			return f, &SelectionError{"error-class", s.Class, "want one of " + ErrorClassNames()}
 		}
 		f.ErrorClass = s.Class
@@ -104,8 +102,8 @@ func StateNames() string {
 
 // ErrorClassNames names every error class, for messages.
 func ErrorClassNames() string {
-	names := make([]string, len(fts.ErrorClasses))
-	for i, c := range fts.ErrorClasses {
+	names := make([]string, len(state.ErrorClasses))
+	for i, c := range state.ErrorClasses {
 		names[i] = string(c)
 	}
 	return strings.Join(names, ", ")

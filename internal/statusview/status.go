@@ -2,10 +2,8 @@ package statusview
 
 import (
 	"encoding/json"
-	"io"
-
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
+	"io"
 )
 
 // Status is what `aso status --json` prints. Every state appears in
@@ -69,8 +67,8 @@ func NewStatus(user string, s state.Summary) Status {
 
 // ErrorClasses returns the counts of m with every error class present.
 func ErrorClasses(m map[string]int) map[string]int {
-	out := make(map[string]int, len(fts.ErrorClasses))
-	for _, c := range fts.ErrorClasses {
+	out := make(map[string]int, len(state.ErrorClasses))
+	for _, c := range state.ErrorClasses {
 		out[string(c)] = 0
 	}
 	for c, n := range m {
