@@ -22,6 +22,7 @@ var commands = []func(g *Globals) *cobra.Command{
 	newFsckCommand,
 	newKillCommand,
 	newRetryCommand,
+	newVerifyCommand,
 	newResolveCommand,
 	newResolveConflictsCommand,
 	newRmCommand,

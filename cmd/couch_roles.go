@@ -44,6 +44,8 @@ var commandRoles = map[string]commandRole{
 	"enqueue":           {[]string{"producer", "user"}, []string{couch.RoleProducer, couch.RoleUser}},
 	"kill":              {[]string{"operator", "producer", "user"}, []string{couch.RoleOperator, couch.RoleProducer, couch.RoleUser}},
 	"retry":             {[]string{"operator", "user"}, []string{couch.RoleOperator, couch.RoleUser}},
+	"verify":            {[]string{"operator", "agent"}, []string{couch.RoleOperator, couch.RoleAgent}},
+	"verify --dry-run":  {[]string{"reader"}, readers},
 	"purge":             {[]string{"operator"}, []string{couch.RoleOperator}},
 	"unlock":            {[]string{"operator"}, []string{couch.RoleOperator}},
 	"resolve-conflicts": {[]string{"operator"}, []string{couch.RoleOperator}},

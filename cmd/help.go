@@ -60,9 +60,11 @@ var commandExits = map[string][]exitUse{
 		{ExitTempFail, ""}, {ExitConfig, ""},
 		{exitSIGHUP, ""}, {exitSIGINT, ""}, {exitSIGTERM, "the records read before the signal are stored and counted"},
 	},
-	"kill":              withNote(storeExits, ExitError, "also an ID that was not found, or a question answered no"),
-	"retry":             withNote(storeExits, ExitError, "also an ID that was not found, or a question answered no"),
-	"purge":             withNote(storeExits, ExitError, "also a question answered no"),
+	"kill":  withNote(storeExits, ExitError, "also an ID that was not found, or a question answered no"),
+	"retry": withNote(storeExits, ExitError, "also an ID that was not found, or a question answered no"),
+	"purge": withNote(storeExits, ExitError, "also a question answered no"),
+	"verify": {{ExitOK, "every file checked is present"}, {ExitError, "also a file missing or different at its destination, whatever else could not be read"},
+		{ExitUsage, ""}, {ExitTempFail, "also no file missing or different, but one the storage could not be asked about"}, {ExitConfig, ""}},
 	"status":            withNote(storeExits, ExitError, "also an ID that is not found"),
 	"list":              storeExits,
 	"init":              storeExits,
@@ -215,6 +217,9 @@ var examples = map[string]string{
   aso kill --in-state submitted --fts-job 1c9f0d2e-4a55-11ef-9d5b-fa163e5b6a8e`,
 	"retry": `  aso retry --failed --user alice
   aso retry --error-class source_missing --since 24h --dry-run`,
+	"verify": `  aso verify --user alice
+  aso verify --all-users --sample 5% --parallel 16 --json > verified.jsonl
+  aso retry --verified missing --user alice`,
 	"purge": `  aso purge --older-than 720h --archive /data/aso/purged.jsonl
   aso purge --all-users --older-than 2160h --dry-run`,
 	"unlock":            `  aso unlock --user alice`,

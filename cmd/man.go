@@ -183,7 +183,7 @@ func environmentOf(c *cobra.Command) []manEntry {
 		out = append(out, manEntry{envName(s.Name), "the CouchDB connection: " + s.Name + " (no flag: see aso config)"})
 	}
 	switch c.Name() {
-	case "run", "rm":
+	case "run", "rm", "verify":
 		out = append(out,
 			manEntry{"X509_USER_PROXY", "the X.509 proxy when --proxy is not given (then /tmp/x509up_u<uid>)"},
 			manEntry{"X509_CERT_DIR", "the CA certificates when --cert-dir is not given (then /etc/grid-security/certificates)"})

@@ -39,7 +39,10 @@ func newRetryCommand(g *Globals) *cobra.Command {
 			"With --user, only that user's transfers are retried. --failed retries every failed\n" +
 			"transfer of --user; the filters of `aso list` (--in-state, --link, --lfn, --fts-job, --since,\n" +
 			"--all-users) select the transfers to retry instead, the failed ones unless --in-state is\n" +
-			"given. The history of each transfer records who asked (login@host) and when. --dry-run\n" +
+			"given. --verified missing (or differs) selects the ended transfers whose last aso verify\n" +
+			"found their file missing (or different) and queues again those whose source gfal-stat\n" +
+			"still finds; the others stay as they are, their verification's history entry and the\n" +
+			"output saying why. The history of each transfer records who asked (login@host) and when. --dry-run\n" +
 			"prints what would change and changes nothing. On a terminal, a retry of --failed or of\n" +
 			"more than 100 transfers asks first (--yes does not). Exits 1 if an ID is unknown.",
 		RunE: func(cmd *cobra.Command, args []string) error { o.IDs = args; return runRetry(cmd.Context(), o, g) },
@@ -51,6 +54,11 @@ func newRetryCommand(g *Globals) *cobra.Command {
 func runRetry(ctx context.Context, o *RetryOptions, g *Globals) error {
 	c := idCommand{verb: "retry", allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}, sel: &o.Select,
 		json: o.JSON, act: o.Act, would: retryWould, effect: "queued again as new, attempts reset"}
+	if o.Select.Verified != "" {
+		if err := retryVerified(&c, o, g); err != nil {
+			return err
+		}
+	}
 	user, tally, err := c.run(ctx, g, o.IDs)
 	if err != nil || o.Act.DryRun {
 		return cmp.Or(err, tally.err("retried"))

@@ -161,3 +161,27 @@ func roleCredentials(t *testing.T, roles ...string) map[string]string {
 	}
 	return env
 }
+
+// TestVerify_Roles: aso verify writes as aso-operator (or aso-agent); a
+// reader's credentials in their place stop it (78) before it reads
+// anything, and a reader may run --dry-run.
+func TestVerify_Roles(t *testing.T) {
+	r := newRoleEnv(t)
+	if res := r.run(t, "init", "--users"); res.code != 0 {
+		t.Fatalf("init --users: exit %d, stderr %q", res.code, res.stderr)
+	}
+	if res := r.run(t, "verify", "--all-users", "--progress", "never"); res.code != 0 || !strings.Contains(res.stdout, "0 checked") {
+		t.Fatalf("verify as aso-operator: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+	reader := &roleEnv{env: map[string]string{"ASO_CONFIG": "", "ASO_COUCHDB_CREDENTIALS_READER": r.env["ASO_COUCHDB_CREDENTIALS_READER"]}, state: r.state}
+	for _, k := range []string{"ASO_COUCHDB_CREDENTIALS_OPERATOR", "ASO_COUCHDB_CREDENTIALS_AGENT"} {
+		reader.env[k] = r.env["ASO_COUCHDB_CREDENTIALS_READER"]
+	}
+	res := reader.run(t, "verify", "--all-users", "--progress", "never")
+	if res.code != cmd.ExitConfig || !strings.Contains(res.stderr, "aso verify needs the role aso-operator or aso-agent") {
+		t.Fatalf("verify with a reader's credentials: exit %d, stderr %q; want 78 naming the roles needed", res.code, res.stderr)
+	}
+	if res := reader.run(t, "verify", "--dry-run", "--all-users", "--progress", "never"); res.code != 0 {
+		t.Fatalf("verify --dry-run as aso-reader: exit %d, stderr %q", res.code, res.stderr)
+	}
+}

@@ -25,6 +25,7 @@ type SelectOptions struct {
 	FTSJob   string
 	Class    string
 	Since    string
+	Verified string
 	AllUsers bool
 }
 
@@ -36,6 +37,7 @@ func (o *SelectOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.FTSJob, "fts-job", "", "only transfers last submitted in this FTS job")
 	f.StringVar(&o.Class, "error-class", "", "only transfers whose last failure has this error class (source_missing, no_space, ...: see Error classes in docs/operators.md)")
 	f.StringVar(&o.Since, "since", "", "only transfers updated since: a duration back from now (2h, 30m) or an RFC 3339 time")
+	f.StringVar(&o.Verified, "verified", "", "only transfers whose last verification (aso verify) found this: present, missing, differs or unreadable")
 	f.BoolVar(&o.AllUsers, "all-users", false, "transfers of every user, not only --user's (the login name by default)")
 }
 
@@ -43,7 +45,7 @@ func (o *SelectOptions) AddFlags(f *pflag.FlagSet) {
 func (o *SelectOptions) any() bool { return o.selection().Any() }
 
 func (o *SelectOptions) selection() *statusview.Selection {
-	return &statusview.Selection{States: o.States, Link: o.Link, LFN: o.LFN, FTSJob: o.FTSJob, Class: o.Class, Since: o.Since}
+	return &statusview.Selection{States: o.States, Link: o.Link, LFN: o.LFN, FTSJob: o.FTSJob, Class: o.Class, Since: o.Since, Verified: o.Verified}
 }
 
 // filter checks the flags and returns the state.Filter they select, for

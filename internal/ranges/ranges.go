@@ -90,6 +90,8 @@ var table = map[string]Range{
 	"older-than":      dur(1, 0),
 	"rm batch-size":   count(1, 10_000),
 	"rm timeout":      dur(sec, day),
+	"verify timeout":  dur(sec, day),
+	"parallel":        count(1, 256),
 	"cache-ttl":       dur(ms, hr),
 	"stale-after":     dur(sec, 365*day),
 	"page-size":       count(1, 1000),

@@ -17,6 +17,8 @@ type Selection struct {
 	FTSJob string   // fts-job
 	Class  string   // error-class
 	Since  string   // since
+	// Verified is a result of aso verify (verified)
+	Verified string
 }
 
 // SelectionError is a filter given a value it does not take; Name is the
@@ -29,7 +31,7 @@ func (e *SelectionError) Error() string { return fmt.Sprintf("%s %q: %s", e.Name
 
 // Any reports whether a filter is given.
 func (s *Selection) Any() bool {
-	return len(s.States) > 0 || s.Link != "" || s.LFN != "" || s.FTSJob != "" || s.Class != "" || s.Since != ""
+	return len(s.States) > 0 || s.Link != "" || s.LFN != "" || s.FTSJob != "" || s.Class != "" || s.Since != "" || s.Verified != ""
 }
 
 // Filter checks the selection and returns the state.Filter it selects for
@@ -64,6 +66,12 @@ func (s *Selection) Filter(user string, now time.Time) (state.Filter, error) {
 			return f, &SelectionError{"error-class", s.Class, "want one of " + ErrorClassNames()}
 		}
 		f.ErrorClass = s.Class
+	}
+	if s.Verified != "" {
+		if !state.VerifyResult(s.Verified).Valid() {
+			return f, &SelectionError{"verified", s.Verified, "want one of present, missing, differs, unreadable"}
+		}
+		f.Verified = state.VerifyResult(s.Verified)
 	}
 	if s.Since != "" {
 		t, err := ParseSince(s.Since, now)
