@@ -18,7 +18,7 @@ func newCompletionCommand(g *Globals) *cobra.Command {
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print the shell completion script for aso",
 		Long: "completion prints a script that makes the shell complete aso's commands and flags.\n\n" +
-			"  bash:       source <(aso completion bash)\n" +
+			"  bash:       source <(aso completion bash)   (needs the bash-completion package: apt-get or dnf install bash-completion)\n" +
 			"  zsh:        aso completion zsh > \"${fpath[1]}/_aso\"\n" +
 			"  fish:       aso completion fish > ~/.config/fish/completions/aso.fish\n" +
 			"  powershell: aso completion powershell | Out-String | Invoke-Expression",

@@ -59,3 +59,17 @@ func TestCompletion_Values(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletion_BashNeedsBashCompletion: the bash script calls
+// bash-completion's _get_comp_words_by_ref, so the help that shows how to
+// load it says which package that needs.
+func TestCompletion_BashNeedsBashCompletion(t *testing.T) {
+	script := invocation{}.run(t, "completion", "bash").wantCode(t, 0).stdout
+	if !strings.Contains(script, "_get_comp_words_by_ref") {
+		t.Fatal("the bash script no longer calls _get_comp_words_by_ref: the help's bash-completion note may be wrong")
+	}
+	help := invocation{}.run(t, "help", "completion").wantCode(t, 0).stdout
+	if !strings.Contains(help, "needs the bash-completion package") {
+		t.Errorf("aso help completion does not say bash needs the bash-completion package:\n%s", help)
+	}
+}
