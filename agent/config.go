@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asyncstageout/aso/fts"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -61,8 +60,9 @@ type Config struct {
 	// MonitorGroup bounds the transfers the monitor phase holds at a time
 	// when the store lists active transfers a few jobs at a time
 	// (state.ActivePager): whole jobs, at least one per group. Default:
-	// 10 x BatchSize, and at least fts.MaxJobsPerQuery full jobs, so that
-	// one status request asks about a full hundred jobs.
+	// 5 x BatchSize (10,000 transfers, 50 full jobs, one status request),
+	// so that the agent's memory follows the batch, not the queue: a
+	// queue of 10,000 and one of 100,000 hold groups of the same size.
 	MonitorGroup int
 
 	// FTS job parameters.
@@ -138,7 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	def(&c.BatchSize, DefaultBatchSize)
 	def(&c.MaxFilesPerJob, DefaultMaxFilesPerJob)
-	def(&c.MonitorGroup, max(10*c.BatchSize, fts.MaxJobsPerQuery*c.MaxFilesPerJob))
+	def(&c.MonitorGroup, 5*c.BatchSize)
 	defd(&c.Interval, DefaultInterval)
 	defd(&c.UpdateWindow, DefaultUpdateWindow)
 	defd(&c.LockTTL, DefaultLockTTL)

@@ -55,7 +55,7 @@ var table = map[string]Range{
 	// aso run: the agent
 	"batch-size":                 count(1, 100_000),
 	"max-files-per-job":          count(1, 10_000),
-	"monitor-group":              count(1, 1_000_000, Special{0, "10 x --batch-size, at least 100 full jobs"}),
+	"monitor-group":              count(1, 1_000_000, Special{0, "5 x --batch-size"}),
 	"interval":                   dur(10*ms, hr),
 	"first-poll":                 dur(10*ms, hr),
 	"update-window":              dur(sec, day),

@@ -10,8 +10,10 @@ import (
 
 // maxWritten bounds the submitted transfers a store remembers (about a
 // kilobyte each): the monitor reads the oldest jobs first, and those are
-// the first the store remembered.
-var maxWritten = 25000
+// the first the store remembered. It is the agent's monitor group (5 x
+// the batch of 2,000), so that the agent's memory at a queue of 100,000
+// is what it is at 10,000; past it the monitor reads the documents.
+var maxWritten = 10000
 
 // minWrittenRead is the fewest remembered transfers of a monitor read for
 // which checking revisions pays: below it one read with the documents costs
