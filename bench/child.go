@@ -173,8 +173,10 @@ func openStore(ctx context.Context, st string, cfg state.Config, trace *traceLog
 	return s, cnt, nil, nil
 }
 
-// startProfile starts a CPU profile to prefix+".cpu.pprof"; the returned
-// function stops it and writes the heap profile to prefix+".heap.pprof".
+// startProfile starts a CPU profile to prefix+".cpu.pprof" and keeps the
+// heap near its peak in prefix+".heap-peak.pprof" (heapPeak); the returned
+// function stops both and writes the heap profile at the end to
+// prefix+".heap.pprof".
 func startProfile(prefix string) (func(), error) {
 	if prefix == "" {
 		return func() {}, nil
@@ -190,7 +192,9 @@ func startProfile(prefix string) (func(), error) {
 		f.Close()
 		return nil, err
 	}
+	stopPeak := heapPeak(prefix + ".heap-peak.pprof")
 	return func() {
+		stopPeak()
 		pprof.StopCPUProfile()
 		f.Close()
 		h, err := os.Create(prefix + ".heap.pprof")

@@ -29,7 +29,9 @@ type couchServer struct {
 	hc    *http.Client
 }
 
-func startCouch(ctx context.Context) (*couchServer, error) {
+// startCouch starts the test server with a heap of heapMB, or names the
+// real CouchDB of ASO_TEST_COUCHDB_URL.
+func startCouch(ctx context.Context, heapMB int) (*couchServer, error) {
 	hc := &http.Client{Timeout: 5 * time.Minute}
 	if u := os.Getenv("ASO_TEST_COUCHDB_URL"); u != "" {
 		s := &couchServer{hc: hc}
@@ -50,7 +52,7 @@ func startCouch(ctx context.Context) (*couchServer, error) {
 	// 100,000 transfers take the in-memory server to about 2.5 GB; the
 	// default heap limit of node is smaller on a machine with less than
 	// about 16 GB of memory
-	cmd := exec.Command("node", "--max-old-space-size=6144", "server.js")
+	cmd := exec.Command("node", fmt.Sprintf("--max-old-space-size=%d", heapMB), "server.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT=0", "LOG="+os.DevNull)
 	cmd.Stderr = os.Stderr

@@ -105,7 +105,7 @@ func fleetMain(args []string) int {
 	}()
 	for _, b := range o.backends {
 		if b == "couch" && cs == nil {
-			if cs, err = startCouch(ctx); err != nil {
+			if cs, err = startCouch(ctx, 6144); err != nil {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				return 1
 			}
@@ -191,7 +191,7 @@ func fleetRun(ctx context.Context, o fleetOptions, b string, cs *couchServer) (F
 		defer os.RemoveAll(dir)
 	}
 	sites, reqs := filepath.Join(dir, "sites.yaml"), filepath.Join(dir, "requests.jsonl")
-	if err := writeInputs(sites, filepath.Join(dir, "none.jsonl"), 0); err != nil {
+	if err := writeSites(sites); err != nil {
 		return r, err
 	}
 	if err := writeFleetRequests(reqs, o.users, o.perUser); err != nil {

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -49,6 +50,11 @@ type options struct {
 	ftsLatency time.Duration
 	repeat     int
 	inFlight   []int // the pipelined CouchDB references' requests in flight
+	noRefs     bool  // measure no reference (-references=false)
+	crowd      int   // documents of the crowded series' other users (0: no series)
+	crowdUsers int   // the users they belong to
+	crowdN     int   // the transfers the series drains on both databases
+	crowdOnly  bool  // the crowded series alone
 }
 
 func main() {
@@ -94,13 +100,23 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.pouchMax, "pouch-max", 100000, "largest queue run on the PouchDB test server (single-threaded and in memory: 100,000 drain in 3 to 4 minutes and take about 2.5 GB); real CouchDB runs every size")
 	fs.IntVar(&o.repeat, "repeat", 1, "runs of each backend and size; the table shows the run of median agent/ref and lists every run's")
 	fs.DurationVar(&o.ftsLatency, "fts-latency", 0, "time the FTS simulator takes to answer each request (a real FTS takes from a tenth of a second to seconds to store a job)")
+	fs.IntVar(&o.crowd, "crowd", 1_000_000, "documents of other users in the crowded series' database (CouchDB; 0: no crowded series; 100000 for a quicker run)")
+	fs.IntVar(&o.crowdUsers, "crowd-users", 1000, "users the crowd's documents belong to")
+	fs.IntVar(&o.crowdN, "crowd-n", 10000, "transfers the crowded series drains, on the empty database and on the crowded one")
+	fs.BoolVar(&o.crowdOnly, "crowd-only", false, "run the crowded series alone, not the series of -n")
+	refs := fs.Bool("references", true, "measure the references after each agent run (false: the agent's figures only, for a quicker run of memory or the crowded series)")
 	inFlight := fs.String("in-flight", "2,4,8", "requests in flight of the pipelined CouchDB references, comma-separated (the sequential one always runs; the fastest of all is the limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.noRefs = !*refs
 	var err error
 	if o.inFlight, err = positiveInts("-in-flight", *inFlight); err != nil {
 		return o, err
+	}
+	if o.crowd < 0 || o.crowdUsers < fleetUsersWithWk || o.crowdN < 1 {
+		return o, fmt.Errorf("-crowd %d, -crowd-users %d, -crowd-n %d: want -crowd 0 or more, -crowd-users %d or more, -crowd-n 1 or more",
+			o.crowd, o.crowdUsers, o.crowdN, fleetUsersWithWk)
 	}
 	if o.repeat < 1 {
 		return o, fmt.Errorf("-repeat %d: want 1 or more", o.repeat)
@@ -144,12 +160,50 @@ func run(ctx context.Context, o options) error {
 			couchSrv.stop()
 		}
 	}()
-	for _, b := range o.backends {
-		if b == "couch" && couchSrv == nil {
-			if couchSrv, err = startCouch(ctx); err != nil {
-				return err
-			}
+	if slices.Contains(o.backends, "couch") {
+		if couchSrv, err = startCouch(ctx, nodeHeapMB(o)); err != nil {
+			return err
 		}
+	}
+	if !o.crowdOnly {
+		if err := runSizes(ctx, o, self, &res, couchSrv); err != nil {
+			return err
+		}
+	}
+	if couchSrv != nil && o.crowd > 0 {
+		cs := crowdSeries(ctx, o, self, couchSrv)
+		res.Crowd = &cs
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	res.Growth = growth(res.Runs)
+	printTable(os.Stdout, res)
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(o.out, append(b, '\n'), 0o644)
+}
+
+// nodeHeapMB is the heap limit of the CouchDB test server: 6 GiB, which
+// 100,000 transfers fit (about 2.5 GB), and more for a crowd of over
+// 100,000 documents, which take about 6 KB each in the in-memory server
+// with their indexes.
+func nodeHeapMB(o options) int {
+	if o.crowd <= 100_000 {
+		return 6144
+	}
+	return 6144 + o.crowd/1000*6
+}
+
+// runSizes runs every backend at every size of -n, -repeat times each,
+// into res.
+func runSizes(ctx context.Context, o options, self string, res *Results, couchSrv *couchServer) error {
+	for _, b := range o.backends {
 		for _, n := range o.sizes {
 			if b == "couch" && couchSrv.cmd != nil && n > o.pouchMax {
 				res.Runs = append(res.Runs, Run{Backend: b, N: n, Server: couchSrv.name,
@@ -175,14 +229,5 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}
-	res.Growth = growth(res.Runs)
-	printTable(os.Stdout, res)
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(o.out, append(b, '\n'), 0o644)
+	return nil
 }

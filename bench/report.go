@@ -12,10 +12,11 @@ import (
 
 // Results is everything one `make bench` measured.
 type Results struct {
-	Machine Machine  `json:"machine"`
-	Started string   `json:"started"`
-	Runs    []Run    `json:"runs"`
-	Growth  []Growth `json:"growth"`
+	Machine Machine      `json:"machine"`
+	Started string       `json:"started"`
+	Runs    []Run        `json:"runs"`
+	Growth  []Growth     `json:"growth"`
+	Crowd   *CrowdSeries `json:"crowded_series,omitempty"`
 }
 
 // Machine says where the figures come from.
@@ -87,16 +88,16 @@ func growth(runs []Run) []Growth {
 func printTable(w io.Writer, res Results) {
 	fmt.Fprintf(w, "machine: %d CPUs, %s, %s\n\n", res.Machine.CPUs, res.Machine.CPUModel, res.Machine.Go)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tagent CPU s\tsequential s\tlimit s\tagent/sequential\tagent/limit\ttarget\t")
+	fmt.Fprintln(tw, "backend\ttransfers\tenqueue/s\tdrain s\ttransfers/s\tpasses\tRT/transfer\tclaim\tsubmit\tmonitor\trecord\tupkeep\tfiles/submit\tjobs/status\tpeak RSS MiB\tRSS MiB/10k\tagent CPU s\tsequential s\tlimit s\tagent/sequential\tagent/limit\ttarget\t")
 	for _, r := range res.Runs {
 		if r.Error != "" {
 			continue // listed below the table
 		}
 		ph := r.PhaseRoundTrips
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.0f\t%d\t%.4f %s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.0f\t%.1f\t%.0f\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n",
 			r.Backend, r.N, r.EnqueuePerSecond, r.DrainSeconds, r.TransfersPerSecond, r.Passes,
 			r.RoundTripsPerTransfer, r.RoundTripUnit, ph["claim"], ph["submit"], ph["monitor"], ph["record"], ph["upkeep"],
-			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.CPUSeconds, r.ReferenceSeconds, r.LimitSeconds, r.Ratio, r.LimitRatio, verdict(r))
+			r.FilesPerSubmit, r.JobsPerStatus, r.PeakRSSMiB, r.PeakRSSMiB*10000/float64(r.N), r.CPUSeconds, r.ReferenceSeconds, r.LimitSeconds, r.Ratio, r.LimitRatio, verdict(r))
 	}
 	tw.Flush()
 	for _, r := range res.Runs {
@@ -107,9 +108,11 @@ func printTable(w io.Writer, res Results) {
 	fmt.Fprintln(w, "\nRT: state-store round trips (HTTP requests for CouchDB, fsyncs for memfile) per transfer, in total and by phase.")
 	fmt.Fprintln(w, "sequential: the same revisions written with no agent logic, one write after another as the agent batches them (CouchDB: _bulk_docs; memfile: journal records and fsyncs);")
 	fmt.Fprintln(w, "limit: the fastest of the references (CouchDB: also with several _bulk_docs in flight; memfile: also in fewer records and fsyncs); target: the most agent/limit may be.")
+	fmt.Fprintln(w, "RSS MiB/10k: the agent's peak RSS per 10,000 transfers of the queue it drained.")
 	for _, g := range res.Growth {
 		fmt.Fprintf(w, "growth %s: %d -> %d transfers (%.0fx): drain time %.1fx, agent CPU %.1fx, peak RSS %.1fx (at most %.0fx: %s)\n",
 			g.Backend, g.Small, g.Large, g.Linear, g.Ratio, g.CPU, g.RSS, maxGrowth, okIf(max(g.Ratio, g.CPU, g.RSS) <= maxGrowth))
+		fmt.Fprintf(w, "  peak RSS at %d over %d: %.2fx, %s\n", g.Large, g.Small, g.RSS, rssVerdict(g))
 	}
 	for _, r := range res.Runs {
 		if r.Error != "" {
@@ -125,6 +128,9 @@ func printTable(w io.Writer, res Results) {
 			fmt.Fprintf(w, "  the agent opened the store (read the file into memory) in %.2f s, before the drain\n", r.OpenSeconds)
 		}
 		printCalls(w, r)
+	}
+	if res.Crowd != nil {
+		printCrowd(w, res.Crowd)
 	}
 }
 
@@ -145,10 +151,23 @@ func printRefs(w io.Writer, refs []RefResult) {
 	}
 }
 
+// maxRSSGrowth is the most the agent's peak RSS may grow from 10,000 to
+// 100,000 transfers on CouchDB: its memory follows the batch, not the
+// queue. memfile keeps its store in memory by design and has no target.
+const maxRSSGrowth = 1.3
+
+// rssVerdict says whether g's growth of peak RSS meets its target.
+func rssVerdict(g Growth) string {
+	if g.Backend != "couch" {
+		return "no target (memfile keeps its store in memory)"
+	}
+	return fmt.Sprintf("target at most %.1fx: %s", maxRSSGrowth, okIf(g.RSS <= maxRSSGrowth))
+}
+
 // verdict says whether run r meets its backend's target of agent/limit.
 func verdict(r Run) string {
 	t, ok := targets[r.Backend]
-	if !ok {
+	if !ok || r.LimitSeconds == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("<= %.1f: %s", t, okIf(r.LimitRatio <= t))

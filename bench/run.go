@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,7 +98,10 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 		fmt.Fprintf(os.Stderr, "bench: files in %s\n", dir)
 	}
 	sites, reqs := filepath.Join(dir, "sites.yaml"), filepath.Join(dir, "requests.jsonl")
-	if err := writeInputs(sites, reqs, n); err != nil {
+	if err := writeSites(sites); err != nil {
+		return r, err
+	}
+	if err := writeRequestsOf(reqs, benchUser, n); err != nil {
 		return r, err
 	}
 	var st string
@@ -120,12 +124,14 @@ func runOne(ctx context.Context, o options, self, b string, n int, cs *couchServ
 	r.EnqueueSeconds = time.Since(t0).Seconds()
 	r.EnqueuePerSecond = float64(n) / r.EnqueueSeconds
 
-	cr, ru, sim, err := drain(ctx, o, self, dir, st, sites, b, n)
+	cr, ru, sim, err := drain(ctx, o, self, dir, st, sites, benchUser, b, n)
 	if err != nil {
 		return r, err
 	}
 	r.fill(cr, ru, sim)
-
+	if o.noRefs {
+		return r, nil
+	}
 	if b == "couch" {
 		r.References, err = couchReferences(ctx, cs, o.aso, n, batchOf(o), o.inFlight, rot)
 	} else {
@@ -148,7 +154,9 @@ func batchOf(o options) int {
 // drain serves the simulator and runs the agent process until the queue
 // has drained; it returns the agent's report, its resource usage and the
 // simulator's request counts.
-func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int) (childResult, syscall.Rusage, map[string]int, error) {
+//
+// The agent works for user; label names its profile and trace files.
+func drain(ctx context.Context, o options, self, dir, st, sites, user, label string, n int) (childResult, syscall.Rusage, map[string]int, error) {
 	var ru syscall.Rusage
 	var cr childResult
 	var tok [16]byte
@@ -163,16 +171,16 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 		return cr, ru, nil, err
 	}
 	defer sim.Close()
-	args := []string{"-child", "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", benchUser,
+	args := []string{"-child", "-fts", sim.URL, "-token-file", tf, "-sites", sites, "-user", user,
 		"-batch-size", fmt.Sprint(o.batchSize), "-interval", o.interval.String(), "-log-level", o.logLevel}
 	if o.profileDir != "" {
-		args = append(args, "-profile", filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", b, n)))
+		args = append(args, "-profile", filepath.Join(o.profileDir, fmt.Sprintf("%s-%d", label, n)))
 	}
-	if o.traceDir != "" && b == "couch" {
+	if o.traceDir != "" && !strings.HasPrefix(st, "file:") {
 		if err := os.MkdirAll(o.traceDir, 0o755); err != nil {
 			return cr, ru, nil, err
 		}
-		args = append(args, "-trace", filepath.Join(o.traceDir, fmt.Sprintf("%s-%d.trace.tsv", b, n)))
+		args = append(args, "-trace", filepath.Join(o.traceDir, fmt.Sprintf("%s-%d.trace.tsv", label, n)))
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -183,7 +191,7 @@ func drain(ctx context.Context, o options, self, dir, st, sites, b string, n int
 	stopProf := func() {}
 	if o.profileDir != "" {
 		// the simulator's side, in this process
-		if stopProf, err = startProfile(filepath.Join(o.profileDir, fmt.Sprintf("sim-%s-%d", b, n))); err != nil {
+		if stopProf, err = startProfile(filepath.Join(o.profileDir, fmt.Sprintf("sim-%s-%d", label, n))); err != nil {
 			return cr, ru, nil, err
 		}
 	}
@@ -246,8 +254,8 @@ const (
 	dstPrefix = "davs://home.example.org:2880"
 )
 
-// writeInputs writes a sites file of two sites and n requests between them.
-func writeInputs(sitesFile, reqFile string, n int) error {
+// writeSites writes a sites file of the two sites.
+func writeSites(sitesFile string) error {
 	sites := fmt.Sprintf(`%s:
   protocol: davs
   rules:
@@ -259,21 +267,26 @@ func writeInputs(sitesFile, reqFile string, n int) error {
     - path-match: /store/(.*)
       result: %s/store/$1
 `, srcSite, srcPrefix, dstSite, dstPrefix)
-	if err := os.WriteFile(sitesFile, []byte(sites), 0o644); err != nil {
-		return err
-	}
-	rs := requests(n)
+	return os.WriteFile(sitesFile, []byte(sites), 0o644)
+}
+
+// writeRequestsOf writes n requests of user between the two sites.
+func writeRequestsOf(reqFile, user string, n int) error {
+	rs := requestsOf(user, n)
 	return writeRequests(reqFile, n, func(i int) state.Request { return rs[i] })
 }
 
 // requests returns n distinct requests of the bench user.
-func requests(n int) []state.Request {
+func requests(n int) []state.Request { return requestsOf(benchUser, n) }
+
+// requestsOf returns n distinct requests of user.
+func requestsOf(user string, n int) []state.Request {
 	out := make([]state.Request, n)
 	for i := range out {
 		out[i] = state.Request{
-			User: benchUser, Source: srcSite, Destination: dstSite,
-			SourceLFN:      fmt.Sprintf("/store/temp/user/%s/task/out_%07d.root", benchUser, i),
-			DestinationLFN: fmt.Sprintf("/store/user/%s/task/out_%07d.root", benchUser, i),
+			User: user, Source: srcSite, Destination: dstSite,
+			SourceLFN:      fmt.Sprintf("/store/temp/user/%s/task/out_%07d.root", user, i),
+			DestinationLFN: fmt.Sprintf("/store/user/%s/task/out_%07d.root", user, i),
 			Size:           2_000_000 + int64(i%1000)*1000,
 			Checksums:      map[string]string{"adler32": fmt.Sprintf("%08x", uint32(i)*2654435761)},
 		}

@@ -88,7 +88,7 @@ func benchServe(ctx context.Context, backend string, n int, aso string) (string,
 			return memfile.OpenOptions(path, state.Config{}, memfile.Options{ReadOnly: true})
 		}
 	case "couch":
-		srv, err := startCouch(ctx)
+		srv, err := startCouch(ctx, 6144)
 		if err != nil {
 			return "", err
 		}
