@@ -36,7 +36,7 @@ type Config struct {
 	// User, Owner, Policy and Now are those the store handle was opened
 	// with (state.Config): the caller gives the same to both.
 	User  string // whose queue
-	Owner string // this agent's ID, host:pid:start-machine-random (state.Holder)
+	Owner string // this agent's ID, host:pid:start-machine-random (holder.Holder)
 
 	Policy         state.Policy  // lease TTL, cool-off, max attempts (the store applies them; the agent renews leases by LeaseTTL)
 	BatchSize      int           // transfers claimed per NewTransfers call

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
@@ -91,7 +92,7 @@ func runFleet(ctx context.Context, o *RunOptions, g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("find the aso executable to run the agents: %w", err)
 	}
-	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{Owner: agentID()}})
+	store, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{Owner: holder.NewID()}})
 	if err != nil {
 		return err
 	}
@@ -150,12 +151,12 @@ func (o *FleetOptions) agentBase() []string {
 func runOwner(fo *FleetOptions) (string, error) {
 	h := fo.Handover
 	if h.Owner == "" {
-		return agentID(), nil
+		return holder.NewID(), nil
 	}
 	if !h.Agent {
 		return "", usagef("--fleet-owner is set by --all-users on its agents only (with --fleet-agent)")
 	}
-	if _, ok := state.ParseHolder(h.Owner); !ok {
+	if _, ok := holder.Parse(h.Owner); !ok {
 		return "", usagef("--fleet-owner %q: not an agent owner ID (host:pid:start-machine-random)", h.Owner)
 	}
 	return h.Owner, nil

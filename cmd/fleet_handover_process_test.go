@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/internal/proctest"
 	"github.com/asyncstageout/aso/state"
 )
@@ -53,7 +54,7 @@ func TestFleetProcess_HandOverRenewedAndReleased(t *testing.T) {
 	// renewed every 5 s; a renewal late by 10 s still keeps it
 	p := w.Start("fleet", fleetArgs(w, "--max-agents", "1", "--lock-ttl", "15s")...)
 	_, owner := agentStart(t, p, "ann", 1, 30*time.Second)
-	if _, ok := state.ParseHolder(owner); !ok {
+	if _, ok := holder.Parse(owner); !ok {
 		t.Fatalf("agent started with owner %q: want the owner ID of the lock the fleet took", owner)
 	}
 	if !p.WaitLog(`"msg":"run lock taken"`, 30*time.Second) {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state/couch"
 )
 
@@ -29,7 +30,7 @@ func handedOver(t *testing.T, h fleet.Handover) *FleetOptions {
 // lock under, opens CouchDB with what the fleet found, and writes its
 // passes to the descriptor given.
 func TestHandover(t *testing.T) {
-	id := agentID()
+	id := holder.NewID()
 	who := couch.Identity{Name: "agent-ann", Roles: []string{couch.RoleAgent}}
 	js, err := json.Marshal(who)
 	if err != nil {
@@ -60,7 +61,7 @@ func TestHandover(t *testing.T) {
 // TestHandover_Refused: the hand-over's flags belong to an agent of a
 // fleet (--fleet-agent), and must be what a fleet writes.
 func TestHandover_Refused(t *testing.T) {
-	id := agentID()
+	id := holder.NewID()
 	for name, fo := range map[string]FleetOptions{
 		"owner, not an agent":       {Handover: fleet.Handover{Owner: id}, ReadQuorum: -1},
 		"owner not an owner ID":     {Handover: fleet.Handover{Agent: true, Owner: "nonsense"}, ReadQuorum: -1},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asyncstageout/aso/cmd"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/internal/proctest"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
@@ -94,28 +95,28 @@ func TestRunProcess_TakeOverOnlyOfTheDead(t *testing.T) {
 	if !live.WaitLog(`"msg":"job submitted"`, time.Minute) {
 		t.Fatalf("the first agent submitted nothing:\n%s", live.Tail(20))
 	}
-	holder := ownerOf(t, live)
-	h, ok := state.ParseHolder(holder)
+	owner := ownerOf(t, live)
+	h, ok := holder.Parse(owner)
 	if !ok || h.Start == 0 || h.Machine == "" || h.PID != live.Pid() {
-		t.Fatalf("agent ID %q: %+v, want this host's pid %d, start time and machine", holder, h, live.Pid())
+		t.Fatalf("agent ID %q: %+v, want this host's pid %d, start time and machine", owner, h, live.Pid())
 	}
-	if l := userLocks(t, st, user).Locks[0]; !l.Held || l.Holder != holder || l.Process != "running" {
+	if l := userLocks(t, st, user).Locks[0]; !l.Held || l.Holder != owner || l.Process != "running" {
 		t.Fatalf("status of a running agent's lock: %+v", l)
 	}
 	refused := w.StartAgent(user, args...)
 	if code := refused.Wait(time.Minute); code != cmd.ExitLocked {
 		t.Fatalf("a run under a running agent's lock exited %d, want %d\n%s", code, cmd.ExitLocked, refused.Tail(20))
 	}
-	wantMatch(t, refused.Tail(5), regexp.QuoteMeta(holder)+` until .*: process \d+ runs on this host; that agent is working on this queue`)
+	wantMatch(t, refused.Tail(5), regexp.QuoteMeta(owner)+` until .*: process \d+ runs on this host; that agent is working on this queue`)
 	if strings.Contains(refused.Tail(5), "aso unlock") {
-		t.Errorf("the refusal under a running holder names aso unlock:\n%s", refused.Tail(5))
+		t.Errorf("the refusal under a running owner names aso unlock:\n%s", refused.Tail(5))
 	}
 	live.Term()
 	if code := live.Wait(time.Minute); code != cmd.ExitOK {
 		t.Fatalf("the first agent exited %d after SIGTERM\n%s", code, live.Tail(20))
 	}
 
-	// a holder on another host, and one of an older agent whose pid runs
+	// a owner on another host, and one of an older agent whose pid runs
 	host, _ := os.Hostname()
 	for _, c := range []struct{ holder, process, msg string }{
 		{"elsewhere.example.org:4242:77-0badf00d-x", "unknown", `which cannot be checked from here; if that agent is dead, .aso unlock ivan --force. releases the lock`},
@@ -134,7 +135,7 @@ func TestRunProcess_TakeOverOnlyOfTheDead(t *testing.T) {
 	}
 
 	// this test's own pid, with another start time: the pid was reused
-	reused := state.HolderID(state.Holder{Host: h.Host, PID: os.Getpid(), Start: 1, Machine: h.Machine}, "beef")
+	reused := (holder.Holder{Host: h.Host, PID: os.Getpid(), Start: 1, Machine: h.Machine}).ID("beef")
 	holdUserLock(t, w, user, reused)
 	if l := userLocks(t, st, user).Locks[0]; l.Process != "dead" || !strings.Contains(l.Check, "another time") {
 		t.Errorf("status of a lock whose holder's pid was reused: %+v, want process dead", l)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/fleet"
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/internal/outputs"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
@@ -210,7 +211,7 @@ func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store,
 	cfg.User, cfg.Owner, cfg.Policy = sc.Agent.User, sc.Agent.Owner, sc.Policy
 	cfg.FTSEndpoint = o.FTS.endpointName()
 	cfg.ExitCode = func(err error) int { return ExitCode(tokenError(err)) } // as the process will exit
-	cfg.HolderGone = holderGone
+	cfg.HolderGone = holder.Judge
 	cfg.OpenFTS = o.FTS.openOther(g)
 	view := newProgressView(g, g.openConsole(g.Progress, 0), sc.Agent.User)
 	defer view.con.close()
@@ -237,12 +238,23 @@ func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store,
 	rep.phase("run")
 	view.finish()
 	if err != nil {
-		return lockedError(tokenError(err), sc.Agent.User, time.Now(), o.Agent.LockTTL)
+		return lockedError(tokenError(err), sc.Agent.User, o.Agent.LockTTL)
 	}
 	if !o.Fleet.Handover.Agent {
 		printQueue(ctx, g, store, sc.Agent.User)
 	}
 	return nil
+}
+
+// lockedError explains a run refused because the lock of user is held
+// (err wraps a *state.LockedError) by holder.Refusal, keeping err's exit
+// code (3).
+func lockedError(err error, user string, ttl time.Duration) error {
+	var le *state.LockedError
+	if !errors.As(err, &le) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", holder.Refusal(le.Holder, le.Expire, user, time.Now(), ttl), state.ErrLocked)
 }
 
 // stoppedEarly is the result of a run whose setup failed with err: nothing

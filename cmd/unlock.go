@@ -100,6 +100,6 @@ func holderDead(l *state.LockDoc, now time.Time) (string, bool) {
 	if !l.Expire.After(now) {
 		return fmt.Sprintf("held by %s, expired at %s: its agent stopped renewing it", l.Holder, l.Expire), true
 	}
-	c := holder.Of(l.Holder)
-	return fmt.Sprintf("held by %s until %s, but %s", l.Holder, l.Expire, c.Why), c.State == holder.Gone
+	why, takeOver := holder.Judge(l.Holder)
+	return fmt.Sprintf("held by %s until %s, but %s", l.Holder, l.Expire, why), takeOver
 }

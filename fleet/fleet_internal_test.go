@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -117,8 +118,8 @@ func TestFleetSpread(t *testing.T) {
 		due = append(due, state.UserDue{User: fmt.Sprintf("u%04d", i), Since: t0.Add(time.Duration(i) * 10 * time.Millisecond)})
 	}
 	late := state.UserDue{User: "late", Since: t0.Add(time.Minute)}
-	ha, hb := state.Holder{Host: "hosta", PID: 100}, state.Holder{Host: "hostb", PID: 200}
-	order := func(self state.Holder, others ...state.Holder) []string {
+	ha, hb := holder.Holder{Host: "hosta", PID: 100}, holder.Holder{Host: "hostb", PID: 200}
+	order := func(self holder.Holder, others ...holder.Holder) []string {
 		f := &Fleet{cfg: Config{DiscoverInterval: 5 * time.Second}, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
 		for _, h := range others {
 			f.backlog.fleets[fleetPlace(h)] = true

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/asyncstageout/aso/internal/holder"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -63,7 +64,7 @@ func fleetScore(p, h uint64) uint64 { return mix64(p ^ h) }
 // fleetPlace is what names the fleet that runs as process h in the
 // scores of users (see spread): the fleet's agents hold owner IDs of its
 // process (see takeLock), so other fleets find it from the lock holders.
-func fleetPlace(h state.Holder) uint64 { return hash64(state.HolderID(h, "")) }
+func fleetPlace(h holder.Holder) uint64 { return hash64(h.ID("")) }
 
 // hash64 is a hash of s spread over all 64 bits: FNV-1a, whose high bits
 // barely change with the last bytes of short names, then mix64.

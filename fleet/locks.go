@@ -120,7 +120,7 @@ func (l *locks) took(ctx context.Context, t take, since time.Time) (handoff, err
 	case err == nil:
 		return handoff{Owner: owner, lock: lk}, nil
 	case errors.As(err, &le):
-		if holder.Of(le.Holder).State == holder.Gone {
+		if holder.Of(le.Holder).TakeOver() {
 			// the agent takes the lock over itself, recording why
 			return handoff{}, nil
 		}

@@ -102,7 +102,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hh, ok := state.ParseHolder(h.Owner); !ok || hh.PID != os.Getpid() {
+	if hh, ok := holder.Parse(h.Owner); !ok || hh.PID != os.Getpid() {
 		t.Errorf("handed owner %q: want an owner ID of this process", h.Owner)
 	}
 	args, err := f.slots.args("ann", h)
@@ -131,7 +131,7 @@ func TestFleetTakeLock_HandOver(t *testing.T) {
 	}
 	this := holder.This()
 	this.PID = gone.ProcessState.Pid()
-	dead := state.HolderID(this, "dead")
+	dead := this.ID("dead")
 	if _, err := store.AcquireLock(ctx, "bob", dead, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func (l *locks) learn(ctx context.Context, locks []state.LockDoc, err error, our
 			if lk.LastRun != nil && lk.LastRun.Ended.After(now.Add(-fleetMemory*l.cfg.DiscoverInterval)) {
 				addFleet(news.fleets, lk.LastRun.Holder)
 			}
-		case holder.Of(lk.Holder).State == holder.Gone:
+		case holder.Of(lk.Holder).TakeOver():
 			news.dead[lk.User] = lk
 		default:
 			held[lk.User] = lk.Expire.Time
@@ -95,7 +95,7 @@ const fleetMemory = 3
 // addFleet adds the place of the process that owner ID id names to
 // fleets, unless it is this process.
 func addFleet(fleets map[uint64]bool, id string) {
-	if h, ok := state.ParseHolder(id); ok && h != holder.This() {
+	if h, ok := holder.Parse(id); ok && h != holder.This() {
 		fleets[fleetPlace(h)] = true
 	}
 }
@@ -107,6 +107,6 @@ func ranElsewhereSince(run *state.RunRecord, t time.Time) bool {
 	if run == nil || !run.Ended.After(t) {
 		return false
 	}
-	h, ok := state.ParseHolder(run.Holder)
+	h, ok := holder.Parse(run.Holder)
 	return !ok || h != holder.This()
 }

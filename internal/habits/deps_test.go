@@ -16,9 +16,9 @@ const module = "github.com/asyncstageout/aso"
 // of lower layers. A package of the module that is in no layer and is not
 // Harness fails TestDependencies until it is placed.
 var Layers = [][]string{
-	{"internal/jwtpayload", "internal/gridcert", "internal/exitcode", "internal/eta", "internal/httplog", "internal/ranges"},
+	{"internal/jwtpayload", "internal/gridcert", "internal/exitcode", "internal/eta", "internal/httplog", "internal/ranges", "internal/holder"},
 	{"state"},
-	{"fts", "srm", "tokens", "internal/holder"},
+	{"fts", "srm", "tokens"},
 	{"state/couch", "state/memfile", "fts/ftssim", "internal/outputs", "internal/statusview", "verify"},
 	{"agent"},
 	{"fleet", "serve"},

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/asyncstageout/aso/internal/holder"
-	"github.com/asyncstageout/aso/state"
 )
 
 // startProcess starts `sleep 60` and returns it (reaped, or killed and
@@ -35,7 +34,7 @@ func idOf(t *testing.T, pid int, start uint64) string {
 	if self.Start == 0 || self.Machine == "" {
 		t.Skip("no /proc: owner IDs carry no start time here")
 	}
-	h := state.Holder{Host: self.Host, PID: pid, Machine: self.Machine, Start: start}
+	h := holder.Holder{Host: self.Host, PID: pid, Machine: self.Machine, Start: start}
 	if start == 0 {
 		b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
 		if err != nil {
@@ -44,7 +43,7 @@ func idOf(t *testing.T, pid int, start uint64) string {
 		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 		h.Start = parseUint(t, f[19])
 	}
-	return state.HolderID(h, "test")
+	return h.ID("test")
 }
 
 // TestOf judges real processes: this one and a child run; a stopped child
@@ -53,7 +52,7 @@ func idOf(t *testing.T, pid int, start uint64) string {
 // namespace and a string that is no agent ID cannot be checked.
 func TestOf(t *testing.T) {
 	self := holder.This()
-	if h, ok := state.ParseHolder(holder.NewID()); !ok || h.Host != self.Host || h.PID != os.Getpid() || h.Start != self.Start || h.Machine != self.Machine {
+	if h, ok := holder.Parse(holder.NewID()); !ok || h.Host != self.Host || h.PID != os.Getpid() || h.Start != self.Start || h.Machine != self.Machine {
 		t.Fatalf("NewID parses to %+v, want this process %+v", h, self)
 	}
 	running := startProcess(t)
@@ -89,14 +88,17 @@ func TestOf(t *testing.T) {
 		{"a zombie", zombieID, holder.Gone, "has exited"},
 		{"a reaped child", exitedID, holder.Gone, "is gone"},
 		{"a reused pid", idOf(t, os.Getpid(), self.Start+1), holder.Gone, "started at another time"},
-		{"another host", state.HolderID(state.Holder{Host: "elsewhere.example.org", PID: os.Getpid(), Start: self.Start, Machine: self.Machine}, "x"), holder.Unknown, "host elsewhere.example.org"},
-		{"another boot", state.HolderID(state.Holder{Host: self.Host, PID: os.Getpid(), Start: self.Start, Machine: "00000000"}, "x"), holder.Unknown, "another boot or PID namespace"},
+		{"another host", (holder.Holder{Host: "elsewhere.example.org", PID: os.Getpid(), Start: self.Start, Machine: self.Machine}).ID("x"), holder.Unknown, "host elsewhere.example.org"},
+		{"another boot", (holder.Holder{Host: self.Host, PID: os.Getpid(), Start: self.Start, Machine: "00000000"}).ID("x"), holder.Unknown, "another boot or PID namespace"},
 		{"an older ID of a live pid", self.Host + ":" + itoa(os.Getpid()) + ":cafe", holder.Running, "runs on this host"},
 		{"no agent ID", "login@host:cli", holder.Unknown, "not an agent ID"},
 	} {
 		got := holder.Of(c.id)
 		if got.State != c.want || !strings.Contains(got.Why, c.why) {
 			t.Errorf("%s (%s): %v %q, want %v and %q", c.name, c.id, got.State, got.Why, c.want, c.why)
+		}
+		if got.TakeOver() != (c.want == holder.Gone) {
+			t.Errorf("%s: TakeOver() = %v with %v: only a gone holder's lock is taken over at once", c.name, got.TakeOver(), got.State)
 		}
 	}
 }

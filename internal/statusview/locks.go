@@ -60,7 +60,9 @@ func Locks(ctx context.Context, st state.Store, user string, now time.Time) ([]L
 	out := make([]LockView, len(ls))
 	for i, l := range ls {
 		v := LockView{User: l.User, Holder: l.Holder, Since: l.Since, Expires: l.Expire, LastRun: l.LastRun, Held: l.Expire.After(now)}
-		v.Host, v.PID, _ = state.HolderHostPID(l.Holder)
+		if h, ok := holder.Parse(l.Holder); ok {
+			v.Host, v.PID = h.Host, h.PID
+		}
 		if v.Held {
 			c := holder.Of(l.Holder)
 			v.Process, v.Check = c.State.String(), c.Why
