@@ -198,3 +198,36 @@ func TestRun_IdleStartPerUser(t *testing.T) {
 		t.Errorf("an idle start made %d requests on an empty database and %d among other users' transfers", counts[0], counts[1])
 	}
 }
+
+// TestPerUserCommands_ReadPerUser: status, list, retry and kill of one
+// user make as many requests on a database crowded with other users'
+// transfers (more than a page of _all_docs) as on one without them, and
+// none queries the Mango index of every user's transfers.
+func TestPerUserCommands_ReadPerUser(t *testing.T) {
+	commands := [][]string{
+		{"status"}, {"list"}, {"list", "--in-state", "failed"}, {"list", "--limit", "1"},
+		{"retry", "--failed"}, {"kill", "--all"},
+	}
+	counts := map[int][]int{}
+	for _, n := range []int{0, 3000} {
+		st, u := couchState(t, n)
+		coolingOff(t, u, "alice")
+		for _, c := range commands {
+			args := append([]string{st, "--user", "alice", "--log-level", "debug", "--log-format", "json"}, c...)
+			r := aso(t, args...)
+			if r.code != 0 {
+				t.Fatalf("%v: exit %d\n%s", c, r.code, r.stderr)
+			}
+			reqs := couchRequests(t, r.stderr)
+			if f := countWith(reqs, "/_find"); f != 0 {
+				t.Errorf("%v read the index of every user's transfers: %v", c, reqs)
+			}
+			counts[n] = append(counts[n], len(reqs))
+		}
+	}
+	for i, c := range commands {
+		if counts[0][i] != counts[3000][i] {
+			t.Errorf("%v: %d requests without other users' transfers, %d among 3,000 of them", c, counts[0][i], counts[3000][i])
+		}
+	}
+}

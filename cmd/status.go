@@ -37,7 +37,9 @@ func newStatusCommand(g *Globals) *cobra.Command {
 		Short: "Show the user's transfers by state and link, or one transfer in full",
 		Long: "status counts the transfers of --user (the login name by default; --all-users: everyone)\n" +
 			"by state and by link, and lists the oldest waiting transfer, stale submitted transfers\n" +
-			"(no update from the agent for --stale-after), stuck acquired transfers, and stored\n" +
+			"(no update from the agent for --stale-after) and stuck acquired transfers. Of one user it\n" +
+			"reads that user's transfers only (on CouchDB, views keyed by the user), whatever else the\n" +
+			"store holds. --all-users reads every document of the store, and also lists the stored\n" +
 			"documents that are not valid transfers.\n\n" +
 			"status ID shows one transfer: every field, FTS progress, retries, and its history.\n" +
 			"Attempts are its submissions to FTS (from the history); failed attempts count against\n" +

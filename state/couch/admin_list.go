@@ -41,9 +41,11 @@ func queueOnly(states []state.State) bool {
 
 // List returns the transfers matching f, oldest created first. With IDs it
 // reads them in one request; for the queue of one user (new and acquired,
-// no other filter) it pages through the queue rows of the view; with an ID
-// prefix it reads the range of _id; otherwise it queries the "aso-created"
-// index, one request per page of f.Limit (see listFind).
+// no other filter) it pages through the queue rows of the work view; with
+// an ID prefix it reads the range of _id; for one user otherwise, that
+// user's rows of the user view (listUser); only a list of every user's
+// transfers queries the "aso-created" index, one request per page of
+// f.Limit (see listFind).
 func (a *admin) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	var docs []json.RawMessage
 	var err error
@@ -66,6 +68,11 @@ func (a *admin) List(ctx context.Context, f state.Filter) ([]state.Transfer, err
 	case f.User != "" && f.Limit == 0 && queueOnly(f.States) && onlyUserAndStates(f):
 		// finished transfers (most of a database) are not read at all
 		docs, err = a.queueDocs(ctx, f.User)
+	case f.User != "":
+		var out []state.Transfer
+		if out, err = a.listUser(ctx, f); err == nil {
+			return out, nil
+		}
 	default:
 		var out []state.Transfer
 		if out, err = a.listFind(ctx, f); err == nil {

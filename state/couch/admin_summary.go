@@ -11,9 +11,10 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// Summary counts transfers by state, link and user. It pages through
-// _all_docs (an operator's command, not part of the agent's loop), which is
-// also how it finds the documents that are not valid transfers.
+// Summary counts transfers by state, link and user. Of one user it reads
+// that user's rows of views keyed by the user (userSummary); of every user
+// it pages through _all_docs, which is also how it finds the documents
+// that are not valid transfers.
 func (a *admin) Summary(ctx context.Context, o state.SummaryOptions) (state.Summary, error) {
 	now := a.now()
 	o = o.WithDefaults()
@@ -22,38 +23,11 @@ func (a *admin) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 		ByErrorClass: map[string]int{},
 		Stale:        []state.Transfer{}, StuckAcquired: []state.Transfer{}, Invalid: []state.InvalidDoc{},
 	}
-	// a user's transfers not terminal in the scan are read again by ID, from
-	// a quorum: a scan of a cluster reads one copy of each shard, which may
-	// not show an agent's last writes yet (its own summary after a run)
-	var unsettled []state.Transfer
-	err := a.db.scanAll(ctx, func(raw json.RawMessage) {
-		_, kind := classify(raw)
-		if kind == kindOther {
-			return
-		}
-		if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
-			if len(pendingConflicts(raw)) > 0 {
-				sum.Conflicted++
-			} else {
-				sum.Superseded++
-			}
-		}
-		t, err := decode(raw)
-		if kind == kindUnknown || err != nil {
-			sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
-			return
-		}
-		if o.User != "" && t.User != o.User {
-			return
-		}
-		if o.User != "" && !t.State.Terminal() {
-			unsettled = append(unsettled, t) // counted as read by ID, below
-			return
-		}
-		count(&sum, &t, now, o)
-	})
-	if err == nil {
-		err = a.countByID(ctx, &sum, unsettled, now, o)
+	var err error
+	if o.User != "" {
+		err = a.userSummary(ctx, o, now, &sum)
+	} else {
+		err = a.scanSummary(ctx, o, now, &sum)
 	}
 	if err != nil {
 		return state.Summary{}, fmt.Errorf("couch: summary: %w", err)
@@ -73,27 +47,27 @@ func (a *admin) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	return sum, nil
 }
 
-// countByID counts ts as a read by ID shows them (each as scanned when the
-// read does not show it).
-func (a *admin) countByID(ctx context.Context, sum *state.Summary, ts []state.Transfer, now time.Time, o state.SummaryOptions) error {
-	ids := make([]string, len(ts))
-	for i := range ts {
-		ids[i] = ts[i].ID
-	}
-	docs, err := a.db.readKeysAsStored(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for i := range ts {
-		t := &ts[i]
-		if raw, ok := docs[t.ID]; ok {
-			if cur, err := decode(raw); err == nil && cur.User == o.User {
-				t = &cur
+// scanSummary is Summary of every user: one pass over _all_docs.
+func (a *admin) scanSummary(ctx context.Context, o state.SummaryOptions, now time.Time, sum *state.Summary) error {
+	return a.db.scanAll(ctx, func(raw json.RawMessage) {
+		_, kind := classify(raw)
+		if kind == kindOther {
+			return
+		}
+		if bytes.Contains(raw, []byte(`"_conflicts"`)) && len(conflictsOf(raw)) > 0 {
+			if len(pendingConflicts(raw)) > 0 {
+				sum.Conflicted++
+			} else {
+				sum.Superseded++
 			}
 		}
-		count(sum, t, now, o)
-	}
-	return nil
+		t, err := decode(raw)
+		if kind == kindUnknown || err != nil {
+			sum.Invalid = append(sum.Invalid, invalidDoc(raw, err))
+			return
+		}
+		count(sum, &t, now, o)
+	})
 }
 
 func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.SummaryOptions) {
@@ -121,10 +95,15 @@ func count(sum *state.Summary, t *state.Transfer, now time.Time, o state.Summary
 }
 
 func bump(m map[string]map[state.State]int, k string, st state.State) {
+	bumpBy(m, k, st, 1)
+}
+
+// bumpBy adds n to m[k][st].
+func bumpBy(m map[string]map[state.State]int, k string, st state.State, n int) {
 	if m[k] == nil {
 		m[k] = map[state.State]int{}
 	}
-	m[k][st]++
+	m[k][st] += n
 }
 
 // waitsLonger orders transfers by how long they have been in their state:

@@ -36,8 +36,9 @@ const resolveBatch = 500
 // whose resolution failed (the document changed meanwhile) is not deleted.
 // A run lock's leaves are deleted unless live (held until a time to come):
 // a live one is left, and said so. It is an operator's: deleting takes the
-// aso-operator role. One scan of the database, then a _bulk_get and two
-// _bulk_docs per resolveBatch conflicted documents.
+// aso-operator role. For one user it reads that user's rows of the
+// conflicts view; for every user, one scan of the database; then a
+// _bulk_get and two _bulk_docs per resolveBatch conflicted documents.
 func (rv *resolver) ResolveConflicts(ctx context.Context, user string) (ConflictReport, error) {
 	rep := ConflictReport{Left: []string{}}
 	var batch []json.RawMessage
@@ -48,7 +49,7 @@ func (rv *resolver) ResolveConflicts(ctx context.Context, user string) (Conflict
 			batch = batch[:0]
 		}
 	}
-	err := rv.db.scanAll(ctx, func(raw json.RawMessage) {
+	err := rv.eachConflicted(ctx, user, func(raw json.RawMessage) {
 		if failed != nil || !bytes.Contains(raw, []byte(`"_conflicts"`)) || len(conflictsOf(raw)) == 0 {
 			return
 		}
@@ -71,6 +72,34 @@ func (rv *resolver) ResolveConflicts(ctx context.Context, user string) (Conflict
 		return rep, fmt.Errorf("couch: resolve conflicts: %w", err)
 	}
 	return rep, nil
+}
+
+// eachConflicted calls f with each document that may have conflicts, with
+// them: of one user, that user's rows of the conflicts view (with their
+// documents, a page of resolveBatch at a time); of every user, every
+// document of the database.
+func (rv *resolver) eachConflicted(ctx context.Context, user string, f func(json.RawMessage)) error {
+	if user == "" {
+		return rv.db.scanAll(ctx, f)
+	}
+	start := []any{user}
+	for {
+		rows, err := rv.db.queryView(ctx, viewsDDoc, viewConflicts, map[string]any{
+			"startkey": start, "endkey": []any{user, map[string]any{}}, "include_docs": true, "conflicts": true, "limit": resolveBatch,
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			start = []any{user, r.ID, map[string]any{}}
+			if r.Doc != nil {
+				f(r.Doc)
+			}
+		}
+		if len(rows) < resolveBatch {
+			return nil
+		}
+	}
 }
 
 // sweepSome resolves a batch of conflicted documents (see

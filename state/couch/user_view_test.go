@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/asyncstageout/aso/state/couch"
+	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
 
 // viewKeys returns the keys of the rows of view of aso-views from start
@@ -62,24 +63,39 @@ func TestViews_PerUser(t *testing.T) {
 	if got := viewKeys(t, u, "conflicts", []any{"alice"}, []any{"alice", map[string]any{}}); len(got) != 0 {
 		t.Fatalf("conflicts of alice before any: %v", got)
 	}
-	// a second leaf of one of alice's transfers, as a cluster's replica
-	// would leave it
 	id := requests("alice", 3)[2].ID()
-	db := rawDB(t, u)
-	var doc map[string]any
-	if err := db.Get(ctx, id).ScanDoc(&doc); err != nil {
-		t.Fatal(err)
-	}
-	doc["_rev"], doc["_revisions"] = "1-ffffffffffffffffffffffffffffffff", map[string]any{"start": 1, "ids": []string{"ffffffffffffffffffffffffffffffff"}}
-	b, _ := json.Marshal(map[string]any{"docs": []any{doc}, "new_edits": false})
-	if code, body := do(t, http.MethodPost, u+"/_bulk_docs", b); code != http.StatusCreated {
-		t.Fatalf("write a conflicting leaf: HTTP %d %s", code, body)
-	}
+	secondLeaf(t, u, id)
 	got := viewKeys(t, u, "conflicts", []any{"alice"}, []any{"alice", map[string]any{}})
 	if len(got) != 1 || got[0][1] != id {
 		t.Fatalf("conflicts of alice: %v, want [alice %s]", got, id)
 	}
 	if got := viewKeys(t, u, "conflicts", []any{"bob"}, []any{"bob", map[string]any{}}); len(got) != 0 {
 		t.Fatalf("conflicts of bob: %v", got)
+	}
+
+	// aso resolve-conflicts --user alice ends alice's, and leaves bob's
+	bobs := requests("bob", 2)[0].ID()
+	secondLeaf(t, u, bobs)
+	op := open(t, couchtest.AsRole(t, u, couch.RoleOperator), newClock(), "", "operator@host:cli", couch.Options{})
+	if rep, err := op.ResolveConflicts(ctx, "alice"); err != nil || rep.Resolved+rep.Deleted == 0 {
+		t.Fatalf("resolve the conflicts of alice: %+v, %v", rep, err)
+	}
+	if got := viewKeys(t, u, "conflicts", []any{}, []any{map[string]any{}}); len(got) != 1 || got[0][1] != bobs {
+		t.Fatalf("conflicts after those of alice were resolved: %v, want bob's only", got)
+	}
+}
+
+// secondLeaf writes a second leaf revision of the document id, as a
+// cluster's replica that took another write would leave it.
+func secondLeaf(t *testing.T, u, id string) {
+	t.Helper()
+	var doc map[string]any
+	if err := rawDB(t, u).Get(context.Background(), id).ScanDoc(&doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["_rev"], doc["_revisions"] = "1-ffffffffffffffffffffffffffffffff", map[string]any{"start": 1, "ids": []string{"ffffffffffffffffffffffffffffffff"}}
+	b, _ := json.Marshal(map[string]any{"docs": []any{doc}, "new_edits": false})
+	if code, body := do(t, http.MethodPost, u+"/_bulk_docs", b); code != http.StatusCreated {
+		t.Fatalf("write a conflicting leaf: HTTP %d %s", code, body)
 	}
 }

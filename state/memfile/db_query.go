@@ -25,8 +25,9 @@ func (d *db) list(f state.Filter) []state.Transfer {
 		}
 		f.IDs = nil // found by ID: Matches need not look for them again
 	} else {
-		found = make([]*state.Transfer, 0, len(d.docs))
-		for _, t := range d.docs {
+		of := d.of(f.User)
+		found = make([]*state.Transfer, 0, len(of))
+		for _, t := range of {
 			found = append(found, t)
 		}
 	}
@@ -36,6 +37,18 @@ func (d *db) list(f state.Filter) []state.Transfer {
 		found = found[:f.Limit]
 	}
 	return clones(found)
+}
+
+// of returns the transfers of user by ID (every user's if ""): a user's
+// come from its index, without going through the others'.
+func (d *db) of(user string) map[string]*state.Transfer {
+	if user == "" {
+		return d.docs
+	}
+	if ui := d.users[user]; ui != nil {
+		return ui.all
+	}
+	return nil
 }
 
 // activeJobs lists the FTS jobs of user's submitted transfers with their
@@ -93,10 +106,7 @@ func (d *db) summary(o state.SummaryOptions, now time.Time) state.Summary {
 		ByErrorClass: map[string]int{}, Invalid: []state.InvalidDoc{}}
 	var oldest *state.Transfer
 	var stale, stuck []*state.Transfer
-	for _, t := range d.docs {
-		if o.User != "" && t.User != o.User {
-			continue
-		}
+	for _, t := range d.of(o.User) {
 		sum.Total++
 		sum.ByState[t.State]++
 		countIn(sum.ByLink, t.Link(), t.State)
@@ -144,13 +154,11 @@ func waitLess(a, b *state.Transfer) bool {
 // state.Admin.Counts.
 func (d *db) counts(o state.CountsOptions) state.Counts {
 	tally := state.NewTally(o)
-	for _, t := range d.docs {
-		if o.User == "" || t.User == o.User {
-			k := state.CountKeyOf(t)
-			tally.Add(k, 1, t.LastUpdate.Time)
-			if state.Finished(k.State) {
-				tally.Finish(k.Link, k.State, t.LastUpdate.Time)
-			}
+	for _, t := range d.of(o.User) {
+		k := state.CountKeyOf(t)
+		tally.Add(k, 1, t.LastUpdate.Time)
+		if state.Finished(k.State) {
+			tally.Finish(k.Link, k.State, t.LastUpdate.Time)
 		}
 	}
 	return tally.Counts()

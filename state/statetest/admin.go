@@ -264,4 +264,30 @@ var adminCases = []testCase{
 			e.t.Fatalf("bob's summary %+v, %v", mine, err)
 		}
 	}},
+	{"Summary/OneUserAmongOthers", func(e *env) {
+		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
+		e.enqueue(s, Req(Alice, 1), Req(Alice, 2), Req(Alice, 3), Req(Bob, 1), Req(Bob, 2))
+		sub := e.submit(s, 2, "job-a")
+		e.terminal(s, state.Terminal{Transfer: sub[0], Outcome: state.OutcomeDone, FTSJob: "job-a"},
+			state.Terminal{Transfer: sub[1], Outcome: state.OutcomeFailed, FTSJob: "job-a", Reason: "no such file", ErrorClass: "source_missing"})
+		bs := e.submit(b, 1, "job-b")
+		e.terminal(b, state.Terminal{Transfer: bs[0], Outcome: state.OutcomeFailed, FTSJob: "job-b", Reason: "no space", ErrorClass: "no_space"})
+		sum, err := s.Summary(ctx, state.SummaryOptions{User: Alice})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		want := map[state.State]int{state.StateNew: 1, state.StateDone: 1, state.StateFailed: 1}
+		if sum.Total != 3 || !sameCounts(sum.ByState, want) || !sameCounts(sum.ByUser[Alice], want) || len(sum.ByUser) != 1 {
+			e.t.Fatalf("alice's summary: total %d, by state %v, by user %v; want 3, %v", sum.Total, sum.ByState, sum.ByUser, want)
+		}
+		if !sameCounts(sum.ByLink[Src+"->"+Dst], want) || len(sum.ByLink) != 1 || !reflect.DeepEqual(sum.ByErrorClass, map[string]int{"source_missing": 1}) {
+			e.t.Fatalf("alice's summary: by link %v, by error class %v", sum.ByLink, sum.ByErrorClass)
+		}
+		if sum.OldestWaiting == nil || sum.OldestWaiting.User != Alice {
+			e.t.Fatalf("alice's oldest waiting: %+v", sum.OldestWaiting)
+		}
+		if nobody, err := s.Summary(ctx, state.SummaryOptions{User: Carol}); err != nil || nobody.Total != 0 || len(nobody.ByState) != 0 {
+			e.t.Fatalf("the summary of a user without transfers: %+v, %v", nobody, err)
+		}
+	}},
 }

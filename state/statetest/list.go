@@ -63,7 +63,13 @@ var listCases = []testCase{
 		} else {
 			want = append(want, later[1])
 		}
-		for _, f := range []state.Filter{{Limit: 2}, {Limit: 3, States: []state.State{state.StateNew}}, {Limit: 1, LFN: "/store/user/"}} {
+		alices := append(append([]string{}, batch...), later[0])
+		for _, f := range []state.Filter{{Limit: 2}, {Limit: 3, States: []state.State{state.StateNew}}, {Limit: 1, LFN: "/store/user/"},
+			{Limit: 2, User: Alice}, {Limit: 3, User: Alice, States: []state.State{state.StateNew, state.StateDone}}} {
+			want := want
+			if f.User == Alice {
+				want = alices
+			}
 			var got []string
 			for page := 0; page < 20; page++ {
 				ts, err := s.List(ctx, f)
