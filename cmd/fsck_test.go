@@ -182,3 +182,47 @@ func TestFsck_PurgedSnapshotDamaged(t *testing.T) {
 		t.Fatal("a command wrote to the damaged store")
 	}
 }
+
+// TestTornTail_Commands: what a crash during an append leaves at the end
+// of the file (docs/guarantees.md: a short tail, zeros, a record cut
+// short then zeros) is not damage. Run as the aso binary, status reads
+// the store without it and says so, naming the file and offset, and
+// leaves the file as it is; the next enqueue drops it, saying so, and
+// appends; fsck then finds the file sound.
+func TestTornTail_Commands(t *testing.T) {
+	flag, path := stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := good[strings.LastIndex(string(good), `{"batch":`):]
+	for name, tail := range map[string][]byte{
+		"a short tail":             rec[:len(rec)/2],
+		"zeros":                    make([]byte, 4096-len(good)%4096),
+		"cut short, then zeros":    append(bytes.Clone(rec[:len(rec)/2]), make([]byte, 4096)...),
+		"the header's first bytes": rec[:5],
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(path, append(bytes.Clone(good), tail...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			where := fmt.Sprintf("%s:%d (offset %d)", path, strings.Count(string(good), "\n")+1, len(good))
+			r := process(t, "", flag, "--user", "alice", "status", "--json").wantCode(t, 0).wantStdout(t, `"total": 3,`)
+			if !strings.Contains(r.stderr, where+": skipped a torn last record") {
+				t.Errorf("status: stderr %q does not say it skipped the torn record at %s", r.stderr, where)
+			}
+			if after, _ := os.ReadFile(path); len(after) != len(good)+len(tail) {
+				t.Fatalf("status changed the file from %d to %d bytes", len(good)+len(tail), len(after))
+			}
+			r = process(t, `{"user": "alice", "source": "T2_A", "destination": "T2_B", "source_lfn": "/g", "destination_lfn": "/g", "size": 1}`, flag, "enqueue").wantCode(t, 0)
+			if !strings.Contains(r.stderr, where+": dropped a torn last record") {
+				t.Errorf("enqueue: stderr %q does not say it dropped the torn record at %s", r.stderr, where)
+			}
+			if after, _ := os.ReadFile(path); !bytes.HasPrefix(after, good) || bytes.Contains(after[len(good):], []byte{0}) {
+				t.Fatal("enqueue did not append after the records that check out")
+			}
+			process(t, "", flag, "fsck").wantCode(t, 0).wantStdout(t, "4 documents readable (0 of them not valid transfers), 0 problems")
+		})
+	}
+}
