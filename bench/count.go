@@ -41,6 +41,7 @@ var phaseOf = map[string]string{
 	state.OpRenewLeases.String():       "upkeep",
 	state.OpList.String():              "upkeep",
 	state.OpTakeBack.String():          "upkeep",
+	state.OpDestinationRefs.String():   "record",
 }
 
 // Phases lists the phases in table order.

@@ -145,6 +145,10 @@ type AgentStore interface {
 	// holder, released, unlocked) is left alone, nothing is recorded, and
 	// the error wraps ErrLockLost.
 	ReleaseLock(ctx context.Context, l Lock, run *RunRecord) error
+
+	// DestinationReader: the transfers that name destinations, read by
+	// the agent's deletion rule before it deletes a destination copy.
+	DestinationReader
 }
 
 // Admin is what the commands call beyond the agent's calls.
@@ -217,6 +221,10 @@ type Admin interface {
 	// code -1 and note as its error. ErrLockLost if the lock is held by
 	// someone else or not held at all (nothing is written).
 	Unlock(ctx context.Context, user, holder, note string) error
+
+	// PFNReader: the transfers that name PFNs, read by `aso rm` before it
+	// deletes one.
+	PFNReader
 }
 
 // ClaimRequest parameterises NewTransfers.

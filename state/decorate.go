@@ -26,6 +26,7 @@ const (
 	OpAcquireLock
 	OpRenewLock
 	OpReleaseLock
+	OpDestinationRefs
 	numOps
 )
 
@@ -50,6 +51,7 @@ var opInfo = [numOps]struct {
 	OpAcquireLock:       {"acquire_lock", false},
 	OpRenewLock:         {"renew_lock", false},
 	OpReleaseLock:       {"release_lock", false},
+	OpDestinationRefs:   {"destination_refs", false},
 }
 
 // Ops returns every Op, in order.
@@ -230,4 +232,10 @@ func (d *decorated) RenewLock(ctx context.Context, l Lock, ttl time.Duration) (L
 
 func (d *decorated) ReleaseLock(ctx context.Context, l Lock, run *RunRecord) error {
 	return call0(d, ctx, OpReleaseLock, func(ctx context.Context) error { return d.s.ReleaseLock(ctx, l, run) })
+}
+
+func (d *decorated) DestinationRefs(ctx context.Context, dests []Destination) (map[Destination][]DestRef, error) {
+	return call(d, ctx, OpDestinationRefs, nil, func(ctx context.Context) (map[Destination][]DestRef, error) {
+		return d.s.DestinationRefs(ctx, dests)
+	})
 }

@@ -117,12 +117,16 @@ func Renew(t *Transfer, a Agent, now time.Time, ttl time.Duration) error {
 }
 
 // Prepare records the sid of the FTS job about to be submitted, and renews
-// the lease.
+// the lease. The first time, it also records that t owns its destination
+// (DestOwnedSince): in the same write, before FTS sees the transfer.
 func Prepare(t *Transfer, a Agent, sid string, now time.Time, ttl time.Duration) error {
 	if err := Renew(t, a, now, ttl); err != nil {
 		return err
 	}
 	t.SubmitSID = sid
+	if t.DestOwnedSince.IsZero() {
+		t.DestOwnedSince = At(now)
+	}
 	return nil
 }
 
@@ -190,6 +194,7 @@ func ApplyTerminal(t *Transfer, a Agent, o Terminal, p Policy, now time.Time) (b
 		return false, err
 	}
 	p = p.WithDefaults()
+	o.DestCopy.apply(t)
 	for _, n := range o.Notes {
 		t.History = appendHistory(t.History, Transition{At: At(now), From: t.State, To: t.State, By: a.Owner, Reason: n})
 	}

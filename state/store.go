@@ -143,6 +143,9 @@ type Terminal struct {
 	// what the agent did on the way to it (a deletion of the destination
 	// copy and its result).
 	Notes []string
+	// DestCopy records what became of the copy the attempt may have left
+	// at the destination (Transfer.DestWritten).
+	DestCopy DestCopy
 }
 
 // Job groups the active transfers of one FTS job.

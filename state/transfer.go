@@ -127,6 +127,23 @@ type Transfer struct {
 	// them; the CouchDB backend keeps them through every write. Not part of
 	// the JSON form of Transfer itself.
 	Extra map[string]json.RawMessage `json:"-"`
+
+	// DestOwnedSince is when the transfer recorded that it owns its
+	// destination: written in the same write as its first submission
+	// record (submit_sid), before FTS ever sees it, and kept. Zero: the
+	// transfer was never submitted by a version that records it, and aso
+	// deletes nothing at its destination.
+	DestOwnedSince Time `json:"dest_owned_since,omitzero"`
+	// DestWritten is the destination PFN that an earlier attempt of the
+	// transfer began writing and whose copy may still be there (a lost
+	// job that had moved bytes, a deletion given up); "" once aso deleted
+	// it or found it gone. See DestCopy.
+	DestWritten string `json:"dest_written,omitempty"`
+}
+
+// Dest returns the destination of t: the key of its ownership (DestRef).
+func (t *Transfer) Dest() Destination {
+	return Destination{Site: t.Destination, LFN: t.DestinationLFN}
 }
 
 // Link names the (source, destination) pair of t, "SRC->DST".

@@ -72,7 +72,7 @@ func Init(ctx context.Context, o Options) error {
 		return fmt.Errorf("couch: init %s: %w", where, err)
 	}
 	validation := map[string]any{"_id": DesignID, "language": "javascript", "validate_doc_update": validateJS}
-	for _, doc := range []map[string]any{viewsDoc(), statsDoc(), validation} {
+	for _, doc := range []map[string]any{viewsDoc(), statsDoc(), destsDoc(), validation} {
 		if err := ensureDoc(ctx, db, doc); err != nil {
 			return fmt.Errorf("couch: init %s: %w", where, err)
 		}

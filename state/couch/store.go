@@ -22,6 +22,7 @@ type Store struct {
 	*admin
 	*resolver
 	statsReader
+	destReader
 	db     *db
 	w      *writer
 	agent  state.Agent
@@ -38,7 +39,7 @@ func Open(ctx context.Context, o Options, cfg state.Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: d, statsReader: statsReader{db: d}, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock()}
+	s := &Store{db: d, statsReader: statsReader{db: d}, destReader: destReader{db: d}, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), now: cfg.Clock()}
 	w := &written{}
 	by := writerName(cfg.Agent)
 	s.locker = &locker{db: d, now: s.now, by: by}

@@ -45,7 +45,8 @@ function (newDoc, oldDoc, userCtx, secObj) {
   var roles = userCtx && Array.isArray(userCtx.roles) ? userCtx.roles : [];
   // The fields only the agent writes (and kill and retry, as they say).
   var agentFields = ['state', 'owner', 'lease_expires', 'submit_sid', 'fts_job', 'fts_file_id', 'source_pfn', 'dest_pfn',
-    'attempts', 'retry_after', 'reason', 'error_class', 'progress', 'fts_endpoint', 'kill_requested', 'superseded_revs'];
+    'attempts', 'retry_after', 'reason', 'error_class', 'progress', 'fts_endpoint', 'kill_requested', 'superseded_revs',
+    'dest_owned_since', 'dest_written'];
   // The request: no role changes it once stored.
   var identity = ['user', 'group', 'role', 'source', 'destination', 'source_lfn', 'destination_lfn', 'size', 'checksums',
     'priority', 'depends_on', 'activity'];

@@ -18,6 +18,10 @@ type db struct {
 	invalid map[string]invalidDoc
 	locks   map[string]*state.LockDoc
 	users   map[string]*userIndex
+	// dests indexes the valid transfers by destination (DestinationRefs).
+	dests map[state.Destination]map[string]*state.Transfer
+	// pfns indexes the valid transfers by the PFNs they recorded (PFNRefs).
+	pfns map[string]map[string]*state.Transfer
 }
 
 // invalidDoc is a stored document that is not a valid transfer: kept as it
@@ -40,7 +44,8 @@ type userIndex struct {
 }
 
 func newDB() *db {
-	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*state.LockDoc{}, users: map[string]*userIndex{}}
+	return &db{docs: map[string]*state.Transfer{}, invalid: map[string]invalidDoc{}, locks: map[string]*state.LockDoc{}, users: map[string]*userIndex{},
+		dests: map[state.Destination]map[string]*state.Transfer{}, pfns: map[string]map[string]*state.Transfer{}}
 }
 
 func inQueue(s state.State) bool { return s == state.StateNew || s == state.StateAcquired }
@@ -82,6 +87,20 @@ func (d *db) put(t *state.Transfer) {
 	delete(d.invalid, t.ID)
 	d.docs[t.ID] = t
 	d.index(t, true)
+	k := t.Dest()
+	if d.dests[k] == nil {
+		d.dests[k] = map[string]*state.Transfer{}
+	}
+	d.dests[k][t.ID] = t
+	for _, p := range [...]string{t.SourcePFN, t.DestPFN} {
+		if p == "" {
+			continue
+		}
+		if d.pfns[p] == nil {
+			d.pfns[p] = map[string]*state.Transfer{}
+		}
+		d.pfns[p][t.ID] = t
+	}
 }
 
 // remove drops the valid transfer with id, if there is one.
@@ -89,6 +108,15 @@ func (d *db) remove(id string) {
 	if old := d.docs[id]; old != nil {
 		d.index(old, false)
 		delete(d.docs, id)
+		k := old.Dest()
+		if delete(d.dests[k], id); len(d.dests[k]) == 0 {
+			delete(d.dests, k)
+		}
+		for _, p := range [...]string{old.SourcePFN, old.DestPFN} {
+			if delete(d.pfns[p], id); len(d.pfns[p]) == 0 {
+				delete(d.pfns, p)
+			}
+		}
 	}
 }
 

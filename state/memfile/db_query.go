@@ -247,3 +247,46 @@ func waitingSince(t *state.Transfer) time.Time {
 	}
 	return t.Created.Time
 }
+
+// destinationRefs returns the transfers that name each of dests, from the
+// index by destination, each destination's by ID.
+func (d *db) destinationRefs(dests []state.Destination) map[state.Destination][]state.DestRef {
+	out := map[state.Destination][]state.DestRef{}
+	for _, k := range dests {
+		if _, done := out[k]; done || len(d.dests[k]) == 0 {
+			continue
+		}
+		refs := make([]state.DestRef, 0, len(d.dests[k]))
+		for _, t := range d.dests[k] {
+			refs = append(refs, state.RefOf(t))
+		}
+		slices.SortFunc(refs, func(a, b state.DestRef) int { return cmp.Compare(a.ID, b.ID) })
+		out[k] = refs
+	}
+	return out
+}
+
+// pfnRefs returns the transfers that recorded each of pfns as their source
+// or destination, from the index by PFN (see state.PFNReader).
+func (d *db) pfnRefs(pfns []string) []state.PFNRef {
+	var out []state.PFNRef
+	seen := map[string]bool{}
+	for _, p := range pfns {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		var refs []state.PFNRef
+		for _, t := range d.pfns[p] {
+			if t.SourcePFN == p {
+				refs = append(refs, state.PFNRef{PFN: p, Role: state.RoleSource, ID: t.ID, User: t.User, State: t.State})
+			}
+			if t.DestPFN == p {
+				refs = append(refs, state.PFNRef{PFN: p, Role: state.RoleDestination, ID: t.ID, User: t.User, State: t.State})
+			}
+		}
+		slices.SortFunc(refs, func(a, b state.PFNRef) int { return cmp.Or(-cmp.Compare(a.Role, b.Role), cmp.Compare(a.ID, b.ID)) })
+		out = append(out, refs...)
+	}
+	return out
+}

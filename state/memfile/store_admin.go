@@ -42,6 +42,12 @@ func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	})
 }
 
+// PFNRefs returns the transfers that recorded each of pfns, from
+// memory's index by PFN.
+func (s *Store) PFNRefs(ctx context.Context, pfns []string) ([]state.PFNRef, error) {
+	return read(ctx, s, "pfn refs", func(x *tx, _ time.Time) ([]state.PFNRef, error) { return x.d.pfnRefs(pfns), nil })
+}
+
 // List returns the transfers matching f, oldest created first.
 func (s *Store) List(ctx context.Context, f state.Filter) ([]state.Transfer, error) {
 	return read(ctx, s, "list", func(x *tx, _ time.Time) ([]state.Transfer, error) { return x.d.list(f), nil })

@@ -136,6 +136,14 @@ func (s *Store) ActiveTransfersOf(ctx context.Context, user string, jobs []strin
 	})
 }
 
+// DestinationRefs returns the transfers that name each of dests, from
+// memory's index by destination.
+func (s *Store) DestinationRefs(ctx context.Context, dests []state.Destination) (map[state.Destination][]state.DestRef, error) {
+	return read(ctx, s, "destination refs", func(x *tx, _ time.Time) (map[state.Destination][]state.DestRef, error) {
+		return x.d.destinationRefs(dests), nil
+	})
+}
+
 // itemIDs returns the transfer ID of each item.
 func itemIDs[T any](items []T, id func(*T) string) []string {
 	ids := make([]string, len(items))
