@@ -454,8 +454,10 @@ exec /usr/bin/gfal-stat "$@"`, agent.MaxCheckAttempts))
 }
 
 // TestAgent_StaleCopyReadOnce: the destination of a source-missing failure
-// that is not the transfer's own file is read once; while its deletion
-// fails, the next passes try the deletion again without reading it again.
+// is read once to see whether it is the transfer's own file; it is not,
+// and no attempt of the transfer wrote there (the source is missing), so
+// the deletion rule leaves it in place: gfal-rm never runs, and the
+// failure says why.
 func TestAgent_StaleCopyReadOnce(t *testing.T) {
 	w := newWorld(t, ftstest.Options{})
 	runs := w.withGfalStat(`exec /usr/bin/gfal-stat "$@"`)
@@ -464,10 +466,6 @@ func TestAgent_StaleCopyReadOnce(t *testing.T) {
 	must(t, os.Remove(w.deleter.Command))
 	must(t, os.WriteFile(w.deleter.Command, []byte(`#!/bin/sh
 echo run >> '`+count+`'
-if [ "$(wc -l < '`+count+`')" -le 2 ]; then
-	echo "gfal-rm error: 5 (Input/output error) - storage down" >&2
-	exit 5
-fi
 exec /usr/bin/gfal-rm "$@"
 `), 0o755))
 	r, _ := w.request("stale", 0, false)
@@ -476,13 +474,16 @@ exec /usr/bin/gfal-rm "$@"
 	w.enqueue([]state.Request{r})
 	must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
 	got := w.get(r.ID())
-	if got.State != state.StateFailed || strings.Contains(got.Reason, "not deleted") {
-		t.Errorf("%s %q, want failed with the copy deleted", got.State, got.Reason)
+	if got.State != state.StateFailed || !strings.Contains(got.Reason, "left in place: no attempt of this transfer began writing there") {
+		t.Errorf("%s %q, want failed with the file left in place", got.State, got.Reason)
 	}
-	if _, err := os.Stat(w.dstPath(r)); !os.IsNotExist(err) {
-		t.Errorf("the stale copy is still there (%v)", err)
+	if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != "stale partial copy" {
+		t.Errorf("the file at the destination was deleted or changed (%v)", err)
 	}
 	if b, err := os.ReadFile(runs); err != nil || strings.Count(string(b), "run") != 1 {
 		t.Errorf("gfal-stat ran %d times, want 1", strings.Count(string(b), "run"))
+	}
+	if _, err := os.Stat(count); !os.IsNotExist(err) {
+		t.Errorf("gfal-rm ran (%v), want never", err)
 	}
 }

@@ -56,8 +56,8 @@ func TestAgent_HostileButValidNames(t *testing.T) {
 				SourceLFN: dir + "/src/" + name, DestinationLFN: dir + "/dst/" + name}
 			if missing {
 				r.SourceLFN, r.DestinationLFN = dir+"/src/missing-"+name, dir+"/dst/missing-"+name
-				// a partial copy under the hostile name (shorter than the
-				// file: not the transfer's own), which gfal-rm must delete
+				// a file under the hostile name that no attempt of the
+				// transfer wrote (its source is missing): left in place
 				w.writeFile(w.dstPath(r), []byte("stale partial copy"))
 				r.Size = 1000
 			} else {
@@ -95,8 +95,8 @@ func TestAgent_HostileButValidNames(t *testing.T) {
 			if tr.State != state.StateFailed || !strings.Contains(tr.Reason, "No such file") {
 				t.Errorf("%q: %s %q, want failed (no such file)", e.req.SourceLFN, tr.State, tr.Reason)
 			}
-			if readErr == nil {
-				t.Errorf("%q: the stale destination copy was not deleted", e.req.DestinationLFN)
+			if string(got) != "stale partial copy" || !strings.Contains(tr.Reason, "left in place: ") {
+				t.Errorf("%q: the file at the destination was touched (%q, %v) or not said left in place (%q)", e.req.DestinationLFN, got, readErr, tr.Reason)
 			}
 		default:
 			if tr.State != state.StateDone || !bytes.Equal(got, e.data) {

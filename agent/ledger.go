@@ -123,14 +123,25 @@ func (l *ledger) toSubmit(pending func(id string) bool) (fresh, found []state.Tr
 }
 
 // prepare writes each job's sid and endpoint on its held transfers, in
-// one write. ok[k] are the IDs of job k written; lost the items found no
-// longer ours (let go). An error means nothing is known to be written.
-func (l *ledger) prepare(ctx context.Context, jobs []jobWrite) (ok [][]string, lost []state.Result, err error) {
+// one write, with the record that each owns its destination (since now)
+// on those that have none yet. ok[k] are the IDs of job k written; lost
+// the items found no longer ours (let go). An error means nothing is
+// known to be written.
+func (l *ledger) prepare(ctx context.Context, jobs []jobWrite, now time.Time) (ok [][]string, lost []state.Result, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	owned := state.At(now)
+	own := func(t *state.Transfer) {
+		if t.DestOwnedSince.IsZero() {
+			t.DestOwnedSince = owned
+		}
+	}
 	preps := make([]state.PrepareJob, len(jobs))
 	for k, j := range jobs {
 		preps[k] = state.PrepareJob{Transfers: l.getLocked(idsOf(j.files)), SID: j.sid, Endpoint: j.endpoint}
+		for i := range preps[k].Transfers {
+			own(&preps[k].Transfers[i]) // the write carries it: the next one, of this copy, keeps it
+		}
 	}
 	res, err := l.store.PrepareSubmits(ctx, preps)
 	if err != nil {
@@ -143,7 +154,10 @@ func (l *ledger) prepare(ctx context.Context, jobs []jobWrite) (ok [][]string, l
 		}
 		j := jobs[k]
 		var lk []state.Result
-		ok[k], lk = l.update(len(preps[k].Transfers), res[k], func(t *state.Transfer) { t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint })
+		ok[k], lk = l.update(len(preps[k].Transfers), res[k], func(t *state.Transfer) {
+			t.SubmitSID, t.FTSEndpoint = j.sid, j.endpoint
+			own(t)
+		})
 		lost = append(lost, lk...)
 	}
 	return ok, lost, nil

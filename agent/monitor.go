@@ -22,13 +22,17 @@ type outcome struct {
 	reason    string
 	retryable bool
 	class     state.ErrorClass // of a failure
-	// deleteDest: the destination copy must be deleted before recording
-	// (a failed or cancelled transfer may have left a partial file). Never
-	// for a lost job: nothing says that job wrote the file at the
-	// destination, which may be somebody else's (FTS refuses to overwrite
-	// it); if the lost job did leave a copy, the next submission fails
-	// with "file exists" and says so.
+	// deleteDest: the destination copy is a candidate for deletion before
+	// recording (a failed or cancelled transfer may have left a partial
+	// file); the deletion rule (deletionRule) decides. Never for a lost
+	// job: nothing says that job wrote the file at the destination, which
+	// may be somebody else's (FTS refuses to overwrite it); if the lost
+	// job did leave a copy, the next submission fails with "file exists"
+	// and says so.
 	deleteDest bool
+	// wrote: FTS showed that this attempt began writing the destination
+	// (attemptWrote; for a kill, url-copy had started).
+	wrote bool
 	// existing: a failure "destination exists" or a lost job whose file
 	// there is the transfer's own, recorded done (see
 	// recorder.checkExisting)
@@ -233,13 +237,14 @@ func fileOutcome(t *state.Transfer, job string, f *fts.FileStatus) (outcome, boo
 		if t.KillRequested {
 			o.outcome, o.reason = state.OutcomeKilled, "killed by request: "+orDefault(f.Reason, "canceled in FTS")
 			o.deleteDest = urlCopyRan(f)
+			o.wrote = o.deleteDest
 			return o, true
 		}
 		fallthrough
 	case "FAILED", "NOT_USED":
 		o.outcome = state.OutcomeFailed
 		o.reason = orDefault(f.Reason, "FTS reported "+f.State+" without a reason")
-		o.class, o.retryable, o.deleteDest = classify(f, o.reason)
+		o.class, o.retryable, o.deleteDest, o.wrote = classify(f, o.reason)
 		return o, true
 	}
 	return outcome{}, false
@@ -330,7 +335,7 @@ func (m *monitor) cancelKilled(work context.Context, kills []kill, outs []outcom
 			if i < len(states) && states[i] == "CANCELED" {
 				t.ps.Active--
 				outs = append(outs, outcome{t: k.t, job: job, outcome: state.OutcomeKilled,
-					reason: "killed by request: canceled in FTS", deleteDest: k.running})
+					reason: "killed by request: canceled in FTS", deleteDest: k.running, wrote: k.running})
 			}
 		}
 	}

@@ -30,13 +30,17 @@ type recorder struct {
 	// deletions of its destination copy and checks of the file there.
 	deletes, checks holds
 	// stale are the source-missing transfers whose destination was found
-	// not to be their own file: deleted without another check.
+	// not to be their own file: the deletion rule decides on it without
+	// another check.
 	stale map[string]bool
+	// rule decides every deletion (deletionRule).
+	rule deletionRule
 }
 
 func newRecorder(cfg Config, store Store, book *ledger, d Deleter, k *keeper, m *Metrics, log *logrus.Entry) *recorder {
 	r := &recorder{cfg: cfg, store: store, book: book, deleter: fencedDeleter{d, k}, fence: k, metrics: m,
-		log: log.WithField(FieldPhase, "record"), deletes: newHolds(), checks: newHolds(), stale: map[string]bool{}}
+		log: log.WithField(FieldPhase, "record"), deletes: newHolds(), checks: newHolds(), stale: map[string]bool{},
+		rule: deletionRule{store: store}}
 	r.checker, _ = d.(DestinationChecker)
 	return r
 }
@@ -78,17 +82,22 @@ func (r *recorder) record(work context.Context, outs []outcome, t *tally) {
 			continue // the file at the destination is checked again next pass
 		}
 		term := o.terminal()
-		if d, ok := dels[id]; ok {
+		d, ok := dels[id]
+		if ok {
 			if d.failed() && d.status != srm.StatusRefused && r.deletionHeld(id, d.status == srm.StatusSkipped, progress) {
 				t.ps.Unrecorded++
 				continue
 			}
 			term.Notes = append(term.Notes, r.deletionNote(o, d))
-			if d.failed() && d.status != srm.StatusRefused {
+			switch {
+			case d.status == statusLeft:
+				term.Reason += "; " + d.msg
+			case d.failed() && d.status != srm.StatusRefused:
 				term.Reason += "; destination copy not deleted: " + d.msg
 				r.log.WithField(FieldTransfer, id).Error("giving up deleting the destination copy; recording the outcome")
 			}
 		}
+		term.DestCopy = destCopyOf(o, d, ok)
 		terms = append(terms, term)
 		existing = append(existing, o.existing)
 	}
@@ -161,8 +170,29 @@ type deletion struct {
 	msg    string // why it failed
 }
 
+// statusLeft is the status of a copy the deletion rule left in place:
+// not a failure, no attempt was made.
+const statusLeft = "LEFT"
+
 func (d deletion) failed() bool {
-	return d.status != srm.StatusDeleted && d.status != srm.StatusMissing
+	return d.status != srm.StatusDeleted && d.status != srm.StatusMissing && d.status != statusLeft
+}
+
+// destCopyOf is what the outcome o records of the copy its attempt may
+// have left (state.Transfer.DestWritten), d being what became of its
+// deletion (tried: one was decided): gone once deleted or found missing;
+// left when the attempt began writing and the copy was not deleted, or
+// when a lost job was last seen copying (FTS state ACTIVE).
+func destCopyOf(o *outcome, d deletion, tried bool) state.DestCopy {
+	switch {
+	case tried && (d.status == srm.StatusDeleted || d.status == srm.StatusMissing):
+		return state.CopyGone
+	case o.wrote:
+		return state.CopyLeft
+	case o.outcome == state.OutcomeLost && o.t.Progress != nil && o.t.Progress.FTSState == "ACTIVE":
+		return state.CopyLeft
+	}
+	return state.CopyUnchanged
 }
 
 // deletionNote is the history entry of d on o's transfer: what was done to
@@ -173,9 +203,11 @@ func (r *recorder) deletionNote(o *outcome, d deletion) string {
 	case o.outcome == state.OutcomeKilled:
 		why = "the transfer was killed after FTS started copying it"
 	case r.stale[o.t.ID]:
-		why = "the file there is not this transfer's (a stale partial copy)"
+		why = "the file there is not this transfer's finished file but the partial copy an earlier attempt of it left"
 	}
 	switch d.status {
+	case statusLeft:
+		return d.msg + ": " + d.pfn
 	case srm.StatusDeleted:
 		return "deleted the destination copy " + d.pfn + ": " + why
 	case srm.StatusMissing:
@@ -191,15 +223,15 @@ func (r *recorder) deletionNote(o *outcome, d deletion) string {
 // is the transfer's source is logged at error: such a transfer should not
 // have reached FTS.
 func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *tally) map[string]deletion {
+	out := r.judge(work, outs, t)
 	var targets []srm.Target
 	owner := map[string]string{}
 	for _, o := range outs {
-		if o.deleteDest && o.t.DestPFN != "" {
+		if _, left := out[o.t.ID]; o.deleteDest && o.t.DestPFN != "" && !left {
 			targets = append(targets, srm.Target{URL: o.t.DestPFN, Source: o.t.SourcePFN})
 			owner[o.t.DestPFN] = o.t.ID
 		}
 	}
-	out := map[string]deletion{}
 	if len(targets) == 0 {
 		return out
 	}
@@ -245,6 +277,34 @@ func (r *recorder) deleteDestinations(work context.Context, outs []outcome, t *t
 		}
 	}
 	return out
+}
+
+// judge passes the candidates for deletion among outs through the
+// deletion rule, under the phase's timeout, and returns those it leaves
+// in place, by transfer, each with its reason.
+func (r *recorder) judge(work context.Context, outs []outcome, t *tally) map[string]deletion {
+	var cs []candidate
+	for i := range outs {
+		if o := &outs[i]; o.deleteDest {
+			cs = append(cs, candidate{t: o.t, wrote: o.wrote})
+		}
+	}
+	left := map[string]deletion{}
+	if len(cs) == 0 {
+		return left
+	}
+	ctx, cancel := context.WithTimeout(work, r.cfg.PhaseTimeout)
+	defer cancel()
+	for i, why := range r.rule.judge(ctx, cs) {
+		if why == "" {
+			continue
+		}
+		id := cs[i].t.ID
+		left[id] = deletion{pfn: cs[i].t.DestPFN, status: statusLeft, msg: why}
+		t.leftInPlace()
+		r.log.WithField(FieldTransfer, id).WithField("pfn", cs[i].t.DestPFN).Warn("destination copy " + why)
+	}
+	return left
 }
 
 // holds counts, per transfer, the passes an action on it failed and the

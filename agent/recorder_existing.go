@@ -32,8 +32,12 @@ const checkParallel = 4
 //     which the source may have been cleaned up too; or an earlier request
 //     for the same file;
 //   - a different file: "destination exists" stays failed, the reason
-//     giving what is there; "source missing" goes on to delete it (a stale
-//     partial copy); a lost job stays lost, and the file is left alone;
+//     giving what is there, unless an earlier attempt of the transfer
+//     began writing there (state.Transfer.DestWritten): then it is that
+//     attempt's partial copy, to delete, and the failure is retryable;
+//     "source missing" goes on to the deletion rule, which deletes only
+//     such a copy of its own and leaves anything else in place; a lost job
+//     stays lost, and the file is left alone;
 //   - nothing any more: "destination exists" fails retryable, the
 //     destination is free; a lost job stays lost;
 //   - a transfer without an adler32 checksum: "destination exists" is
@@ -130,6 +134,13 @@ func (r *recorder) settleExisting(o *outcome, e srm.Existing, unstarted bool) (h
 		}
 		o.reason = "the destination already holds this file: " + what + " (" + o.reason + ")"
 		log.Info("the file at the destination is this transfer's: recording it done")
+	case exists && o.t.DestWritten != "" && o.t.DestWritten == o.t.DestPFN:
+		// an earlier attempt of this transfer began writing there (a lost
+		// job, a deletion given up): its partial copy, which the deletion
+		// rule may let go; then the destination is free for the next one
+		o.reason += fmt.Sprintf("; the file there (%d bytes) differs: the partial copy an earlier attempt of this transfer left", e.Size)
+		o.deleteDest, o.retryable = true, true
+		r.stale[id] = true
 	case (exists || lost) && e.Adler32 == "":
 		o.reason += fmt.Sprintf("; the file there differs (%d bytes, not %d)", e.Size, o.t.Size)
 	case exists || lost:

@@ -40,12 +40,12 @@ func (d *skippingDeleter) Delete(ctx context.Context, targets []srm.Target) ([]s
 // scenario gfal-rm-hangs). Skips are not attempts: the copy is deleted once
 // gfal-rm gets to it, and the transfer fails without a copy left.
 func TestAgent_SkippedDeletionIsNoAttempt(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	r, _ := w.request("nosource", 0, false)
+	w := partialCopyWorld(t)
+	r, _ := w.request("partial", 0, true)
 	w.writeFile(w.dstPath(r), []byte("stale partial copy"))
 	w.enqueue([]state.Request{r})
 	del := &skippingDeleter{real: w.deleter, skips: agent.MaxDeleteAttempts + 1}
-	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), w.client, w.sites, del, w.log)
+	a, err := agent.New(overwriting(w.config("agent-1")), w.open("agent-1"), w.client, w.sites, del, w.log)
 	must(t, err)
 	must(t, a.Run(context.Background()))
 	got := w.get(r.ID())
@@ -81,16 +81,16 @@ func (d *oneAPassDeleter) Delete(ctx context.Context, targets []srm.Target) ([]s
 // waiting behind are not charged while it makes progress, and every copy is
 // deleted in the end.
 func TestAgent_LongDeletionQueueWorkedThrough(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
+	w := partialCopyWorld(t)
 	n := agent.MaxDeleteSkips + agent.MaxDeleteAttempts + 3
 	var reqs []state.Request
 	for i := range n {
-		r, _ := w.request("queue", i, false)
+		r, _ := w.request("queue", i, true)
 		w.writeFile(w.dstPath(r), []byte("stale partial copy"))
 		reqs = append(reqs, r)
 	}
 	w.enqueue(reqs)
-	a, err := agent.New(w.config("agent-1"), w.open("agent-1"), w.client, w.sites, &oneAPassDeleter{real: w.deleter}, w.log)
+	a, err := agent.New(overwriting(w.config("agent-1")), w.open("agent-1"), w.client, w.sites, &oneAPassDeleter{real: w.deleter}, w.log)
 	must(t, err)
 	must(t, a.Run(context.Background()))
 	for i, r := range reqs {
@@ -102,4 +102,20 @@ func TestAgent_LongDeletionQueueWorkedThrough(t *testing.T) {
 			t.Errorf("transfer %d: the stale copy is still there (%v)", i, err)
 		}
 	}
+}
+
+// partialCopyWorld is a world whose FTS fails every attempt in the
+// transfer phase, after url-copy started (FTS's "TRANSFER [5]" write
+// error): the copy at the destination is the attempt's own to delete.
+// With overwrite (overwriting), FTS copies over a file already there, as
+// these tests put one to stand for the partial copy.
+func partialCopyWorld(t *testing.T) *world {
+	t.Helper()
+	return newWorld(t, ftstest.Options{FailureRate: 1, FailureReasons: []string{"TRANSFER [5] Input/output error: partial write"}})
+}
+
+// overwriting is cfg with overwrite set.
+func overwriting(cfg agent.Config) agent.Config {
+	cfg.Overwrite = true
+	return cfg
 }

@@ -128,7 +128,7 @@ func (s *submitter) submitJobs(stop, work context.Context, jobs []*pendingJob, t
 		writes[k] = j.write()
 	}
 	ctx, cancel := context.WithTimeout(work, s.cfg.PhaseTimeout)
-	ok, lost, err := s.book.prepare(ctx, writes)
+	ok, lost, err := s.book.prepare(ctx, writes, s.cfg.Now())
 	cancel()
 	t.lost("submit", lost)
 	if err != nil {

@@ -33,6 +33,7 @@ type PassStats struct {
 	Moved       int // outcomes not written: another writer had changed the transfer
 	Deleted     int // destination copies deleted
 	AlreadyGone int // destination copies to delete that gfal-rm found missing: nothing deleted
+	LeftInPlace int // destination copies the deletion rule left in place: not proved this transfer's
 	Existing    int // of Done: "destination exists" failures and lost jobs whose file there is the transfer's own
 	// Unrecorded counts terminal outcomes not recorded this pass (retried next pass).
 	Unrecorded int
@@ -64,6 +65,7 @@ func (p *PassStats) Add(q PassStats) {
 	p.Moved += q.Moved
 	p.Deleted += q.Deleted
 	p.AlreadyGone += q.AlreadyGone
+	p.LeftInPlace += q.LeftInPlace
 	p.Existing += q.Existing
 	p.Errors += q.Errors
 	p.Submit += q.Submit
@@ -127,7 +129,7 @@ func (t *tally) done() PassStats {
 		"pass": ps.Pass, "claimed": ps.Claimed, "settled": ps.Settled, "submitted": ps.Submitted, "jobs": ps.Jobs,
 		"pending": ps.Pending, "active": ps.Active, "done": ps.Done, "failed": ps.Failed, "retried": ps.Retried,
 		"lost": ps.Lost, "killed": ps.Killed, "released": ps.Released, "moved": ps.Moved, "deleted": ps.Deleted,
-		"already_gone": ps.AlreadyGone, "existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
+		"already_gone": ps.AlreadyGone, "left_in_place": ps.LeftInPlace, "existing": ps.Existing, "unrecorded": ps.Unrecorded, "errors": ps.Errors,
 		"submit_s": ps.Submit.Seconds(), "monitor_s": ps.Monitor.Seconds(), "record_s": ps.Record.Seconds(),
 	}).Info(msg)
 	return ps
@@ -270,6 +272,12 @@ func (t *tally) deletion(status string) {
 		event = "already_gone"
 	}
 	t.m.count(event, 1)
+}
+
+// leftInPlace counts a destination copy the deletion rule left in place.
+func (t *tally) leftInPlace() {
+	t.ps.LeftInPlace++
+	t.m.count("left_in_place", 1)
 }
 
 // fail counts a phase error and logs it.
