@@ -85,12 +85,7 @@ func TestFsck(t *testing.T) {
 // stays), fsck exits 1 listing the damage, and fsck --repair writes what
 // is readable into a new file.
 func TestFsck_LastRecordDamaged(t *testing.T) {
-	flag, path := stateFile(t)
-	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flag, path, b := enqueuedStore(t)
 	last := strings.LastIndex(string(b), `{"batch":`)
 	b[len(b)-40] ^= 0x04 // inside the last document of the last record
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -120,6 +115,19 @@ func TestFsck_LastRecordDamaged(t *testing.T) {
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, b) {
 		t.Fatal("fsck --repair changed the damaged file")
 	}
+}
+
+// enqueuedStore returns a new file store holding alice's three
+// extraRequests, enqueued in one record, and the file's bytes.
+func enqueuedStore(t *testing.T) (flag, path string, data []byte) {
+	t.Helper()
+	flag, path = stateFile(t)
+	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flag, path, data
 }
 
 // process runs the aso binary with args and stdin, in an environment of
@@ -190,12 +198,7 @@ func TestFsck_PurgedSnapshotDamaged(t *testing.T) {
 // leaves the file as it is; the next enqueue drops it, saying so, and
 // appends; fsck then finds the file sound.
 func TestTornTail_Commands(t *testing.T) {
-	flag, path := stateFile(t)
-	invocation{stdin: strings.NewReader(extraRequests)}.run(t, flag, "enqueue").wantCode(t, 0)
-	good, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	flag, path, good := enqueuedStore(t)
 	rec := good[strings.LastIndex(string(good), `{"batch":`):]
 	for name, tail := range map[string][]byte{
 		"a short tail":             rec[:len(rec)/2],
