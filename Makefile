@@ -4,7 +4,7 @@ BIN     ?= bin/aso
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/asyncstageout/aso/cmd.Version=$(VERSION)
 
-.PHONY: all build size man test test-busy test-setup lint demo bench bench-fleet bench-serve bench-poll chaos fuzz enqueue-large concurrency-large couch-views clean help
+.PHONY: all build size man test test-busy test-setup lint demo-setup demo tour bench bench-fleet bench-serve bench-poll chaos fuzz enqueue-large concurrency-large couch-views clean help
 
 all: build
 
@@ -37,15 +37,25 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod) and the code-shape rules:
 	$(GO) tool staticcheck ./...
 	$(GO) test -count=1 ./internal/habits
 
-demo: build test-setup ## the main job offline (installs gfal-rm first, as test does): create a file store, enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status
-	@set -e; dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
+demo-setup: ## install only what make demo and make tour use: gfal-rm (with gfal-stat, gfal-sum) and its file:// plugin (scripts/test-setup demo)
+	@./scripts/test-setup demo
+
+demo: ## the main job offline: install gfal-rm and its file:// plugin only (demo-setup), build, create a file store, enqueue a few hundred requests between two file:// sites, run the agent to completion, show the status; prints how long each step took
+	@set -e; t0=$$(date +%s); \
+	echo "+ scripts/test-setup demo"; ./scripts/test-setup demo; t1=$$(date +%s); \
+	echo "+ make build"; $(MAKE) --no-print-directory build; t2=$$(date +%s); \
+	dir=$${DEMO_DIR:-$$(mktemp -d /tmp/aso-demo.XXXXXX)}; \
 	$(GO) run ./internal/demo $$dir 300; \
 	export ASO_STATE=file:$$dir/state.aso ASO_USER=demo ASO_SITES=$$dir/sites.yaml; \
 	echo "+ aso init"; $(BIN) init; \
 	echo "+ aso enqueue -f $$dir/requests.jsonl"; $(BIN) enqueue -f $$dir/requests.jsonl; \
-	echo "+ aso run --interval 1s --sim-transfer-time 2s --progress always"; $(BIN) run --interval 1s --sim-transfer-time 2s --progress always; \
-	echo "+ aso status"; $(BIN) status; \
-	echo "demo files, state and sites file are in $$dir"
+	echo "+ aso run --sim-transfer-time 2s --progress always"; $(BIN) run --sim-transfer-time 2s --progress always; \
+	echo "+ aso status"; $(BIN) status; t3=$$(date +%s); \
+	echo "demo files, state and sites file are in $$dir"; \
+	echo "demo took $$((t3-t0)) s: installing $$((t1-t0)) s, building $$((t2-t1)) s, the demo itself $$((t3-t2)) s"
+
+tour: demo-setup ## the README's five-minute tour as a newcomer types it, in a fresh /tmp directory: every step's exit code and key output checked (scripts/tour)
+	@./scripts/tour
 
 BENCH_N        ?= 10000,100000
 BENCH_BACKENDS ?= memfile,couch
@@ -67,7 +77,7 @@ bench-serve: build test-setup ## aso serve at SERVE_N transfers: overview render
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -serve -aso $(BIN) -n $(SERVE_N) -backends $(SERVE_BACKENDS)
 
-bench-poll: build ## how often aso run polls: the README tour drained with the default --first-poll and with a fixed --interval, and the FTS status requests of a job that runs an hour
+bench-poll: build demo-setup ## how often aso run polls: the README tour drained with the default --first-poll and with a fixed --interval, and the FTS status requests of a job that runs an hour
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -poll -aso $(BIN)
 
