@@ -54,7 +54,9 @@ func TestEmptyFileIsNotAStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	flag := "--state=file:" + path
-	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}, {"kill", "--all"}, {"fsck"}} {
+	sites, _, _ := localSites(t, 1)
+	for _, args := range [][]string{{"status"}, {"list"}, {"enqueue"}, {"kill", "--all"}, {"fsck"},
+		{"run", "--sites", sites}, {"purge", "--older-than", "1h", "--yes"}, {"verify"}} {
 		r := invocation{stdin: strings.NewReader(extraRequests)}.run(t, append([]string{flag, "--user", "alice"}, args...)...).wantCode(t, cmd.ExitConfig)
 		for _, want := range []string{path + " is an empty file, not a store yet", "aso init --state file:" + path} {
 			if !strings.Contains(r.stderr, want) {
