@@ -8,7 +8,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"go/scanner"
 	"go/token"
@@ -105,7 +104,8 @@ func IsHarness(path string) bool {
 }
 
 // CodeLines counts the lines of Go source that hold a token other than a
-// comment: blank lines and lines of comments only are not code.
+// comment: blank lines (also inside a raw string) and lines of comments
+// only are not code.
 func CodeLines(src []byte) int {
 	fset := token.NewFileSet()
 	file := fset.AddFile("", fset.Base(), len(src))
@@ -121,12 +121,11 @@ func CodeLines(src []byte) int {
 			continue
 		}
 		start := file.Line(pos)
-		end := start
-		if tok == token.STRING && bytes.HasPrefix([]byte(lit), []byte("`")) {
-			end = start + strings.Count(lit, "\n")
-		}
-		for l := start; l <= end; l++ {
-			lines[l] = true
+		// a raw string's lines are code, but for its blank ones
+		for i, l := range strings.Split(lit, "\n") {
+			if i == 0 || strings.TrimSpace(l) != "" {
+				lines[start+i] = true
+			}
 		}
 	}
 	return len(lines)
