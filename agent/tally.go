@@ -15,31 +15,37 @@ import (
 // Retried, Lost, Killed, Released), whichever stage settled it: the claim
 // (a failed dependency, a kill request), the submission (an abort, a
 // release) or the record of an FTS outcome. The pass's log line, the
-// progress display, the run report and the metrics all read these counts.
+// progress display, the run report and the metrics all read these counts;
+// the run report is a run's total (Add) under these JSON names, and a
+// fleet's agent sends it each pass in them.
 type PassStats struct {
-	Pass        int
-	Claimed     int // transfers claimed (and held) by the claims
-	Settled     int // transfers a claim ended instead of claiming (also counted in Failed or Killed)
-	Submitted   int // transfers committed to an FTS job (including adopted ones)
-	Jobs        int // FTS jobs submitted or adopted
-	Pending     int // submissions whose outcome is not known yet
-	Active      int // transfers still running in FTS
-	Done        int
-	Failed      int // failed for good
-	Retried     int // back to the queue with an attempt counted, after the cool-off
-	Lost        int // of jobs FTS no longer knows: back to the queue at once, an attempt counted
-	Killed      int
-	Released    int // back to the queue without penalty (shutdown, a job FTS never took, a kill request, a job gone with its FTS)
-	Moved       int // outcomes not written: another writer had changed the transfer
-	Deleted     int // destination copies deleted
-	AlreadyGone int // destination copies to delete that gfal-rm found missing: nothing deleted
-	LeftInPlace int // destination copies the deletion rule left in place: not proved this transfer's
-	Existing    int // of Done: "destination exists" failures and lost jobs whose file there is the transfer's own
+	Pass        int `json:"passes"`           // the pass's number; of a run's total, its passes
+	Claimed     int `json:"claimed"`          // transfers claimed (and held) by the claims
+	Settled     int `json:"settled"`          // transfers a claim ended instead of claiming (also counted in Failed or Killed)
+	Submitted   int `json:"submitted"`        // transfers committed to an FTS job (including adopted ones)
+	Jobs        int `json:"fts_jobs_created"` // FTS jobs submitted or adopted
+	Pending     int `json:"pending"`          // submissions whose outcome is not known yet
+	Active      int `json:"active"`           // transfers still running in FTS
+	Done        int `json:"done"`
+	Failed      int `json:"failed"`  // failed for good
+	Retried     int `json:"retried"` // back to the queue with an attempt counted, after the cool-off
+	Lost        int `json:"lost"`    // of jobs FTS no longer knows: back to the queue at once, an attempt counted
+	Killed      int `json:"killed"`
+	Released    int `json:"released"`      // back to the queue without penalty (shutdown, a job FTS never took, a kill request, a job gone with its FTS)
+	Moved       int `json:"moved"`         // outcomes not written: another writer had changed the transfer
+	Deleted     int `json:"deletions"`     // destination copies deleted
+	AlreadyGone int `json:"already_gone"`  // destination copies to delete that gfal-rm found missing: nothing deleted
+	LeftInPlace int `json:"left_in_place"` // destination copies the deletion rule left in place: not proved this transfer's
+	Existing    int `json:"existing"`      // of Done: "destination exists" failures and lost jobs whose file there is the transfer's own
 	// Unrecorded counts terminal outcomes not recorded this pass (retried next pass).
-	Unrecorded int
-	Errors     int // phase errors (a batch skipped)
+	Unrecorded int `json:"unrecorded"`
+	Errors     int `json:"errors"` // phase errors (a batch skipped)
 
-	Submit, Monitor, Record time.Duration
+	// the time the pass spent in each stage (a run report says them in
+	// seconds, in its phase_seconds)
+	Submit  time.Duration `json:"submit_ns"`
+	Monitor time.Duration `json:"monitor_ns"`
+	Record  time.Duration `json:"record_ns"`
 
 	more bool // the last claim came back full: more is waiting
 	// running counts the transfers FTS answered for as still running (of

@@ -78,38 +78,20 @@ type RunReport struct {
 	Finished time.Time `json:"finished"`
 	ExitCode int       `json:"exit_code"`
 	Error    string    `json:"error,omitempty"`
-	Passes   int       `json:"passes"`
 	// ByState, ByErrorClass and ByLink count the user's transfers after
 	// the run (nil when the store could not be read).
 	ByState      map[state.State]int            `json:"by_state"`
 	ByErrorClass map[string]int                 `json:"by_error_class"`
 	ByLink       map[string]map[state.State]int `json:"by_link"`
-	// FTS: jobs created (or adopted) and status requests / job polls.
-	FTSJobsCreated int `json:"fts_jobs_created"`
-	FTSStatusCalls int `json:"fts_status_calls"`
-	FTSJobsPolled  int `json:"fts_jobs_polled"`
-	// Deletions counts the destination copies deleted; AlreadyGone those
-	// to delete that gfal-rm found missing (nothing deleted).
-	Deletions   int `json:"deletions"`
-	AlreadyGone int `json:"already_gone"`
-	// Claimed and Settled are the transfers the run's claims took: claimed,
-	// or ended at once (a failed dependency, a kill request); Submitted
-	// those committed to FTS jobs. Done, Failed, Retried, Lost, Killed and
-	// Released count every transfer the run ended or sent back, once each;
-	// Moved those another writer had changed when the run wrote their
-	// outcome.
-	Claimed      int                `json:"claimed"`
-	Settled      int                `json:"settled"`
-	Submitted    int                `json:"submitted"`
-	Done         int                `json:"done"`
-	Failed       int                `json:"failed"`
-	Retried      int                `json:"retried"`
-	Lost         int                `json:"lost"`
-	Killed       int                `json:"killed"`
-	Released     int                `json:"released"`
-	Moved        int                `json:"moved"`
-	NextRetry    *time.Time         `json:"next_retry,omitempty"`
-	PhaseSeconds map[string]float64 `json:"phase_seconds"`
+	// the run's passes added up (agent.PassStats.Add): every transfer the
+	// run claimed, ended or sent back, once each, its FTS jobs and
+	// deletions, as the log, the progress and the metrics count them
+	agent.PassStats
+	// FTS status requests and job polls.
+	FTSStatusCalls int                `json:"fts_status_calls"`
+	FTSJobsPolled  int                `json:"fts_jobs_polled"`
+	NextRetry      *time.Time         `json:"next_retry,omitempty"`
+	PhaseSeconds   map[string]float64 `json:"phase_seconds"`
 }
 
 // runReport collects a RunReport during a run.
@@ -117,7 +99,6 @@ type runReport struct {
 	RunReport
 	mu         sync.Mutex
 	phaseStart time.Time
-	total      agent.PassStats // the passes so far
 }
 
 // readQueue reads the queue into the report.
@@ -159,14 +140,10 @@ func (r *runReport) phase(name string) {
 func (r *runReport) pass(ps agent.PassStats) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.total.Add(ps)
-	t := &r.total
-	r.Passes, r.FTSJobsCreated, r.Deletions, r.AlreadyGone = t.Pass, t.Jobs, t.Deleted, t.AlreadyGone
-	r.Claimed, r.Settled, r.Submitted, r.Done, r.Failed, r.Retried = t.Claimed, t.Settled, t.Submitted, t.Done, t.Failed, t.Retried
-	r.Lost, r.Killed, r.Released, r.Moved = t.Lost, t.Killed, t.Released, t.Moved
-	r.PhaseSeconds["submit"] = t.Submit.Seconds()
-	r.PhaseSeconds["monitor"] = t.Monitor.Seconds()
-	r.PhaseSeconds["record"] = t.Record.Seconds()
+	r.Add(ps)
+	r.PhaseSeconds["submit"] = r.Submit.Seconds()
+	r.PhaseSeconds["monitor"] = r.Monitor.Seconds()
+	r.PhaseSeconds["record"] = r.Record.Seconds()
 }
 
 // queue reads the counts and the next retry time from the store.
