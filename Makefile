@@ -89,6 +89,7 @@ FUZZ_TARGETS := \
 	./state:FuzzRequestJSON \
 	./state/memfile:FuzzStateFile \
 	./state/memfile:FuzzOpen \
+	./state/memfile:FuzzFlippedByte \
 	./state/memfile:FuzzDecodeDoc \
 	./state/memfile:FuzzWritten \
 	./state/couch:FuzzDecode \

@@ -99,21 +99,7 @@ func FuzzStateFile(f *testing.F) {
 // one, has its documents in the store (a warning is not enough for it).
 // It never panics.
 func FuzzOpen(f *testing.F) {
-	path := filepath.Join(f.TempDir(), "seed.aso")
-	s := open(f, path, memfile.Options{})
-	enqueue(f, s, 0, 3)
-	if ts, err := statetest.Claim(ctx, s, 1); err != nil || len(ts) != 1 {
-		f.Fatal(ts, err)
-	}
-	if err := s.Compact(ctx); err != nil {
-		f.Fatal(err)
-	}
-	enqueue(f, s, 3, 2)
-	s.Close()
-	seed, err := os.ReadFile(path)
-	if err != nil {
-		f.Fatal(err)
-	}
+	seed := seedFile(f)
 	last := bytes.LastIndex(seed, []byte("\n{\"batch\":")) + 1
 	f.Add(seed)
 	f.Add(append(bytes.Clone(seed), make([]byte, 300)...))            // a tail of zeros
@@ -156,6 +142,70 @@ func FuzzOpen(f *testing.F) {
 		}
 		if _, err := s.AcquireLock(ctx, statetest.Alice, "fuzz", time.Minute); err != nil && !errors.Is(err, state.ErrLocked) {
 			t.Fatal(err)
+		}
+	})
+}
+
+// seedFile returns a state file as the store writes it: a snapshot of
+// three transfers (one claimed), then journal records of two more.
+func seedFile(f *testing.F) []byte {
+	path := filepath.Join(f.TempDir(), "seed.aso")
+	s := open(f, path, memfile.Options{})
+	enqueue(f, s, 0, 3)
+	if ts, err := statetest.Claim(ctx, s, 1); err != nil || len(ts) != 1 {
+		f.Fatal(ts, err)
+	}
+	if err := s.Compact(ctx); err != nil {
+		f.Fatal(err)
+	}
+	enqueue(f, s, 3, 2)
+	s.Close()
+	seed, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return seed
+}
+
+// FuzzFlippedByte: a state file as the store writes it (a snapshot, then
+// journal records), with one byte changed anywhere after its first line
+// (issue 43, case 3), is never read as if nothing had happened: Open
+// fails with ErrDamaged naming the file and leaves it as it is, or, only
+// when the change made the file's last byte a zero (which is also what a
+// tail of zeros ends in), drops the last record with a warning.
+func FuzzFlippedByte(f *testing.F) {
+	seed := seedFile(f)
+	first := bytes.IndexByte(seed, '\n') + 1
+	last := bytes.LastIndex(seed, []byte(`{"batch":`))
+	for _, at := range []int{len(seed) - 1, len(seed) - 40, last + 10, last - 1, first + 20, first} {
+		f.Add(uint32(at-first), byte(0x04))
+	}
+	f.Add(uint32(len(seed)-1-first), byte('\n'))
+	f.Fuzz(func(t *testing.T, at uint32, x byte) {
+		if x == 0 {
+			t.Skip("no change")
+		}
+		i := first + int(at%uint32(len(seed)-first))
+		data := bytes.Clone(seed)
+		data[i] ^= x
+		path := filepath.Join(t.TempDir(), "state.aso")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var w warnings
+		s, err := memfile.OpenOptions(path, state.Config{}, memfile.Options{Warn: w.add})
+		if err == nil {
+			s.Close()
+			if i != len(data)-1 || data[i] != 0 || len(w.msgs) != 1 {
+				t.Fatalf("byte %d changed by %#x: the file opened (warnings %q)", i, x, w.msgs)
+			}
+			return
+		}
+		if !errors.Is(err, memfile.ErrDamaged) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("byte %d changed by %#x: %v, want damage naming the file", i, x, err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(after, data) {
+			t.Fatalf("byte %d changed by %#x: a failed open changed the file", i, x)
 		}
 	})
 }
