@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +23,7 @@ import (
 // producer without it). The fleet skips those users, saying why once each
 // and in its last line, and drains the others: it exits 0, never failing
 // the round for everyone; aso status --all-users lists the transfers as
-// invalid documents with the reason.
+// invalid documents with the reason, and aso serve's /metrics counts them.
 func TestFleetProcess_SkipsBadUserNames(t *testing.T) {
 	t.Parallel() // processes mostly wait: overlap with the other process tests
 	w := proctest.New(t, proctest.Options{Couch: true, Sim: fastSim(61), Seed: 61})
@@ -65,6 +68,16 @@ func TestFleetProcess_SkipsBadUserNames(t *testing.T) {
 	if code != 0 || !strings.Contains(out.String(), "Invalid documents (skipped by the agent): 2") ||
 		!strings.Contains(out.String(), `user "../victim": not a user name`) {
 		t.Errorf("status --all-users: exit %d, want the two documents listed invalid with the reason\n%s%s", code, out.String(), errb.String())
+	}
+	u := startServeEnv(t, w.LookupEnv, "--state", w.StateURL)
+	resp, err := http.Get(u + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^aso_fleet_invalid_user_transfers 2$`).Match(body) {
+		t.Errorf("/metrics: %d, want aso_fleet_invalid_user_transfers 2:\n%s", resp.StatusCode, body)
 	}
 }
 

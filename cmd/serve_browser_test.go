@@ -30,12 +30,18 @@ import (
 // test ends, and returns its URL, read from its "listening" log line.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	return startServeEnv(t, func(string) (string, bool) { return "", false }, args...)
+}
+
+// startServeEnv is startServe with the environment lookup given.
+func startServeEnv(t *testing.T, lookup func(string) (string, bool), args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
 		done <- cmd.ExecuteWith(ctx, append(args, "--log-format", "json", "serve", "--listen", "127.0.0.1:0"),
-			cmd.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: pw, LookupEnv: func(string) (string, bool) { return "", false }})
+			cmd.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: pw, LookupEnv: lookup})
 		pw.Close()
 	}()
 	t.Cleanup(func() {
