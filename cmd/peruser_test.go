@@ -199,14 +199,14 @@ func TestRun_IdleStartPerUser(t *testing.T) {
 	}
 }
 
-// TestPerUserCommands_ReadPerUser: status, list, retry and kill of one
+// TestPerUserCommands_ReadPerUser: status, list, retry, purge and kill of one
 // user make as many requests on a database crowded with other users'
 // transfers (more than a page of _all_docs) as on one without them, and
 // none queries the Mango index of every user's transfers.
 func TestPerUserCommands_ReadPerUser(t *testing.T) {
 	commands := [][]string{
 		{"status"}, {"list"}, {"list", "--in-state", "failed"}, {"list", "--limit", "1"},
-		{"retry", "--failed"}, {"kill", "--all"},
+		{"retry", "--failed"}, {"purge", "--older-than", "1h"}, {"kill", "--all"},
 	}
 	counts := map[int][]int{}
 	for _, n := range []int{0, 3000} {

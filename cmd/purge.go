@@ -46,8 +46,9 @@ func newPurgeCommand(g *Globals) *cobra.Command {
 			"the file is synced to disk before any of them is removed; each archived transfer's history\n" +
 			"ends with who purged it (login@host) and when. Transfers waiting or running are never\n" +
 			"touched. --dry-run prints what would be removed and changes nothing. On a terminal, a\n" +
-			"purge of more than 100 transfers asks first (--yes does not). It reads every document of\n" +
-			"the store to find them.",
+			"purge of more than 100 transfers asks first (--yes does not). Of one user it reads that\n" +
+			"user's finished transfers only (on CouchDB, a view keyed by the user); --all-users reads\n" +
+			"every document of the store.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runPurge(cmd.Context(), o, g) },
 	}

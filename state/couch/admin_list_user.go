@@ -68,33 +68,44 @@ func (a *admin) userStates(ctx context.Context, f state.Filter) ([]state.State, 
 
 // listUserState reads the rows of f.User in state st (see listUser).
 func (a *admin) listUserState(ctx context.Context, f state.Filter, st state.State) ([]state.Transfer, error) {
-	start := []any{f.User, st}
-	if f.After != nil {
-		start = []any{f.User, st, f.After.Created.UnixMicro(), f.After.ID, map[string]any{}}
-	}
 	var out []state.Transfer
+	err := a.eachOfUser(ctx, f.User, st, f.After, func(raw json.RawMessage) bool {
+		if t, err := decode(raw); err == nil && f.Matches(&t) {
+			out = append(out, t)
+		}
+		return f.Limit <= 0 || len(out) < f.Limit
+	})
+	return out, err
+}
+
+// eachOfUser calls f with the document of each row of user in state st of
+// the user view, in the order of List, after the key after (nil: from the
+// first), a page of listPage rows per request, until f returns false.
+func (a *admin) eachOfUser(ctx context.Context, user string, st state.State, after *state.ListKey, f func(json.RawMessage) bool) error {
+	start := []any{user, st}
+	if after != nil {
+		start = []any{user, st, after.Created.UnixMicro(), after.ID, map[string]any{}}
+	}
 	for {
 		rows, err := a.db.queryView(ctx, viewsDDoc, viewUser, map[string]any{
-			"startkey": start, "endkey": []any{f.User, st, map[string]any{}},
+			"startkey": start, "endkey": []any{user, st, map[string]any{}},
 			"include_docs": true, "reduce": false, "limit": listPage,
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
+		more := true
 		for _, r := range rows {
 			var k []any
 			if json.Unmarshal(r.Key, &k) == nil && len(k) == 4 {
 				start = append(k, map[string]any{})
 			}
-			if r.Doc == nil {
-				continue
-			}
-			if t, err := decode(r.Doc); err == nil && f.Matches(&t) {
-				out = append(out, t)
+			if r.Doc != nil && more {
+				more = f(r.Doc)
 			}
 		}
-		if len(rows) < listPage || (f.Limit > 0 && len(out) >= f.Limit) {
-			return out, nil
+		if len(rows) < listPage || !more {
+			return nil
 		}
 	}
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // Purge removes the terminal transfers o selects (see state.Purger): it
-// pages through _all_docs like Summary and, every maxBulkDocs selected
+// pages through the user view's rows of o.User's finished transfers, or
+// for every user through _all_docs, and, every maxBulkDocs selected
 // transfers, archives them (synced) and deletes them with one _bulk_docs
 // of revision-checked deletions; a transfer that changed since it was read
 // conflicts and stays.
@@ -29,7 +30,7 @@ func (a *admin) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 			o.Progress(removed)
 		}
 	}
-	err := a.db.scanAll(ctx, func(raw json.RawMessage) {
+	err := a.eachPurgeable(ctx, o.User, func(raw json.RawMessage) {
 		if _, kind := classify(raw); kind != kindTransfer || failed != nil {
 			return
 		}
@@ -47,6 +48,21 @@ func (a *admin) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
 		return removed, fmt.Errorf("couch: purge: %w", err)
 	}
 	return removed, nil
+}
+
+// eachPurgeable calls f with each document that may be purged: of one
+// user, the user view's rows of that user's finished transfers; of every
+// user, every document of the database.
+func (a *admin) eachPurgeable(ctx context.Context, user string, f func(json.RawMessage)) error {
+	if user == "" {
+		return a.db.scanAll(ctx, f)
+	}
+	for _, st := range []state.State{state.StateDone, state.StateFailed, state.StateKilled} {
+		if err := a.eachOfUser(ctx, user, st, nil, func(raw json.RawMessage) bool { f(raw); return true }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // purgeBatch archives ts (when asked) and deletes them.
