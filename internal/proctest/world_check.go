@@ -183,6 +183,13 @@ func (c *checker) checkFiles(e *Expected, t *state.Transfer) {
 		if t.State == state.StateDone {
 			c.violate(&c.r.Lost, "%s (%s): done, but its destination was taken", t.ID, e.Kind)
 		}
+	case e.Kind == MissingSource:
+		if string(got) != stalePartial {
+			c.violate(nil, "%s (%s): the file no attempt of it wrote was changed or removed (%q, %v)", t.ID, e.Kind, clip(got), err)
+		}
+		if t.State == state.StateDone {
+			c.violate(&c.r.Lost, "%s (%s): done, but it cannot succeed", t.ID, e.Kind)
+		}
 	case t.State == state.StateDone:
 		if e.Kind != Good {
 			c.violate(&c.r.Lost, "%s (%s): done, but it cannot succeed", t.ID, e.Kind)

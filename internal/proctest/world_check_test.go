@@ -46,7 +46,8 @@ func TestCheck(t *testing.T) {
 	// a done transfer whose copy vanished, a pre-existing file overwritten
 	must(t, os.Remove(w.DestPath(done)))
 	must(t, os.WriteFile(w.DestPath(exists), []byte("overwritten"), 0o644))
-	// a failed transfer's destination copy left behind
+	// the file at a failed transfer's destination that no attempt of it
+	// wrote, changed (aso must leave it as it was)
 	must(t, os.WriteFile(w.DestPath(failed), []byte("partial"), 0o644))
 	// a transfer never stored
 	w.remember(w.Generate("zoe", Good, 1)[0])
@@ -89,7 +90,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("want lost 4 (vanished copy, never stored, two done while FTS runs them again), stuck 1, duplicated 2: %s\n%s", r, strings.Join(r.Violations, "\n"))
 	}
 	for _, want := range []string{done.ID() + " (good): done, but the destination", exists.ID() + " (destination-exists): the file already at the destination was changed",
-		failed.ID() + " (missing-source): failed, but a destination copy is left",
+		failed.ID() + " (missing-source): the file no attempt of it wrote was changed or removed",
 		"missing from the store", "lease expired", done.ID() + ": 2 FTS submissions but only 0 attempts", done.ID() + ": done in job", other.ID() + ": submitted in job"} {
 		if !strings.Contains(strings.Join(r.Violations, "\n"), want) {
 			t.Errorf("no violation says %q:\n%s", want, strings.Join(r.Violations, "\n"))

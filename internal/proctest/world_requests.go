@@ -19,8 +19,9 @@ const (
 	// the source's bytes at the destination (or failed after its retries,
 	// with no destination copy left).
 	Good Kind = "good"
-	// MissingSource has no source file, and a stale partial copy at the
-	// destination: it must fail, and the agent must delete that copy.
+	// MissingSource has no source file, and a stale copy at the
+	// destination that no attempt of the transfer wrote: it must fail, and
+	// that file must stay intact (the deletion rule leaves it in place).
 	MissingSource Kind = "missing-source"
 	// DestinationExists has a source, but somebody else's file is at the
 	// destination: it must fail, and that file must stay intact.
