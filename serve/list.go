@@ -114,7 +114,7 @@ func (p listPage) parse(r *http.Request, v *viewer) (listQuery, state.Filter, er
 		}
 	}
 	q.Sel.Link, q.Sel.LFN, q.Sel.FTSJob = qs.Get("link"), qs.Get("lfn"), qs.Get("fts-job")
-	q.Sel.Class, q.Sel.Since = qs.Get("error-class"), qs.Get("since")
+	q.Sel.Class, q.Sel.Since, q.Sel.Verified = qs.Get("error-class"), qs.Get("since"), qs.Get("verified")
 	f, err := q.Sel.Filter(user, p.o.Now())
 	if err != nil {
 		return q, f, err
@@ -169,6 +169,7 @@ func (q listQuery) values() url.Values {
 	set("fts-job", q.Sel.FTSJob)
 	set("error-class", q.Sel.Class)
 	set("since", q.Sel.Since)
+	set("verified", q.Sel.Verified)
 	return v
 }
 

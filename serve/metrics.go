@@ -30,6 +30,11 @@ var (
 		"End of the user's last agent run, seconds since the epoch.", []string{"user"}, nil)
 	descInvalidUser = prometheus.NewDesc("aso_fleet_invalid_user_transfers",
 		"Transfers whose user is not a user name ("+state.UserRule+"): no agent runs for them, a fleet skips their user, and aso status --all-users lists them as invalid documents. They are left out of the series by user.", nil, nil)
+	descVerified = prometheus.NewDesc("aso_fleet_verified_transfers",
+		"Transfers by user and what their last verification (aso verify) found: present, missing, differs, unreadable; a transfer retried since is not counted.",
+		[]string{"user", "result"}, nil)
+	descVerifiedLast = prometheus.NewDesc("aso_fleet_last_verification_time_seconds",
+		"When the user's newest verification (aso verify) that still holds was made, seconds since the epoch.", []string{"user"}, nil)
 	descFinished = prometheus.NewDesc("aso_fleet_finished_last_hour",
 		"Transfers that became done or failed over the last hour (to the minute), by link and state.", []string{"link", "state"}, nil)
 )
@@ -41,7 +46,7 @@ type collector struct{ s *Server }
 
 // Describe sends the descriptions of every metric.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descSnapshot, descTransfers, descOldest, descLockHeld, descLastExit, descLastEnd, descFinished, descInvalidUser} {
+	for _, d := range []*prometheus.Desc{descUp, descSnapshot, descTransfers, descOldest, descLockHeld, descLastExit, descLastEnd, descFinished, descInvalidUser, descVerified, descVerifiedLast} {
 		ch <- d
 	}
 }
@@ -101,6 +106,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLastExit, float64(r.ExitCode), l.User)
 			gauge(descLastEnd, float64(r.Ended.UnixNano())/1e9, l.User)
 		}
+	}
+	newest := map[string]time.Time{}
+	for _, v := range snap.Counts.Verified {
+		if state.CheckUser(v.User) != nil {
+			continue
+		}
+		gauge(descVerified, float64(v.Count), v.User, string(v.Result))
+		if v.Last.After(newest[v.User]) {
+			newest[v.User] = v.Last
+		}
+	}
+	for u, at := range newest {
+		gauge(descVerifiedLast, float64(at.UnixNano())/1e9, u)
 	}
 	last := lastHour(snap.Counts.Minutes, snap.At)
 	for link := range links {

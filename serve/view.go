@@ -34,6 +34,16 @@ type Overview struct {
 	Links []LinkRate            `json:"links"`
 	Users []UserQueue           `json:"users"`
 	Hours []state.FinishedCount `json:"finished_by_hour"`
+	// Verified is what aso verify last found, for the users shown (not by
+	// link: nil on a link's page, and when nothing was verified).
+	Verified *VerifiedView `json:"verified,omitempty"`
+}
+
+// VerifiedView counts the transfers by what their last verification found,
+// and says when the newest one was made.
+type VerifiedView struct {
+	Last     time.Time      `json:"last"`
+	ByResult map[string]int `json:"by_result"` // by state.VerifyResult
 }
 
 // LinkRate is a link's queue, and what finished on it over the last hour.
@@ -102,12 +112,38 @@ func overviewOf(snap *snapshot, user, link string) *Overview {
 	}
 	sort.Slice(o.Users, func(i, j int) bool { return o.Users[i].User < o.Users[j].User })
 	o.links(snap)
+	o.Verified = verifiedOf(snap.Counts.Verified, user, link)
 	for _, h := range snap.Counts.Hours {
 		if link == "" || h.Link == link {
 			o.Hours = append(o.Hours, h)
 		}
 	}
 	return o
+}
+
+// verifiedOf sums the verification counts of user ("" every user's);
+// nil on a link's page, or when none was verified.
+func verifiedOf(counts []state.VerifiedCount, user, link string) *VerifiedView {
+	if link != "" {
+		return nil
+	}
+	var v *VerifiedView
+	for _, c := range counts {
+		if user != "" && c.User != user {
+			continue
+		}
+		if v == nil {
+			v = &VerifiedView{ByResult: map[string]int{}}
+			for _, r := range state.VerifyResults {
+				v.ByResult[string(r)] = 0
+			}
+		}
+		v.ByResult[string(c.Result)] += c.Count
+		if c.Last.After(v.Last) {
+			v.Last = c.Last
+		}
+	}
+	return v
 }
 
 // count adds group g to o's counts.

@@ -75,6 +75,18 @@ type Counts struct {
 	Groups  []CountGroup    `json:"groups"`
 	Hours   []FinishedCount `json:"hours"`
 	Minutes []FinishedCount `json:"minutes"`
+	// Verified counts the transfers by what their last verification (aso
+	// verify) found, while it holds (Transfer.VerifiedAs).
+	Verified []VerifiedCount `json:"verified"`
+}
+
+// VerifiedCount is the number of User's transfers whose last verification
+// found Result, and when the newest of those verifications was made.
+type VerifiedCount struct {
+	User   string       `json:"user"`
+	Result VerifyResult `json:"result"`
+	Count  int          `json:"count"`
+	Last   time.Time    `json:"last"`
 }
 
 // Finished reports whether a transfer in state s counts in
@@ -92,6 +104,9 @@ func SortCounts(c *Counts) {
 	byTime := func(a, b FinishedCount) int {
 		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Link, b.Link), cmp.Compare(a.State, b.State))
 	}
+	slices.SortFunc(c.Verified, func(a, b VerifiedCount) int {
+		return cmp.Or(cmp.Compare(a.User, b.User), cmp.Compare(slices.Index(VerifyResults, a.Result), slices.Index(VerifyResults, b.Result)))
+	})
 	slices.SortFunc(c.Hours, byTime)
 	slices.SortFunc(c.Minutes, byTime)
 }
@@ -103,11 +118,13 @@ type Tally struct {
 	groups  map[CountKey]*CountGroup
 	hours   map[FinishedCount]int
 	minutes map[FinishedCount]int
+	checks  map[VerifiedCount]VerifiedCount // keyed by user and result
 }
 
 // NewTally returns an empty Tally for o.
 func NewTally(o CountsOptions) *Tally {
-	return &Tally{o: o, groups: map[CountKey]*CountGroup{}, hours: map[FinishedCount]int{}, minutes: map[FinishedCount]int{}}
+	return &Tally{o: o, groups: map[CountKey]*CountGroup{}, hours: map[FinishedCount]int{}, minutes: map[FinishedCount]int{},
+		checks: map[VerifiedCount]VerifiedCount{}}
 }
 
 // Add counts n transfers of group k whose oldest last_update is oldest.
@@ -121,6 +138,18 @@ func (t *Tally) Add(k CountKey, n int, oldest time.Time) {
 	if oldest.Before(g.Oldest) {
 		g.Oldest = oldest
 	}
+}
+
+// AddVerified counts n transfers of user whose last verification found r,
+// the newest of them made at last.
+func (t *Tally) AddVerified(user string, r VerifyResult, n int, last time.Time) {
+	k := VerifiedCount{User: user, Result: r}
+	v := t.checks[k]
+	v.User, v.Result, v.Count = user, r, v.Count+n
+	if last.After(v.Last) {
+		v.Last = last.UTC()
+	}
+	t.checks[k] = v
 }
 
 // Finish counts one transfer on link that became s (done or failed) at,
@@ -146,7 +175,10 @@ func (t *Tally) AddFinished(per time.Duration, link string, s State, at time.Tim
 
 // Counts returns what was counted, sorted.
 func (t *Tally) Counts() Counts {
-	c := Counts{Groups: []CountGroup{}, Hours: []FinishedCount{}, Minutes: []FinishedCount{}}
+	c := Counts{Groups: []CountGroup{}, Hours: []FinishedCount{}, Minutes: []FinishedCount{}, Verified: []VerifiedCount{}}
+	for _, v := range t.checks {
+		c.Verified = append(c.Verified, v)
+	}
 	for _, g := range t.groups {
 		c.Groups = append(c.Groups, *g)
 	}

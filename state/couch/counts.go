@@ -23,11 +23,13 @@ const StatsID = "_design/" + statsDDoc
 // The views of StatsID: "counts", [user, state, link, error class, reason
 // class] -> last_update, reduced by _stats (see counts_map.js); "finished",
 // [user or null, hour, link, state, minute] -> null, reduced by _count
-// (see finished_map.js).
+// (see finished_map.js); "verified", [user, result] -> the time of the
+// last verification that holds, reduced by _stats (see verified_map.js).
 const (
 	statsDDoc    = "aso-stats"
 	viewCounts   = "counts"
 	viewFinished = "finished"
+	viewVerified = "verified"
 )
 
 var (
@@ -36,6 +38,9 @@ var (
 	countsMapJS  = withMicros("counts_map.js", countsMapSrc)
 	//go:embed finished_map.js
 	finishedMapJS string
+	//go:embed verified_map.js
+	verifiedMapSrc string
+	verifiedMapJS  = withMicros("verified_map.js", verifiedMapSrc)
 )
 
 // statsDoc is the design document Init writes (without _rev).
@@ -46,11 +51,12 @@ func statsDoc() map[string]any {
 		"views": map[string]any{
 			viewCounts:   map[string]any{"map": countsMapJS, "reduce": "_stats"},
 			viewFinished: map[string]any{"map": finishedMapJS, "reduce": "_count"},
+			viewVerified: map[string]any{"map": verifiedMapJS, "reduce": "_stats"},
 		},
 	}
 }
 
-// statsReader reads the views of StatsID: three queries, whatever the
+// statsReader reads the views of StatsID: four queries, whatever the
 // number of users and transfers.
 type statsReader struct {
 	db *db
@@ -60,6 +66,9 @@ type statsReader struct {
 func (r statsReader) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
 	tally := state.NewTally(o)
 	if err := r.groups(ctx, o.User, tally); err != nil {
+		return state.Counts{}, err
+	}
+	if err := r.verified(ctx, o.User, tally); err != nil {
 		return state.Counts{}, err
 	}
 	if !o.HoursSince.IsZero() {
@@ -97,6 +106,31 @@ func (r statsReader) groups(ctx context.Context, user string, tally *state.Tally
 			oldest = time.UnixMicro(int64(v.Min)).UTC()
 		}
 		tally.Add(key, v.Count, oldest)
+	}
+	return nil
+}
+
+// verified reads the verified view grouped by [user, result].
+func (r statsReader) verified(ctx context.Context, user string, tally *state.Tally) error {
+	params := map[string]any{"group": true}
+	if user != "" {
+		params["startkey"], params["endkey"] = []any{user}, []any{user, map[string]any{}}
+	}
+	rows, err := r.query(ctx, viewVerified, params)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		var k []string
+		var v kindStats
+		if json.Unmarshal(row.Key, &k) != nil || len(k) != 2 || json.Unmarshal(row.Value, &v) != nil {
+			continue
+		}
+		last := time.Time{}
+		if v.Max > 0 {
+			last = time.UnixMicro(int64(v.Max)).UTC()
+		}
+		tally.AddVerified(k[0], state.VerifyResult(k[1]), v.Count, last)
 	}
 	return nil
 }

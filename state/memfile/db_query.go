@@ -160,6 +160,9 @@ func (d *db) counts(o state.CountsOptions) state.Counts {
 		if state.Finished(k.State) {
 			tally.Finish(k.Link, k.State, t.LastUpdate.Time)
 		}
+		if v, ok := t.LastVerification(); ok {
+			tally.AddVerified(t.User, v.Verified, 1, v.At.Time)
+		}
 	}
 	return tally.Counts()
 }

@@ -134,6 +134,15 @@ var adminCases = []testCase{
 				e.t.Fatalf("List verified %s: %v %v, want %v", c.v, ids(got), err, c.want)
 			}
 		}
+		// Counts counts them, with the newest verification's time; one
+		// that no longer holds (the transfer was retried) is not counted
+		res, err = op.Retry(ctx, []string{ts[1].ID})
+		e.ok("Retry", res, err, 1)
+		got := e.counts(s, state.CountsOptions{User: Alice}).Verified
+		want := []state.VerifiedCount{{User: Alice, Result: state.VerifyPresent, Count: 1, Last: e.clock.Now().UTC()}}
+		if len(got) != 1 || got[0].User != want[0].User || got[0].Result != want[0].Result || got[0].Count != 1 || !got[0].Last.Equal(want[0].Last) {
+			e.t.Fatalf("Counts.Verified %+v, want %+v", got, want)
+		}
 	}},
 	{"Get/NotFound", func(e *env) {
 		s := e.store(Alice, "agent-a")
