@@ -129,9 +129,9 @@ couch-views: test-setup ## the CouchDB tests that read views, on PouchDB's own v
 concurrency-large: test-setup ## five users' agents, run as processes on one CouchDB, drain 5,000 transfers with no loss and no duplicate
 	ASO_TEST_LARGE=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRun_Concurrency$$' ./cmd
 
-chaos: test-setup ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck (ASO_CHAOS_SEED=N to vary)
-	@log=$$(mktemp /tmp/aso-chaos.XXXXXX); echo "+ ASO_CHAOS=full go test -race -v -run TestChaos ./chaos (full log: $$log)"; \
-	ASO_CHAOS=full $(GO) test -race -count=1 -timeout 60m -v -run '^TestChaos$$' ./chaos >$$log 2>&1; rc=$$?; \
+chaos: test-setup ## the full fault suite: every scenario on memfile and CouchDB, a table of faults, lost, duplicated, stuck; then the property test's long random sequence on both (ASO_CHAOS_SEED=N to vary or replay)
+	@log=$$(mktemp /tmp/aso-chaos.XXXXXX); echo "+ ASO_CHAOS=full go test -race -v -run 'TestChaos|TestProperty' ./chaos (full log: $$log)"; \
+	ASO_CHAOS=full $(GO) test -race -count=1 -timeout 90m -v -run '^(TestChaos|TestProperty)$$' ./chaos >$$log 2>&1; rc=$$?; \
 	grep -v -e '^=== ' -e '^        {' $$log; exit $$rc
 
 clean: ## remove build outputs

@@ -16,11 +16,19 @@
 //     its last record);
 //   - kill requests during the run, and a storm mixing all of the above.
 //
-// `go test ./chaos` runs a short seeded selection (ASO_CHAOS_SEED picks the
-// seed); `make chaos` (ASO_CHAOS=full) runs every scenario on every backend
-// it applies to. Both print a table of scenario, faults injected,
-// transfers, lost, duplicated, stuck and result, and fail if any invariant
-// is broken.
+// TestProperty is the suite's property test: a seeded random sequence of
+// requests that collide, aliases, hand-placed destination files, every
+// failure class of the simulator, kills, stops and restarts, with a check
+// after each step, from the file system, that every done transfer's file
+// is present and unchanged and that no source and no file aso did not
+// write was deleted or changed.
+//
+// `go test ./chaos` runs a short seeded selection and a short property
+// sequence (ASO_CHAOS_SEED picks the seed); `make chaos` (ASO_CHAOS=full)
+// runs every scenario on every backend it applies to, and a long property
+// sequence. Both print a table of scenario, faults injected, transfers,
+// lost, duplicated, stuck and result, and one of the property sequences,
+// and fail if any invariant is broken.
 //
 // The package holds only tests; nothing may import it.
 package chaos

@@ -127,18 +127,30 @@ func TestChaos(t *testing.T) {
 
 // table formats rows as an aligned table.
 func table(rows []row) string {
+	lines := []string{"scenario\tfaults injected\ttransfers\tlost\tduplicated\tstuck\tviolations\ttime\tresult"}
+	for _, r := range rows {
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s", r.name, r.faults, r.transfers, r.lost, r.dup, r.stuck, r.violations, r.duration.Round(100*time.Millisecond), result(r.pass)))
+	}
+	return tabulate(lines)
+}
+
+// tabulate aligns lines whose cells are separated by tabs.
+func tabulate(lines []string) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tfaults injected\ttransfers\tlost\tduplicated\tstuck\tviolations\ttime\tresult")
-	for _, r := range rows {
-		res := "PASS"
-		if !r.pass {
-			res = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.name, r.faults, r.transfers, r.lost, r.dup, r.stuck, r.violations, r.duration.Round(100*time.Millisecond), res)
+	for _, l := range lines {
+		fmt.Fprintln(tw, l)
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// result is the word of the table's last column.
+func result(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "FAIL"
 }
 
 // runScenario builds a World for sc on b, injects the faults, lets a last

@@ -194,6 +194,9 @@ func (p *Proc) Kill() {
 // Term sends SIGTERM (a graceful stop).
 func (p *Proc) Term() { p.send(syscall.SIGTERM) }
 
+// Interrupt sends SIGINT, as Ctrl-C on a terminal does (a graceful stop).
+func (p *Proc) Interrupt() { p.send(syscall.SIGINT) }
+
 // Pause sends SIGSTOP: the process freezes, holding its lock and leases.
 func (p *Proc) Pause() { p.send(syscall.SIGSTOP) }
 
