@@ -39,8 +39,13 @@ func (pw *pworld) source(user, kind, shape string, same []byte) (string, digest)
 	return pw.writeSource(user, kind, data), digestOf(data)
 }
 
-// shape picks one of shapes.
-func (pw *pworld) shape(shapes ...string) string { return shapes[pw.rng.IntN(len(shapes))] }
+// shapes picks two to four different shapes of source for requests aimed
+// at one taken destination.
+func (pw *pworld) shapes() []string {
+	all := []string{otherBytes, noSource, sameBytes, badChecksum}
+	pw.rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+	return all[:pw.intn(2, len(all))]
+}
 
 // enqueueFresh requests new files onto free destinations; some read their
 // source through sourceLinkSite (a source reached through a link).
@@ -71,7 +76,7 @@ func (pw *pworld) enqueueFailing(kind, shape string) {
 // enqueueCollision requests a file onto the destination of an earlier
 // request (a done one, most of the time), named through the same site
 // (mirror false) or through the other site of the same directory (mirror
-// true: the same file through two URLs), with a source of any shape.
+// true: the same file through two URLs), with sources of several shapes.
 func (pw *pworld) enqueueCollision(mirror bool) {
 	kind := "collide"
 	if mirror {
@@ -88,8 +93,7 @@ func (pw *pworld) enqueueCollision(mirror bool) {
 	}
 	same, _ := os.ReadFile(pw.path(orig.req.Source, orig.req.SourceLFN))
 	var rs []state.Request
-	for range pw.intn(1, 2) {
-		shape := pw.shape(otherBytes, noSource, sameBytes, badChecksum)
+	for _, shape := range pw.shapes() {
 		lfn, d := pw.source(propUser, kind, shape, same)
 		rs = append(rs, request(propUser, proctest.SourceSite, lfn, dst, orig.req.DestinationLFN, d))
 		pw.tally[kind+", "+shape]++
@@ -109,9 +113,9 @@ func (pw *pworld) placeByHand() {
 	pw.place(pw.lfn(propUser, "user", "bystander"), pw.bytes())
 }
 
-// enqueueOntoPlaced requests a file onto a destination that was put there
+// enqueueOntoPlaced requests files onto a destination that was put there
 // by hand (placing one first if none is left), named through the
-// destination site or its mirror, with a source of any shape.
+// destination site or its mirror, with sources of several shapes.
 func (pw *pworld) enqueueOntoPlaced() {
 	if len(pw.placed) == 0 {
 		pw.placeByHand()
@@ -123,10 +127,13 @@ func (pw *pworld) enqueueOntoPlaced() {
 	if pw.chance(0.3) {
 		dst = mirrorSite
 	}
-	shape := pw.shape(otherBytes, noSource, sameBytes, badChecksum)
-	src, d := pw.source(propUser, "onto-placed", shape, same)
-	pw.tally["onto-placed, "+shape]++
-	pw.enqueue("onto-placed", []state.Request{request(propUser, proctest.SourceSite, src, dst, lfn, d)})
+	var rs []state.Request
+	for _, shape := range pw.shapes() {
+		src, d := pw.source(propUser, "onto-placed", shape, same)
+		rs = append(rs, request(propUser, proctest.SourceSite, src, dst, lfn, d))
+		pw.tally["onto-placed, "+shape]++
+	}
+	pw.enqueue("onto-placed", rs)
 }
 
 // enqueueSelfAlias requests, for aliasUser, copies of existing sources onto

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asyncstageout/aso/internal/proctest"
@@ -22,7 +23,7 @@ func runArgs(user string, extra ...string) []string {
 }
 
 // run runs one agent of user and waits for its end; fault, if not nil, is
-// called once the agent has started and says what it did ("sigkill" if it
+// called once the agent has started and says what it did ("sigkill ..." if it
 // killed the agent). It returns that, for the tally.
 func (pw *pworld) run(user string, fault func(p *proctest.Proc) string, extra ...string) string {
 	pw.t.Helper()
@@ -34,7 +35,7 @@ func (pw *pworld) run(user string, fault func(p *proctest.Proc) string, extra ..
 		}
 		code := p.Wait(2 * time.Minute)
 		switch {
-		case what == "sigkill" && p.Signaled():
+		case strings.HasPrefix(what, "sigkill") && p.Signaled():
 			return what
 		case code == 3 && try < 5:
 			// the run lock of a killed agent runs out in a second (its
@@ -78,6 +79,11 @@ func (pw *pworld) runWith(user, kind string) {
 		return map[string]<-chan struct{}{"submit": pw.w.Sim.Arrival("submit"), "status": pw.w.Sim.Arrival("status")}
 	}
 	moment := []string{"start", "submit", "status"}[pw.rng.IntN(3)]
+	if kind != "run" && pw.open(user) == 0 {
+		// a fault needs work in flight to meet
+		pw.enqueueFresh(user)
+		pw.tally["fresh requests before "+kind]++
+	}
 	var what string
 	switch kind {
 	case "run":
@@ -89,9 +95,8 @@ func (pw *pworld) runWith(user, kind string) {
 				return "ended before " + moment
 			}
 			map[string]func(){"sigterm": p.Term, "sigint": p.Interrupt, "sigkill": p.Kill}[kind]()
-			return kind
+			return kind + " at " + moment
 		})
-		what += " at " + moment
 	case "lost-job":
 		arr := arrivals()
 		what = pw.run(user, func(p *proctest.Proc) string { return pw.loseJob(p, arr) })
@@ -176,17 +181,22 @@ func (pw *pworld) asoKill(user string) string {
 func (pw *pworld) drain(user string) {
 	pw.t.Helper()
 	for range 5 {
-		open := 0
-		for id, s := range pw.states() {
-			if !s.Terminal() && pw.userOf(id) == user {
-				open++
-			}
-		}
-		if open == 0 {
+		if pw.open(user) == 0 {
 			return
 		}
 		pw.run(user, nil)
 	}
+}
+
+// open counts user's transfers that have not ended.
+func (pw *pworld) open(user string) int {
+	n := 0
+	for id, s := range pw.states() {
+		if !s.Terminal() && pw.userOf(id) == user {
+			n++
+		}
+	}
+	return n
 }
 
 // userOf is the user of the request with transfer ID id.
