@@ -63,7 +63,7 @@ func (g *Globals) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&g.User, "user", "", "the user whose transfers to work on (default: the login name)")
 	f.StringVar(&g.LogLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&g.LogFormat, "log-format", "", "log format: text or json (default: text on a terminal, json otherwise)")
-	f.StringVar(&g.Progress, "progress", "auto", "progress display on standard error (run, enqueue, kill, retry, purge): auto (live on a terminal, else none), always (live on a terminal, else a plain line now and then), never")
+	f.StringVar(&g.Progress, "progress", "auto", "progress display on standard error (run, enqueue, kill, retry, purge, status --all-users): auto (live on a terminal, else none), always (live on a terminal, else a plain line now and then), never")
 	f.StringVar(&g.ConfigFile, "config", "", "configuration file (YAML, JSON or TOML); keys are setting names (default: $ASO_CONFIG, else ~/.config/aso/aso.yaml, else /etc/aso/aso.yaml; see aso config)")
 }
 

@@ -98,6 +98,9 @@ func transfers(n int64) string { return plural(int(n), "transfer") }
 // records writes an amount of input records.
 func records(n int64) string { return plural(int(n), "record") }
 
+// documents writes an amount of stored documents.
+func documents(n int64) string { return plural(int(n), "document") }
+
 // byteSize writes an amount of bytes: "12.3 MiB".
 func byteSize(n int64) string {
 	const unit = 1024

@@ -39,8 +39,8 @@ func newStatusCommand(g *Globals) *cobra.Command {
 			"by state and by link, and lists the oldest waiting transfer, stale submitted transfers\n" +
 			"(no update from the agent for --stale-after) and stuck acquired transfers. Of one user it\n" +
 			"reads that user's transfers only (on CouchDB, views keyed by the user), whatever else the\n" +
-			"store holds. --all-users reads every document of the store, and also lists the stored\n" +
-			"documents that are not valid transfers.\n\n" +
+			"store holds. --all-users reads every document of the store (showing how many so far, as\n" +
+			"--progress says), and also lists the stored documents that are not valid transfers.\n\n" +
 			"status ID shows one transfer: every field, FTS progress, retries, and its history.\n" +
 			"Attempts are its submissions to FTS (from the history); failed attempts count against\n" +
 			"--max-attempts (aso retry resets them). --json adds submissions to the stored document.",
@@ -69,7 +69,16 @@ func runStatus(ctx context.Context, o *StatusOptions, g *Globals) error {
 		return err
 	}
 	return withStore(ctx, g, user, func(st state.Store) error {
-		sum, err := st.Summary(ctx, state.SummaryOptions{User: user, StaleAfter: o.StaleAfter})
+		so := state.SummaryOptions{User: user, StaleAfter: o.StaleAfter}
+		var view *opView
+		if user == "" { // every document is read: show how far
+			view = newOpView(g, "status", 0, documents, g.Progress)
+			so.Progress = func(n int) { view.update(int64(n), "read") }
+		}
+		sum, err := st.Summary(ctx, so)
+		if view != nil {
+			view.close()
+		}
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}

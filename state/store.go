@@ -256,6 +256,10 @@ type SummaryOptions struct {
 	StaleAfter time.Duration
 	// MaxListed bounds the Stale and StuckAcquired lists (0: 100).
 	MaxListed int
+	// Progress, if set, is told how many documents a summary of every
+	// user (User "") has read so far, after each page of its read of the
+	// whole store.
+	Progress func(read int)
 }
 
 // Lock is a held per-user run lock.

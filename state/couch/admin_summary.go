@@ -47,9 +47,14 @@ func (a *admin) Summary(ctx context.Context, o state.SummaryOptions) (state.Summ
 	return sum, nil
 }
 
-// scanSummary is Summary of every user: one pass over _all_docs.
+// scanSummary is Summary of every user: one pass over _all_docs, telling
+// o.Progress of each page.
 func (a *admin) scanSummary(ctx context.Context, o state.SummaryOptions, now time.Time, sum *state.Summary) error {
+	read := 0
 	return a.db.scanAll(ctx, func(raw json.RawMessage) {
+		if read++; o.Progress != nil && read%scanPage == 0 {
+			o.Progress(read)
+		}
 		_, kind := classify(raw)
 		if kind == kindOther {
 			return

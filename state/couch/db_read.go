@@ -196,9 +196,12 @@ func (d *db) readRange(ctx context.Context, start, end string) ([]json.RawMessag
 	return out, err
 }
 
+// scanPage is the number of documents of a page of scanAll.
+const scanPage = 2000
+
 // scanAll pages through every document of the database, with conflicts.
 func (d *db) scanAll(ctx context.Context, f func(json.RawMessage)) error {
-	const page = 2000
+	const page = scanPage
 	start := ""
 	for {
 		var docs []json.RawMessage

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/couch"
 	"github.com/asyncstageout/aso/state/couch/couchtest"
 )
@@ -97,5 +98,25 @@ func secondLeaf(t *testing.T, u, id string) {
 	b, _ := json.Marshal(map[string]any{"docs": []any{doc}, "new_edits": false})
 	if code, body := do(t, http.MethodPost, u+"/_bulk_docs", b); code != http.StatusCreated {
 		t.Fatalf("write a conflicting leaf: HTTP %d %s", code, body)
+	}
+}
+
+// TestSummary_AllUsersProgress: a summary of every user, which reads every
+// document, says how many it has read after each page.
+func TestSummary_AllUsersProgress(t *testing.T) {
+	u := newDB(t)
+	s := open(t, u, newClock(), "", "", couch.Options{})
+	enqueue(t, s, requests("alice", 4500))
+	var seen []int
+	sum, err := s.Summary(context.Background(), state.SummaryOptions{Progress: func(n int) { seen = append(seen, n) }})
+	if err != nil || sum.Total != 4500 {
+		t.Fatalf("summary: %d transfers, %v", sum.Total, err)
+	}
+	if len(seen) < 2 || seen[len(seen)-1] < 4000 || !slices.IsSorted(seen) {
+		t.Fatalf("progress of a summary of 4,500 transfers: %v, want a count after each page", seen)
+	}
+	seen = nil
+	if _, err := s.Summary(context.Background(), state.SummaryOptions{User: "alice", Progress: func(n int) { seen = append(seen, n) }}); err != nil || len(seen) != 0 {
+		t.Fatalf("a summary of one user reported reading the store: %v, %v", seen, err)
 	}
 }
