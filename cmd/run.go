@@ -181,7 +181,9 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	}
 	policy := state.Policy{LeaseTTL: o.LeaseTTL, CoolOff: o.CoolOff, MaxAttempts: o.MaxAttempts, DependencyWait: o.DependencyWait}
 	sc := state.Config{Agent: state.Agent{User: user, Owner: owner}, Policy: policy.WithDefaults()}
-	store, err := g.OpenStore(ctx, sc)
+	dctx, stopDamaged := stopOnDamage(ctx) // the run's, stopped by damage found while it runs
+	defer stopDamaged()
+	store, err := g.OpenStore(dctx, sc)
 	if err != nil {
 		return stoppedEarly(ctx, g, err)
 	}
@@ -196,7 +198,7 @@ func runRun(ctx context.Context, o *RunOptions, g *Globals) (err error) {
 	if skipIdle(ctx, g, o, store, user) {
 		return nil
 	}
-	return runAgent(ctx, o, g, store, sc, sites, end)
+	return runAgent(dctx, o, g, store, sc, sites, end)
 }
 
 // runAgent runs the agent of a run whose store is open.
@@ -237,6 +239,9 @@ func runAgent(ctx context.Context, o *RunOptions, g *Globals, store state.Store,
 	err = ag.Run(ctx)
 	rep.phase("run")
 	view.finish()
+	if derr := damaged(ctx); derr != nil {
+		return derr
+	}
 	if err != nil {
 		return lockedError(tokenError(err), sc.Agent.User, o.Agent.LockTTL)
 	}

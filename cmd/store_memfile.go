@@ -27,11 +27,44 @@ func openMemfile(ctx context.Context, g *Globals, url string, cfg state.Config) 
 		log := g.Log
 		opts.Warn = func(msg string) { log.Warn(msg) }
 	}
+	if stop, ok := ctx.Value(damageKey{}).(context.CancelCauseFunc); ok {
+		log := g.Log
+		opts.Damaged = func(err error) {
+			err = fileStoreError(err, path)
+			if log != nil {
+				log.WithError(err).Error("the file store is damaged: stopping at once, writing nothing more")
+			}
+			stop(err)
+		}
+	}
 	s, err := memfile.OpenOptions(path, cfg, opts)
 	if err != nil {
 		return nil, fileStoreError(err, path)
 	}
 	return s, nil
+}
+
+// damageKey marks the context of a command that stops as soon as its file
+// store is found damaged while it runs (stopOnDamage).
+type damageKey struct{}
+
+// stopOnDamage returns ctx for a command that runs on: it is cancelled,
+// with the damage as its cause, when a call of a file store opened with it
+// finds damage appended since the store was opened. The command then
+// returns damaged(ctx), and exits 78 pointing to aso fsck, as it would
+// have had it found the damage at its start.
+func stopOnDamage(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return context.WithValue(ctx, damageKey{}, cancel), func() { cancel(nil) }
+}
+
+// damaged returns the damage that stopped ctx (stopOnDamage), nil if none
+// did.
+func damaged(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, memfile.ErrDamaged) {
+		return err
+	}
+	return nil
 }
 
 // memfilePath returns the path of a file store's URL, file:PATH or

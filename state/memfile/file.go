@@ -54,6 +54,7 @@ type file struct {
 	wbuf           []byte // the encoding buffer of records, reused
 	stats          Stats
 	closed         bool
+	damaged        bool // Options.Damaged was told
 }
 
 // openFile opens the state file at path and reads it, waiting at most
@@ -290,6 +291,10 @@ func (f *file) locked(ctx context.Context, call string, fn func() error) error {
 	}
 	defer f.unlock()
 	if err := f.catchUp(); err != nil {
+		if errors.Is(err, ErrDamaged) && f.opts.Damaged != nil && !f.damaged {
+			f.damaged = true
+			f.opts.Damaged(err)
+		}
 		return err
 	}
 	return fn()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/memfile/memfiletest"
 	"github.com/asyncstageout/aso/state/statetest"
 )
 
@@ -298,5 +299,24 @@ func TestPurge_SnapshotDamaged(t *testing.T) {
 	rep, err := memfile.Check(path)
 	if err != nil || len(rep.Problems) != 1 || rep.Problems[0].Offset != int64(rec) || !slices.Equal(rep.Problems[0].Dropped, ids[3:]) || rep.Documents != 1 {
 		t.Fatalf("check: %+v %v; want the snapshot record of %s dropped, 1 document left", rep, err, ids[3])
+	}
+}
+
+// TestDamagedWhileOpen: damage appended after a store was opened fails
+// every later call with ErrDamaged, and Options.Damaged is told of it
+// once, with that error.
+func TestDamagedWhileOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.aso")
+	var told []error
+	s := open(t, path, memfile.Options{Damaged: func(err error) { told = append(told, err) }})
+	ids := enqueue(t, s, 0, 2)
+	memfiletest.AppendDamaged(t, path, `{"_id":"appended","type":"transfer"}`)
+	for range 2 {
+		if _, err := s.Get(ctx, ids[0]); !errors.Is(err, memfile.ErrDamaged) {
+			t.Fatalf("get after the damage: %v, want ErrDamaged", err)
+		}
+	}
+	if len(told) != 1 || !errors.Is(told[0], memfile.ErrDamaged) || !strings.Contains(told[0].Error(), path) {
+		t.Fatalf("Damaged was told %v; want the damage once", told)
 	}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// or was stopped in the middle of a write, must not block every later
 	// run at its start.
 	LockWait time.Duration
+	// Damaged, if set, is told the error of the first call of an open
+	// store that finds damage appended since it was opened (the call
+	// itself fails with it, as every later one does), so that a long
+	// run can stop at once instead of retrying a file it must not write.
+	Damaged func(error)
 }
 
 // Defaults of Options.

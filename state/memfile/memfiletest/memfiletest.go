@@ -33,6 +33,20 @@ func JournalRecord(body []byte) []byte {
 // store takes it.
 func AppendDocs(t testing.TB, path string, docs ...string) {
 	t.Helper()
+	appendRecord(t, path, JournalRecord([]byte(strings.Join(docs, "\n"))))
+}
+
+// AppendDamaged appends docs as AppendDocs does, with one byte of the
+// record's documents changed: a complete record whose checksum fails.
+func AppendDamaged(t testing.TB, path string, docs ...string) {
+	t.Helper()
+	rec := JournalRecord([]byte(strings.Join(docs, "\n")))
+	rec[len(rec)-2] ^= 0x04
+	appendRecord(t, path, rec)
+}
+
+func appendRecord(t testing.TB, path string, rec []byte) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +56,7 @@ func AppendDocs(t testing.TB, path string, docs ...string) {
 		t.Fatal(err)
 	}
 	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck
-	if _, err := f.Write(JournalRecord([]byte(strings.Join(docs, "\n")))); err != nil {
+	if _, err := f.Write(rec); err != nil {
 		t.Fatal(err)
 	}
 }
