@@ -21,8 +21,10 @@ import (
 //     source's directory is caught before the copy is made;
 //   - the protocols by which one storage element serves its files (http,
 //     https, dav, davs, root, xroot, gsiftp, srm) are one: the same host
-//     (case-insensitive) and path are the same file whatever the scheme and
-//     the port; an SRM URL's ?SFN= path stands for its path;
+//     (case-insensitive, with or without the trailing dot of a fully
+//     qualified name) and path are the same file whatever the scheme and
+//     the port, default or not; an SRM URL's ?SFN= path stands for its
+//     path;
 //   - paths are compared cleaned ("//", "/./" and ".." collapsed).
 //
 // Two names of one storage that differ in their hosts (DNS aliases) are
@@ -51,7 +53,8 @@ func identity(u string) (key string, ok bool) {
 	if err != nil || p.Scheme == "" || p.Opaque != "" {
 		return "", false
 	}
-	scheme, host, port := strings.ToLower(p.Scheme), strings.ToLower(p.Hostname()), p.Port()
+	// a fully qualified name's trailing dot names the same host
+	scheme, host, port := strings.ToLower(p.Scheme), strings.TrimSuffix(strings.ToLower(p.Hostname()), "."), p.Port()
 	file := p.Path
 	if sfn := p.Query().Get("SFN"); sfn != "" {
 		file = sfn
