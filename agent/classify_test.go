@@ -13,7 +13,8 @@ import (
 // TestAgent_FailureClasses runs transfers that FTS fails with one real
 // reason each time and checks what the class decides: a missing source
 // (the davs 404, classified by its errno and status, not by its text)
-// fails at the first attempt and its partial copy is deleted; a queue
+// fails at the first attempt and the file at its destination, which no
+// attempt of it began writing, is left in place; a queue
 // expiry is retried until the attempts run out and the file at the
 // destination, which the transfer never wrote, is left alone; a reason no
 // class explains follows the file's recoverable flag. The class is
@@ -24,7 +25,9 @@ func TestAgent_FailureClasses(t *testing.T) {
 		attempts      int
 		deleted       bool
 	}{
-		{"SOURCE [2] Result HTTP 404 : File not found  after 1 attempts", "source_missing", 1, true},
+		// a failure on the source side shows nothing written: the file
+		// at the destination is left in place
+		{"SOURCE [2] Result HTTP 404 : File not found  after 1 attempts", "source_missing", 1, false},
 		{"Job has been canceled because it stayed in the queue for too long (max-time-in-queue timeout)", "queue_expired", 3, false},
 		// no class explains it: FTS's recoverable flag (false for this
 		// text) decides, where the errno alone would have retried

@@ -168,8 +168,8 @@ func TestAgent_HangingFTS(t *testing.T) {
 // deletion timeout; the outcome is retried on later passes and then
 // recorded with the deletion failure in its reason, so it is never lost.
 func TestAgent_HangingGfalRm(t *testing.T) {
-	w := newWorld(t, ftstest.Options{})
-	r, _ := w.request("missing", 0, false)
+	w := partialCopyWorld(t) // a failure after FTS began writing: the copy is the transfer's to delete
+	r, _ := w.request("partial", 0, true)
 	w.enqueue([]state.Request{r})
 	hang := filepath.Join(w.dir, "gfal-rm-hangs")
 	must(t, os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755))
@@ -183,7 +183,7 @@ func TestAgent_HangingGfalRm(t *testing.T) {
 		t.Errorf("%v failed deletions counted, want %d (one per attempt)", n, agent.MaxDeleteAttempts)
 	}
 	tr := w.get(r.ID())
-	if tr.State != state.StateFailed || !strings.Contains(tr.Reason, "No such file") || !strings.Contains(tr.Reason, "destination copy not deleted") {
+	if tr.State != state.StateFailed || !strings.Contains(tr.Reason, "partial write") || !strings.Contains(tr.Reason, "destination copy not deleted") {
 		t.Errorf("transfer: %s %q, want failed with the FTS reason and the deletion failure", tr.State, tr.Reason)
 	}
 }

@@ -84,6 +84,13 @@ func TestAgent_CleanupNeverDeletesTheSource(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}
+	// the earlier version recorded its ownership of the destination, so
+	// that the deletion rule lets the cleanup through to the deleter's
+	// own last guard
+	_, err = statetest.Prepare(ctx, past, claimed, "sid-past")
+	must(t, err)
+	claimed[0], err = past.Get(ctx, claimed[0].ID)
+	must(t, err)
 	pfn := "file://" + w.srcPath(r)
 	job, err := w.client.Submit(ctx, fts.Submission{Params: fts.SubmitParams{Overwrite: true, Retry: -1},
 		Files: []fts.SubmitFile{{Sources: []string{pfn}, Destinations: []string{pfn}, Metadata: map[string]string{"transfer_id": r.ID()}}}})
