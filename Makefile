@@ -60,7 +60,7 @@ tour: demo-setup ## the README's five-minute tour as a newcomer types it, in a f
 BENCH_N        ?= 10000,100000
 BENCH_BACKENDS ?= memfile,couch
 BENCH_FLAGS    ?=
-bench: build test-setup ## throughput, round trips, FTS requests and memory, agent/limit against sequential and pipelined references, growth (BENCH_FLAGS=-repeat 5 for the targets; BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
+bench: build test-setup ## throughput, round trips, FTS requests and memory, agent/limit against sequential and pipelined references, growth, and on CouchDB the crowded series (10,000 transfers beside 1,000,000 documents of other users; BENCH_FLAGS=-crowd 100000 for a quicker one, -crowd 0 for none) (BENCH_FLAGS=-repeat 5 for the targets; BENCH_N=10000 BENCH_BACKENDS=memfile for a quick run); table + bench/results.json
 	$(GO) build -o bin/aso-bench ./bench
 	bin/aso-bench -aso $(BIN) -n $(BENCH_N) -backends $(BENCH_BACKENDS) -out bench/results.json $(BENCH_FLAGS)
 

@@ -123,12 +123,14 @@ func child(st, ftsURL, token, sitesFile, user string, batch int, interval time.D
 		s := mf.Stats()
 		r.Fsyncs, r.Records = s.Fsyncs, s.JournalRecords
 	}
-	left, err := store.List(ctx, state.Filter{User: user, States: []state.State{
-		state.StateNew, state.StateAcquired, state.StateSubmitted, state.StateFailed, state.StateKilled}})
+	// what aso status --user reads: a count of the user's transfers by
+	// state (a List of them went through an index whose first key is not
+	// the user, and timed out on a crowded database)
+	sum, err := store.Summary(ctx, state.SummaryOptions{User: user})
 	if err != nil {
 		return err
 	}
-	r.NotDone = len(left)
+	r.NotDone = sum.Total - sum.ByState[state.StateDone]
 	if r.PeakRSSKiB, err = peakRSS(); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 
 // crowdBatch is the number of documents of one _bulk_docs of the
 // population.
-const crowdBatch = 10000
+const crowdBatch = 2000
 
 // crowdMarker is the local document that says a database holds a whole
 // crowd, and which: a kept database (-keep) is used again by a later run
@@ -64,14 +64,16 @@ func (s *couchServer) crowdDB(ctx context.Context, aso string, c crowd) (db stri
 }
 
 // populate writes the crowd's documents into db, crowdBatch a request,
-// two requests in flight while the next batch is encoded, each at a
+// one request at a time while the next batch is encoded (the test server
+// is single-threaded: a request waiting behind another may time out
+// there before its body is read), each at a
 // revision of its own (new_edits=false, as a replication writes them,
 // which the test server stores faster than new documents). The
 // database has no design documents yet (aso init comes after), so no
 // validation function runs on them: they are made by the state rules.
 func (s *couchServer) populate(ctx context.Context, db string, c crowd) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(2)
+	g.SetLimit(1)
 	for lo := 0; lo < c.docs; lo += crowdBatch {
 		hi := min(c.docs, lo+crowdBatch)
 		docs := make([]state.Transfer, 0, hi-lo)
