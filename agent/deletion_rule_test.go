@@ -19,34 +19,31 @@ import (
 // finished transfer stays done, and the failure says the file was left in
 // place and why.
 func TestAgent_FinishedFileNotDeletedByALaterRequest(t *testing.T) {
-	for name, world := range worlds {
-		t.Run(name, func(t *testing.T) {
-			w := world(t, ftstest.Options{TransferTime: time.Minute})
-			first, data := w.request("first", 0, true)
-			w.enqueue([]state.Request{first})
-			must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
-			if got := w.get(first.ID()); got.State != state.StateDone || got.DestOwnedSince.IsZero() {
-				t.Fatalf("first transfer %s %q, dest_owned_since %s: want done, its ownership recorded", got.State, got.Reason, got.DestOwnedSince)
-			}
-			later, _ := w.request("later", 0, false) // no source file
-			later.DestinationLFN = first.DestinationLFN
-			later.Checksums = map[string]string{"adler32": "0badf00d"}
-			w.enqueue([]state.Request{later})
-			must(t, w.agent(w.config("agent-2"), nil).Run(context.Background()))
+	onEachWorld(t, ftstest.Options{TransferTime: time.Minute}, func(t *testing.T, w *world) {
+		first, data := w.request("first", 0, true)
+		w.enqueue([]state.Request{first})
+		must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
+		if got := w.get(first.ID()); got.State != state.StateDone || got.DestOwnedSince.IsZero() {
+			t.Fatalf("first transfer %s %q, dest_owned_since %s: want done, its ownership recorded", got.State, got.Reason, got.DestOwnedSince)
+		}
+		later, _ := w.request("later", 0, false) // no source file
+		later.DestinationLFN = first.DestinationLFN
+		later.Checksums = map[string]string{"adler32": "0badf00d"}
+		w.enqueue([]state.Request{later})
+		must(t, w.agent(w.config("agent-2"), nil).Run(context.Background()))
 
-			if b, err := os.ReadFile(w.dstPath(first)); err != nil || string(b) != string(data) {
-				t.Fatalf("the finished transfer's file was deleted or changed: %v", err)
-			}
-			if got := w.get(first.ID()); got.State != state.StateDone {
-				t.Errorf("first transfer %s, want still done", got.State)
-			}
-			got := w.get(later.ID())
-			if got.State != state.StateFailed || !strings.Contains(got.Reason, "left in place: ") {
-				t.Errorf("later transfer %s %q, want failed, saying its destination was left in place", got.State, got.Reason)
-			}
-			wantHistory(t, got, "left in place: ", w.dstPath(first))
-		})
-	}
+		if b, err := os.ReadFile(w.dstPath(first)); err != nil || string(b) != string(data) {
+			t.Fatalf("the finished transfer's file was deleted or changed: %v", err)
+		}
+		if got := w.get(first.ID()); got.State != state.StateDone {
+			t.Errorf("first transfer %s, want still done", got.State)
+		}
+		got := w.get(later.ID())
+		if got.State != state.StateFailed || !strings.Contains(got.Reason, "left in place: ") {
+			t.Errorf("later transfer %s %q, want failed, saying its destination was left in place", got.State, got.Reason)
+		}
+		wantHistory(t, got, "left in place: ", w.dstPath(first))
+	})
 }
 
 // TestAgent_HandPutFileNotDeleted: a file put at the destination by hand
@@ -54,24 +51,21 @@ func TestAgent_FinishedFileNotDeletedByALaterRequest(t *testing.T) {
 // request for it whose source is missing: nothing in aso's records says
 // this transfer wrote it.
 func TestAgent_HandPutFileNotDeleted(t *testing.T) {
-	for name, world := range worlds {
-		t.Run(name, func(t *testing.T) {
-			w := world(t, ftstest.Options{TransferTime: time.Minute})
-			r, _ := w.request("only-copy", 0, false)
-			r.Checksums = map[string]string{"adler32": "0badf00d"}
-			w.writeFile(w.dstPath(r), []byte("the physicist's only copy"))
-			w.enqueue([]state.Request{r})
-			must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
-			if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != "the physicist's only copy" {
-				t.Fatalf("the file put there by hand was deleted or changed: %v", err)
-			}
-			got := w.get(r.ID())
-			if got.State != state.StateFailed || !strings.Contains(got.Reason, "left in place: no attempt of this transfer began writing there") {
-				t.Errorf("%s %q, want failed, saying the file was left in place: no attempt wrote there", got.State, got.Reason)
-			}
-			wantHistory(t, got, "left in place: ", w.dstPath(r))
-		})
-	}
+	onEachWorld(t, ftstest.Options{TransferTime: time.Minute}, func(t *testing.T, w *world) {
+		r, _ := w.request("only-copy", 0, false)
+		r.Checksums = map[string]string{"adler32": "0badf00d"}
+		w.writeFile(w.dstPath(r), []byte("the physicist's only copy"))
+		w.enqueue([]state.Request{r})
+		must(t, w.agent(w.config("agent-1"), nil).Run(context.Background()))
+		if b, err := os.ReadFile(w.dstPath(r)); err != nil || string(b) != "the physicist's only copy" {
+			t.Fatalf("the file put there by hand was deleted or changed: %v", err)
+		}
+		got := w.get(r.ID())
+		if got.State != state.StateFailed || !strings.Contains(got.Reason, "left in place: no attempt of this transfer began writing there") {
+			t.Errorf("%s %q, want failed, saying the file was left in place: no attempt wrote there", got.State, got.Reason)
+		}
+		wantHistory(t, got, "left in place: ", w.dstPath(r))
+	})
 }
 
 // wantHistory fails unless an entry of t's history holds each of parts.
@@ -87,4 +81,61 @@ func wantHistory(t *testing.T, tr state.Transfer, parts ...string) {
 		}
 	}
 	t.Errorf("no history entry of %s holds %q: %+v", tr.ID, parts, tr.History)
+}
+
+// onEachWorld runs f on a world of each backend (worlds), with opts.
+func onEachWorld(t *testing.T, opts ftstest.Options, f func(*testing.T, *world)) {
+	for name, world := range worlds {
+		t.Run(name, func(t *testing.T) { f(t, world(t, opts)) })
+	}
+}
+
+// TestAgent_OneActiveOwnerPerDestination: two requests for one destination
+// (other source LFNs, the same file) are claimed in one pass: only the
+// first is submitted; the other waits, back in the queue without an
+// attempt counted, its reason naming the first. Once the first is done,
+// the other finds the same file there and is recorded done "already
+// there": FTS is asked for one copy only.
+func TestAgent_OneActiveOwnerPerDestination(t *testing.T) {
+	onEachWorld(t, ftstest.Options{TransferTime: 10 * time.Minute}, func(t *testing.T, w *world) {
+		a, data := w.request("one", 0, true)
+		b, _ := w.request("two", 0, false)
+		b.DestinationLFN = a.DestinationLFN
+		b.Size, b.Checksums = a.Size, a.Checksums
+		w.writeFile(w.srcPath(b), data)
+		w.enqueue([]state.Request{a, b})
+		cfg := w.config("agent-1")
+		cfg.Once = true
+		must(t, w.agent(cfg, nil).Run(context.Background()))
+
+		if n := len(w.sim.Files()); n != 1 {
+			t.Fatalf("%d files submitted to FTS in the first pass, want 1", n)
+		}
+		ta, tb := w.get(a.ID()), w.get(b.ID())
+		owner, waiter := ta, tb
+		if tb.State == state.StateSubmitted {
+			owner, waiter = tb, ta
+		}
+		if owner.State != state.StateSubmitted || waiter.State != state.StateNew || waiter.Attempts != 0 ||
+			!strings.Contains(waiter.Reason, "waiting: transfer "+owner.ID) || !waiter.RetryAfter.After(w.clk.Now()) {
+			t.Fatalf("after one pass: %s %s; %s %s %q after %d attempts, retry after %s; want one submitted, the other waiting for it",
+				owner.ID, owner.State, waiter.ID, waiter.State, waiter.Reason, waiter.Attempts, waiter.RetryAfter)
+		}
+
+		cfg.Once = false
+		must(t, w.agent(cfg, nil).Run(context.Background()))
+		if got := w.get(owner.ID); got.State != state.StateDone {
+			t.Errorf("owner %s %q, want done", got.State, got.Reason)
+		}
+		got := w.get(waiter.ID)
+		if got.State != state.StateDone || !strings.Contains(got.Reason, "already there: transfer "+owner.ID) {
+			t.Errorf("waiter %s %q, want done, already there", got.State, got.Reason)
+		}
+		if n := len(w.sim.Files()); n != 1 {
+			t.Errorf("%d files submitted to FTS, want 1", n)
+		}
+		if b, err := os.ReadFile(w.dstPath(a)); err != nil || string(b) != string(data) {
+			t.Errorf("the file at the destination is not the one copied: %v", err)
+		}
+	})
 }

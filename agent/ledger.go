@@ -231,27 +231,46 @@ func (l *ledger) release(ctx context.Context, ids []string, reason string) ([]st
 // again; those still ours come back through a claim once their leases
 // expire, read anew from the store.
 func (l *ledger) abort(ctx context.Context, aborts []state.Abort) ([]state.Abort, []state.Result, error) {
+	return endHeld(l, aborts, func(ab *state.Abort) *state.Transfer { return &ab.Transfer }, func(list []state.Abort) ([]state.Result, error) {
+		return l.store.AbortTransfers(ctx, list)
+	})
+}
+
+// finish records the outcomes terms of held transfers that never had a
+// job (with their current revisions), in one write, and lets them go, as
+// abort does. The results are in the order of the terms written (those no
+// longer held left out).
+func (l *ledger) finish(ctx context.Context, terms []state.Terminal) ([]state.Terminal, []state.Result, error) {
+	return endHeld(l, terms, func(tm *state.Terminal) *state.Transfer { return &tm.Transfer }, func(list []state.Terminal) ([]state.Result, error) {
+		return l.store.SetTerminalState(ctx, list)
+	})
+}
+
+// endHeld writes items, each ending a held transfer (transfer gives it,
+// replaced by its held copy: the current revision), and lets them go
+// whether the write went through or not (see abort). Items whose
+// transfer is no longer held are left out; it returns those written.
+func endHeld[T any](l *ledger, items []T, transfer func(*T) *state.Transfer, write func([]T) ([]state.Result, error)) ([]T, []state.Result, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	list := aborts[:0:0]
-	for _, ab := range aborts {
-		if t, ok := l.held[ab.Transfer.ID]; ok {
-			ab.Transfer = *t
-			list = append(list, ab)
+	list := items[:0:0]
+	for _, it := range items {
+		if t, ok := l.held[transfer(&it).ID]; ok {
+			*transfer(&it) = *t
+			list = append(list, it)
 		}
 	}
 	if len(list) == 0 {
 		return nil, nil, nil
 	}
-	res, err := l.store.AbortTransfers(ctx, list)
+	res, err := write(list)
+	for i := range list {
+		delete(l.held, transfer(&list[i]).ID)
+	}
 	if err != nil {
-		for _, ab := range list {
-			delete(l.held, ab.Transfer.ID)
-		}
 		return list, nil, err
 	}
 	for _, r := range res {
-		delete(l.held, r.ID)
 		if r.Err == nil && r.State.Terminal() {
 			delete(l.unsettled, r.ID)
 		}

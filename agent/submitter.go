@@ -38,6 +38,7 @@ type submitter struct {
 	cfg     Config
 	book    *ledger
 	plan    *planner
+	dests   destGate
 	eps     *endpoints
 	log     *logrus.Entry
 	pending pendingJobs
@@ -54,7 +55,7 @@ type submitter struct {
 }
 
 func newSubmitter(cfg Config, book *ledger, plan *planner, eps *endpoints, log *logrus.Entry) *submitter {
-	return &submitter{cfg: cfg, book: book, plan: plan, eps: eps, log: log.WithField(FieldPhase, "submit"),
+	return &submitter{cfg: cfg, book: book, plan: plan, dests: destGate{store: book.store}, eps: eps, log: log.WithField(FieldPhase, "submit"),
 		pending: pendingJobs{}, solo: map[string]bool{}, takes: map[string]bool{}, unproven: map[string]int{}}
 }
 
@@ -102,6 +103,7 @@ func (s *submitter) submitHeld(stop, work context.Context, t *tally, all bool) {
 	}
 	s.resolvePending(work, t)
 
+	fresh = s.gate(work, fresh, t)
 	jobs, aborts := s.plan.plan(fresh, s.solo)
 	var batch []*pendingJob
 	for _, j := range jobs {

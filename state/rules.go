@@ -157,6 +157,9 @@ func ApplyAbort(t *Transfer, a Agent, ab Abort, p Policy, now time.Time) error {
 		// submission that did not happen: the next claim ends it killed
 		t.Transition(StateNew, now, a.Owner, "released: "+reason)
 		t.RetryAfter = Time{}
+		if ab.Wait && !t.KillRequested {
+			t.RetryAfter = At(now.Add(p.CoolOff))
+		}
 	default:
 		t.Attempts++
 		t.Reason = reason

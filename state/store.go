@@ -93,6 +93,10 @@ type Abort struct {
 	// NoPenalty returns the transfer to new at once without counting an
 	// attempt (used on shutdown for work claimed but not submitted).
 	NoPenalty bool
+	// Wait, with NoPenalty, returns it to new after the cool-off instead of
+	// at once: it waits for something else (another transfer that owns its
+	// destination), which Reason names.
+	Wait bool
 	// Fatal fails the transfer at once, whatever its attempts.
 	Fatal bool
 	// ErrorClass is the class of the failure when the caller knows one (a

@@ -1,6 +1,7 @@
 package statetest
 
 import (
+	"strings"
 	"time"
 
 	"github.com/asyncstageout/aso/state"
@@ -119,6 +120,25 @@ var ownerCases = []testCase{
 			if g.PFN != w.PFN || g.Role != w.Role || g.ID != w.ID || g.User != w.User || g.State != w.State {
 				e.t.Fatalf("PFNRefs[%d] = %+v, want %+v", i, g, w)
 			}
+		}
+	}},
+	{"AbortTransfers/WaitForTheOwner", func(e *env) {
+		s := e.store(Alice, "agent-a")
+		id := e.enqueue(s, Req(Alice, 1))[0]
+		ts := e.claim(s, 1)
+		res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: ts[0], Reason: "waiting: transfer X owns the destination", NoPenalty: true, Wait: true}})
+		e.ok("AbortTransfers", res, err, 1)
+		tr := e.wantState(s, id, state.StateNew)
+		if tr.Attempts != 0 || !tr.RetryAfter.Equal(e.clock.Now().Add(Policy.CoolOff)) || !strings.Contains(tr.Reason, "waiting: transfer X") || tr.Owner != "" {
+			e.t.Fatalf("waiting: attempts %d retry_after %s reason %q owner %q; want 0, after the cool-off, the reason, no owner",
+				tr.Attempts, tr.RetryAfter, tr.Reason, tr.Owner)
+		}
+		if got := e.claim(s, 1); len(got) != 0 {
+			e.t.Fatalf("claimed %v before the cool-off passed", ids(got))
+		}
+		e.clock.Advance(Policy.CoolOff)
+		if got := e.claim(s, 1); len(got) != 1 || got[0].ID != id {
+			e.t.Fatalf("after the cool-off: claimed %v, want %s", ids(got), id)
 		}
 	}},
 }
