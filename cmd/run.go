@@ -78,6 +78,14 @@ func newRunCommand(g *Globals) *cobra.Command {
 in bulk, monitor the jobs, delete the destination copy of failed transfers, record every
 outcome, and exit when nothing is left to do.
 
+A destination copy is deleted only when the records prove the transfer wrote it: it recorded
+its ownership of the destination before its first submission, an attempt of it began writing
+there (FTS's start_time with a transfer- or destination-side failure other than "file
+exists"), and no other transfer owns the destination now. Anything else is left in place, the
+reason saying "left in place: ..." and why. A transfer whose destination another active
+transfer owns is not submitted beside it: it waits, its reason naming the owner; one whose
+destination a done transfer holds with the same adler32 is recorded done, "already there".
+
 Before it takes the run lock it reads the user's work once: a user who never had a
 transfer ("no transfers for user U"), or one with nothing due, claimed or submitted whose run
 lock is free, ends there with exit 0, having written nothing; the next start looks again.
