@@ -18,9 +18,10 @@ import (
 // with keys, over the HTTP client kivik uses (the same timeouts, node
 // failover, TLS and credentials): a _bulk_docs body is the encoded
 // documents joined, where kivik would parse and compact each again, and an
-// answer is decoded in one pass, where kivik reads it row by row. The bench
-// numbers are in docs/design.md (section 11). Every other request is
-// kivik's.
+// answer is decoded in one pass, where kivik reads it row by row: measured
+// on the 10,000 bench when the bulk calls once moved into kivik, the
+// agent's CPU time rose by about a third, and they moved back here. Every
+// other request is kivik's.
 type bulkHTTP struct {
 	hc         *http.Client
 	db         string // server and escaped database name, with a trailing slash
