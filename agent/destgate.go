@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -52,10 +51,10 @@ func (g destGate) check(ctx context.Context, fresh []state.Transfer) ([]state.Tr
 	pass := fresh[:0:0]
 	for i := range fresh {
 		t := &fresh[i]
-		switch owner, ok := ownerOf(t, refs[t.Dest()]); {
+		switch owner, ok := state.OwnerOf(t.ID, refs[t.Dest()]); {
 		case ok && !owner.State.Terminal():
-			out.waits = append(out.waits, waitFor(t, fmt.Sprintf("transfer %s (user %s, %s)", owner.ID, owner.User, owner.State)))
-		case ok && sameFile(t, owner):
+			out.waits = append(out.waits, waitFor(t, owner.Describe()))
+		case ok && state.SameContent(t.Checksum(), t.Size, owner):
 			out.dones = append(out.dones, state.Terminal{Transfer: *t, Outcome: state.OutcomeDone,
 				Reason: fmt.Sprintf("already there: transfer %s (user %s) is done with this file (adler32 %s); nothing copied", owner.ID, owner.User, owner.Adler32)})
 		case first[t.Dest()] != nil:
@@ -67,33 +66,6 @@ func (g destGate) check(ctx context.Context, fresh []state.Transfer) ([]state.Tr
 		}
 	}
 	return pass, out, nil
-}
-
-// ownerOf is the transfer other than t that owns t's destination among
-// refs, if any: an active one first.
-func ownerOf(t *state.Transfer, refs []state.DestRef) (state.DestRef, bool) {
-	var done *state.DestRef
-	for i := range refs {
-		r := &refs[i]
-		switch {
-		case r.ID == t.ID || !r.Owns():
-		case !r.State.Terminal():
-			return *r, true
-		case done == nil:
-			done = r
-		}
-	}
-	if done != nil {
-		return *done, true
-	}
-	return state.DestRef{}, false
-}
-
-// sameFile: the done owner r delivered t's file (its adler32, and its
-// size when both give one).
-func sameFile(t *state.Transfer, r state.DestRef) bool {
-	sum := t.Checksum()
-	return sum != "" && strings.EqualFold(sum, r.Adler32) && (t.Size == 0 || r.Size == 0 || t.Size == r.Size)
 }
 
 // waitFor is the release of t while owner (described) owns its

@@ -22,6 +22,7 @@ type EnqueueOptions struct {
 	Sites   string
 	Verbose bool
 	JSON    bool
+	Replace bool
 }
 
 // AddFlags registers the flags of `aso enqueue`.
@@ -29,6 +30,7 @@ func (o *EnqueueOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.File, "file", "f", "-", "file of requests: a JSON array or JSON lines; - is standard input")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "print a line for every stored or already queued request too")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {line, element, id, status, error} per record, every record")
+	cmd.Flags().BoolVar(&o.Replace, "replace", false, "every request replaces a done transfer that delivered another file to its destination (as \"replace\": true in the request); without it such a request is rejected, naming that transfer")
 	cmd.Flags().StringVar(&o.Sites, "sites", "", "sites file: reject a request whose source and destination PFNs may be one file (without it, the agent refuses such a transfer when it would submit it)")
 }
 
@@ -40,13 +42,18 @@ func newEnqueueCommand(g *Globals) *cobra.Command {
 		Long: "enqueue reads transfer requests, one JSON object each, as a JSON array or as JSON lines,\n" +
 			"and stores the valid ones as new transfers. Fields: user, group, role, source, destination,\n" +
 			"source_lfn, destination_lfn, size, checksums {\"adler32\": \"...\"}, priority, depends_on,\n" +
-			"activity.\n" +
+			"activity, replace (see below).\n" +
 			"A request without user takes --user (or ASO_USER, or the configuration file) when given;\n" +
 			"otherwise it is rejected. Enqueueing the same request again is harmless (already queued).\n\n" +
 			"With a sites file (--sites, ASO_SITES or the configuration file's sites), a request whose\n" +
 			"source and destination resolve to PFNs that may be one file (through a symbolic link, a hard\n" +
 			"link, another protocol of one storage) is rejected; without one it is stored, and the agent\n" +
 			"fails it as same_file before it is ever submitted.\n\n" +
+			"A destination (site and LFN) has one owner: a request for one that a done transfer\n" +
+			"delivered another file to is rejected, naming it, unless it says \"replace\": true (or\n" +
+			"--replace is given); one for the same file is stored as already there; one whose owner is\n" +
+			"still active is stored and waits for it; one whose owner failed or was killed supersedes it.\n" +
+			"Each such request's line says so.\n\n" +
 			"Every rejected record is printed with its line (in an array also its element index, from 0)\n" +
 			"and the reason; the valid records are stored all the same, and aso exits 64.\n" +
 			"The input is streamed: its size is not limited by memory.",
@@ -87,7 +94,7 @@ func runEnqueue(ctx context.Context, o *EnqueueOptions, g *Globals) error {
 	err := withStore(ctx, g, g.User, func(st state.Store) error {
 		view := newEnqueueView(g, size, typed)
 		defer view.close()
-		b := &enqueueBatch{g: g, st: st, sites: sites, verbose: o.Verbose, tally: &tally, view: view}
+		b := &enqueueBatch{g: g, st: st, sites: sites, verbose: o.Verbose, replace: o.Replace, tally: &tally, view: view}
 		if o.JSON {
 			b.json = newJSONLines(g.Stdout)
 		}
@@ -243,6 +250,7 @@ type enqueueBatch struct {
 	st      state.Store
 	sites   *srm.Sites // nil: no check of the PFNs
 	verbose bool
+	replace bool      // every request replaces a done owner (--replace)
 	json    jsonLines // zero: text
 	tally   *enqueueTally
 	view    *enqueueView
@@ -260,6 +268,9 @@ type enqueueBatch struct {
 func (b *enqueueBatch) add(ctx context.Context, rec record) error {
 	if rec.err == nil && rec.req.User == "" && b.g.User != "" {
 		rec.req.User = b.g.User
+	}
+	if rec.err == nil && b.replace {
+		rec.req.Replace = true
 	}
 	if rec.err == nil && b.sites != nil {
 		rec.err = oneFile(b.sites, &rec.req)
@@ -359,7 +370,7 @@ func (b *enqueueBatch) report(rec *record, res state.EnqueueResult) {
 		b.print(rec, res.ID, res.Status, "")
 	default:
 		b.tally.stored++
-		b.print(rec, res.ID, state.Stored, "")
+		b.print(rec, res.ID, state.Stored, res.Owner.Note())
 	}
 }
 
@@ -370,6 +381,9 @@ type EnqueueOutcome struct {
 	ID      string              `json:"id,omitempty"`
 	Status  state.EnqueueStatus `json:"status"`
 	Error   string              `json:"error,omitempty"`
+	// Note: what a stored request met at its destination (it waits for
+	// the owner, is already there, replaces or supersedes it).
+	Note string `json:"note,omitempty"`
 }
 
 // print writes the outcome of one record: a JSON line, or a text line for
@@ -377,6 +391,9 @@ type EnqueueOutcome struct {
 func (b *enqueueBatch) print(rec *record, id string, status state.EnqueueStatus, why string) {
 	if b.json.enc != nil {
 		o := EnqueueOutcome{Line: rec.line, ID: id, Status: status, Error: why}
+		if status != state.Rejected {
+			o.Error, o.Note = "", why
+		}
 		if rec.index >= 0 {
 			o.Element = &rec.index
 		}
@@ -386,6 +403,8 @@ func (b *enqueueBatch) print(rec *record, id string, status state.EnqueueStatus,
 	switch {
 	case status == state.Rejected:
 		fmt.Fprintf(b.g.Stdout, "%s: rejected: %s\n", rec.where(), why)
+	case why != "": // stored, meeting an owner at its destination
+		fmt.Fprintf(b.g.Stdout, "%s: %s %s: %s\n", rec.where(), status, id, why)
 	case b.verbose:
 		fmt.Fprintf(b.g.Stdout, "%s: %s %s\n", rec.where(), status, id)
 	}

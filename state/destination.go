@@ -1,6 +1,9 @@
 package state
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Destination names the file a transfer writes: its destination site and
 // LFN, the key of ownership (see DestRef).
@@ -36,6 +39,11 @@ func RefOf(t *Transfer) DestRef {
 // supersedes it.
 func (r DestRef) Owns() bool {
 	return r.State == StateDone || !r.State.Terminal() && r.Owned
+}
+
+// Describe names the owner: "transfer ID (user U, STATE)".
+func (r DestRef) Describe() string {
+	return fmt.Sprintf("transfer %s (user %s, %s)", r.ID, r.User, r.State)
 }
 
 // DestinationReader reads the transfers that name destinations.

@@ -28,6 +28,10 @@ type Request struct {
 	// Activity is the transfer's network activity for its scitag,
 	// 0..MaxActivity (0: the run's activity).
 	Activity int `json:"activity,omitempty"`
+	// Replace: the request replaces a done transfer that delivered another
+	// file to its destination (otherwise Enqueue refuses it, naming that
+	// transfer). Not stored in the transfer: its first history entry says so.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // Limits of request fields.
@@ -225,3 +229,13 @@ func isHex(s string) bool {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// checksum is r's adler32 in lower case, or "".
+func (r *Request) checksum() string {
+	for k, v := range r.Checksums {
+		if strings.EqualFold(k, "adler32") {
+			return strings.ToLower(v)
+		}
+	}
+	return ""
+}

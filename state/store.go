@@ -219,6 +219,9 @@ type EnqueueResult struct {
 	ID     string
 	Status EnqueueStatus
 	Err    error // set when Status is Rejected
+	// Owner is what the request met at its destination: a *OwnerError in
+	// Err when it was refused for it.
+	Owner OwnerCheck
 }
 
 // Summary is what `aso status` shows.

@@ -21,9 +21,15 @@ type admin struct {
 	now func() time.Time
 }
 
-// Enqueue stores valid requests as new transfers with one _bulk_docs.
+// Enqueue stores valid requests as new transfers with one _bulk_docs, each
+// judged by who owns its destination (state.EnqueueOwned; one query of the
+// destination view for the batch).
 func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
 	now := a.now()
+	refs, err := a.destRefs(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("couch: enqueue: read the owners of the destinations: %w", err)
+	}
 	res := make([]state.EnqueueResult, len(reqs))
 	first := map[string]bool{}
 	var docs []any
@@ -41,7 +47,12 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 			continue
 		}
 		first[res[i].ID] = true
-		t := state.NewTransfer(*r, now, a.by)
+		t, c, err := state.EnqueueOwned(r, refs[state.Destination{Site: r.Destination, LFN: r.DestinationLFN}], now, a.by)
+		res[i].Owner = c
+		if err != nil {
+			res[i].Status, res[i].Err = state.Rejected, err
+			continue
+		}
 		body, err := encode(&t)
 		if err != nil {
 			res[i].Status, res[i].Err = state.Rejected, err
@@ -75,6 +86,21 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		return nil, err
 	}
 	return res, nil
+}
+
+// destRefs reads the transfers that name the destinations of the valid
+// requests of reqs: one query of the destination view.
+func (a *admin) destRefs(ctx context.Context, reqs []state.Request) (map[state.Destination][]state.DestRef, error) {
+	var dests []state.Destination
+	for i := range reqs {
+		if reqs[i].Validate() == nil {
+			dests = append(dests, state.Destination{Site: reqs[i].Destination, LFN: reqs[i].DestinationLFN})
+		}
+	}
+	if len(dests) == 0 {
+		return nil, nil
+	}
+	return destReader{db: a.db}.DestinationRefs(ctx, dests)
 }
 
 // settleEnqueued reads back, in one request, the new documents whose write

@@ -10,23 +10,36 @@ import (
 
 // The calls of state.Admin but the run lock's (store_locks.go).
 
-// Enqueue stores valid requests as new transfers.
+// Enqueue stores valid requests as new transfers, each judged by who owns
+// its destination (state.EnqueueOwned; one lookup of memory's index by
+// destination for the batch).
 func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
 	return do(ctx, s.file, "enqueue", true, func(x *tx, now time.Time) ([]state.EnqueueResult, error) {
+		dests := make([]state.Destination, len(reqs))
+		for i := range reqs {
+			dests[i] = state.Destination{Site: reqs[i].Destination, LFN: reqs[i].DestinationLFN}
+		}
+		refs := x.d.destinationRefs(dests)
 		res := make([]state.EnqueueResult, len(reqs))
 		for i := range reqs {
 			r := &reqs[i]
 			res[i] = state.EnqueueResult{ID: r.ID()}
-			switch err := r.Validate(); {
-			case err != nil:
+			if err := r.Validate(); err != nil {
 				res[i].Status, res[i].Err = state.Rejected, err
-			case x.exists(res[i].ID):
-				res[i].Status = state.AlreadyQueued
-			default:
-				t := state.NewTransfer(*r, now, s.by)
-				x.put(&t)
-				res[i].Status = state.Stored
+				continue
 			}
+			if x.exists(res[i].ID) {
+				res[i].Status = state.AlreadyQueued
+				continue
+			}
+			t, c, err := state.EnqueueOwned(r, refs[dests[i]], now, s.by)
+			res[i].Owner = c
+			if err != nil {
+				res[i].Status, res[i].Err = state.Rejected, err
+				continue
+			}
+			x.put(&t)
+			res[i].Status = state.Stored
 		}
 		return res, nil
 	})

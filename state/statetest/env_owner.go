@@ -1,6 +1,8 @@
 package statetest
 
 import (
+	"strings"
+
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -28,5 +30,39 @@ func (e *env) wantRefs(s state.Store, r state.Request, want ...state.DestRef) {
 		if tr := e.get(s, w.ID); g.Adler32 != tr.Checksum() || g.Size != tr.Size {
 			e.t.Fatalf("ref %+v: adler32 and size are not the transfer's %q and %d", g, tr.Checksum(), tr.Size)
 		}
+	}
+}
+
+// ownedFinish claims the one new transfer of s, records its ownership
+// (PrepareSubmits), submits it and ends it with o.
+func (e *env) ownedFinish(s state.Store, o state.Outcome) {
+	e.t.Helper()
+	ts := e.claim(s, 1)
+	res, err := Prepare(ctx, s, ts, "sid-1")
+	e.ok("PrepareSubmits", res, err, 1)
+	res, err = Commit(ctx, s, commitsOf(e.current(s, ts)), "job-1")
+	e.ok("SetTransferIDs", res, err, 1)
+	e.ok("SetTerminalState", e.terminal(s, state.Terminal{Transfer: e.get(s, ts[0].ID), Outcome: o, FTSJob: "job-1"}), nil, 1)
+}
+
+// enqueueOne enqueues r alone and fails unless its status is want.
+func (e *env) enqueueOne(s state.Store, r state.Request, want state.EnqueueStatus) state.EnqueueResult {
+	e.t.Helper()
+	res, err := s.Enqueue(ctx, []state.Request{r})
+	if err != nil || len(res) != 1 || res[0].Status != want {
+		e.t.Fatalf("Enqueue: %+v, %v; want one %s", res, err, want)
+	}
+	return res[0]
+}
+
+// wantOwner fails unless c met owner as kind, and the stored transfer's
+// first history entry says note.
+func (e *env) wantOwner(s state.Store, c state.EnqueueResult, kind state.OwnerKind, owner, note string) {
+	e.t.Helper()
+	if c.Owner.Kind != kind || c.Owner.Owner.ID != owner || !strings.Contains(c.Owner.Note(), note) {
+		e.t.Fatalf("owner check %+v (%q), want kind %d, owner %s, a note with %q", c.Owner, c.Owner.Note(), kind, owner, note)
+	}
+	if h := e.get(s, c.ID).History; len(h) == 0 || !strings.Contains(h[0].Reason, note) {
+		e.t.Fatalf("history %+v: the first entry does not say %q", h, note)
 	}
 }

@@ -77,7 +77,7 @@ type testCase struct {
 // a Factory on a fresh, empty database.
 func Run(t *testing.T, newDB func(t *testing.T) Factory) {
 	var all []testCase
-	for _, group := range [][]testCase{enqueueCases, claimCases, windowCases, leaseCases, commitCases, terminalCases, adminCases, lockCases, miscCases, multiCases, resultCases, linkCases, pagerCases, listCases, usersCases, recoveryCases, depCases, purgeCases, runLockCases, countsCases, ownerCases} {
+	for _, group := range [][]testCase{enqueueCases, claimCases, windowCases, leaseCases, commitCases, terminalCases, adminCases, lockCases, miscCases, multiCases, resultCases, linkCases, pagerCases, listCases, usersCases, recoveryCases, depCases, purgeCases, runLockCases, countsCases, ownerCases, ownerEnqueueCases} {
 		all = append(all, group...)
 	}
 	for _, c := range all {
