@@ -29,6 +29,7 @@ func TestAgent_FinishedFileNotDeletedByALaterRequest(t *testing.T) {
 		later, _ := w.request("later", 0, false) // no source file
 		later.DestinationLFN = first.DestinationLFN
 		later.Checksums = map[string]string{"adler32": "0badf00d"}
+		later.Replace = true // enqueue refuses another file for a done owner's destination otherwise
 		w.enqueue([]state.Request{later})
 		must(t, w.agent(w.config("agent-2"), nil).Run(context.Background()))
 
