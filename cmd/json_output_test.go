@@ -47,7 +47,7 @@ func TestJSONOutput(t *testing.T) {
 	if err := os.WriteFile(a, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = aso(t, "rm", "--json", "file://"+a, "file://"+filepath.Join(dir, "none")).wantCode(t, 0)
+	r = aso(t, flag, "rm", "--json", "file://"+a, "file://"+filepath.Join(dir, "none")).wantCode(t, 0) // no transfer names them
 	got = decodeLines(t, r.stdout)
 	if len(got) != 2 || got[0]["url"] != "file://"+a || got[0]["status"] != "DELETED" || got[1]["status"] != "MISSING" {
 		t.Fatalf("rm --json:\n%s", r.stdout)
