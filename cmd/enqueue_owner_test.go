@@ -30,7 +30,7 @@ func TestEnqueue_DestinationOwner(t *testing.T) {
 	}
 	other, bob := req("bob", "0000abcd", "")
 	ok := strings.Replace(other, "/store/user/a.root", "/store/user/b.root", 1) // another destination
-	r := enqueue(other + ok).wantCode(t, 64)
+	r := enqueue(other+ok).wantCode(t, 64)
 	r.wantStdout(t, fmt.Sprintf("line 1: rejected: destination owned by transfer %s (user alice, done) with another file", owner), "1 stored, 0 already queued, 1 rejected")
 	r = enqueue(other, "--replace").wantCode(t, 0)
 	r.wantStdout(t, fmt.Sprintf("line 1: stored %s: replaces transfer %s (user alice, done)", bob, owner), "1 stored, 0 already queued, 0 rejected")

@@ -105,10 +105,13 @@ func couchState(t *testing.T, n int) (flag, u string) {
 
 // coolingOff gives user one transfer, back in new after a failed attempt
 // and waiting for its cool-off: a queue with nothing due.
-func coolingOff(t *testing.T, u, user string) {
+func coolingOff(t *testing.T, u, user string) { t.Helper(); coolingOffFor(t, u, user, 0) }
+
+// coolingOffFor is coolingOff with a cool-off of d (0: the default, 15 min).
+func coolingOffFor(t *testing.T, u, user string, d time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{Agent: state.Agent{User: user, Owner: "host:1:x"}})
+	s, err := couch.Open(ctx, couch.Options{URL: u}, state.Config{Agent: state.Agent{User: user, Owner: "host:1:x"}, Policy: state.Policy{CoolOff: d}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,21 @@ func coolingOff(t *testing.T, u, user string) {
 // debugRun runs aso run for user against st, logging its requests.
 func debugRun(t *testing.T, st, user, sites string) result {
 	t.Helper()
-	return aso(t, st, "--user", user, "--log-level", "debug", "--log-format", "json", "run", "--sites", sites, "--fts", "local", "--progress", "never").wantCode(t, 0)
+	return aso(t, st, "--user", user, "--log-level", "debug", "--log-format", "json", "run", "--sites", sites, "--fts", "local", "--progress", "never", "--max-runtime", "5m").wantCode(t, 0)
+}
+
+// TestRun_IdleStartWaitsForACoolOff: a transfer whose cool-off ends before
+// --max-runtime does is work, as the agent would wait for it: the start is
+// not skipped, and the agent claims it once it is due.
+func TestRun_IdleStartWaitsForACoolOff(t *testing.T) {
+	sites, _, _ := localSites(t, 1)
+	st, u := couchState(t, 0)
+	coolingOffFor(t, u, "alice", 2*time.Second)
+	r := aso(t, st, "--user", "alice", "--log-level", "debug", "--log-format", "json", "run", "--sites", sites, "--fts", "local",
+		"--progress", "never", "--max-runtime", "1m", "--interval", "3s", "--cool-off", "1h")
+	if strings.Contains(r.stderr, "the agent does not start") || !strings.Contains(r.stderr, `"claimed":1`) {
+		t.Fatalf("a run with a cool-off ending within --max-runtime: exit %d\n%s", r.code, r.stderr)
+	}
 }
 
 // TestRun_NoTransfersForUser: a run for a user who never had a transfer

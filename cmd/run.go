@@ -87,7 +87,7 @@ transfer owns is not submitted beside it: it waits, its reason naming the owner;
 destination a done transfer holds with the same adler32 is recorded done, "already there".
 
 Before it takes the run lock it reads the user's work once: a user who never had a
-transfer ("no transfers for user U"), or one with nothing due, claimed or submitted whose run
+transfer ("no transfers for user U"), or one with nothing due (before --max-runtime ends), claimed or submitted whose run
 lock is free, ends there with exit 0, having written nothing; the next start looks again.
 
 Without --fts and --state it runs offline: file state and an in-process FTS3 simulator

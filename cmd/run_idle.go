@@ -12,8 +12,9 @@ import (
 
 // skipIdle reads user's work in one query and reports whether the run
 // ends there, without the run lock and without writing anything: when the
-// user never had a transfer, or has nothing due, nothing claimed and
-// nothing submitted, and its run lock is free. The read is advisory (a CouchDB view, without a read
+// user never had a transfer, or has nothing due before --max-runtime ends
+// (a transfer in its cool-off keeps a run without --max-runtime), nothing
+// claimed and nothing submitted, and its run lock is free. The read is advisory (a CouchDB view, without a read
 // quorum): a transfer it misses waits for the next start, and a skipped
 // run never says the queue drained (docs/guarantees.md, "An idle start").
 // A fleet's agent (its fleet found work and holds the lock) and a dry run
@@ -24,7 +25,13 @@ func skipIdle(ctx context.Context, g *Globals, o *RunOptions, store state.Store,
 	}
 	qctx, cancel := context.WithTimeout(ctx, o.Agent.PhaseTimeout)
 	defer cancel()
-	w, err := store.UserWork(qctx, user, time.Now())
+	// the agent waits for a cool-off that ends before --max-runtime (any,
+	// without one), so work due by then is work now
+	at, waitsForAll := time.Now(), o.Agent.MaxRuntime <= 0
+	if !waitsForAll {
+		at = at.Add(o.Agent.MaxRuntime)
+	}
+	w, err := store.UserWork(qctx, user, at)
 	if err != nil {
 		g.Log.WithError(err).Debug("cannot read the user's work; the agent starts")
 		return false
@@ -35,12 +42,12 @@ func skipIdle(ctx context.Context, g *Globals, o *RunOptions, store state.Store,
 		return false // the agent says who holds it, or takes it over from a dead holder
 	case w.Transfers() == 0:
 		log.Info(fmt.Sprintf("no transfers for user %s: nothing to do", user))
-	case w.Idle():
+	case w.Idle() && !(waitsForAll && w.ByState[state.StateNew] > 0):
 		fields := logrus.Fields{}
 		for _, s := range state.States {
 			fields[string(s)] = w.ByState[s]
 		}
-		log.WithFields(fields).Info("nothing due, claimed or submitted: the agent does not start")
+		log.WithFields(fields).Info("nothing due before --max-runtime, claimed or submitted: the agent does not start")
 	default:
 		return false
 	}
