@@ -165,6 +165,7 @@ func TestRunProcess_ExitCodesAgree(t *testing.T) {
 			rw.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(rw, `{"user_dn":"/DC=org/CN=nobody","vos":[],"method":"oauth2"}`) // no VO: aso cannot submit
 		})
+		w.Add("err", proctest.Good, 1) // a user without transfers ends before the FTS check
 		startRun(t, w, "error", "err", via...).wantExit(t, w, cmd.ExitError, true, "the server gives no VO")
 		front.set("whoami", nil)
 
@@ -182,6 +183,7 @@ func TestRunProcess_ExitCodesAgree(t *testing.T) {
 
 		// SIGTERM while FTS has not answered whoami: the lock is held
 		front.set("whoami", hang)
+		w.Add("term", proctest.Good, 1)
 		r := startRun(t, w, "term-setup", "term", via...)
 		if !r.p.WaitLog("run lock taken", time.Minute) {
 			t.Fatalf("no run lock taken\n%s", r.p.Tail(20))

@@ -157,9 +157,11 @@ func TestRun_FailureReasons(t *testing.T) {
 	wantMatch(t, r.stderr, `"done":4,.*"failed":2,.*"msg":"run summary"`,
 		`\{"acquired":0,"done":4,"failed":2,"killed":0,"level":"info","msg":"queue after the run","new":0,"submitted":0,`)
 	out := aso(t, "status", st, "--user", "bob").wantCode(t, 0)
-	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+source_missing\s+SOURCE \[2\] No such file or directory$`)
+	// nothing of the transfer was written there, so nothing was deleted (the
+	// deletion rule; docs/guarantees.md)
+	wantMatch(t, out.stdout, `(?m)^2\s+failed\s+source_missing\s+SOURCE \[2\] No such file or directory; left in place: no attempt of this transfer began writing there`)
 	js := aso(t, "status", st, "--user", "bob", "--json").wantCode(t, 0)
-	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory",\s+"state": "failed",\s+"count": 2`)
+	wantMatch(t, js.stdout, `"reason": "SOURCE \[2\] No such file or directory; left in place: no attempt of this transfer began writing there[^"]*",\s+"state": "failed",\s+"count": 2`)
 }
 
 // TestRun_MonitorGroup: --monitor-group bounds the transfers the monitor

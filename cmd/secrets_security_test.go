@@ -168,7 +168,7 @@ func TestSecrets_NeverShown(t *testing.T) {
 		"T1_XX_Dst:\n  protocol: file\n  rules:\n    - path-match: /store/(.*)\n      result: file://%s/store/$1\n", src, dst)), 0o644))
 	var requests strings.Builder
 	for i := 0; i < 4; i++ {
-		if i < 3 { // the last one's source is missing: it fails, and gfal-rm deletes its destination
+		if i < 3 { // the last one's source is missing: it fails, and nothing of it is deleted
 			p := filepath.Join(src, "store", "user", "sam", fmt.Sprintf("f%d.root", i))
 			noErr(t, os.MkdirAll(filepath.Dir(p), 0o755))
 			noErr(t, os.WriteFile(p, []byte("data"), 0o644))
@@ -195,7 +195,10 @@ func TestSecrets_NeverShown(t *testing.T) {
 	sw.want(0, urlState, "", runFlags...)
 	sw.want(0, envState, "", "retry", "--failed")
 	sw.want(0, envState, "", runFlags...)
-	sw.want(0, urlState, "", "rm", "--proxy", sw.proxy, "file://"+filepath.Join(dst, "store/user/sam/f0.root"))
+	// a file no transfer names: rm reads the store, then runs gfal-rm
+	stray := filepath.Join(dst, "store/user/sam/stray.root")
+	noErr(t, os.WriteFile(stray, []byte("x"), 0o644))
+	sw.want(0, urlState, "", "rm", "--proxy", sw.proxy, "file://"+stray)
 	_, out := sw.aso(urlState, "", "status", "--json")
 	if !strings.Contains(out, `"failed": 1`) && !strings.Contains(out, `"failed":1`) {
 		t.Errorf("after the runs, want the transfer with no source failed:\n%s", out)
@@ -280,8 +283,8 @@ func (sw *secretsWorld) checkChildren() {
 	env, err := os.ReadFile(sw.envFile)
 	noErr(sw.t, err)
 	runs := strings.Count(string(argv), "\n")
-	if runs < 2 {
-		sw.t.Errorf("gfal-rm ran %d times, want at least 2 (aso run and aso rm)", runs)
+	if runs < 1 { // aso rm's: the runs' only failure (a missing source) wrote nothing to delete
+		sw.t.Errorf("gfal-rm ran %d times, want at least 1 (aso rm)", runs)
 	}
 	// The FTS token is gfal-rm's credential too: it may be in
 	// BEARER_TOKEN, and nowhere else.
