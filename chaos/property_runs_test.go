@@ -105,9 +105,8 @@ func (pw *pworld) runWith(user, kind string) {
 		what = pw.run(user, func(p *proctest.Proc) string { return pw.hang(p, moment, arr) }, "--fts-timeout", "1s", "--phase-timeout", "3s")
 	case "failures":
 		pw.w.Sim.SetFailureRate(0.6)
-		what = pw.run(user, nil)
+		what = "failure rate 0.6: " + pw.run(user, nil)
 		pw.w.Sim.SetFailureRate(baseFailureRate)
-		what = "failure rate 0.6"
 	case "aso-kill":
 		arr := arrivals()
 		what = pw.run(user, func(p *proctest.Proc) string {

@@ -70,15 +70,11 @@ func (w *world) done(t *testing.T, name string, data []byte, sum bool, what []by
 	if _, err := w.st.Enqueue(ctx, []state.Request{r}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := w.st.Get(ctx, r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
 	c, err := w.st.NewTransfers(ctx, state.ClaimRequest{Limit: 1})
 	if err != nil || len(c.Transfers) != 1 {
 		t.Fatal(c, err)
 	}
-	tr = c.Transfers[0]
+	tr := c.Transfers[0]
 	job := "job-" + name
 	if _, err := w.st.SetTransferIDs(ctx, []state.CommitJob{{JobID: job, Commits: []state.Commit{{Transfer: tr, SourcePFN: "file:///src/" + name, DestPFN: w.dest(name), FileID: 1}}}}); err != nil {
 		t.Fatal(err)
@@ -316,10 +312,11 @@ func TestSample(t *testing.T) {
 	n := 0
 	for i := range 20000 {
 		id := state.TransferID(user, "A", fmt.Sprint("/s/", i), "B", fmt.Sprint("/d/", i))
-		if s.Picks(id) {
+		picked := s.Picks(id)
+		if picked {
 			n++
 		}
-		if s.Picks(id) != s.Picks(id) {
+		if again := s.Picks(id); again != picked {
 			t.Fatal("a sample changed its mind")
 		}
 	}
