@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,6 +33,27 @@ func newScreen(rows, cols int) *screen {
 }
 
 func (s *screen) write(b []byte) { _, _ = s.e.Write(b) }
+
+// frameStartRE is how the live display begins a frame: the cursor up over
+// the last frame's live lines, then an erase to the end of the screen.
+var frameStartRE = regexp.MustCompile(`\x1b\[\d+A\x1b\[J`)
+
+// frames cuts what was read from the terminal into whole frames, each
+// ending where the next one's redraw begins. A frame is one write, but a
+// read of the terminal may end anywhere in it, even at the end of a line
+// above the total, so a screen is only whole between frames.
+func frames(chunks [][]byte) [][]byte {
+	all := bytes.Join(chunks, nil)
+	var out [][]byte
+	prev := 0
+	for _, loc := range frameStartRE.FindAllIndex(all, -1) {
+		if loc[0] > prev {
+			out = append(out, all[prev:loc[0]])
+		}
+		prev = loc[0]
+	}
+	return append(out, all[prev:])
+}
 
 func (s *screen) lines() []string {
 	var out []string
@@ -73,7 +95,7 @@ func checkScreen(t *testing.T, lines []string, live bool) (bar string) {
 
 // TestProgress_OnATerminal runs an agent on a pseudo-terminal at the
 // default log level and renders what it wrote as the terminal shows it:
-// after every write that ends a line, each line on the screen is a whole
+// after every frame of the display, each line on the screen is a whole
 // log line or the one line of the live display, which is last; at the end
 // the display's last frame agrees with the run summary in the log.
 func TestProgress_OnATerminal(t *testing.T) {
@@ -90,11 +112,11 @@ func TestProgress_OnATerminal(t *testing.T) {
 	}
 	scr := newScreen(rows, cols)
 	seenBar, summary := false, false
-	for _, c := range p.chunks {
+	for _, c := range frames(p.chunks) {
 		scr.write(c)
 		summary = summary || strings.Contains(string(c), "run summary")
-		if c[len(c)-1] != '\n' {
-			continue // a frame may be half written
+		if len(c) == 0 || c[len(c)-1] != '\n' {
+			continue
 		}
 		if checkScreen(t, scr.lines(), !summary) != "" {
 			seenBar = true
@@ -176,7 +198,7 @@ func TestProgress_OperatorCommands(t *testing.T) {
 var fleetLineRE = regexp.MustCompile(`^(ann|ben|all) +\[[=>\-]*\] (\d+ agents? · )?(\d+) done, (\d+) failed, (\d+) active of (\d+) claimed`)
 
 // TestProgress_FleetOnATerminal runs a fleet of two agents on a
-// pseudo-terminal: after every write that ends a line, the screen holds
+// pseudo-terminal: after every frame of the display, the screen holds
 // whole log lines (the fleet's and its agents') and, below them while the
 // fleet runs, its live lines, the total last; at the end the total adds
 // up every transfer.
@@ -196,10 +218,10 @@ func TestProgress_FleetOnATerminal(t *testing.T) {
 	scr := newScreen(rows, cols)
 	agents := map[string]bool{}
 	ended := false
-	for _, c := range p.chunks {
+	for _, c := range frames(p.chunks) {
 		scr.write(c)
 		ended = ended || strings.Contains(string(c), "fleet finished")
-		if c[len(c)-1] != '\n' {
+		if len(c) == 0 || c[len(c)-1] != '\n' {
 			continue
 		}
 		lines := scr.lines()
