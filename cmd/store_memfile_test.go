@@ -63,6 +63,9 @@ func TestEmptyFileIsNotAStore(t *testing.T) {
 				t.Errorf("%v: stderr %q lacks %q", args, r.stderr, want)
 			}
 		}
+		if strings.Contains(r.stderr, "no such state file") || strings.Contains(r.stderr, "does not exist") {
+			t.Errorf("%v: an empty file called missing: %s", args, r.stderr)
+		}
 		if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
 			t.Fatalf("%v changed the empty file: %v, %v", args, fi, err)
 		}

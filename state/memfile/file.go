@@ -200,7 +200,7 @@ func (f *file) readHeader(size int64) error {
 	case len(b) >= len(fileHeader) || string(b) != fileHeader[:len(b)] && string(b) != fileHeaderV1[:len(b)]:
 		return fmt.Errorf("memfile: %s:1: %w (first line %.60q); move it away or give another --state", f.path, ErrNotStateFile, b)
 	case !f.opts.Create || f.opts.ReadOnly:
-		return fmt.Errorf("memfile: %s is an empty file, not a store yet: %w", f.path, ErrNoStore)
+		return emptyFile{"memfile: " + f.path + " is an empty file, not a store yet"}
 	default:
 		err := f.f.Truncate(0)
 		if err == nil {

@@ -97,7 +97,7 @@ func check(path string, keep bool) (*Report, *fsck, error) {
 		return nil, nil, fmt.Errorf("memfile: fsck: %w", err)
 	}
 	if len(head) < len(fileHeader) && (string(head) == fileHeader[:len(head)] || string(head) == fileHeaderV1[:len(head)]) {
-		return nil, nil, fmt.Errorf("memfile: fsck: %s is an empty file, not a store yet: %w", path, ErrNoStore)
+		return nil, nil, emptyFile{"memfile: fsck: " + path + " is an empty file, not a store yet"}
 	}
 	c := &fsck{rep: &Report{Path: path}, docs: map[string]fsckDoc{}, dropped: map[string]int{}, keep: keep}
 	v1 := string(head) == fileHeaderV1

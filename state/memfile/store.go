@@ -69,7 +69,7 @@ var (
 	// ErrNoStore is wrapped by the error of opening a state file that does
 	// not exist, or is empty, without Options.Create: nothing is created
 	// (see Create). It wraps fs.ErrNotExist.
-	ErrNoStore = fmt.Errorf("no such state file: %w", fs.ErrNotExist)
+	ErrNoStore error = noStore{}
 	// ErrNotStateFile is wrapped by the error of opening a file that is not
 	// an aso state file (another program's file, named by mistake).
 	ErrNotStateFile = errors.New("not an aso state file")
@@ -151,3 +151,17 @@ func osOpen(path string, o Options) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// noStore is ErrNoStore: it is fs.ErrNotExist for errors.Is, but says
+// only what is missing.
+type noStore struct{}
+
+func (noStore) Error() string        { return "no such state file" }
+func (noStore) Is(target error) bool { return target == fs.ErrNotExist }
+
+// emptyFile is the error of a file that exists but is empty: ErrNoStore,
+// with a message that does not call it missing.
+type emptyFile struct{ msg string }
+
+func (e emptyFile) Error() string { return e.msg }
+func (e emptyFile) Unwrap() error { return ErrNoStore }
