@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 
 	"github.com/asyncstageout/aso/internal/ranges"
 	"github.com/asyncstageout/aso/internal/statusview"
@@ -99,11 +98,11 @@ type ConfigJSON struct {
 }
 
 func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
-	v, err := g.configFile()
+	c, err := g.config()
 	if err != nil {
 		return err
 	}
-	rows, errs := configRows(o.Root, g, v)
+	rows, errs := configRows(o.Root, g, c)
 	for i := range rows {
 		if strings.Contains(rows[i].Value, "@") {
 			rows[i].Value = RedactURL(rows[i].Value)
@@ -111,11 +110,11 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 	}
 	if o.JSON {
 		out := ConfigJSON{Settings: rows, Errors: statusview.NonNil(errs)}
-		out.ConfigFile.Path, out.ConfigFile.From = g.configSrc.Path, g.configSrc.From
+		out.ConfigFile.Path, out.ConfigFile.From = c.src.Path, c.src.From
 		if err := writeJSON(g.Stdout, out); err != nil {
 			return err
 		}
-	} else if err := printConfig(g, rows); err != nil {
+	} else if err := printConfig(g, c.src, rows); err != nil {
 		return err
 	}
 	if len(errs) > 0 {
@@ -126,7 +125,7 @@ func runConfig(_ context.Context, o *ConfigOptions, g *Globals) error {
 
 // configRows returns every setting of the command tree under root with
 // its value and source, and the errors of the values that are not valid.
-func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, []string) {
+func configRows(root *cobra.Command, g *Globals, c *config) ([]ConfigRow, []string) {
 	var rows []ConfigRow
 	var errs []string
 	root.PersistentFlags().VisitAll(func(fl *pflag.Flag) {
@@ -135,12 +134,8 @@ func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, [
 		}
 	})
 	for _, s := range extraSettings {
-		val, from := s.Default, fromDefault
-		if ev, ok := g.lookupEnv(envName(s.Name)); ok {
-			val, from = ev, fromEnv+" "+envName(s.Name)
-		} else if v.IsSet(s.Name) {
-			val, from = configValue(v.Get(s.Name)), fromFile+" "+g.configSrc.Path
-		}
+		val := c.v.GetString(s.Name)
+		from, _ := c.source(s.Name, false)
 		if _, ok := ranges.Of("", s.Name); ok && from != fromDefault {
 			if _, err := durationSetting(s.Name, val); err != nil {
 				errs = append(errs, fmt.Sprintf("(couchdb): %s %q (from %s): %v", s.Name, val, from, err))
@@ -153,14 +148,16 @@ func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, [
 	}
 	cmds := root.Commands()
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
-	for _, c := range cmds {
-		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) {
+	for _, cmd := range cmds {
+		flags := cmd.LocalNonPersistentFlags()
+		v := c.viper(flags)
+		flags.VisitAll(func(fl *pflag.Flag) {
 			if fl.Name == "help" || fl.Hidden { // hidden: set by aso itself
 				return
 			}
-			from, given, err := g.resolveFlag(c.Name(), fl, v)
+			from, given, err := c.resolve(v, cmd.Name(), fl)
 			if err != nil {
-				errs = append(errs, c.Name()+": "+err.Error())
+				errs = append(errs, cmd.Name()+": "+err.Error())
 			}
 			value := fl.Value.String()
 			if err != nil {
@@ -169,15 +166,15 @@ func configRows(root *cobra.Command, g *Globals, v *viper.Viper) ([]ConfigRow, [
 			if commandLineOnly[fl.Name] {
 				from = "command line only"
 			}
-			rows = append(rows, ConfigRow{c.Name(), fl.Name, value, from, envName(fl.Name)})
+			rows = append(rows, ConfigRow{cmd.Name(), fl.Name, value, from, envName(fl.Name)})
 		})
 	}
 	return rows, errs
 }
 
 // printConfig prints where the file came from and the table of settings.
-func printConfig(g *Globals, rows []ConfigRow) error {
-	if src := g.configSrc; src.Path != "" {
+func printConfig(g *Globals, src configSource, rows []ConfigRow) error {
+	if src.Path != "" {
 		fmt.Fprintf(g.Stdout, "config file: %s (from %s)\n\n", src.Path, src.From)
 	} else {
 		fmt.Fprintf(g.Stdout, "config file: %s\n\n", src.From)

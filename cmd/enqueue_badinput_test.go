@@ -119,7 +119,7 @@ func TestEnqueue_MillionLinesWithBadOnes(t *testing.T) {
 	var stderr strings.Builder
 	start := time.Now()
 	code := cmd.ExecuteWith(context.Background(), []string{st, "--user", "big", "--log-level", "warn", "enqueue"},
-		cmd.Env{Stdin: in, Stdout: out, Stderr: &stderr, Getenv: func(string) string { return "" }})
+		cmd.Env{Stdin: in, Stdout: out, Stderr: &stderr, LookupEnv: func(string) (string, bool) { return "", false }})
 	out.close()
 	t.Logf("%d lines, %d MiB, in %s; heap in use grew by at most %.1f MiB", n, in.read>>20, time.Since(start).Round(time.Millisecond),
 		float64(int64(in.peak)-int64(before.HeapInuse))/(1<<20))

@@ -53,7 +53,7 @@ func (o *FTSOptions) proxyPath(g *Globals) string {
 	if o.Proxy != "" || o.TokenFile != "" || o.Endpoint == "local" {
 		return o.Proxy
 	}
-	return fts.DefaultProxyPath(g.Getenv, os.Getuid())
+	return fts.DefaultProxyPath(g.getenv, os.Getuid())
 }
 
 // tokenFile is --token-file, else $BEARER_TOKEN_FILE; "" with the local
@@ -62,13 +62,13 @@ func (o *FTSOptions) tokenFile(g *Globals) string {
 	if o.Endpoint == "local" {
 		return ""
 	}
-	return firstNonEmpty(o.TokenFile, g.Getenv("BEARER_TOKEN_FILE"))
+	return firstNonEmpty(o.TokenFile, g.getenv("BEARER_TOKEN_FILE"))
 }
 
 // certDir is --cert-dir, else $X509_CERT_DIR, else the grid's
 // /etc/grid-security/certificates.
 func (o *FTSOptions) certDir(g *Globals) string {
-	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+	return firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
 }
 
 // checkChosen refuses a run on a CouchDB store whose --fts was given
@@ -76,7 +76,7 @@ func (o *FTSOptions) certDir(g *Globals) string {
 // simulator is the default of a file store only, never the silent choice
 // of a shared, production store.
 func (o *FTSOptions) checkChosen(g *Globals) error {
-	u := firstNonEmpty(g.StateURL, defaultStateURL(g.Getenv))
+	u := firstNonEmpty(g.StateURL, defaultStateURL(g.getenv))
 	if g.sources["fts"] != fromDefault || strings.HasPrefix(u, "file:") {
 		return nil
 	}
@@ -105,7 +105,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		cfg.CertDir = o.certDir(g)
 		if strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
 			// plain HTTP (a simulator served elsewhere) has no certificate to verify
-			cfg.CertDir = firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
+			cfg.CertDir = firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"))
 		}
 		c, err := fts.New(cfg)
 		if err != nil {
@@ -166,5 +166,5 @@ func (o *FTSOptions) gfalCertDir(g *Globals, sites *srm.Sites) string {
 	if sitesNeedCA(sites) {
 		return o.certDir(g)
 	}
-	return firstNonEmpty(o.CertDir, g.Getenv("X509_CERT_DIR"))
+	return firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"))
 }

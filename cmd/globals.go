@@ -6,7 +6,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"github.com/asyncstageout/aso/state/couch"
@@ -32,18 +31,14 @@ type Globals struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Log            *logrus.Logger
-	// Getenv reads the environment; tests replace it.
-	Getenv func(string) string
-
 	// LookupEnv reads the environment telling empty from unset; nil means
-	// os.LookupEnv, or Getenv with empty taken as unset when Getenv is set.
+	// os.LookupEnv. Tests replace it.
 	LookupEnv func(string) (string, bool)
 
-	// config holds the configuration file's settings once read (configFile),
-	// configSrc where the file came from, knownKeys every setting of the
-	// command tree, sources where each flag's value came from (Load).
-	config    *viper.Viper
-	configSrc configSource
+	// conf holds the configuration file and the environment once read
+	// (config), knownKeys every setting of the command tree, sources where
+	// each flag's value came from (Load).
+	conf      *config
 	knownKeys map[string]bool
 	sources   map[string]string
 
@@ -94,7 +89,7 @@ func (g *Globals) UserName() (string, error) {
 		return g.User, nil
 	}
 	for _, k := range []string{"USER", "LOGNAME"} {
-		if u := g.Getenv(k); u != "" {
+		if u := g.getenv(k); u != "" {
 			if err := checkUser(u); err != nil {
 				return "", usagef("no user: give --user; the login name %q ($%s) is %v", u, k, err)
 			}

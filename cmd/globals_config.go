@@ -31,34 +31,38 @@ type configSource struct {
 	From string // "--config", "ASO_CONFIG", "search path" or "none"
 }
 
+// config is what configures an invocation below its command line: the
+// configuration file and the ASO_ variables of its environment, read once.
+type config struct {
+	src  configSource
+	file map[string]any // the file's settings
+	env  map[string]any // the settings the environment sets, even to ""
+	// v holds file and environment, with no flag bound.
+	v *viper.Viper
+}
+
 // Load fills every flag of cmd that was not given on the command line from
 // the environment (ASO_FLAG_NAME, even when empty) or the configuration
-// file, in that order, checks every value that was given, then sets up
-// logging.
+// file, in that order, checks every value, then sets up logging.
 func (g *Globals) Load(cmd *cobra.Command) error {
-	if g.Getenv == nil {
-		g.Getenv = os.Getenv
-	}
 	g.command = cmd.Name()
-	v, err := g.configFile()
+	c, err := g.config()
 	if err != nil {
 		return err
 	}
+	g.sources = map[string]string{}
 	var errs []string
-	seen := map[string]bool{}
-	apply := func(fl *pflag.Flag) {
-		if fl.Name == "help" || fl.Name == "version" || seen[fl.Name] {
+	v := c.viper(cmd.Flags())
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Name == "help" || fl.Name == "version" {
 			return
 		}
-		seen[fl.Name] = true
-		src, _, err := g.resolveFlag(cmd.Name(), fl, v)
-		g.setSource(fl.Name, src)
+		from, _, err := c.resolve(v, cmd.Name(), fl)
+		g.sources[fl.Name] = from
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
-	}
-	cmd.Flags().VisitAll(apply)
-	cmd.InheritedFlags().VisitAll(apply)
+	})
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return usagef("%s", strings.Join(errs, "; "))
@@ -66,23 +70,52 @@ func (g *Globals) Load(cmd *cobra.Command) error {
 	return g.setupLogging()
 }
 
-// resolveFlag sets fl, a flag of command, from the environment or the file
-// when the command line did not give it, checks the value when any of the
-// three gave one, and returns where the value came from and the value as
-// given. A setting of commandLineOnly is never taken from the environment or
-// the file: one set there is an error.
-func (g *Globals) resolveFlag(command string, fl *pflag.Flag, v *viper.Viper) (from, given string, err error) {
-	from, given = fromFlag, fl.Value.String()
-	where := ""
-	if !fl.Changed {
-		env := envName(fl.Name)
-		if ev, ok := g.lookupEnv(env); ok {
-			given, from, where = ev, fromEnv+" "+env, " (from "+env+")"
-		} else if v.IsSet(fl.Name) {
-			given, from, where = configValue(v.Get(fl.Name)), fromFile+" "+g.configSrc.Path, " (from config file "+g.configSrc.Path+")"
-		} else {
-			return fromDefault, given, nil
-		}
+// viper returns a viper instance of the settings with flags bound, so that
+// viper's own precedence decides each value: a flag given on the command
+// line, then the environment, then the file, then the default. Viper reads
+// its environment layer from the process alone, and tests run many
+// invocations in one process, each with an environment of its own; so the
+// environment is merged over the file instead, which keeps the same order.
+func (c *config) viper(flags *pflag.FlagSet) *viper.Viper {
+	v := viper.New()
+	for _, s := range extraSettings {
+		v.SetDefault(s.Name, s.Default)
+	}
+	_ = v.MergeConfigMap(c.file)
+	_ = v.MergeConfigMap(c.env)
+	if flags != nil {
+		_ = v.BindPFlags(flags)
+	}
+	return v
+}
+
+// source says where the value of setting came from (as `aso config` shows
+// it), and how an error names that place.
+func (c *config) source(setting string, onCommandLine bool) (from, where string) {
+	if onCommandLine {
+		return fromFlag, ""
+	}
+	if _, ok := c.env[setting]; ok {
+		return fromEnv + " " + envName(setting), " (from " + envName(setting) + ")"
+	}
+	if _, ok := c.file[setting]; ok {
+		return fromFile + " " + c.src.Path, " (from config file " + c.src.Path + ")"
+	}
+	return fromDefault, ""
+}
+
+// resolve sets fl, a flag of command bound in v, to its value in v when
+// the environment or the file gave it, checks the value when any but the
+// default gave it, and returns where it came from and the value as given. A setting of commandLineOnly is
+// never taken from the environment or the file: one set there is an error.
+func (c *config) resolve(v *viper.Viper, command string, fl *pflag.Flag) (from, given string, err error) {
+	from, where := c.source(fl.Name, fl.Changed)
+	given = fl.Value.String()
+	if from == fromDefault {
+		return from, given, nil
+	}
+	if from != fromFlag {
+		given = configValue(v.Get(fl.Name))
 		if commandLineOnly[fl.Name] {
 			return from, given, fmt.Errorf("--%s%s: taken from the command line only, never from the environment or the configuration file, since it widens what the command acts on; unset it there and give --%s", fl.Name, where, fl.Name)
 		}
@@ -96,13 +129,6 @@ func (g *Globals) resolveFlag(command string, fl *pflag.Flag, v *viper.Viper) (f
 	return from, given, nil
 }
 
-func (g *Globals) setSource(name, src string) {
-	if g.sources == nil {
-		g.sources = map[string]string{}
-	}
-	g.sources[name] = src
-}
-
 // envName is the environment variable of a setting: ASO_ and the name in
 // upper case with underscores.
 func envName(setting string) string {
@@ -110,16 +136,18 @@ func envName(setting string) string {
 }
 
 // lookupEnv reads an environment variable, telling an empty one from an
-// unset one when the environment allows it.
+// unset one.
 func (g *Globals) lookupEnv(k string) (string, bool) {
-	switch {
-	case g.LookupEnv != nil:
+	if g.LookupEnv != nil {
 		return g.LookupEnv(k)
-	case g.Getenv != nil:
-		v := g.Getenv(k)
-		return v, v != ""
 	}
 	return os.LookupEnv(k)
+}
+
+// getenv reads an environment variable, "" when unset.
+func (g *Globals) getenv(k string) string {
+	v, _ := g.lookupEnv(k)
+	return v
 }
 
 func configValue(x any) string {
@@ -141,20 +169,20 @@ func setFlag(fl *pflag.Flag, val string) error {
 	return fl.Value.Set(val)
 }
 
-// configFile returns the configuration file's settings, read once per
-// process into the one viper instance every command and backend shares;
-// with no file, the instance is empty. A key that no command knows is an
-// error naming the key and the file.
-func (g *Globals) configFile() (*viper.Viper, error) {
-	if g.config != nil {
-		return g.config, nil
+// config returns the invocation's configuration file and environment, read
+// once. A key of the file that no command knows is an error naming the key
+// and the file.
+func (g *Globals) config() (*config, error) {
+	if g.conf != nil {
+		return g.conf, nil
 	}
 	src, err := g.findConfig()
 	if err != nil {
 		return nil, err
 	}
-	v := viper.New()
+	c := &config{src: src, file: map[string]any{}, env: map[string]any{}}
 	if src.Path != "" {
+		v := viper.New()
 		v.SetConfigFile(src.Path)
 		if err := v.ReadInConfig(); err != nil {
 			return nil, usagef("config file %s: %v", src.Path, err)
@@ -162,9 +190,20 @@ func (g *Globals) configFile() (*viper.Viper, error) {
 		if err := checkKeys(v, src.Path, g.knownKeys); err != nil {
 			return nil, err
 		}
+		c.file = v.AllSettings()
 	}
-	g.config, g.configSrc = v, src
-	return v, nil
+	keys := g.knownKeys
+	if keys == nil { // a Globals built without its command tree
+		keys = settingKeys(&cobra.Command{})
+	}
+	for k := range keys {
+		if val, ok := g.lookupEnv(envName(k)); ok {
+			c.env[k] = val
+		}
+	}
+	c.v = c.viper(nil)
+	g.conf = c
+	return c, nil
 }
 
 // findConfig picks the configuration file: --config, else $ASO_CONFIG (set
@@ -196,9 +235,9 @@ func (g *Globals) findConfig() (configSource, error) {
 // neither --config nor ASO_CONFIG names one.
 func (g *Globals) configSearchPath() []string {
 	var paths []string
-	if dir, _ := g.lookupEnv("XDG_CONFIG_HOME"); dir != "" {
+	if dir := g.getenv("XDG_CONFIG_HOME"); dir != "" {
 		paths = append(paths, filepath.Join(dir, "aso", "aso.yaml"))
-	} else if home, _ := g.lookupEnv("HOME"); home != "" {
+	} else if home := g.getenv("HOME"); home != "" {
 		paths = append(paths, filepath.Join(home, ".config", "aso", "aso.yaml"))
 	}
 	return append(paths, systemConfigFile)

@@ -24,15 +24,14 @@ func (g *Globals) checkOutputs(outs []outputs.Output, extra ...outputs.Input) er
 
 // inputs lists the files every command reads or may read.
 func (g *Globals) inputs() []outputs.Input {
-	in := []outputs.Input{{What: "the configuration file", Path: g.configSrc.Path}}
-	if sites, ok := g.lookupEnv(envName("sites")); ok {
-		in = append(in, outputs.Input{What: "the sites file", Path: sites})
-	} else if g.config != nil {
-		in = append(in, outputs.Input{What: "the sites file", Path: g.config.GetString("sites")})
+	var in []outputs.Input
+	if c := g.conf; c != nil {
+		in = append(in, outputs.Input{What: "the configuration file", Path: c.src.Path},
+			outputs.Input{What: "the sites file", Path: c.v.GetString("sites")})
 	}
 	u := g.StateURL
-	if u == "" && g.Getenv != nil {
-		u = defaultStateURL(g.Getenv)
+	if u == "" {
+		u = defaultStateURL(g.getenv)
 	}
 	if p, err := memfilePath(u); err == nil && strings.HasPrefix(u, "file:") {
 		for i, f := range memfile.Files(p) {

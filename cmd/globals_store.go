@@ -16,7 +16,7 @@ import (
 func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store, error) {
 	u := g.StateURL
 	if u == "" {
-		u = defaultStateURL(g.Getenv)
+		u = defaultStateURL(g.getenv)
 	}
 	shown := RedactURL(u)
 	if g.Log != nil {

@@ -23,7 +23,7 @@ func TestHelp_EnvAndExitCodes(t *testing.T) {
 		}
 		args := append(strings.Fields(strings.TrimPrefix(c.CommandPath(), "aso")), "--help")
 		var out, errb bytes.Buffer
-		if code := ExecuteWith(context.Background(), args, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
+		if code := ExecuteWith(context.Background(), args, Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
 		}
 		help := out.String()

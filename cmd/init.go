@@ -56,7 +56,7 @@ init is idempotent.
 func runInit(ctx context.Context, opts *InitOptions, g *Globals) error {
 	u := g.StateURL
 	if u == "" {
-		u = defaultStateURL(g.Getenv)
+		u = defaultStateURL(g.getenv)
 	}
 	scheme, _, _ := strings.Cut(u, ":")
 	switch scheme {

@@ -73,13 +73,13 @@ func runMan(_ context.Context, o *ManOptions, g *Globals) error {
 // directory, which man searches (man-db looks beside each directory of
 // PATH, ~/.local/bin included), or the system's local one for root.
 func defaultManDir(g *Globals) string {
-	if d := g.Getenv("XDG_DATA_HOME"); d != "" {
+	if d := g.getenv("XDG_DATA_HOME"); d != "" {
 		return filepath.Join(d, "man", "man1")
 	}
 	if os.Geteuid() == 0 {
 		return "/usr/local/share/man/man1"
 	}
-	home := g.Getenv("HOME")
+	home := g.getenv("HOME")
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}

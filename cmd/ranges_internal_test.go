@@ -20,7 +20,7 @@ import (
 // command has a range of its own), with the commands that have it.
 func rangedFlags(t *testing.T) map[string][]string {
 	t.Helper()
-	root := NewRootCommand(&Globals{Getenv: func(string) string { return "" }})
+	root := NewRootCommand(&Globals{LookupEnv: func(string) (string, bool) { return "", false }})
 	out := map[string][]string{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -116,7 +116,7 @@ func TestRanges_Documented(t *testing.T) {
 func runHelp(t *testing.T, command string) string {
 	t.Helper()
 	var out strings.Builder
-	root := NewRootCommand(&Globals{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &out})
+	root := NewRootCommand(&Globals{LookupEnv: func(string) (string, bool) { return "", false }, Stdout: &out, Stderr: &out})
 	root.SetOut(&out)
 	root.SetArgs([]string{command, "--help"})
 	if err := root.Execute(); err != nil {

@@ -63,7 +63,7 @@ func readmeBlocks(t *testing.T, lang string) []string {
 // it gives as Load does.
 func checkArgs(t *testing.T, args []string) {
 	t.Helper()
-	root := NewRootCommand(&Globals{Getenv: func(string) string { return "" }})
+	root := NewRootCommand(&Globals{LookupEnv: func(string) (string, bool) { return "", false }})
 	c, rest, err := root.Find(args)
 	if err != nil {
 		t.Fatalf("%q: %v", args, err)
@@ -252,7 +252,7 @@ func TestREADME_EveryFlagDocumented(t *testing.T) {
 func TestMan(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "man")
 	var out, errb bytes.Buffer
-	if code := ExecuteWith(context.Background(), []string{"man", dir}, Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}); code != 0 {
+	if code := ExecuteWith(context.Background(), []string{"man", dir}, Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}); code != 0 {
 		t.Fatalf("aso man: exit %d: %s", code, errb.String())
 	}
 	root := NewRootCommand(&Globals{})
@@ -292,11 +292,8 @@ func TestMan(t *testing.T) {
 func TestMan_NoDir(t *testing.T) {
 	data := t.TempDir()
 	var out, errb bytes.Buffer
-	env := Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string {
-		if k == "XDG_DATA_HOME" {
-			return data
-		}
-		return ""
+	env := Env{Stdout: &out, Stderr: &errb, LookupEnv: func(k string) (string, bool) {
+		return data, k == "XDG_DATA_HOME"
 	}}
 	if code := ExecuteWith(context.Background(), []string{"man"}, env); code != 0 {
 		t.Fatalf("aso man: exit %d: %s", code, errb.String())

@@ -21,7 +21,7 @@ func retryVerified(c *idCommand, o *RetryOptions, g *Globals) error {
 	}
 	c.states = []state.State{state.StateDone, state.StateFailed, state.StateKilled}
 	c.effect = "queued again as new, attempts reset, when the source still exists (gfal-stat)"
-	in := &srm.Inspector{Timeout: srm.DefaultTimeout, Proxy: rmProxy("", g), CertDir: g.Getenv("X509_CERT_DIR")}
+	in := &srm.Inspector{Timeout: srm.DefaultTimeout, Proxy: rmProxy("", g), CertDir: g.getenv("X509_CERT_DIR")}
 	v := &verify.Verifier{Inspector: in}
 	c.batch = func(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
 		return retryVerifiedBatch(ctx, st, v, ids, rep)

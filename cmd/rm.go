@@ -59,7 +59,7 @@ func newRmCommand(g *Globals) *cobra.Command {
 func runRm(ctx context.Context, o *RmOptions, g *Globals) error {
 	d := &srm.Deleter{Timeout: o.Timeout, Proxy: rmProxy(o.Proxy, g), CertDir: o.CertDir, BatchSize: o.BatchSize}
 	if d.CertDir == "" {
-		d.CertDir = g.Getenv("X509_CERT_DIR")
+		d.CertDir = g.getenv("X509_CERT_DIR")
 	}
 	refused := map[string]string{}
 	if !o.Force {
@@ -122,7 +122,7 @@ func rmProxy(flag string, g *Globals) string {
 	if flag != "" {
 		return flag
 	}
-	if p := g.Getenv("X509_USER_PROXY"); p != "" {
+	if p := g.getenv("X509_USER_PROXY"); p != "" {
 		return p
 	}
 	p := fmt.Sprintf("/tmp/x509up_u%d", os.Getuid())

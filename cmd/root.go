@@ -117,7 +117,7 @@ func ExitCode(err error) int {
 // ExecuteContext runs aso with args, writing to stdout and stderr, and returns
 // the exit code. Errors are printed to stderr as "aso: <message>".
 func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv})
+	return ExecuteWith(ctx, args, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, LookupEnv: os.LookupEnv})
 }
 
 // Env is the process environment aso runs in: its standard streams and its
@@ -125,22 +125,15 @@ func ExecuteContext(ctx context.Context, args []string, stdout, stderr io.Writer
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Getenv reads an environment variable; nil means os.Getenv.
-	Getenv func(string) string
 	// LookupEnv reads an environment variable telling empty from unset; nil
-	// means os.LookupEnv when Getenv is nil too, else Getenv with empty
-	// taken as unset.
+	// means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 }
 
 // ExecuteWith runs aso with args in env and returns the exit code. Errors
 // are printed to env.Stderr as "aso: <message>".
 func ExecuteWith(ctx context.Context, args []string, env Env) int {
-	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv, LookupEnv: env.LookupEnv}
-	if g.Getenv == nil && g.LookupEnv != nil {
-		lookup := g.LookupEnv
-		g.Getenv = func(k string) string { v, _ := lookup(k); return v }
-	}
+	g := &Globals{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, LookupEnv: env.LookupEnv}
 	root := NewRootCommand(g)
 	root.SetArgs(args)
 	root.SetIn(g.stdin())

@@ -76,46 +76,6 @@ func writeConfig(t *testing.T, yaml string) string {
 	return p
 }
 
-// TestConfig_PrecedenceOfState observes which --state value won through the
-// error an unknown scheme gives: flag, then ASO_STATE, then the config file.
-func TestConfig_PrecedenceOfState(t *testing.T) {
-	cfg := writeConfig(t, "state: cfgscheme:/x\nuser: alice\n")
-	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		args []string
-		want string
-	}{
-		{"config file", nil, []string{"--config", cfg}, "cfgscheme"},
-		{"config file named by ASO_CONFIG", map[string]string{"ASO_CONFIG": cfg}, nil, "cfgscheme"},
-		{"env over config", map[string]string{"ASO_STATE": "envscheme:/x"}, []string{"--config", cfg}, "envscheme"},
-		{"flag over env and config", map[string]string{"ASO_STATE": "envscheme:/x"}, []string{"--config", cfg, "--state", "flagscheme:/x"}, "flagscheme"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := invocation{env: tc.env}.run(t, append(tc.args, "status")...).wantCode(t, cmd.ExitUsage)
-			if !strings.Contains(r.stderr, `unknown scheme "`+tc.want+`"`) {
-				t.Fatalf("stderr %q, want the %s scheme to win", r.stderr, tc.want)
-			}
-		})
-	}
-}
-
-func TestConfig_SubcommandFlagsFromEnvAndFile(t *testing.T) {
-	cfg := writeConfig(t, "stale-after: -5m\n")
-	r := aso(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
-	if !strings.Contains(r.stderr, `--stale-after "-5m" (from config file `+cfg+`): out of range: want 1s to 8760h`) {
-		t.Fatalf("config file: stderr %q, want the stale-after from the file rejected", r.stderr)
-	}
-	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "-7m"}}.run(t, "--config", cfg, "--user", "alice", "status").wantCode(t, cmd.ExitUsage)
-	if !strings.Contains(r.stderr, `--stale-after "-7m" (from ASO_STALE_AFTER)`) {
-		t.Fatalf("env: stderr %q, want ASO_STALE_AFTER to win over the file", r.stderr)
-	}
-	r = invocation{env: map[string]string{"ASO_STALE_AFTER": "often"}}.run(t, "status").wantCode(t, cmd.ExitUsage)
-	if !strings.Contains(r.stderr, `--stale-after "often" (from ASO_STALE_AFTER)`) {
-		t.Fatalf("bad env value: stderr %q, want the variable named", r.stderr)
-	}
-}
-
 // TestLog_JSONWithoutSecrets checks that --log-format json writes JSON lines
 // and that a password in the --state URL shows neither in logs nor errors.
 func TestLog_JSONWithoutSecrets(t *testing.T) {

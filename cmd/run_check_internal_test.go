@@ -27,7 +27,7 @@ func TestCheckRunEnvironment_Plugins(t *testing.T) {
 	if err := os.WriteFile(tok, []byte("t0ken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	g := &Globals{Getenv: func(string) string { return "" }}
+	g := &Globals{LookupEnv: func(string) (string, bool) { return "", false }}
 	davs := "A:\n  protocol: davs\n  rules:\n    - path-match: /(.*)\n      result: davs://h/$1\n"
 	for _, tc := range []struct {
 		name, sites string

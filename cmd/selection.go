@@ -157,10 +157,8 @@ func resolveIDs(ctx context.Context, st state.Store, user string, args []string)
 // transfers it changes: $USER, $LOGNAME, else the account of the process.
 func loginName(g *Globals) string {
 	for _, k := range []string{"USER", "LOGNAME"} {
-		if g.Getenv != nil {
-			if u := g.Getenv(k); u != "" {
-				return u
-			}
+		if u := g.getenv(k); u != "" {
+			return u
 		}
 	}
 	if u, err := user.Current(); err == nil && u.Username != "" {

@@ -48,17 +48,14 @@ func openCouch(ctx context.Context, g *Globals, u string, cfg state.Config) (sta
 	return couch.Open(ctx, o, cfg)
 }
 
-// couchSetting reads ASO_<KEY> from the environment (even when empty),
-// else key from the configuration file.
+// couchSetting reads a setting with no flag: ASO_<KEY> from the
+// environment (even when empty), else key from the configuration file.
 func couchSetting(g *Globals, key string) (string, error) {
-	if v, ok := g.lookupEnv(envName(key)); ok {
-		return v, nil
-	}
-	v, err := g.configFile()
+	c, err := g.config()
 	if err != nil {
 		return "", err
 	}
-	return v.GetString(key), nil
+	return c.v.GetString(key), nil
 }
 
 // couchOptions builds the connection options of the store at u.

@@ -25,7 +25,7 @@ func TestOpenStore_CouchDB(t *testing.T) {
 	}
 	env := map[string]string{"ASO_COUCHDB_TIMEOUT": "5s"}
 	for _, u := range []string{"couchdb://" + strings.TrimPrefix(base, "http://") + name, base + name} {
-		g := &Globals{StateURL: u, Getenv: func(k string) string { return env[k] }}
+		g := &Globals{StateURL: u, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 		s, err := g.OpenStore(ctx, state.Config{Agent: state.Agent{User: "alice", Owner: "h:1:x"}})
 		if err != nil {
 			t.Fatalf("OpenStore(%s): %v", u, err)
@@ -36,7 +36,7 @@ func TestOpenStore_CouchDB(t *testing.T) {
 		}
 		_ = s.Close()
 	}
-	g := &Globals{StateURL: base + name, Getenv: func(k string) string { return map[string]string{"ASO_COUCHDB_TIMEOUT": "soon"}[k] }}
+	g := &Globals{StateURL: base + name, LookupEnv: func(k string) (string, bool) { return "soon", k == "ASO_COUCHDB_TIMEOUT" }}
 	if _, err := g.OpenStore(ctx, state.Config{}); ExitCode(err) != ExitUsage {
 		t.Fatalf("bad timeout: %v, want a usage error", err)
 	}
@@ -60,14 +60,14 @@ func TestCouchOptions(t *testing.T) {
 		ca       string
 		timeout  time.Duration
 	}{
-		{"json credentials file", "http://h:5984/db", map[string]string{"ASO_COUCHDB_CREDENTIALS": jsonCreds}, "svc", "pw1", "", 0},
-		{"environment", "http://h:5984/db", map[string]string{"ASO_COUCHDB_USER": "u", "ASO_COUCHDB_PASSWORD": "p"}, "u", "p", "", 0},
-		{"URL wins", "http://x:y@h:5984/db", map[string]string{"ASO_COUCHDB_USER": "u", "ASO_COUCHDB_PASSWORD": "p"}, "", "", "", 0},
+		{"json credentials file", "http://h:5984/db", map[string]string{"ASO_COUCHDB_CREDENTIALS": jsonCreds}, "svc", "pw1", "", 30 * time.Second},
+		{"environment", "http://h:5984/db", map[string]string{"ASO_COUCHDB_USER": "u", "ASO_COUCHDB_PASSWORD": "p"}, "u", "p", "", 30 * time.Second},
+		{"URL wins", "http://x:y@h:5984/db", map[string]string{"ASO_COUCHDB_USER": "u", "ASO_COUCHDB_PASSWORD": "p"}, "", "", "", 30 * time.Second},
 		{"config file", "http://h:5984/db", map[string]string{"ASO_CONFIG": cfg}, "", "", "/etc/ca.pem", 7 * time.Second},
 		{"environment over config file", "http://h:5984/db", map[string]string{"ASO_CONFIG": cfg, "ASO_COUCHDB_TIMEOUT": "9s"}, "", "", "/etc/ca.pem", 9 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := &Globals{Getenv: func(k string) string { return tc.env[k] }}
+			g := &Globals{LookupEnv: func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok }}
 			o, err := couchOptions(g, tc.url)
 			if err != nil {
 				t.Fatal(err)

@@ -17,7 +17,7 @@ func TestOpenStore_File(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "new", "dir", "state.aso")
 	cfg := state.Config{Agent: state.Agent{User: "alice", Owner: "test"}}
-	missing := &cmd.Globals{StateURL: "file:" + path, Getenv: func(string) string { return "" }}
+	missing := &cmd.Globals{StateURL: "file:" + path, LookupEnv: func(string) (string, bool) { return "", false }}
 	if _, err := missing.OpenStore(ctx, cfg); !errors.Is(err, memfile.ErrNoStore) || cmd.ExitCode(err) != cmd.ExitConfig {
 		t.Fatalf("open of a missing store: %v (exit %d), want ErrNoStore, exit %d", err, cmd.ExitCode(err), cmd.ExitConfig)
 	}
@@ -26,7 +26,7 @@ func TestOpenStore_File(t *testing.T) {
 	}
 	r := state.Request{User: "alice", Source: "T2_A", Destination: "T1_B", SourceLFN: "/a", DestinationLFN: "/b"}
 	for i, url := range []string{"file:" + path, "file://" + path} {
-		g := &cmd.Globals{StateURL: url, Getenv: func(string) string { return "" }}
+		g := &cmd.Globals{StateURL: url, LookupEnv: func(string) (string, bool) { return "", false }}
 		s, err := g.OpenStore(ctx, cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", url, err)
@@ -38,7 +38,7 @@ func TestOpenStore_File(t *testing.T) {
 		}
 		s.Close()
 	}
-	g := &cmd.Globals{StateURL: "file:", Getenv: func(string) string { return "" }}
+	g := &cmd.Globals{StateURL: "file:", LookupEnv: func(string) (string, bool) { return "", false }}
 	if _, err := g.OpenStore(ctx, cfg); cmd.ExitCode(err) != cmd.ExitUsage {
 		t.Fatalf("file: without a path: %v (exit %d), want a usage error", err, cmd.ExitCode(err))
 	}

@@ -153,7 +153,7 @@ func parseShare(s string) (float64, error) {
 func (o *VerifyOptions) inspector(g *Globals) *srm.Inspector {
 	in := &srm.Inspector{Timeout: o.Timeout, Proxy: rmProxy(o.Proxy, g), CertDir: o.CertDir}
 	if in.CertDir == "" {
-		in.CertDir = g.Getenv("X509_CERT_DIR")
+		in.CertDir = g.getenv("X509_CERT_DIR")
 	}
 	return in
 }
