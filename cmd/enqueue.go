@@ -309,6 +309,10 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 	for i := range b.recs {
 		b.report(&b.recs[i], results[i])
 		b.warnDeps(&b.recs[i], results[i], unknown)
+		if err := results[i].OwnerErr; err != nil {
+			b.g.Log.WithFields(logrus.Fields{"record": b.recs[i].where(), FieldTransfer: results[i].ID}).WithError(err).
+				Warn("stored, but the transfer it replaces or supersedes could not record so; the stored transfer's own history names it")
+		}
 	}
 	b.recs, b.reqs, b.at = b.recs[:0], b.reqs[:0], b.at[:0]
 	b.view.update(*b.tally)

@@ -37,11 +37,22 @@ func TestEnqueue_DestinationOwner(t *testing.T) {
 	if h := w.get(t, bob).History; !strings.Contains(h[0].Reason, "replaces transfer "+owner) {
 		t.Errorf("replacing transfer's history %+v does not name the owner", h)
 	}
+	// the replaced owner records it too, and aso status shows it
+	o := w.get(t, owner)
+	if h := o.History[len(o.History)-1]; o.SupersededBy != bob || o.State != state.StateDone ||
+		!strings.HasPrefix(h.Reason, "replaced by transfer "+bob+" (user bob)") || h.From != state.StateDone || h.To != state.StateDone {
+		t.Errorf("replaced owner: state %s, superseded_by %q, history %+v; want done, %s and a last entry naming it", o.State, o.SupersededBy, o.History, bob)
+	}
+	invocation{}.run(t, "status", w.flag, owner).wantCode(t, 0).
+		wantStdout(t, "Superseded by:    transfer "+bob, "replaced by transfer "+bob+" (user bob), which copies another file to the destination")
 	dave, daveID := req("dave", "0000abcd", `,"replace":true`)
 	r = enqueue(dave, "--json").wantCode(t, 0)
-	var o cmd.EnqueueOutcome
-	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.ID != daveID || !strings.Contains(o.Note, "replaces transfer "+owner) || o.Status != state.Stored {
-		t.Errorf("--json: %+v, %v; want stored with a note naming the replaced owner", o, err)
+	var out cmd.EnqueueOutcome
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.ID != daveID || !strings.Contains(out.Note, "replaces transfer "+owner) || out.Status != state.Stored {
+		t.Errorf("--json: %+v, %v; want stored with a note naming the replaced owner", out, err)
+	}
+	if o := w.get(t, owner); o.SupersededBy != bob {
+		t.Errorf("replaced again: superseded_by %q, want the first replacement %s kept", o.SupersededBy, bob)
 	}
 	same, sameID := req("erin", fmt.Sprintf("%08x", adler32.Checksum(payload)), "")
 	r = enqueue(same).wantCode(t, 0)

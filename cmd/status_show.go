@@ -82,6 +82,9 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	if t.ErrorClass != "" {
 		field("Error class", "%s", t.ErrorClass)
 	}
+	if t.SupersededBy != "" {
+		field("Superseded by", "transfer %s, the owner of the destination after it", t.SupersededBy)
+	}
 	if t.KillRequested {
 		field("Kill requested", "yes (the agent cancels it in FTS)")
 	}

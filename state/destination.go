@@ -25,11 +25,15 @@ type DestRef struct {
 	// Adler32 is the transfer's adler32 checksum in lower case, or "".
 	Adler32 string
 	Size    int64
+	// SupersededBy is the transfer that replaced or superseded this one
+	// as the owner (Transfer.SupersededBy), or "".
+	SupersededBy string
 }
 
 // RefOf returns the DestRef of t.
 func RefOf(t *Transfer) DestRef {
-	return DestRef{ID: t.ID, User: t.User, State: t.State, Owned: !t.DestOwnedSince.IsZero(), Adler32: t.Checksum(), Size: t.Size}
+	return DestRef{ID: t.ID, User: t.User, State: t.State, Owned: !t.DestOwnedSince.IsZero(), Adler32: t.Checksum(), Size: t.Size,
+		SupersededBy: t.SupersededBy}
 }
 
 // Owns reports whether the transfer owns its destination now: a done one

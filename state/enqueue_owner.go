@@ -61,7 +61,7 @@ func CheckOwner(r *Request, refs []DestRef) OwnerCheck {
 		}
 	}
 	for _, ref := range refs {
-		if ref.ID != id && ref.Owned && (ref.State == StateFailed || ref.State == StateKilled) {
+		if ref.ID != id && ref.Owned && ref.SupersededBy == "" && (ref.State == StateFailed || ref.State == StateKilled) {
 			return OwnerCheck{OwnerSuperseded, ref}
 		}
 	}
@@ -69,7 +69,8 @@ func CheckOwner(r *Request, refs []DestRef) OwnerCheck {
 }
 
 // OwnerOf is the transfer other than id that owns the destination among
-// refs, if any: an active one first, then a done one.
+// refs, if any: an active one first, then a done one that no other
+// transfer replaced, then any done one.
 func OwnerOf(id string, refs []DestRef) (DestRef, bool) {
 	var done *DestRef
 	for i := range refs {
@@ -78,7 +79,7 @@ func OwnerOf(id string, refs []DestRef) (DestRef, bool) {
 		case r.ID == id || !r.Owns():
 		case !r.State.Terminal():
 			return *r, true
-		case done == nil:
+		case done == nil || done.SupersededBy != "" && r.SupersededBy == "":
 			done = r
 		}
 	}
@@ -135,4 +136,41 @@ func EnqueueOwned(r *Request, refs []DestRef, now time.Time, by string) (Transfe
 		t.History[0].Reason += "; " + n
 	}
 	return t, c, nil
+}
+
+// Supersedes reports whether the new transfer records itself on the
+// owner c names (SupersedeOf): it replaces or supersedes it.
+func (c OwnerCheck) Supersedes() bool {
+	return c.Kind == OwnerReplaced || c.Kind == OwnerSuperseded
+}
+
+// The starts of the reason of the history entry SupersedeOf writes, each
+// followed by the new transfer's ID.
+const (
+	ReplacedByPrefix   = "replaced by transfer "
+	SupersededByPrefix = "superseded by transfer "
+)
+
+// SupersedeOf records on the ended transfer t that n, just enqueued for
+// its destination, replaces it (t is done) or supersedes it (t failed or
+// was killed) as the owner: SupersededBy names n, and one history entry
+// says so, at now, by by. Nothing else of t changes. It reports whether
+// it wrote: a transfer already superseded keeps its first record.
+// ErrNotTerminal for a transfer that has not ended; ErrInvalid for n = t.
+func SupersedeOf(t *Transfer, n *Transfer, now time.Time, by string) (bool, error) {
+	switch {
+	case !t.State.Terminal():
+		return false, fmt.Errorf("transfer %s is %s: %w", t.ID, t.State, ErrNotTerminal)
+	case n.ID == t.ID:
+		return false, fmt.Errorf("transfer %s cannot supersede itself: %w", t.ID, ErrInvalid)
+	case t.SupersededBy != "":
+		return false, nil
+	}
+	why := SupersededByPrefix + n.ID + " (user " + n.User + "), the owner of the destination from now on"
+	if t.State == StateDone {
+		why = ReplacedByPrefix + n.ID + " (user " + n.User + "), which copies another file to the destination"
+	}
+	t.SupersededBy = n.ID
+	t.Note(now, by, why)
+	return true, nil
 }

@@ -294,6 +294,7 @@ func RetryOf(t *Transfer, now time.Time, by string) error {
 	t.FTSJob, t.FTSFileID, t.SubmitSID = "", 0, ""
 	t.SourcePFN, t.DestPFN = "", ""
 	t.Progress = nil
+	t.SupersededBy = ""
 	clearLease(t)
 	return nil
 }

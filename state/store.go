@@ -222,6 +222,10 @@ type EnqueueResult struct {
 	// Owner is what the request met at its destination: a *OwnerError in
 	// Err when it was refused for it.
 	Owner OwnerCheck
+	// OwnerErr is set when the request was stored and replaces or
+	// supersedes Owner, but the record of it on the owner
+	// (SupersedeOf) could not be written.
+	OwnerErr error
 }
 
 // Summary is what `aso status` shows.

@@ -139,6 +139,11 @@ type Transfer struct {
 	// job that had moved bytes, a deletion given up); "" once aso deleted
 	// it or found it gone. See DestCopy.
 	DestWritten string `json:"dest_written,omitempty"`
+	// SupersededBy is the transfer whose enqueue replaced this done one,
+	// or superseded this failed or killed one, as the owner of its
+	// destination (SupersedeOf); its history says which. "" for none;
+	// cleared by a retry.
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // Dest returns the destination of t: the key of its ownership (DestRef).

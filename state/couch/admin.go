@@ -23,7 +23,8 @@ type admin struct {
 
 // Enqueue stores valid requests as new transfers with one _bulk_docs, each
 // judged by who owns its destination (state.EnqueueOwned; one query of the
-// destination view for the batch).
+// destination view for the batch). The stored requests that replace or
+// supersede an owner then record so on it (supersede).
 func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
 	now := a.now()
 	refs, err := a.destRefs(ctx, reqs)
@@ -32,6 +33,7 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	}
 	res := make([]state.EnqueueResult, len(reqs))
 	first := map[string]bool{}
+	news := map[int]state.Transfer{} // the requests that replace or supersede an owner, by index
 	var docs []any
 	var ids []string
 	var at []int
@@ -61,6 +63,9 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		docs = append(docs, body)
 		ids = append(ids, t.ID)
 		at = append(at, i)
+		if c.Supersedes() {
+			news[i] = t
+		}
 	}
 	out, accepted, err := a.db.bulkDocs(ctx, ids, docs)
 	if err != nil {
@@ -85,7 +90,40 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	if err := a.settleEnqueued(ctx, open, out, ids, docs, at, res); err != nil {
 		return nil, err
 	}
+	a.supersede(ctx, news, res, now)
 	return res, nil
+}
+
+// supersede records on each owner that a stored request of news replaces
+// or supersedes it (state.SupersedeOf): one bulk read and one _bulk_docs
+// for the batch, conflicts re-applied. A record that cannot be written is
+// said in its request's result (OwnerErr); the request stays stored.
+func (a *admin) supersede(ctx context.Context, news map[int]state.Transfer, res []state.EnqueueResult, now time.Time) {
+	var items []item
+	var at []int
+	seen := map[string]bool{}
+	for i, t := range news {
+		if res[i].Status != state.Stored || seen[res[i].Owner.Owner.ID] { // the first keeps its record
+			continue
+		}
+		seen[res[i].Owner.Owner.ID] = true
+		items = append(items, item{id: res[i].Owner.Owner.ID, rule: func(o *state.Transfer) (bool, error) {
+			return state.SupersedeOf(o, &t, now, a.by)
+		}})
+		at = append(at, i)
+	}
+	if len(items) == 0 {
+		return
+	}
+	out, err := a.w.mutate(ctx, items, reapply)
+	for k, i := range at {
+		switch {
+		case err != nil:
+			res[i].OwnerErr = fmt.Errorf("couch: record on %s that %s supersedes it: %w", items[k].id, res[i].ID, err)
+		case out[k].Err != nil:
+			res[i].OwnerErr = fmt.Errorf("couch: record on %s that %s supersedes it: %w", items[k].id, res[i].ID, out[k].Err)
+		}
+	}
 }
 
 // destRefs reads the transfers that name the destinations of the valid

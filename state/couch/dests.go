@@ -17,8 +17,8 @@ import (
 const DestsID = "_design/" + destsDDoc
 
 // The views of DestsID: by_destination, [destination, destination_lfn]
-// -> [state, user, owned, adler32, size] (see dests_map.js); by_pfn, PFN
-// -> [role, state, user, owned, adler32, size] (see pfns_map.js).
+// -> [state, user, owned, adler32, size, superseded_by] (see
+// dests_map.js); by_pfn, PFN -> [role, state, user] (see pfns_map.js).
 const (
 	destsDDoc = "aso-dests"
 	viewDests = "by_destination"
@@ -83,7 +83,7 @@ func (r destReader) DestinationRefs(ctx context.Context, dests []state.Destinati
 func destRow(row viewRow) (state.Destination, state.DestRef, bool) {
 	var k []string
 	var v []json.RawMessage
-	if json.Unmarshal(row.Key, &k) != nil || len(k) != 2 || json.Unmarshal(row.Value, &v) != nil || len(v) != 5 {
+	if json.Unmarshal(row.Key, &k) != nil || len(k) != 2 || json.Unmarshal(row.Value, &v) != nil || len(v) < 5 {
 		return state.Destination{}, state.DestRef{}, false
 	}
 	ref := state.DestRef{ID: row.ID}
@@ -94,6 +94,9 @@ func destRow(row viewRow) (state.Destination, state.DestRef, bool) {
 	ref.State = state.State(st)
 	_ = json.Unmarshal(v[3], &ref.Adler32) // "" when not a string
 	_ = json.Unmarshal(v[4], &ref.Size)    // 0 when not a number
+	if len(v) > 5 {                        // not in a view of an older version
+		_ = json.Unmarshal(v[5], &ref.SupersededBy)
+	}
 	return state.Destination{Site: k[0], LFN: k[1]}, ref, true
 }
 

@@ -54,7 +54,7 @@ func writerURL(t *testing.T, u, writer string) string {
 type roleFixture struct {
 	u    string
 	now  time.Time
-	docs map[string]map[string]any // by name: aliceNew, aliceSub, aliceKill, aliceDone, bobNew, lockAlice, lockCarol
+	docs map[string]map[string]any // by name: aliceNew, aliceSub, aliceKill, aliceDone, aliceReplaced, bobNew, lockAlice, lockCarol
 }
 
 func newRoleFixture(t *testing.T) *roleFixture {
@@ -85,6 +85,11 @@ func newRoleFixture(t *testing.T) *roleFixture {
 	done := other(3)
 	done.Transition(state.StateDone, f.now, "host:1:agent", "")
 	put("aliceDone", done)
+	replaced := other(4)
+	replaced.Transition(state.StateDone, f.now, "host:1:agent", "")
+	bob := req("bob", 1)
+	_, _ = state.SupersedeOf(&replaced, &state.Transfer{ID: bob.ID(), User: "bob"}, f.now, "producer")
+	put("aliceReplaced", replaced)
 	put("bobNew", newT("bob", 0))
 	live, _ := json.Marshal(state.LockDoc{ID: state.LockID("alice"), Type: state.LockDocType, User: "alice", Holder: "host:9:other", Expire: state.At(f.now.Add(time.Hour))})
 	f.write(t, "lockAlice", live)
@@ -185,6 +190,20 @@ func created(user string, n int, change func(m map[string]any)) func(f *roleFixt
 	}
 }
 
+// supersede records on the ended transfer m that transfer by replaces it,
+// as an enqueue does (state.SupersedeOf), then applies change.
+func supersede(by string, change func(m map[string]any)) func(m map[string]any) {
+	return func(m map[string]any) {
+		m["superseded_by"] = by
+		h, _ := m["history"].([]any)
+		m["history"] = append(h, map[string]any{"at": time.Now().UTC().Format(time.RFC3339Nano), "from": m["state"], "to": m["state"],
+			"by": "producer", "reason": state.ReplacedByPrefix + by + " (user bob), which copies another file to the destination"})
+		if change != nil {
+			change(m)
+		}
+	}
+}
+
 // entry appends a history entry to m.
 func entry(m map[string]any, from, to, reason string) {
 	h, _ := m["history"].([]any)
@@ -203,6 +222,8 @@ func attacks() []attack {
 	lockRules := map[string]string{couch.RoleProducer: "locks", writerAlice: "locks", couch.RoleReader: "locks"}
 	deleteRules := map[string]string{}
 	creators := map[string]string{couch.RoleAgent: "create", couch.RoleOperator: "create", couch.RoleReader: "roles"}
+	endedRules := map[string]string{couch.RoleAgent: "ended", couch.RoleReader: "roles"}
+	replacer := strings.Repeat("b", 64)
 	return []attack{
 		{name: "mark done", allowed: roleAgent, rule: "agent-fields", byRole: notRoles,
 			doc: changed("aliceSub", func(m map[string]any) { entry(m, "submitted", "done", ""); m["state"] = "done" })},
@@ -283,6 +304,19 @@ func attacks() []attack {
 				m["history"] = append(h, map[string]any{"at": time.Now().UTC().Format(time.RFC3339Nano), "from": "done", "to": "done",
 					"by": "attacker", "reason": "verified: present", "verified": "present"})
 			})},
+		// an enqueue's record on the owner it replaces: once, nothing else
+		{name: "record a replacement", allowed: []string{couch.RoleProducer, writerAlice, couch.RoleAgent}, rule: "agent-fields",
+			byRole: notRoles, doc: changed("aliceDone", supersede(replacer, nil))},
+		{name: "record a replacement that names no transfer", rule: "agent-fields", byRole: endedRules,
+			doc: changed("aliceDone", supersede("everything", nil))},
+		{name: "record a replacement and change the reason", rule: "agent-fields", byRole: endedRules,
+			doc: changed("aliceDone", supersede(replacer, func(m map[string]any) { m["reason"] = "lost" }))},
+		{name: "record a replacement and erase the history", rule: "agent-fields", byRole: endedRules,
+			doc: changed("aliceDone", supersede(replacer, func(m map[string]any) { h := m["history"].([]any); m["history"] = h[len(h)-1:] }))},
+		{name: "record a replacement on an unfinished transfer", allowed: roleAgent, rule: "agent-fields", byRole: notRoles,
+			doc: changed("aliceSub", supersede(replacer, nil))},
+		{name: "record a second replacement", rule: "agent-fields", byRole: endedRules,
+			doc: changed("aliceReplaced", supersede(strings.Repeat("e", 64), nil))},
 		{name: "revive without a retry", rule: "agent-fields", byRole: map[string]string{couch.RoleAgent: "retry", couch.RoleReader: "roles"},
 			doc: changed("aliceDone", func(m map[string]any) { entry(m, "done", "new", ""); m["state"] = "new" })},
 		{name: "withdraw a kill request", rule: "agent-fields", byRole: map[string]string{couch.RoleAgent: "kill", couch.RoleReader: "roles"},

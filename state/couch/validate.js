@@ -25,6 +25,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
   //     purge, aso resolve-conflicts) and writes run locks (aso unlock);
   //   - aso-agent and aso-operator record verifications (aso verify) in
   //     the history of ended transfers;
+  //   - aso-producer and aso-user, enqueueing a transfer that replaces or
+  //     supersedes an ended one as the owner of its destination, record
+  //     that on it: superseded_by, once, and one history entry naming it
+  //     (state.SupersedeOf), and nothing else;
   //   - aso-reader, and members without an aso role: write no transfer and
   //     no lock (members without an aso role may write other documents).
   // No one changes a transfer's request (user, group, role, sites, LFNs,
@@ -46,7 +50,7 @@ function (newDoc, oldDoc, userCtx, secObj) {
   // The fields only the agent writes (and kill and retry, as they say).
   var agentFields = ['state', 'owner', 'lease_expires', 'submit_sid', 'fts_job', 'fts_file_id', 'source_pfn', 'dest_pfn',
     'attempts', 'retry_after', 'reason', 'error_class', 'progress', 'fts_endpoint', 'kill_requested', 'superseded_revs',
-    'dest_owned_since', 'dest_written'];
+    'dest_owned_since', 'dest_written', 'superseded_by'];
   // The request: no role changes it once stored.
   var identity = ['user', 'group', 'role', 'source', 'destination', 'source_lfn', 'destination_lfn', 'size', 'checksums',
     'priority', 'depends_on', 'activity'];
@@ -285,6 +289,10 @@ function (newDoc, oldDoc, userCtx, secObj) {
     // aso verify records what it found at the destination of an ended
     // transfer (state.VerifyOf)
     ok = true;
+  } else if (terminal(from) && to === from && isSupersession()) {
+    // an enqueue records on an ended owner the transfer that replaces or
+    // supersedes it (state.SupersedeOf)
+    ok = true;
   } else if (terminal(from)) {
     // Only `aso retry` may revive a transfer: it records the move to new as
     // the last history entry, with the reason "retry requested".
@@ -470,6 +478,32 @@ function (newDoc, oldDoc, userCtx, secObj) {
     }
     return rest.length === kept.length && rest.every(function (e, i) { return sameEntry(e, kept[i]); });
   }
+  // isSupersession: an enqueue's record on the ended transfer that a new
+  // one replaces (done) or supersedes (failed, killed) as the owner of its
+  // destination (state.SupersedeOf): superseded_by, unset before, names
+  // another transfer ID; one history entry comes last, of the transfer's
+  // state, saying so with that ID; every other entry stays (the second
+  // may go when the history is at its cap). Nothing else changes, so a
+  // transfer gets one such record per ending, and its state, request
+  // and results stay as they are.
+  function isSupersession() {
+    if (!wasTransfer || !terminalState(from) || to !== from || !blank(oldDoc.superseded_by)) return false;
+    var by = newDoc.superseded_by;
+    if (typeof by !== 'string' || !/^[0-9a-f]{64}$/.test(by) || by === id) return false;
+    if (!only(changedFields(), ['superseded_by', 'history'])) return false;
+    var l = lastEntry();
+    var prefix = from === 'done' ? 'replaced by transfer ' : 'superseded by transfer ';
+    if (l === null || !isObject(l) || l.from !== from || l.to !== to || !none(l.verified) ||
+        typeof l.reason !== 'string' || l.reason.indexOf(prefix + by + ' ') !== 0) {
+      return false;
+    }
+    var kept = Array.isArray(oldDoc.history) ? oldDoc.history : [];
+    var rest = newDoc.history.slice(0, -1);
+    if (rest.length === kept.length - 1 && kept.length > 1) {
+      kept = [kept[0]].concat(kept.slice(2));
+    }
+    return rest.length === kept.length && rest.every(function (e, i) { return sameEntry(e, kept[i]); });
+  }
   // checkRoles refuses what the writer's roles do not allow (admins are
   // not checked).
   function checkRoles() {
@@ -484,6 +518,7 @@ function (newDoc, oldDoc, userCtx, secObj) {
     var own = oldDoc.user === userCtx.name;
     var agentWhy = hasRole(AGENT) ? agentRefusal() : null;
     if ((hasRole(AGENT) || hasRole(OPERATOR)) && isVerification()) return;
+    if ((hasRole(PRODUCER) || hasRole(USER)) && isSupersession()) return;
     if (hasRole(AGENT) && agentWhy === null) return;
     if (hasRole(OPERATOR) && (isKill(changed) || isRetry(changed) || isResolution())) return;
     if (hasRole(PRODUCER) && isKill(changed)) return;
@@ -500,12 +535,16 @@ function (newDoc, oldDoc, userCtx, secObj) {
   }
   // agentRefusal: why an agent may not make this write ([rule, what]), or
   // null. Beyond the transition rules checked for every writer, an agent
-  // never revives a terminal transfer (aso retry does) nor withdraws the
+  // never revives a terminal transfer (aso retry does), changes an ended
+  // one but by the records the transition rules allow, nor withdraws the
   // kill request of one that goes on (a conflict's resolution may keep a
   // leaf that ended without it).
   function agentRefusal() {
     if (terminalState(from) && to === 'new' && !isResolution()) {
       return ['retry', 'revive a ' + from + ' transfer: only aso retry does (aso-operator, or the transfer\'s aso-user)'];
+    }
+    if (terminalState(from) && to === from && !isResolution() && !isVerification() && !isSupersession()) {
+      return ['ended', 'change a ' + from + ' transfer: only its retry, a verification or the record of the transfer that supersedes it do'];
     }
     if (oldDoc.kill_requested === true && newDoc.kill_requested !== true && !terminalState(to)) {
       return ['kill', 'withdraw the kill request of an unfinished transfer'];

@@ -12,7 +12,8 @@ import (
 
 // Enqueue stores valid requests as new transfers, each judged by who owns
 // its destination (state.EnqueueOwned; one lookup of memory's index by
-// destination for the batch).
+// destination for the batch). A request that replaces or supersedes an
+// owner records so on it too, in the same write (state.SupersedeOf).
 func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.EnqueueResult, error) {
 	return do(ctx, s.file, "enqueue", true, func(x *tx, now time.Time) ([]state.EnqueueResult, error) {
 		dests := make([]state.Destination, len(reqs))
@@ -40,9 +41,25 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 			}
 			x.put(&t)
 			res[i].Status = state.Stored
+			if c.Supersedes() {
+				x.supersede(c.Owner.ID, &t, now, s.by)
+			}
 		}
 		return res, nil
 	})
+}
+
+// supersede records on the stored transfer id that t replaces or
+// supersedes it (state.SupersedeOf), in the same write as t.
+func (x *tx) supersede(id string, t *state.Transfer, now time.Time, by string) {
+	cur := x.get(id)
+	if cur == nil {
+		return
+	}
+	o := edit(cur)
+	if ok, err := state.SupersedeOf(o, t, now, by); ok && err == nil {
+		x.put(o)
+	}
 }
 
 // Get returns one transfer.

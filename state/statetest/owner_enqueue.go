@@ -27,8 +27,17 @@ var ownerEnqueueCases = []testCase{
 		bob.Replace = true
 		c = e.enqueueOne(b, bob, state.Stored)
 		e.wantOwner(b, c, state.OwnerReplaced, ReqID(Alice, 1), "replaces transfer "+ReqID(Alice, 1))
-		// enqueued again: already queued, not refused
+		e.wantSuperseded(s, ReqID(Alice, 1), state.StateDone, bob.ID(), state.ReplacedByPrefix)
+		// enqueued again: already queued, not refused, and recorded once
 		e.enqueueOne(b, onto(Req(Bob, 2), Req(Alice, 1)), state.AlreadyQueued)
+		e.wantSuperseded(s, ReqID(Alice, 1), state.StateDone, bob.ID(), state.ReplacedByPrefix)
+		// a second replacement before the first is done: the owner keeps
+		// the record of the first
+		carol := onto(Req(Bob, 3), Req(Alice, 1))
+		carol.Replace = true
+		c = e.enqueueOne(b, carol, state.Stored)
+		e.wantOwner(b, c, state.OwnerReplaced, ReqID(Alice, 1), "replaces transfer "+ReqID(Alice, 1))
+		e.wantSuperseded(s, ReqID(Alice, 1), state.StateDone, bob.ID(), state.ReplacedByPrefix)
 	}},
 	{"EnqueueOwner/DoneOwnerSameFileAlreadyThere", func(e *env) {
 		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
@@ -60,8 +69,59 @@ var ownerEnqueueCases = []testCase{
 			e.ownedFinish(s, o)
 			c := e.enqueueOne(b, onto(Req(Bob, 20+i), Req(Alice, 10+i)), state.Stored)
 			e.wantOwner(b, c, state.OwnerSuperseded, ReqID(Alice, 10+i), "supersedes transfer "+ReqID(Alice, 10+i))
+			e.wantSuperseded(s, ReqID(Alice, 10+i), state.State(o), c.ID, state.SupersededByPrefix)
 		}
 	}},
+	{"EnqueueOwner/SupersededOwnerNotSupersededAgain", func(e *env) {
+		// A failed owner superseded once names only its first successor:
+		// the next request for the destination meets no owner, since the
+		// first successor has not recorded its ownership yet.
+		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
+		e.enqueue(s, Req(Alice, 1))
+		e.ownedFinish(s, state.OutcomeFailed)
+		first := e.enqueueOne(b, onto(Req(Bob, 2), Req(Alice, 1)), state.Stored)
+		c := e.enqueueOne(b, onto(Req(Bob, 3), Req(Alice, 1)), state.Stored)
+		if c.Owner.Kind != state.OwnerNone {
+			e.t.Fatalf("request after the supersession: %+v, want no owner", c.Owner)
+		}
+		e.wantSuperseded(s, ReqID(Alice, 1), state.StateFailed, first.ID, state.SupersededByPrefix)
+		// a retry of the superseded transfer clears the record
+		res, err := s.Retry(ctx, []string{ReqID(Alice, 1)})
+		e.ok("Retry", res, err, 1)
+		if tr := e.get(s, ReqID(Alice, 1)); tr.SupersededBy != "" {
+			e.t.Fatalf("retried: superseded_by %q, want none", tr.SupersededBy)
+		}
+	}},
+}
+
+// wantSuperseded fails unless the stored transfer id, still in state st,
+// names by as the transfer that replaced or superseded it, in
+// SupersededBy, in DestinationRefs, and in exactly one history entry that
+// starts with prefix and by, its last.
+func (e *env) wantSuperseded(s state.Store, id string, st state.State, by, prefix string) {
+	e.t.Helper()
+	tr := e.get(s, id)
+	if tr.State != st || tr.SupersededBy != by {
+		e.t.Fatalf("owner %s: state %s, superseded_by %q; want %s and %s", id, tr.State, tr.SupersededBy, st, by)
+	}
+	n := 0
+	for _, h := range tr.History {
+		if strings.HasPrefix(h.Reason, state.ReplacedByPrefix) || strings.HasPrefix(h.Reason, state.SupersededByPrefix) {
+			n++
+		}
+	}
+	if l := tr.History[len(tr.History)-1]; n != 1 || !strings.HasPrefix(l.Reason, prefix+by) || l.From != st || l.To != st {
+		e.t.Fatalf("owner %s history %+v: want one last entry %s -> %s starting %q", id, tr.History, st, st, prefix+by)
+	}
+	refs, err := s.DestinationRefs(ctx, []state.Destination{tr.Dest()})
+	if err != nil {
+		e.t.Fatalf("DestinationRefs: %v", err)
+	}
+	for _, r := range refs[tr.Dest()] {
+		if r.ID == id && r.SupersededBy != by {
+			e.t.Fatalf("DestinationRefs: %+v, want superseded by %s", r, by)
+		}
+	}
 }
 
 // onto is r with the destination of to.
