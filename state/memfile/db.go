@@ -69,15 +69,9 @@ func (d *db) index(t *state.Transfer, add bool) {
 		ui.queue.Delete(t)
 	case t.State != state.StateSubmitted:
 	case add:
-		if ui.jobs[t.FTSJob] == nil {
-			ui.jobs[t.FTSJob] = map[string]*state.Transfer{}
-		}
-		ui.jobs[t.FTSJob][t.ID] = t
+		addTo(ui.jobs, t.FTSJob, t)
 	default:
-		delete(ui.jobs[t.FTSJob], t.ID)
-		if len(ui.jobs[t.FTSJob]) == 0 {
-			delete(ui.jobs, t.FTSJob)
-		}
+		dropFrom(ui.jobs, t.FTSJob, t.ID)
 	}
 }
 
@@ -87,19 +81,11 @@ func (d *db) put(t *state.Transfer) {
 	delete(d.invalid, t.ID)
 	d.docs[t.ID] = t
 	d.index(t, true)
-	k := t.Dest()
-	if d.dests[k] == nil {
-		d.dests[k] = map[string]*state.Transfer{}
-	}
-	d.dests[k][t.ID] = t
+	addTo(d.dests, t.Dest(), t)
 	for _, p := range [...]string{t.SourcePFN, t.DestPFN} {
-		if p == "" {
-			continue
+		if p != "" {
+			addTo(d.pfns, p, t)
 		}
-		if d.pfns[p] == nil {
-			d.pfns[p] = map[string]*state.Transfer{}
-		}
-		d.pfns[p][t.ID] = t
 	}
 }
 
@@ -108,14 +94,9 @@ func (d *db) remove(id string) {
 	if old := d.docs[id]; old != nil {
 		d.index(old, false)
 		delete(d.docs, id)
-		k := old.Dest()
-		if delete(d.dests[k], id); len(d.dests[k]) == 0 {
-			delete(d.dests, k)
-		}
+		dropFrom(d.dests, old.Dest(), id)
 		for _, p := range [...]string{old.SourcePFN, old.DestPFN} {
-			if delete(d.pfns[p], id); len(d.pfns[p]) == 0 {
-				delete(d.pfns, p)
-			}
+			dropFrom(d.pfns, p, id)
 		}
 	}
 }
@@ -145,4 +126,19 @@ func (d *db) apply(raw []byte) error {
 func (d *db) putLock(l *state.LockDoc) {
 	delete(d.invalid, l.ID)
 	d.locks[l.ID] = l
+}
+
+// addTo puts t into the set of transfers m holds under k.
+func addTo[K comparable](m map[K]map[string]*state.Transfer, k K, t *state.Transfer) {
+	if m[k] == nil {
+		m[k] = map[string]*state.Transfer{}
+	}
+	m[k][t.ID] = t
+}
+
+// dropFrom removes id from the set m holds under k, and the set once empty.
+func dropFrom[K comparable](m map[K]map[string]*state.Transfer, k K, id string) {
+	if delete(m[k], id); len(m[k]) == 0 {
+		delete(m, k)
+	}
 }

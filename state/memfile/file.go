@@ -102,15 +102,7 @@ func (f *file) warn(format string, args ...any) {
 // opens the new one and reads it from its start.
 func (f *file) lock(ctx context.Context) error {
 	for {
-		try := func() error {
-			err := unix.Flock(int(f.f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-			if err != nil && !errors.Is(err, unix.EWOULDBLOCK) {
-				return backoff.Permanent(err)
-			}
-			return err
-		}
-		b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Microsecond), backoff.WithMaxInterval(5*time.Millisecond), backoff.WithMaxElapsedTime(0))
-		if err := backoff.Retry(try, backoff.WithContext(b, ctx)); err != nil {
+		if err := flock(ctx, f.f); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("memfile: waiting for the lock of %s, held by another process: %w", f.path, ctx.Err())
 			}
@@ -141,6 +133,20 @@ func (f *file) lock(ctx context.Context) error {
 }
 
 func (f *file) unlock() { _ = unix.Flock(int(f.f.Fd()), unix.LOCK_UN) }
+
+// flock takes the exclusive flock of fd, polling while another handle or
+// process holds it, until ctx ends.
+func flock(ctx context.Context, fd *os.File) error {
+	try := func() error {
+		err := unix.Flock(int(fd.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil && !errors.Is(err, unix.EWOULDBLOCK) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Microsecond), backoff.WithMaxInterval(5*time.Millisecond), backoff.WithMaxElapsedTime(0))
+	return backoff.Retry(try, backoff.WithContext(b, ctx))
+}
 
 // catchUp applies the records appended since f.off. Called with the flock
 // held. A torn last record is dropped (skipped by a read-only handle),

@@ -3,6 +3,7 @@ package memfile
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 	"os"
 	"slices"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Problem is one piece of damage Check found: where, what, and the IDs of
@@ -87,7 +86,11 @@ func check(path string, keep bool) (*Report, *fsck, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err == nil {
-		err = flockTimeout(f, 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err = flock(ctx, f); ctx.Err() != nil {
+			err = errors.New("the file stays locked by another process for 30s; stop the agents and try again")
+		}
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, err)
@@ -114,21 +117,6 @@ func check(path string, keep bool) (*Report, *fsck, error) {
 	}
 	c.finish()
 	return c.rep, c, nil
-}
-
-// flockTimeout takes the exclusive lock of f, waiting at most d.
-func flockTimeout(f *os.File, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the file stays locked by another process for %s; stop the agents and try again", d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // scan reads every record to the end of the file, reading on past damage.

@@ -36,12 +36,8 @@ func (s *Store) AcquireLock(ctx context.Context, user, holder string, ttl time.D
 func (s *Store) RenewLock(ctx context.Context, l state.Lock, ttl time.Duration) (state.Lock, error) {
 	return do(ctx, s.file, "renew lock", true, func(x *tx, now time.Time) (state.Lock, error) {
 		cur := x.getLock(state.LockID(l.User))
-		if cur == nil || cur.Holder != l.Holder || cur.Expire.IsZero() {
-			holder := "nobody"
-			if cur != nil && !cur.Expire.IsZero() {
-				holder = cur.Holder
-			}
-			return state.Lock{}, fmt.Errorf("memfile: renew lock of %s for %s: now held by %s: %w", l.User, l.Holder, holder, state.ErrLockLost)
+		if err := state.NotHeldBy(cur, l.User, l.Holder); err != nil {
+			return state.Lock{}, fmt.Errorf("memfile: renew lock: %w", err)
 		}
 		n := *cur
 		n.Expire = state.At(now.Add(ttl))
