@@ -256,10 +256,7 @@ func (f *file) Stats() Stats {
 
 // Compact rewrites the file as a snapshot of the current documents.
 func (f *file) Compact(ctx context.Context) error {
-	return f.locked(ctx, "compact", func() error {
-		if err := state.CheckFence(ctx); err != nil {
-			return fmt.Errorf("memfile: compact: %w", err)
-		}
+	return f.update(ctx, "compact", false, func(*tx, time.Time) error {
 		if f.opts.ReadOnly {
 			return fmt.Errorf("memfile: compact %s: %w", f.path, ErrReadOnly)
 		}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -227,12 +228,7 @@ func (c *fsck) finish() {
 			c.rep.Invalid++
 		}
 	}
-	ids := make([]string, 0, len(c.dropped))
-	for id := range c.dropped {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.dropped)) {
 		d, ok := c.docs[id]
 		switch {
 		case !ok:

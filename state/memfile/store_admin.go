@@ -111,10 +111,7 @@ func (s *Store) Retry(ctx context.Context, ids []string) ([]state.Result, error)
 // RecordVerifications writes verifications into their transfers'
 // histories (see state.Admin.RecordVerifications).
 func (s *Store) RecordVerifications(ctx context.Context, vs []state.Verification) ([]state.Result, error) {
-	ids := make([]string, len(vs))
-	for i := range vs {
-		ids[i] = vs[i].ID
-	}
+	ids := itemIDs(vs, func(v *state.Verification) string { return v.ID })
 	return s.file.each(ctx, "record verifications", true, ids, func(i int, t *state.Transfer, now time.Time) (bool, error) {
 		return true, state.VerifyOf(t, vs[i], now, s.by)
 	})
@@ -126,16 +123,12 @@ func (s *Store) RecordVerifications(ctx context.Context, vs []state.Verification
 // snapshot without them (one compaction, however many are removed);
 // other handles see the file replaced and read it again.
 func (s *Store) Purge(ctx context.Context, o state.PurgeOptions) (int, error) {
-	var n int
-	err := s.file.locked(ctx, "purge", func() error {
+	return do(ctx, s.file, "purge", false, func(*tx, time.Time) (int, error) {
 		if s.file.opts.ReadOnly {
-			return fmt.Errorf("memfile: purge: %s: %w", s.file.path, ErrReadOnly)
+			return 0, fmt.Errorf("memfile: purge: %s: %w", s.file.path, ErrReadOnly)
 		}
-		var err error
-		n, err = s.file.purge(o, s.by)
-		return err
+		return s.file.purge(o, s.by)
 	})
-	return n, err
 }
 
 // DueUsers returns the users with work due at now, from memory in one
