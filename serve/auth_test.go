@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/asyncstageout/aso/fts/ftssim"
+	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/serve"
 )
 
@@ -115,11 +115,11 @@ func TestAuth_BasicScopes(t *testing.T) {
 // CA at the handshake.
 func TestAuth_GridProxy(t *testing.T) {
 	b := memfileBackend(t, 20)
-	p, err := ftssim.NewPKI(t.TempDir())
+	p, err := ftstest.MakePKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ftssim.NewPKI(t.TempDir())
+	other, err := ftstest.MakePKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

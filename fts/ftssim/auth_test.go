@@ -17,7 +17,7 @@ import (
 
 // certClient is an HTTP client presenting the given proxy (cert, key and
 // chain in one PEM) and trusting the PKI's CA.
-func certClient(t testing.TB, p *ftssim.PKI, proxyPEM []byte) *http.Client {
+func certClient(t testing.TB, p *ftstest.PKI, proxyPEM []byte) *http.Client {
 	t.Helper()
 	cert, err := tls.X509KeyPair(proxyPEM, proxyPEM)
 	if err != nil {
@@ -28,7 +28,7 @@ func certClient(t testing.TB, p *ftssim.PKI, proxyPEM []byte) *http.Client {
 	}}}
 }
 
-func tlsServer(t testing.TB, p *ftssim.PKI, opts ftssim.Options) *ftssim.Server {
+func tlsServer(t testing.TB, p *ftstest.PKI, opts ftssim.Options) *ftssim.Server {
 	t.Helper()
 	opts.TLS = &ftssim.TLSOptions{Cert: p.Server, ClientCAs: p.CAPool}
 	return ftstest.NewServer(t, opts)

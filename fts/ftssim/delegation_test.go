@@ -26,7 +26,7 @@ type delegator struct {
 	userKey crypto.Signer
 }
 
-func newDelegator(t *testing.T, p *ftssim.PKI) *delegator {
+func newDelegator(t *testing.T, p *ftstest.PKI) *delegator {
 	t.Helper()
 	cb, _ := pem.Decode(p.UserCertPEM)
 	kb, _ := pem.Decode(p.UserKeyPEM)

@@ -16,8 +16,9 @@
 // SetFailureRate, ExpireDelegation) and read back every file it ever
 // received (Files, GET /sim/files) to prove that nothing was submitted
 // twice. In LocalFiles mode it really copies file:// URLs, so a whole
-// pipeline can run offline. NewPKI makes a throw-away CA, server
-// certificate, user certificate and RFC 3820 proxies (plain or VOMS).
+// pipeline can run offline. Its tests make their throw-away CA, server
+// certificate, user certificate and RFC 3820 proxies (plain or VOMS)
+// with fts/ftstest.NewPKI.
 //
 // Where it still differs from a real server (no transfer daemon, random
 // failures, tokens and VOMS signatures not validated, jobs private to their

@@ -17,8 +17,6 @@ type (
 	Server = ftssim.Server
 	// SimFile is one file the simulator received (ftssim.SimFile).
 	SimFile = ftssim.SimFile
-	// PKI is a throw-away grid PKI (ftssim.PKI).
-	PKI = ftssim.PKI
 )
 
 // Start serves a new simulator on addr (ftssim.Start).
@@ -40,22 +38,22 @@ func NewServer(t testing.TB, opts Options) *Server {
 	return s
 }
 
-// NewPKI makes a throw-away PKI (ftssim.NewPKI) whose CA directory is a
+// NewPKI makes a throw-away PKI (MakePKI) whose CA directory is a
 // test temporary directory; it fails the test on error.
 func NewPKI(t testing.TB) *PKI {
 	t.Helper()
-	p, err := ftssim.NewPKI(t.TempDir())
+	p, err := MakePKI(t.TempDir())
 	if err != nil {
 		t.Fatalf("ftstest: %v", err)
 	}
 	return p
 }
 
-// NewProxy makes another proxy of p's user (ftssim.NewProxy), a VOMS proxy
+// NewProxy makes another proxy of p's user (MakeProxy), a VOMS proxy
 // when fqans are given; it fails the test on error.
 func NewProxy(t testing.TB, p *PKI, lifetime time.Duration, fqans ...string) []byte {
 	t.Helper()
-	b, err := ftssim.NewProxy(p, lifetime, fqans...)
+	b, err := MakeProxy(p, lifetime, fqans...)
 	if err != nil {
 		t.Fatalf("ftstest: %v", err)
 	}

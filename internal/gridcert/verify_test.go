@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asyncstageout/aso/fts/ftssim"
+	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
@@ -36,19 +36,19 @@ func chainOf(t *testing.T, b []byte) []*x509.Certificate {
 // against their CA and give the user's DN; an expired proxy, another CA
 // and no CA at all are refused.
 func TestVerifyChain(t *testing.T) {
-	p, err := ftssim.NewPKI(t.TempDir())
+	p, err := ftstest.MakePKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ftssim.NewPKI(t.TempDir())
+	other, err := ftstest.MakePKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	voms, err := ftssim.NewProxy(p, time.Hour, "/cms/Role=NULL/Capability=NULL")
+	voms, err := ftstest.MakeProxy(p, time.Hour, "/cms/Role=NULL/Capability=NULL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	expired, err := ftssim.NewProxy(p, -time.Minute)
+	expired, err := ftstest.MakeProxy(p, -time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package ftssim
+package ftstest
 
 import (
 	"crypto/ecdsa"
@@ -129,10 +129,10 @@ func keyPEM(k *rsa.PrivateKey) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
 }
 
-// NewPKI makes a CA, a server certificate for 127.0.0.1, ::1 and localhost,
+// MakePKI makes a CA, a server certificate for 127.0.0.1, ::1 and localhost,
 // a user certificate and a 12-hour RFC 3820 proxy; the CA certificate is
 // written as a .pem file into dir (for X509_CERT_DIR).
-func NewPKI(dir string) (*PKI, error) {
+func MakePKI(dir string) (*PKI, error) {
 	keys, err := pooledKeys()
 	if err != nil {
 		return nil, fmt.Errorf("ftssim: generate keys: %w", err)
@@ -186,11 +186,11 @@ func NewPKI(dir string) (*PKI, error) {
 	return p, nil
 }
 
-// NewProxy makes another RFC 3820 proxy of p's user, valid from an hour ago
+// MakeProxy makes another RFC 3820 proxy of p's user, valid from an hour ago
 // for lifetime from now (a negative lifetime gives an expired proxy). With
 // fqans it is a VOMS proxy carrying those FQANs (like
 // "/cms/Role=NULL/Capability=NULL"; the first names the VO).
-func NewProxy(p *PKI, lifetime time.Duration, fqans ...string) ([]byte, error) {
+func MakeProxy(p *PKI, lifetime time.Duration, fqans ...string) ([]byte, error) {
 	keys, err := pooledKeys()
 	if err != nil {
 		return nil, fmt.Errorf("ftssim: generate keys: %w", err)

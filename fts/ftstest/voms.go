@@ -1,4 +1,4 @@
-package ftssim
+package ftstest
 
 import (
 	"crypto/x509/pkix"
