@@ -21,6 +21,11 @@ import (
 //
 // A done owner with another file is left to FTS, as before: it refuses to
 // overwrite the file unless the run overwrites.
+//
+// Once the agent has recorded the ownership of those it submits, and
+// before FTS sees them, recheck reads the owners again (one more call a
+// pass), so that two agents that both passed check at once never both
+// submit: on a CouchDB cluster nothing makes a write exclusive.
 type destGate struct {
 	store Store
 }
@@ -66,6 +71,39 @@ func (g destGate) check(ctx context.Context, fresh []state.Transfer) ([]state.Tr
 		}
 	}
 	return pass, out, nil
+}
+
+// recheck reads again, once for the batch, who names the destinations of
+// prepared, the transfers whose ownership the agent has just recorded
+// (at owned) and that FTS has not seen yet. Two agents may both have
+// passed check before either recorded its ownership; each reads the
+// other's record now, and the one that recorded later (state.YieldTo)
+// yields: it waits, its record of ownership cleared, its reason naming
+// the other. When the owners cannot be read, every transfer yields (err).
+func (g destGate) recheck(ctx context.Context, prepared []state.Transfer, owned state.Time) ([]state.Abort, error) {
+	if len(prepared) == 0 {
+		return nil, nil
+	}
+	dests := make([]state.Destination, len(prepared))
+	for i := range prepared {
+		dests[i] = prepared[i].Dest()
+	}
+	refs, err := g.store.DestinationRefs(ctx, dests)
+	var out []state.Abort
+	for i := range prepared {
+		t := &prepared[i]
+		r, yield := state.YieldTo(t, refs[t.Dest()])
+		switch {
+		case err != nil:
+			out = append(out, state.Abort{Transfer: *t, NoPenalty: true, Disown: t.DestOwnedSince.Equal(owned.Time),
+				Reason: "who owns the destination could not be read again before the submission (" + err.Error() + ")"})
+		case yield:
+			a := waitFor(t, r.Describe()+", which recorded its ownership first,")
+			a.Disown = t.DestOwnedSince.Equal(owned.Time) // recorded in this pass: FTS never saw it
+			out = append(out, a)
+		}
+	}
+	return out, err
 }
 
 // waitFor is the release of t while owner (described) owns its

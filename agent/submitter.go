@@ -130,7 +130,8 @@ func (s *submitter) submitJobs(stop, work context.Context, jobs []*pendingJob, t
 		writes[k] = j.write()
 	}
 	ctx, cancel := context.WithTimeout(work, s.cfg.PhaseTimeout)
-	ok, lost, err := s.book.prepare(ctx, writes, s.cfg.Now())
+	now := s.cfg.Now()
+	ok, lost, err := s.book.prepare(ctx, writes, now)
 	cancel()
 	t.lost("submit", lost)
 	if err != nil {
@@ -146,6 +147,7 @@ func (s *submitter) submitJobs(stop, work context.Context, jobs []*pendingJob, t
 		s.pending[j.sid] = j
 		ready = append(ready, j)
 	}
+	ready = s.recheck(work, ready, state.At(now), t)
 	if len(ready) > 0 {
 		s.log.WithField("jobs", len(ready)).Info("submit_sid written; sending to FTS")
 	}

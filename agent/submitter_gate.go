@@ -37,3 +37,52 @@ func (s *submitter) gate(work context.Context, fresh []state.Transfer, t *tally)
 	}
 	return pass
 }
+
+// recheck passes the transfers of the prepared jobs, their ownership
+// recorded at owned, through the second check of the destination gate
+// (destGate.recheck), and returns the jobs with what may still be sent:
+// the transfers that yield are taken out and released, waiting; a job
+// left empty is forgotten.
+func (s *submitter) recheck(work context.Context, jobs []*pendingJob, owned state.Time, t *tally) []*pendingJob {
+	var ids []string
+	for _, j := range jobs {
+		ids = append(ids, j.ids...)
+	}
+	ctx, cancel := context.WithTimeout(work, s.cfg.PhaseTimeout)
+	yields, err := s.dests.recheck(ctx, s.book.get(ids), owned)
+	cancel()
+	if err != nil {
+		t.fail("submit", "reading who owns the destinations again failed; nothing submitted this pass", err)
+	}
+	if len(yields) == 0 {
+		return jobs
+	}
+	out := yielded(jobs, yields, s.pending)
+	s.abort(work, yields, t)
+	return out
+}
+
+// yielded takes the transfers of yields out of jobs, forgets (in
+// pending) the jobs left empty, and returns the others.
+func yielded(jobs []*pendingJob, yields []state.Abort, pending pendingJobs) []*pendingJob {
+	gone := map[string]bool{}
+	for _, y := range yields {
+		gone[y.Transfer.ID] = true
+	}
+	out := jobs[:0:0]
+	for _, j := range jobs {
+		keep := j.ids[:0:0]
+		for _, id := range j.ids {
+			if !gone[id] {
+				keep = append(keep, id)
+			}
+		}
+		if len(keep) == 0 {
+			delete(pending, j.sid)
+			continue
+		}
+		j.keep(keep)
+		out = append(out, j)
+	}
+	return out
+}

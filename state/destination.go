@@ -22,6 +22,9 @@ type DestRef struct {
 	// Owned: the transfer recorded that it owns its destination
 	// (Transfer.DestOwnedSince) before its first submission.
 	Owned bool
+	// OwnedSince is Transfer.DestOwnedSince (zero when not Owned, or
+	// from a view of an older version).
+	OwnedSince Time
 	// Adler32 is the transfer's adler32 checksum in lower case, or "".
 	Adler32 string
 	Size    int64
@@ -32,8 +35,8 @@ type DestRef struct {
 
 // RefOf returns the DestRef of t.
 func RefOf(t *Transfer) DestRef {
-	return DestRef{ID: t.ID, User: t.User, State: t.State, Owned: !t.DestOwnedSince.IsZero(), Adler32: t.Checksum(), Size: t.Size,
-		SupersededBy: t.SupersededBy}
+	return DestRef{ID: t.ID, User: t.User, State: t.State, Owned: !t.DestOwnedSince.IsZero(), OwnedSince: t.DestOwnedSince,
+		Adler32: t.Checksum(), Size: t.Size, SupersededBy: t.SupersededBy}
 }
 
 // Owns reports whether the transfer owns its destination now: a done one
@@ -43,6 +46,28 @@ func RefOf(t *Transfer) DestRef {
 // supersedes it.
 func (r DestRef) Owns() bool {
 	return r.State == StateDone || !r.State.Terminal() && r.Owned
+}
+
+// YieldTo is the transfer among refs that t, which has just recorded its
+// ownership of its destination (DestOwnedSince) and is about to be
+// submitted, must yield the destination to, if any: another active
+// transfer that is submitted, or that recorded its ownership first
+// (earlier, or at the same time with a lower ID). Of two transfers that
+// both passed the check of the owners before either recorded its
+// ownership (two agents, or a producer's direct write), exactly one
+// yields to the other when both read the other's record.
+func YieldTo(t *Transfer, refs []DestRef) (DestRef, bool) {
+	for _, r := range refs {
+		if r.ID == t.ID || r.State.Terminal() || !r.Owned {
+			continue
+		}
+		// a view of an older version gives no time: not first
+		first := !r.OwnedSince.IsZero() && (r.OwnedSince.Before(t.DestOwnedSince.Time) || r.OwnedSince.Equal(t.DestOwnedSince.Time) && r.ID < t.ID)
+		if r.State == StateSubmitted || first {
+			return r, true
+		}
+	}
+	return DestRef{}, false
 }
 
 // Describe names the owner: "transfer ID (user U, STATE)".

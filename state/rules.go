@@ -160,6 +160,9 @@ func ApplyAbort(t *Transfer, a Agent, ab Abort, p Policy, now time.Time) error {
 		if ab.Wait && !t.KillRequested {
 			t.RetryAfter = At(now.Add(p.CoolOff))
 		}
+		if ab.Disown {
+			t.DestOwnedSince = Time{}
+		}
 	default:
 		t.Attempts++
 		t.Reason = reason

@@ -97,6 +97,10 @@ type Abort struct {
 	// at once: it waits for something else (another transfer that owns its
 	// destination), which Reason names.
 	Wait bool
+	// Disown, with NoPenalty, clears the transfer's record that it owns
+	// its destination (DestOwnedSince): it recorded it in this pass and
+	// yields the destination to another before FTS saw it (YieldTo).
+	Disown bool
 	// Fatal fails the transfer at once, whatever its attempts.
 	Fatal bool
 	// ErrorClass is the class of the failure when the caller knows one (a

@@ -17,8 +17,9 @@ import (
 const DestsID = "_design/" + destsDDoc
 
 // The views of DestsID: by_destination, [destination, destination_lfn]
-// -> [state, user, owned, adler32, size, superseded_by] (see
-// dests_map.js); by_pfn, PFN -> [role, state, user] (see pfns_map.js).
+// -> [state, user, owned, adler32, size, superseded_by,
+// dest_owned_since] (see dests_map.js); by_pfn, PFN -> [role, state,
+// user] (see pfns_map.js).
 const (
 	destsDDoc = "aso-dests"
 	viewDests = "by_destination"
@@ -94,8 +95,10 @@ func destRow(row viewRow) (state.Destination, state.DestRef, bool) {
 	ref.State = state.State(st)
 	_ = json.Unmarshal(v[3], &ref.Adler32) // "" when not a string
 	_ = json.Unmarshal(v[4], &ref.Size)    // 0 when not a number
-	if len(v) > 5 {                        // not in a view of an older version
+	// a view of an older version has neither
+	if len(v) > 6 {
 		_ = json.Unmarshal(v[5], &ref.SupersededBy)
+		_ = json.Unmarshal(v[6], &ref.OwnedSince) // zero when not a time
 	}
 	return state.Destination{Site: k[0], LFN: k[1]}, ref, true
 }

@@ -3,7 +3,8 @@ function (doc) {
   // the one-owner check to read who names a destination without a scan.
   // key: [destination, destination_lfn]; value: [state, user, whether it
   // recorded ownership (dest_owned_since), adler32 or "", size, the
-  // transfer that replaced or superseded it (superseded_by) or ""].
+  // transfer that replaced or superseded it (superseded_by) or "",
+  // dest_owned_since or ""].
   if (doc.type !== 'transfer' || typeof doc.destination !== 'string' || typeof doc.destination_lfn !== 'string') {
     return;
   }
@@ -18,5 +19,6 @@ function (doc) {
   }
   emit([doc.destination, doc.destination_lfn],
     [doc.state, doc.user, typeof doc.dest_owned_since === 'string' && doc.dest_owned_since !== '', sum, doc.size || 0,
-      typeof doc.superseded_by === 'string' ? doc.superseded_by : '']);
+      typeof doc.superseded_by === 'string' ? doc.superseded_by : '',
+      typeof doc.dest_owned_since === 'string' ? doc.dest_owned_since : '']);
 }

@@ -27,8 +27,10 @@ func (e *env) wantRefs(s state.Store, r state.Request, want ...state.DestRef) {
 		if !ok || g.User != w.User || g.State != w.State || g.Owned != w.Owned {
 			e.t.Fatalf("DestinationRefs(%v): %+v, want %+v", k, got, want)
 		}
-		if tr := e.get(s, w.ID); g.Adler32 != tr.Checksum() || g.Size != tr.Size {
-			e.t.Fatalf("ref %+v: adler32 and size are not the transfer's %q and %d", g, tr.Checksum(), tr.Size)
+		if tr := e.get(s, w.ID); g.Adler32 != tr.Checksum() || g.Size != tr.Size || !g.OwnedSince.Equal(tr.DestOwnedSince.Time) ||
+			g.SupersededBy != tr.SupersededBy {
+			e.t.Fatalf("ref %+v: adler32, size, owned since and superseded by are not the transfer's %q, %d, %s and %q",
+				g, tr.Checksum(), tr.Size, tr.DestOwnedSince, tr.SupersededBy)
 		}
 	}
 }

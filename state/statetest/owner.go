@@ -40,6 +40,23 @@ var ownerCases = []testCase{
 			e.t.Fatalf("second submission: dest_owned_since %s sid %q; want the first's %s and sid-2", tr.DestOwnedSince, tr.SubmitSID, first)
 		}
 	}},
+	{"Ownership/ClearedWhenItYields", func(e *env) {
+		// a transfer that recorded its ownership in this pass and yields
+		// the destination to another before FTS saw it (state.YieldTo)
+		// owns nothing once released
+		s := e.store(Alice, "agent-a")
+		id := e.enqueue(s, Req(Alice, 1))[0]
+		res, err := Prepare(ctx, s, e.claim(s, 1), "sid-1")
+		e.ok("PrepareSubmits", res, err, 1)
+		res, err = s.AbortTransfers(ctx, []state.Abort{{Transfer: e.get(s, id), NoPenalty: true, Wait: true, Disown: true, Reason: "waiting: another"}})
+		e.ok("AbortTransfers", res, err, 1)
+		tr := e.get(s, id)
+		if tr.State != state.StateNew || !tr.DestOwnedSince.IsZero() || tr.SubmitSID != "" || tr.Attempts != 0 || !tr.RetryAfter.After(e.clock.Now()) {
+			e.t.Fatalf("yielded: %s, dest_owned_since %s, sid %q, %d attempts, retry after %s; want new, none, none, 0, after the cool-off",
+				tr.State, tr.DestOwnedSince, tr.SubmitSID, tr.Attempts, tr.RetryAfter)
+		}
+		e.wantRefs(s, Req(Alice, 1), state.DestRef{ID: id, User: Alice, State: state.StateNew})
+	}},
 	{"DestinationRefs/ByDestination", func(e *env) {
 		s, b := e.store(Alice, "agent-a"), e.store(Bob, "agent-b")
 		same := Req(Bob, 7)
