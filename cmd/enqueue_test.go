@@ -331,3 +331,31 @@ func TestEnqueue_SourceThroughALinkedRoot(t *testing.T) {
 		t.Fatalf("the source was deleted or changed: %d bytes, %v", len(got), err)
 	}
 }
+
+// TestEnqueue_SameFileByTheCatalogue: two sites of one storage, named in
+// the sites file with other protocols, ports and LFN prefixes: a request
+// whose source and destination LFNs the catalogue resolves to one file is
+// rejected at enqueue, naming both PFNs, and nothing of it is stored; a
+// request for another file of the same sites is stored.
+func TestEnqueue_SameFileByTheCatalogue(t *testing.T) {
+	sites := filepath.Join(t.TempDir(), "sites.yaml")
+	body := "T2_XX_A:\n  protocol: root\n  rules:\n    - path-match: /store/(.*)\n      result: root://eos.example.org//eos/cms/store/$1\n" +
+		"T2_XX_B:\n  protocol: davs\n  rules:\n    - path-match: /store/user/(.*)\n      result: davs://eos.example.org:443/eos/cms/./store/temp/$1\n"
+	if err := os.WriteFile(sites, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := func(dstLFN string) string {
+		b, _ := json.Marshal(map[string]any{"user": "bob", "source": "T2_XX_A", "destination": "T2_XX_B",
+			"source_lfn": "/store/temp/bob/f.root", "destination_lfn": dstLFN, "size": 10})
+		return string(b) + "\n"
+	}
+	st := newState(t)
+	r := invocation{stdin: strings.NewReader(req("/store/user/bob/f.root") + req("/store/user/bob/g.root"))}.
+		run(t, st, "enqueue", "--sites", sites).wantCode(t, 64)
+	wantMatch(t, r.stdout, `line 1: rejected: source and destination may be one file \(/store/temp/bob/f.root at T2_XX_A is root://eos.example.org//eos/cms/store/temp/bob/f.root, `+
+		`/store/user/bob/f.root at T2_XX_B is davs://eos.example.org:443/eos/cms/./store/temp/bob/f.root\)`, `1 stored, 0 already queued, 1 rejected`)
+	out := aso(t, "list", st, "--user", "bob", "--json").wantCode(t, 0)
+	if strings.Contains(out.stdout, `"destination_lfn":"/store/user/bob/f.root"`) || !strings.Contains(out.stdout, `"destination_lfn":"/store/user/bob/g.root"`) {
+		t.Errorf("aso list: %s; want only the request for another file stored", out.stdout)
+	}
+}
