@@ -3,16 +3,15 @@ package cmd
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/asyncstageout/aso/fts/ftssim"
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // FTSSimOptions are the flags of `aso fts-sim`.
@@ -138,10 +137,6 @@ func readFailureReasons(path string) ([]string, error) {
 	return reasons, nil
 }
 
-// caFileRE matches the CA files of a --tls-dir: PEM files and OpenSSL
-// hashed names.
-var caFileRE = regexp.MustCompile(`(\.pem|\.crt|\.[0-9]+)$`)
-
 // loadSimTLS reads the server certificate and the client CAs of --tls-dir.
 func loadSimTLS(dir string) (*ftssim.TLSOptions, error) {
 	certFile, keyFile := filepath.Join(dir, "hostcert.pem"), filepath.Join(dir, "hostkey.pem")
@@ -149,24 +144,9 @@ func loadSimTLS(dir string) (*ftssim.TLSOptions, error) {
 	if err != nil {
 		return nil, usagef("--tls-dir %s: server certificate (hostcert.pem, hostkey.pem): %v", dir, err)
 	}
-	entries, err := os.ReadDir(dir)
+	pool, n, err := gridcert.CAPool(dir, "hostcert.pem", "hostkey.pem")
 	if err != nil {
 		return nil, usagef("--tls-dir %s: %v", dir, err)
-	}
-	pool := x509.NewCertPool()
-	n := 0
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || name == "hostcert.pem" || name == "hostkey.pem" || !caFileRE.MatchString(name) {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("fts-sim: read CA %s: %w", name, err)
-		}
-		if pool.AppendCertsFromPEM(raw) {
-			n++
-		}
 	}
 	t := &ftssim.TLSOptions{Cert: cert}
 	if n > 0 {

@@ -9,13 +9,12 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/internal/gridcert"
 	"github.com/asyncstageout/aso/serve"
 	"github.com/asyncstageout/aso/state"
 )
@@ -180,27 +179,12 @@ func (o *ServeOptions) tlsConfig(auth *serve.Auth) (*tls.Config, error) {
 	return auth.TLSConfig(cert), nil
 }
 
-// readCAs reads the PEM certificates of a file, or of every .pem, .crt
-// and .0 file of a directory (a grid CA directory).
+// readCAs reads the PEM certificates of a file, or of a grid CA
+// directory (gridcert.CAPool).
 func readCAs(path string) (*x509.CertPool, error) {
-	files := []string{path}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		files = nil
-		for _, pat := range []string{"*.pem", "*.crt", "*.0"} {
-			m, _ := filepath.Glob(filepath.Join(path, pat))
-			files = append(files, m...)
-		}
-	}
-	pool := x509.NewCertPool()
-	n := 0
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("serve: --client-ca: %w", err)
-		}
-		if pool.AppendCertsFromPEM(b) {
-			n++
-		}
+	pool, n, err := gridcert.CAPool(path)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --client-ca: %w", err)
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("serve: --client-ca %s: no PEM certificate found", path)

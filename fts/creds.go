@@ -1,7 +1,6 @@
 package fts
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -12,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/asyncstageout/aso/internal/gridcert"
 )
 
 // proxyCredential is an X.509 proxy: its certificate chain (proxy first) and
@@ -146,29 +145,11 @@ func (p *proxyCredential) checkValid(now time.Time) error {
 	return nil
 }
 
-// caFileName matches the files of a grid CA directory that hold
-// certificates: name.pem, name.crt and the hash links hash.0, hash.1, ...
-var caFileName = regexp.MustCompile(`(?i)\.(pem|crt|cer|[0-9]+)$`)
-
 // loadCertDir reads every certificate file of dir into a pool.
 func loadCertDir(dir string) (*x509.CertPool, error) {
-	entries, err := os.ReadDir(dir)
+	pool, n, err := gridcert.CAPool(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fts: CA directory: %w; give the directory of trusted CA certificates (X509_CERT_DIR)", err)
-	}
-	pool := x509.NewCertPool()
-	n := 0
-	for _, e := range entries {
-		if e.IsDir() || !caFileName.MatchString(e.Name()) {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil || !bytes.Contains(data, []byte("-----BEGIN CERTIFICATE-----")) {
-			continue
-		}
-		if pool.AppendCertsFromPEM(data) {
-			n++
-		}
 	}
 	if n == 0 {
 		return nil, fmt.Errorf("fts: CA directory %s holds no certificate (*.pem, *.crt, <hash>.0)", dir)
