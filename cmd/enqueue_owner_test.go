@@ -1,6 +1,7 @@
 package cmd_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/adler32"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/asyncstageout/aso/cmd"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/memfile"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // TestEnqueue_DestinationOwner: a request for a destination a done
@@ -57,4 +60,53 @@ func TestEnqueue_DestinationOwner(t *testing.T) {
 	same, sameID := req("erin", fmt.Sprintf("%08x", adler32.Checksum(payload)), "")
 	r = enqueue(same).wantCode(t, 0)
 	r.wantStdout(t, fmt.Sprintf("line 1: stored %s: already there: transfer %s (user alice, done) delivered this file", sameID, owner))
+}
+
+// TestEnqueue_SupersedesAFailedOwner: a request for the destination of a
+// transfer that recorded its ownership and failed is stored and
+// supersedes it, and both transfers say so: the new one's note and first
+// history entry, the failed one's superseded_by and last history entry,
+// which aso status and aso list show.
+func TestEnqueue_SupersedesAFailedOwner(t *testing.T) {
+	ctx := context.Background()
+	flag, path := stateFile(t)
+	old := state.Request{User: "alice", Source: "T2_A", Destination: "T2_B", SourceLFN: "/store/temp/a.root", DestinationLFN: "/store/user/a.root", Size: 10}
+	st, err := memfile.Open(path, state.Config{Agent: state.Agent{User: "alice", Owner: "worker:1:test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Enqueue(ctx, []state.Request{old}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := statetest.Claim(ctx, st, 1)
+	if err != nil || len(ts) != 1 {
+		t.Fatal(ts, err)
+	}
+	if res, err := statetest.Prepare(ctx, st, ts, "sid-1"); err != nil || res[0].Err != nil {
+		t.Fatal(res, err)
+	}
+	tr, _ := st.Get(ctx, ts[0].ID)
+	if res, err := st.AbortTransfers(ctx, []state.Abort{{Transfer: tr, Fatal: true, Reason: "refused"}}); err != nil || res[0].Err != nil {
+		t.Fatal(res, err)
+	}
+	st.Close()
+
+	r := state.Request{User: "bob", Source: "T2_C", Destination: "T2_B", SourceLFN: "/store/temp/b.root", DestinationLFN: old.DestinationLFN, Size: 10}
+	line, _ := json.Marshal(r)
+	res := invocation{stdin: strings.NewReader(string(line))}.run(t, "enqueue", flag, "--json").wantCode(t, 0)
+	var out cmd.EnqueueOutcome
+	if err := json.Unmarshal([]byte(res.stdout), &out); err != nil || out.Status != state.Stored || !strings.Contains(out.Note, "supersedes transfer "+old.ID()) {
+		t.Fatalf("enqueue --json: %+v, %v; want stored, superseding %s", out, err, old.ID())
+	}
+	w := &doneWorld{path: path}
+	if h := w.get(t, r.ID()).History; !strings.Contains(h[0].Reason, "supersedes transfer "+old.ID()) {
+		t.Errorf("new transfer's history %+v does not name the one it supersedes", h)
+	}
+	o := w.get(t, old.ID())
+	if h := o.History[len(o.History)-1]; o.State != state.StateFailed || o.SupersededBy != r.ID() || !strings.HasPrefix(h.Reason, "superseded by transfer "+r.ID()+" (user bob)") {
+		t.Errorf("failed owner: %s, superseded_by %q, history %+v; want failed, %s, a last entry naming it", o.State, o.SupersededBy, o.History, r.ID())
+	}
+	invocation{}.run(t, "status", flag, old.ID()).wantCode(t, 0).wantStdout(t, "transfer "+r.ID()+", the owner of the destination after it",
+		"superseded by transfer "+r.ID()+" (user bob), the owner of the destination from now on")
+	invocation{}.run(t, "list", flag, "--user", "alice", "--json").wantCode(t, 0).wantStdout(t, `"superseded_by":"`+r.ID()+`"`)
 }
