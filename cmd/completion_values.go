@@ -29,8 +29,8 @@ func setupCompletion(root *cobra.Command, g *Globals) {
 	}
 	for _, c := range root.Commands() {
 		if c.Flags().Lookup("in-state") != nil {
-			_ = c.RegisterFlagCompletionFunc("in-state", listOf(stateNames()))
-			_ = c.RegisterFlagCompletionFunc("error-class", fixed(errorClassNames()))
+			_ = c.RegisterFlagCompletionFunc("in-state", listOf(names(state.States)))
+			_ = c.RegisterFlagCompletionFunc("error-class", fixed(names(state.ErrorClasses)))
 			_ = c.RegisterFlagCompletionFunc("link", fromStore(g, completeLinks))
 		}
 		switch c.Name() {
@@ -73,18 +73,11 @@ func withPrefix(words []string, prefix string) []string {
 	return out
 }
 
-func stateNames() []string {
-	out := make([]string, len(state.States))
-	for i, s := range state.States {
-		out[i] = string(s)
-	}
-	return out
-}
-
-func errorClassNames() []string {
-	out := make([]string, len(state.ErrorClasses))
-	for i, c := range state.ErrorClasses {
-		out[i] = string(c)
+// names returns the words of xs.
+func names[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,13 +63,13 @@ func (o *FTSOptions) tokenFile(g *Globals) string {
 	if o.Endpoint == "local" {
 		return ""
 	}
-	return firstNonEmpty(o.TokenFile, g.getenv("BEARER_TOKEN_FILE"))
+	return cmp.Or(o.TokenFile, g.getenv("BEARER_TOKEN_FILE"))
 }
 
 // certDir is --cert-dir, else $X509_CERT_DIR, else the grid's
 // /etc/grid-security/certificates.
 func (o *FTSOptions) certDir(g *Globals) string {
-	return firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
+	return cmp.Or(o.CertDir, g.getenv("X509_CERT_DIR"), "/etc/grid-security/certificates")
 }
 
 // checkChosen refuses a run on a CouchDB store whose --fts was given
@@ -76,7 +77,7 @@ func (o *FTSOptions) certDir(g *Globals) string {
 // simulator is the default of a file store only, never the silent choice
 // of a shared, production store.
 func (o *FTSOptions) checkChosen(g *Globals) error {
-	u := firstNonEmpty(g.StateURL, defaultStateURL(g.getenv))
+	u := cmp.Or(g.StateURL, defaultStateURL(g.getenv))
 	if g.sources["fts"] != fromDefault || strings.HasPrefix(u, "file:") {
 		return nil
 	}
@@ -105,7 +106,7 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 		cfg.CertDir = o.certDir(g)
 		if strings.HasPrefix(strings.ToLower(o.Endpoint), "http://") {
 			// plain HTTP (a simulator served elsewhere) has no certificate to verify
-			cfg.CertDir = firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"))
+			cfg.CertDir = cmp.Or(o.CertDir, g.getenv("X509_CERT_DIR"))
 		}
 		c, err := fts.New(cfg)
 		if err != nil {
@@ -151,20 +152,11 @@ func (o *FTSOptions) Open(ctx context.Context, g *Globals) (*fts.Client, func(),
 	return c, cleanup, nil
 }
 
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // gfalCertDir is the CA directory given to gfal-rm: the one of certDir when
 // a site needs it, else only one given by --cert-dir or X509_CERT_DIR.
 func (o *FTSOptions) gfalCertDir(g *Globals, sites *srm.Sites) string {
 	if sitesNeedCA(sites) {
 		return o.certDir(g)
 	}
-	return firstNonEmpty(o.CertDir, g.getenv("X509_CERT_DIR"))
+	return cmp.Or(o.CertDir, g.getenv("X509_CERT_DIR"))
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ var valueChecks = map[string]func(string) error{
 // (package ranges).
 func checkValue(command string, fl *pflag.Flag) error {
 	s := fl.Value.String()
-	if want, ok := choices[fl.Name]; ok && !contains(want, s) {
+	if want, ok := choices[fl.Name]; ok && !slices.Contains(want, s) {
 		return fmt.Errorf("want %s", strings.Join(nonEmpty(want), ", "))
 	}
 	if check, ok := valueChecks[fl.Name]; ok {
@@ -153,21 +154,7 @@ func checkFTSEndpoint(s string) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
+// nonEmpty returns the words of list but "".
 func nonEmpty(list []string) []string {
-	var out []string
-	for _, x := range list {
-		if x != "" {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == "" })
 }

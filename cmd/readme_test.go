@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,7 @@ func checkUnit(t *testing.T, name, text string) {
 		switch {
 		case !ok:
 			where("not a key=value line")
-		case !contains(unitKeys[section], key):
+		case !slices.Contains(unitKeys[section], key):
 			where("%s is not a key of [%s]", key, section)
 		case strings.Contains(value, " #") || strings.Contains(value, "\t#"):
 			where("a comment after a value is part of the value: put it on a line of its own")

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -93,7 +94,7 @@ func checkRunEnvironment(o *RunOptions, g *Globals, sites *srm.Sites) error {
 	}
 	needCA := !local && !o.FTS.Insecure && !strings.HasPrefix(strings.ToLower(o.FTS.Endpoint), "http://")
 	if dir := o.FTS.certDir(g); needCA || sitesNeedCA(sites) {
-		if err := checkCertDir(dir); err != nil && firstNonEmpty(o.FTS.CertDir, g.getenv("X509_CERT_DIR")) == "" {
+		if err := checkCertDir(dir); err != nil && cmp.Or(o.FTS.CertDir, g.getenv("X509_CERT_DIR")) == "" {
 			warn(err)
 		} else if err != nil {
 			errs = append(errs, err)
