@@ -8,7 +8,8 @@
 // took seconds per batch of writes. Here a view is a sorted in-memory
 // index (a red-black tree keyed by pouchdb-collate's indexable strings, in
 // CouchDB collation order), brought up to date from the changes feed
-// before each query, as CouchDB does; each function is compiled once into
+// before each query together with the other views of its design document,
+// as CouchDB does; each function is compiled once into
 // a context of its own and each document handed to it as JSON, as couchjs
 // does.
 //
@@ -26,6 +27,7 @@
 const vm = require('vm');
 const createTree = require('functional-red-black-tree');
 const { collate, normalizeKey, toIndexableString } = require('pouchdb-collate');
+const gate = require('./gate');
 
 // --- functions -----------------------------------------------------------
 
@@ -114,56 +116,40 @@ function reducer(source) {
 
 // --- indexes -------------------------------------------------------------
 
-// A view index: rows {key, id, value} in a tree keyed by the indexable
-// string of [key, id, n], the tree keys of each document, and the last
-// sequence of the changes feed applied.
+// changesPage is how many changes a read of the changes feed takes.
+const changesPage = 1000;
+
+// A view's index: rows {key, id, value} in a tree keyed by the indexable
+// string of [key, id, n], and the tree keys of each document.
 class ViewIndex {
   constructor(map) {
     this.map = compile(map);
     this.tree = createTree();
     this.byDoc = new Map();
-    this.seq = 0;
-    this.queue = Promise.resolve(); // updates and queries, one at a time
   }
 
-  // update applies the changes of db since the last update, until a read
-  // of the changes finds none. A read of PouchDB's changes passes over a
-  // document written again while the read goes on (its entry is no longer
-  // the document's latest, and the new one came after the read began), so
-  // a read that returned changes is followed by another: a query then
-  // answers with every write that completed before it was asked, as
-  // CouchDB's does.
-  async update(db) {
-    for (;;) {
-      // with their _conflicts, which CouchDB gives map functions
-      const res = await db.changes({ since: this.seq, include_docs: true, conflicts: true, limit: 1000, return_docs: true });
-      for (const change of res.results) {
-        if (change.id[0] !== '_') this.reindex(change);
-      }
-      this.seq = res.last_seq;
-      if (res.results.length === 0) return;
-    }
-  }
-
-  reindex(change) {
+  // reindex replaces the rows of the document of change by those its map
+  // function emits for docJSON, the document as a one-element JSON array
+  // (null: the document is deleted).
+  reindex(change, docJSON) {
     for (const k of this.byDoc.get(change.id) || []) {
       this.tree = this.tree.remove(k);
     }
     this.byDoc.delete(change.id);
-    const doc = change.doc;
-    if (change.deleted || !doc || doc._deleted) return;
+    if (docJSON === null) return;
+    const id = change.id;
     const emitted = [];
     try {
-      this.map((key, value) => emitted.push([normalizeKey(key), value === undefined ? null : normalizeKey(value)]), JSON.stringify([doc]));
+      this.map((key, value) => emitted.push([normalizeKey(key), value === undefined ? null : normalizeKey(value)]), docJSON);
     } catch (e) {
       return; // CouchDB skips a document whose map function throws
     }
     const keys = emitted.map(([key, value], n) => {
-      const k = toIndexableString([key, doc._id, n]);
-      this.tree = this.tree.insert(k, { key, id: doc._id, value });
+      const k = toIndexableString([key, id, n]);
+      this.tree = this.tree.insert(k, { key, id, value });
       return k;
     });
-    if (keys.length) this.byDoc.set(doc._id, keys);
+    if (keys.length) this.byDoc.set(id, keys);
   }
 
   // range returns the rows between the keys start and end (undefined: no
@@ -189,21 +175,60 @@ class ViewIndex {
   }
 }
 
-const indexes = new WeakMap(); // db -> Map(view name -> {signature, index})
+// The indexes of the views of one design document, brought up to date
+// together from one read of the changes, as CouchDB keeps a design
+// document's views in one index group: a query of one view brings every
+// view of its design document up to date, and each document is read from
+// the changes and handed to the map functions once for them all.
+class ViewGroup {
+  constructor(maps) {
+    this.views = new Map([...maps].map(([name, map]) => [name, new ViewIndex(map)]));
+    this.seq = 0; // the last sequence of the changes feed applied
+    this.queue = Promise.resolve(); // updates and queries, one at a time
+  }
 
-function indexOf(db, name, map, reduce) {
-  let views = indexes.get(db);
-  if (!views) {
-    views = new Map();
-    indexes.set(db, views);
+  // update applies the changes of db since the last update. A read of the
+  // changes takes turns with the writes of db (gate.js), so that it passes
+  // over no document written while it goes on; a read that ends before its
+  // limit has therefore every write that completed before it began, and a
+  // query answers with every write that completed before it was asked, as
+  // CouchDB's does, without chasing the writes that come while it reads.
+  async update(db) {
+    for (;;) {
+      // with their _conflicts, which CouchDB gives map functions
+      const res = await gate.read(db, () => db.changes({ since: this.seq, include_docs: true, conflicts: true, limit: changesPage, return_docs: true }));
+      for (const change of res.results) {
+        if (change.id[0] === '_') continue;
+        const doc = change.doc;
+        const docJSON = change.deleted || !doc || doc._deleted ? null : JSON.stringify([doc]);
+        for (const v of this.views.values()) v.reindex(change, docJSON);
+      }
+      this.seq = res.last_seq;
+      if (res.results.length < changesPage) return;
+    }
   }
-  const signature = `${map}\u0000${reduce || ''}`;
-  let v = views.get(name);
-  if (!v || v.signature !== signature) {
-    v = { signature, index: new ViewIndex(map) };
-    views.set(name, v);
+}
+
+const groups = new WeakMap(); // db -> Map(design document name -> {signature, group})
+
+// groupOf returns the index group of the design document ddoc of db, new
+// if its views' map functions changed (CouchDB's index signature).
+function groupOf(db, ddocName, ddoc) {
+  let byName = groups.get(db);
+  if (!byName) {
+    byName = new Map();
+    groups.set(db, byName);
   }
-  return v.index;
+  const maps = Object.keys(ddoc.views).sort()
+    .filter((name) => ddoc.views[name] && typeof ddoc.views[name].map === 'string')
+    .map((name) => [name, ddoc.views[name].map]);
+  const signature = JSON.stringify(maps);
+  let g = byName.get(ddocName);
+  if (!g || g.signature !== signature) {
+    g = { signature, group: new ViewGroup(maps) };
+    byName.set(ddocName, g);
+  }
+  return g.group;
 }
 
 // --- queries -------------------------------------------------------------
@@ -256,8 +281,8 @@ function updateMode(opts) {
   return 'true';
 }
 
-async function run(db, index, def, opts, mode) {
-  if (mode === 'true') await index.update(db);
+async function run(db, group, index, def, opts, mode) {
+  if (mode === 'true') await group.update(db);
   const shouldReduce = def.reduce && opts.reduce !== false && opts.reduce !== 'false';
   const descending = opts.descending === true;
   const inclusiveEnd = opts.inclusive_end !== false;
@@ -306,10 +331,11 @@ async function query(db, fun, opts) {
   if (!def || typeof def.map !== 'string') throw queryError(404, 'not_found', 'missing_named_view');
   opts = opts || {};
   const mode = updateMode(opts);
-  const index = indexOf(db, fun, def.map, def.reduce);
-  const result = index.queue.then(() => run(db, index, def, opts, mode));
-  index.queue = result.catch(() => {});
-  if (mode === 'lazy') index.queue = index.queue.then(() => index.update(db)).catch(() => {});
+  const group = groupOf(db, ddocName, ddoc);
+  const index = group.views.get(viewName);
+  const result = group.queue.then(() => run(db, group, index, def, opts, mode));
+  group.queue = result.catch(() => {});
+  if (mode === 'lazy') group.queue = group.queue.then(() => group.update(db)).catch(() => {});
   return result;
 }
 

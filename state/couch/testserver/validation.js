@@ -26,6 +26,7 @@
 const crypto = require('crypto');
 const coucheval = require('couchdb-eval');
 const wrappers = require('pouchdb-wrappers');
+const gate = require('./gate');
 
 // refusal is the error PouchDB and express-pouchdb report for a document.
 function refusal(status, name, message) {
@@ -207,7 +208,8 @@ async function bulk(orig, args) {
   });
   args.docs = passed;
   if (passed.some((d) => d && String(d._id).startsWith('_design/'))) loaded.delete(args.base);
-  const written = passed.length ? await orig() : [];
+  // in turn with the view indexes' reads of the changes (gate.js)
+  const written = passed.length ? await gate.write(args.base, orig) : [];
   if (passed.some((d) => d && String(d._id).startsWith('_design/'))) loaded.delete(args.base);
   if (opts.new_edits === false || written.length !== passed.length) {
     return results.filter(Boolean).concat(written);
