@@ -49,10 +49,7 @@ func newFsckCommand(g *Globals) *cobra.Command {
 }
 
 func runFsck(_ context.Context, o *FsckOptions, g *Globals) error {
-	u := g.StateURL
-	if u == "" {
-		u = defaultStateURL(g.getenv)
-	}
+	u := g.stateURL()
 	if !strings.HasPrefix(u, "file:") {
 		return usagef("fsck checks a file store (--state file:PATH); %s is not one", RedactURL(u))
 	}

@@ -77,7 +77,7 @@ func (o *FTSOptions) certDir(g *Globals) string {
 // simulator is the default of a file store only, never the silent choice
 // of a shared, production store.
 func (o *FTSOptions) checkChosen(g *Globals) error {
-	u := cmp.Or(g.StateURL, defaultStateURL(g.getenv))
+	u := g.stateURL()
 	if g.sources["fts"] != fromDefault || strings.HasPrefix(u, "file:") {
 		return nil
 	}

@@ -29,10 +29,7 @@ func (g *Globals) inputs() []outputs.Input {
 		in = append(in, outputs.Input{What: "the configuration file", Path: c.src.Path},
 			outputs.Input{What: "the sites file", Path: c.v.GetString("sites")})
 	}
-	u := g.StateURL
-	if u == "" {
-		u = defaultStateURL(g.getenv)
-	}
+	u := g.stateURL()
 	if p, err := memfilePath(u); err == nil && strings.HasPrefix(u, "file:") {
 		for i, f := range memfile.Files(p) {
 			what := "the state file"

@@ -14,10 +14,7 @@ import (
 // OpenStore opens the state store named by --state. Errors and logs show the
 // URL with any password replaced by "xxxxx".
 func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store, error) {
-	u := g.StateURL
-	if u == "" {
-		u = defaultStateURL(g.getenv)
-	}
+	u := g.stateURL()
 	shown := RedactURL(u)
 	if g.Log != nil {
 		g.Log.WithFields(logrus.Fields{"state": shown, FieldUser: cfg.Agent.User}).Debug("opening the state store")
@@ -37,10 +34,15 @@ func (g *Globals) OpenStore(ctx context.Context, cfg state.Config) (state.Store,
 // replaced by "xxxxx", for logs and error messages (see couch.Redact).
 func RedactURL(u string) string { return couch.Redact(u) }
 
-func defaultStateURL(getenv func(string) string) string {
-	dir := getenv("XDG_STATE_HOME")
+// stateURL is --state, else the default file store:
+// $XDG_STATE_HOME/aso/state.aso (~/.local/state/aso/state.aso).
+func (g *Globals) stateURL() string {
+	if g.StateURL != "" {
+		return g.StateURL
+	}
+	dir := g.getenv("XDG_STATE_HOME")
 	if dir == "" {
-		home := getenv("HOME")
+		home := g.getenv("HOME")
 		if home == "" {
 			home = os.TempDir()
 		}

@@ -54,10 +54,7 @@ init is idempotent.
 }
 
 func runInit(ctx context.Context, opts *InitOptions, g *Globals) error {
-	u := g.StateURL
-	if u == "" {
-		u = defaultStateURL(g.getenv)
-	}
+	u := g.stateURL()
 	scheme, _, _ := strings.Cut(u, ":")
 	switch scheme {
 	case "file":
