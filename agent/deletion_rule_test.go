@@ -9,6 +9,7 @@ import (
 
 	"github.com/asyncstageout/aso/fts/ftstest"
 	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/state/statetest"
 )
 
 // TestAgent_FinishedFileNotDeletedByALaterRequest: a transfer finished and
@@ -89,6 +90,48 @@ func onEachWorld(t *testing.T, opts ftstest.Options, f func(*testing.T, *world))
 	for name, world := range worlds {
 		t.Run(name, func(t *testing.T) { f(t, world(t, opts)) })
 	}
+}
+
+// TestAgent_TwoReleasedOwnersDoNotWaitForEachOther: two transfers for one
+// destination that both recorded their ownership in an earlier submission
+// and are back in the queue (a lost job, a refusal, a retry) are claimed in
+// one pass: the one that recorded it first is submitted, the other waits
+// for it. Neither waits for the other forever.
+func TestAgent_TwoReleasedOwnersDoNotWaitForEachOther(t *testing.T) {
+	onEachWorld(t, ftstest.Options{TransferTime: 10 * time.Minute}, func(t *testing.T, w *world) {
+		ctx := context.Background()
+		a, data := w.request("one", 0, true)
+		b, _ := w.request("two", 0, false)
+		b.DestinationLFN, b.Size, b.Checksums = a.DestinationLFN, a.Size, a.Checksums
+		w.writeFile(w.srcPath(b), data)
+		w.enqueue([]state.Request{b, a}) // b is claimed first
+		s := w.open("earlier-agent")
+		ts, err := statetest.Claim(ctx, s, 2)
+		if err != nil || len(ts) != 2 {
+			t.Fatalf("claim: %v, %v", ts, err)
+		}
+		for _, id := range []string{a.ID(), b.ID()} { // a records its ownership first
+			w.clk.Advance(time.Second)
+			res, err := statetest.Prepare(ctx, s, []state.Transfer{w.get(id)}, "sid-"+id[:8])
+			if err != nil || res[0].Err != nil {
+				t.Fatalf("prepare %s: %v, %v", id[:8], res, err)
+			}
+		}
+		res, err := s.AbortTransfers(ctx, []state.Abort{{Transfer: w.get(a.ID()), NoPenalty: true, Reason: "FTS lost the job"},
+			{Transfer: w.get(b.ID()), NoPenalty: true, Reason: "FTS lost the job"}})
+		if err != nil || res[0].Err != nil || res[1].Err != nil {
+			t.Fatalf("release: %v, %v", res, err)
+		}
+		cfg := w.config("agent-1")
+		cfg.Once = true
+		must(t, w.agent(cfg, nil).Run(ctx))
+		ta, tb := w.get(a.ID()), w.get(b.ID())
+		if n := len(w.sim.Files()); n != 1 || ta.State != state.StateSubmitted || tb.State != state.StateNew ||
+			!strings.Contains(tb.Reason, "waiting: transfer "+a.ID()) || tb.DestOwnedSince.IsZero() {
+			t.Fatalf("%d files submitted; first owner %s %q; second %s %q (owned since %s); want the first submitted, the second waiting for it, still recorded as an owner",
+				n, ta.State, ta.Reason, tb.State, tb.Reason, tb.DestOwnedSince)
+		}
+	})
 }
 
 // TestAgent_OneActiveOwnerPerDestination: two requests for one destination

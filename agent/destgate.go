@@ -15,7 +15,9 @@ import (
 //     active: it waits, back to new without an attempt counted until the
 //     cool-off has passed, its reason naming the owner; never submitted
 //     beside it. Of two claimed in one pass for one destination, the later
-//     in claim order waits for the first;
+//     in claim order waits for the first; of two that recorded their
+//     ownership in earlier submissions, the one that recorded it later
+//     (waitsFor);
 //   - a transfer whose destination a done transfer owns with the same
 //     adler32 (and size): recorded done, "already there", nothing copied.
 //
@@ -53,13 +55,18 @@ func (g destGate) check(ctx context.Context, fresh []state.Transfer) ([]state.Tr
 		return nil, out, err
 	}
 	first := map[state.Destination]*state.Transfer{} // the first of each destination in this batch
+	batch := map[string]bool{}
+	for i := range fresh {
+		batch[fresh[i].ID] = true
+	}
 	pass := fresh[:0:0]
 	for i := range fresh {
 		t := &fresh[i]
-		switch owner, ok := state.OwnerOf(t.ID, refs[t.Dest()]); {
-		case ok && !owner.State.Terminal():
-			out.waits = append(out.waits, waitFor(t, owner.Describe()))
-		case ok && state.SameContent(t.Checksum(), t.Size, owner):
+		owner, ok := state.OwnerOf(t.ID, refs[t.Dest()])
+		switch active, wait := waitsFor(t, refs[t.Dest()], batch); {
+		case wait:
+			out.waits = append(out.waits, waitFor(t, active.Describe()))
+		case ok && owner.State.Terminal() && state.SameContent(t.Checksum(), t.Size, owner):
 			out.dones = append(out.dones, state.Terminal{Transfer: *t, Outcome: state.OutcomeDone,
 				Reason: fmt.Sprintf("already there: transfer %s (user %s) is done with this file (adler32 %s); nothing copied", owner.ID, owner.User, owner.Adler32)})
 		case first[t.Dest()] != nil:
@@ -71,6 +78,29 @@ func (g destGate) check(ctx context.Context, fresh []state.Transfer) ([]state.Tr
 		}
 	}
 	return pass, out, nil
+}
+
+// waitsFor is the active transfer among refs that t must wait for, if
+// any. One that has not recorded its ownership waits for any active
+// owner. One that has (an earlier submission of it was released: a lost
+// job, a refusal, a retry) waits for one that is submitted, acquired
+// outside this batch, or that recorded its ownership first
+// (state.YieldTo): two of them back in the queue never wait for each
+// other.
+func waitsFor(t *state.Transfer, refs []state.DestRef, batch map[string]bool) (state.DestRef, bool) {
+	if t.DestOwnedSince.IsZero() {
+		o, ok := state.OwnerOf(t.ID, refs)
+		return o, ok && !o.State.Terminal()
+	}
+	if r, ok := state.YieldTo(t, refs); ok {
+		return r, true
+	}
+	for _, r := range refs {
+		if r.ID != t.ID && r.Owned && r.State == state.StateAcquired && !batch[r.ID] {
+			return r, true
+		}
+	}
+	return state.DestRef{}, false
 }
 
 // recheck reads again, once for the batch, who names the destinations of
