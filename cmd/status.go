@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -154,15 +156,11 @@ func printSummary(w io.Writer, user string, staleAfter time.Duration, s state.Su
 	if s.Superseded > 0 {
 		fmt.Fprintf(w, "\nResolved conflicts whose set-aside revisions are kept (aso resolve-conflicts deletes them): %d\n", s.Superseded)
 	}
-	if len(s.Invalid) > 0 {
-		fmt.Fprintf(w, "\nInvalid documents (skipped by the agent): %d\n", len(s.Invalid))
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "ID\tREASON\n")
+	titledTable(w, "Invalid documents (skipped by the agent)", len(s.Invalid), "ID\tREASON", func(tw io.Writer) {
 		for _, d := range s.Invalid {
 			fmt.Fprintf(tw, "%s\t%s\n", d.ID, d.Reason)
 		}
-		tw.Flush()
-	}
+	})
 	return nil
 }
 
@@ -199,11 +197,6 @@ func countTable(w io.Writer, title string, m map[string]map[state.State]int) {
 	if len(m) == 0 {
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	head := []string{title}
@@ -211,7 +204,7 @@ func countTable(w io.Writer, title string, m map[string]map[state.State]int) {
 		head = append(head, strings.ToUpper(string(s)))
 	}
 	fmt.Fprintf(tw, "%s\tTOTAL\n", strings.Join(head, "\t"))
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		row, total := []string{k}, 0
 		for _, s := range state.States {
 			row = append(row, fmt.Sprint(m[k][s]))
@@ -224,14 +217,9 @@ func countTable(w io.Writer, title string, m map[string]map[state.State]int) {
 
 // transferList prints a titled table of transfers, or nothing when ts is empty.
 func transferList(w io.Writer, title string, ts []state.Transfer, row func(*state.Transfer) string, head string) {
-	if len(ts) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\n%s: %d\n", title, len(ts))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, head)
-	for i := range ts {
-		fmt.Fprintln(tw, row(&ts[i]))
-	}
-	tw.Flush()
+	titledTable(w, title, len(ts), head, func(tw io.Writer) {
+		for i := range ts {
+			fmt.Fprintln(tw, row(&ts[i]))
+		}
+	})
 }
