@@ -354,13 +354,13 @@ func (a attack) expect(writer string) (int, []string) {
 
 // TestRoles_Attacks tries every attack as every writer, alone and inside
 // _bulk_docs, each refusal on the same database (which must not change),
-// each allowed write on a fresh one. What CouchDB guarantees is that a
-// write is refused and nothing changes: it checks a write's revision before
-// it runs validate_doc_update, so a refusal may be 409 (conflict) where the
-// rule would give 403, and real CouchDB 3.5 answered 409 to some writes
-// whose revision the suite holds for the leaf (docs/operators.md). Against
-// a real server 409 is taken for 403; the test server answers as the
-// attack expects, rule and role named.
+// each allowed write on a fresh one. CouchDB checks a write's revision
+// before it runs validate_doc_update (couch_db:prep_and_validate_update):
+// a write whose revision is not the document's leaf, or that creates a
+// document that exists, is 409 whoever makes it, and only a write of the
+// leaf reaches the rules and is 403 naming the rule and the role. The
+// attacks say which they are (conflict), and the test server and a real
+// CouchDB 3.5 answer each with the same status.
 func TestRoles_Attacks(t *testing.T) {
 	for _, a := range attacks() {
 		t.Run(a.name, func(t *testing.T) {
@@ -429,9 +429,6 @@ func tryWrite(t *testing.T, f *roleFixture, a attack, w string, bulk bool) {
 	}
 	if !bulk && json.Unmarshal([]byte(reason), &e) == nil {
 		reason = e.Error + ": " + e.Reason
-	}
-	if couchtest.Real() && wantCode == http.StatusForbidden && code == http.StatusConflict {
-		return // refused on its revision, before validation
 	}
 	if code != wantCode {
 		t.Errorf("%s (bulk %v): HTTP %d %s, want %d", w, bulk, code, reason, wantCode)
