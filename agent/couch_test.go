@@ -102,8 +102,9 @@ func TestAgent_UnconfirmedClaimsAreNoDrain(t *testing.T) {
 // destination (other source LFNs, the same file). Neither enqueue sees the
 // other, so both are stored without an owner. Then the two users' agents
 // check the owners at the same moment, before either has recorded its
-// ownership (the test holds each agent's first read of the owners until
-// both have made it), so both pass and both record it. The second check,
+// ownership (the test holds each agent, once its first read of the owners
+// has its answer, until the other's has too), so both pass and both
+// record it. The second check,
 // after the record and before FTS, lets exactly one through: FTS is asked
 // for one copy; the other waits, its reason naming the first, its record
 // of ownership cleared and no attempt counted. Once the first is done, the
@@ -161,20 +162,18 @@ func TestAgent_RacingEnqueuesOnACluster(t *testing.T) {
 	stores := make([]state.AgentStore, 2)
 	for i := range reqs {
 		stores[i] = state.Wrap(open(i, reqs[i].User, "agent-"+reqs[i].User), state.Hooks{
-			Before: func(ctx context.Context, op state.Op) (context.Context, error) {
-				if op == state.OpDestinationRefs && reads[i].Add(1) == 1 {
+			After: func(_ context.Context, op state.Op, c state.Call) {
+				switch {
+				case op == state.OpPrepareSubmits:
+					prepared[i].Add(int32(c.Items))
+				case op == state.OpDestinationRefs && reads[i].Add(1) == 1:
+					// the first read has its answer: wait for the other's
 					arrived.Done()
 					select {
 					case <-both:
 					case <-time.After(time.Minute):
 						t.Errorf("agent %d: the other agent never read the owners", i)
 					}
-				}
-				return ctx, nil
-			},
-			After: func(_ context.Context, op state.Op, c state.Call) {
-				if op == state.OpPrepareSubmits {
-					prepared[i].Add(int32(c.Items))
 				}
 			},
 		})
