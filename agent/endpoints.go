@@ -3,7 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -84,7 +85,7 @@ func (e *endpoints) statusAt(ctx context.Context, jobs []state.Job, early *early
 		byEndpoint[ep] = append(byEndpoint[ep], i)
 	}
 	out := make([]fts.JobStatus, len(jobs))
-	for _, ep := range sortedKeys(byEndpoint) {
+	for _, ep := range slices.Sorted(maps.Keys(byEndpoint)) {
 		idx := byEndpoint[ep]
 		if early != nil && e.isOwn(ep) {
 			// the early request asked for exactly these jobs when all are the
@@ -193,13 +194,4 @@ func (s *earlyStatus) fill(jobs []state.Job, idx []int, out []fts.JobStatus, sam
 		out[i] = s.sts[jobs[i].ID]
 	}
 	return true, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

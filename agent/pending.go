@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 
@@ -121,5 +122,5 @@ func (ps pendingJobs) byEndpoint() ([]string, map[string][]*pendingJob) {
 	for _, p := range ps {
 		m[p.endpoint] = append(m[p.endpoint], p)
 	}
-	return sortedKeys(m), m
+	return slices.Sorted(maps.Keys(m)), m
 }

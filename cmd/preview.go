@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,12 +99,7 @@ func (p *plan) print(w io.Writer, effect, rest string) {
 	if p.total > 0 {
 		fmt.Fprintln(tw, "USER\tSTATE\tTRANSFERS")
 	}
-	users := make([]string, 0, len(p.byUser))
-	for u := range p.byUser {
-		users = append(users, u)
-	}
-	slices.Sort(users)
-	for _, u := range users {
+	for _, u := range slices.Sorted(maps.Keys(p.byUser)) {
 		for _, s := range state.States {
 			if n := p.byUser[u][s]; n > 0 {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", u, s, thousands(n))
