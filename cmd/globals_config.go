@@ -43,7 +43,8 @@ type config struct {
 
 // Load fills every flag of cmd that was not given on the command line from
 // the environment (ASO_FLAG_NAME, even when empty) or the configuration
-// file, in that order, checks every value, then sets up logging.
+// file, in that order (viper), checks every value that one of the three
+// gave (a default is not checked), then sets up logging.
 func (g *Globals) Load(cmd *cobra.Command) error {
 	g.command = cmd.Name()
 	c, err := g.config()
