@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 )
 
 // stopSignals stop aso gracefully: SIGHUP (a closed terminal, or a
@@ -119,15 +120,8 @@ func logSignal(s os.Signal, n int) {
 
 // signalName is the conventional name of s (SIGTERM, not "terminated").
 func signalName(s os.Signal) string {
-	if sig, ok := s.(syscall.Signal); ok {
-		switch sig {
-		case syscall.SIGINT:
-			return "SIGINT"
-		case syscall.SIGTERM:
-			return "SIGTERM"
-		case syscall.SIGHUP:
-			return "SIGHUP"
-		}
+	if sig, ok := s.(syscall.Signal); ok && unix.SignalName(sig) != "" {
+		return unix.SignalName(sig)
 	}
 	return s.String()
 }
