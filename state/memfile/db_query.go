@@ -203,31 +203,29 @@ func (d *db) userWork(user string, now time.Time, deps state.Deps) state.UserWor
 // dueUser returns user as dueUsers lists it, and whether it has work due.
 func (d *db) dueUser(user string, ui *userIndex, now time.Time, deps state.Deps) (state.UserDue, bool) {
 	u := state.UserDue{User: user, Queued: ui.queue.Len()}
-	var since time.Time
-	earlier := func(t time.Time) {
-		if since.IsZero() || t.Before(since) {
-			since = t
+	var since, queueSince time.Time
+	earlier := func(p *time.Time, t time.Time) {
+		if p.IsZero() || t.Before(*p) {
+			*p = t
 		}
 	}
 	for _, set := range ui.jobs {
 		u.Active += len(set)
 		for _, t := range set {
-			earlier(t.LastUpdate.Time)
+			earlier(&since, t.LastUpdate.Time)
 		}
 	}
-	ready, queueSince := false, time.Time{}
+	ready := false
 	ui.queue.Ascend(func(t *state.Transfer) bool {
 		if state.Claimable(t, user, now) {
-			if queueSince.IsZero() || waitingSince(t).Before(queueSince) {
-				queueSince = waitingSince(t)
-			}
+			earlier(&queueSince, waitingSince(t))
 			v, _ := state.CheckDeps(t, deps, now)
 			ready = ready || t.KillRequested || t.SubmitSID != "" || v != state.DepsWaiting
 		}
 		return true
 	})
 	if ready {
-		earlier(queueSince)
+		earlier(&since, queueSince)
 	}
 	if since.IsZero() {
 		return u, false

@@ -3,6 +3,7 @@ package memfile
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,10 +147,7 @@ func writeSnapshot(path string, flag int, docs []any) (*os.File, int64, error) {
 		size += int64(len(rec))
 		buf = rec[:0]
 	}
-	if err := w.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
+	if err := cmp.Or(w.Flush(), f.Sync()); err != nil {
 		return fail(err)
 	}
 	return f, size, nil

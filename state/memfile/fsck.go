@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -77,12 +76,9 @@ func Check(path string) (*Report, error) {
 }
 
 func check(path string, keep bool) (*Report, *fsck, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("memfile: fsck %s: %w", path, ErrNoStore)
-	}
+	f, err := osOpen(path, Options{ReadOnly: true})
 	if err != nil {
-		return nil, nil, fmt.Errorf("memfile: fsck: %w", err)
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()

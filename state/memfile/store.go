@@ -1,6 +1,7 @@
 package memfile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,11 +104,7 @@ func OpenOptions(path string, cfg state.Config, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	by := cfg.Agent.Owner
-	if by == "" {
-		by = "aso"
-	}
-	return &Store{file: f, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), by: by}, nil
+	return &Store{file: f, agent: cfg.Agent, policy: cfg.Policy.WithDefaults(), by: cmp.Or(cfg.Agent.Owner, "aso")}, nil
 }
 
 // Close releases the file. Later calls fail.

@@ -1,6 +1,7 @@
 package memfile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -80,16 +81,12 @@ func (s *Store) Locks(ctx context.Context, user string) ([]state.LockDoc, error)
 // Unlock releases the lock of user held by holder (see state.Admin.Unlock).
 func (s *Store) Unlock(ctx context.Context, user, holder, note string) error {
 	return s.file.update(ctx, "unlock", true, func(x *tx, now time.Time) error {
-		cur := x.getLock(state.LockID(user))
-		var n *state.LockDoc
-		if cur != nil {
-			c := *cur
-			n = &c
-		}
-		if err := state.UnlockDoc(n, user, holder, s.by, note, now); err != nil {
+		// a copy of the stored lock; none is a lock held by nobody
+		n := *cmp.Or(x.getLock(state.LockID(user)), &state.LockDoc{})
+		if err := state.UnlockDoc(&n, user, holder, s.by, note, now); err != nil {
 			return fmt.Errorf("memfile: unlock: %w", err)
 		}
-		x.putLock(n)
+		x.putLock(&n)
 		return nil
 	})
 }
