@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -16,7 +17,7 @@ func printDeps(w io.Writer, deps []statusview.Dependency) {
 			if s == "" {
 				s = "unknown (not stored)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.ID, s, orDash(d.Reason))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.ID, s, cmp.Or(d.Reason, "-"))
 		}
 	})
 }

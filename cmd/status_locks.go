@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -22,14 +23,14 @@ func lockRow(l *statusview.LockView) string {
 	lock := l.State()
 	host, pid, since, exp := "-", "-", "-", "-"
 	if lock != "free" {
-		host, since, exp = orDash(l.Host), orDash(l.Since.String()), l.Expires.String()
+		host, since, exp = cmp.Or(l.Host, "-"), cmp.Or(l.Since.String(), "-"), l.Expires.String()
 		if l.PID > 0 {
 			pid = fmt.Sprint(l.PID)
 		}
 	}
 	started, ended, code := "-", "-", "-"
 	if r := l.LastRun; r != nil {
-		started, ended, code = orDash(r.Started.String()), orDash(r.Ended.String()), fmt.Sprint(r.ExitCode)
+		started, ended, code = cmp.Or(r.Started.String(), "-"), cmp.Or(r.Ended.String(), "-"), fmt.Sprint(r.ExitCode)
 		if r.ExitCode < 0 {
 			code = "unknown: " + r.Error
 		}

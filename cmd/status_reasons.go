@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -16,7 +17,7 @@ func printReasons(w io.Writer, rs []statusview.ReasonCount) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "COUNT\tSTATE\tCLASS\tREASON\n")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.Count, r.State, orDash(r.ErrorClass), r.Reason)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", r.Count, r.State, cmp.Or(r.ErrorClass, "-"), r.Reason)
 	}
 	tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	field("State", "%s", t.State)
 	field("User", "%s", t.User)
 	if t.Group != "" || t.Role != "" {
-		field("Group/role", "%s / %s", orDash(t.Group), orDash(t.Role))
+		field("Group/role", "%s / %s", cmp.Or(t.Group, "-"), cmp.Or(t.Role, "-"))
 	}
 	field("Link", "%s", t.Link())
 	field("Source LFN", "%s", t.SourceLFN)
@@ -119,7 +120,7 @@ func printTransfer(w io.Writer, t *state.Transfer) {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AT\tFROM\tTO\tBY\tREASON")
 	for _, h := range t.History {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.At, orDash(string(h.From)), h.To, h.By, h.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.At, cmp.Or(string(h.From), "-"), h.To, h.By, h.Reason)
 	}
 	tw.Flush()
 }
@@ -134,11 +135,4 @@ func checksums(m map[string]string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
