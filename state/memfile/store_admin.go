@@ -49,19 +49,6 @@ func (s *Store) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	})
 }
 
-// supersede records on the stored transfer id that t replaces or
-// supersedes it (state.SupersedeOf), in the same write as t.
-func (x *tx) supersede(id string, t *state.Transfer, now time.Time, by string) {
-	cur := x.get(id)
-	if cur == nil {
-		return
-	}
-	o := edit(cur)
-	if ok, err := state.SupersedeOf(o, t, now, by); ok && err == nil {
-		x.put(o)
-	}
-}
-
 // Get returns one transfer.
 func (s *Store) Get(ctx context.Context, id string) (state.Transfer, error) {
 	return read(ctx, s, "get", func(x *tx, _ time.Time) (state.Transfer, error) {

@@ -167,3 +167,16 @@ func nextRev(rev string, suffix uint64) string {
 	}
 	return strconv.Itoa(n+1) + "-" + strconv.FormatUint(suffix, 16)
 }
+
+// supersede records on the stored transfer id that t replaces or
+// supersedes it (state.SupersedeOf), in the same write as t.
+func (x *tx) supersede(id string, t *state.Transfer, now time.Time, by string) {
+	cur := x.get(id)
+	if cur == nil {
+		return
+	}
+	o := edit(cur)
+	if ok, err := state.SupersedeOf(o, t, now, by); ok && err == nil {
+		x.put(o)
+	}
+}

@@ -68,3 +68,33 @@ func (e *env) wantOwner(s state.Store, c state.EnqueueResult, kind state.OwnerKi
 		e.t.Fatalf("history %+v: the first entry does not say %q", h, note)
 	}
 }
+
+// wantSuperseded fails unless the stored transfer id, still in state st,
+// names by as the transfer that replaced or superseded it, in
+// SupersededBy, in DestinationRefs, and in exactly one history entry that
+// starts with prefix and by, its last.
+func (e *env) wantSuperseded(s state.Store, id string, st state.State, by, prefix string) {
+	e.t.Helper()
+	tr := e.get(s, id)
+	if tr.State != st || tr.SupersededBy != by {
+		e.t.Fatalf("owner %s: state %s, superseded_by %q; want %s and %s", id, tr.State, tr.SupersededBy, st, by)
+	}
+	n := 0
+	for _, h := range tr.History {
+		if strings.HasPrefix(h.Reason, state.ReplacedByPrefix) || strings.HasPrefix(h.Reason, state.SupersededByPrefix) {
+			n++
+		}
+	}
+	if l := tr.History[len(tr.History)-1]; n != 1 || !strings.HasPrefix(l.Reason, prefix+by) || l.From != st || l.To != st {
+		e.t.Fatalf("owner %s history %+v: want one last entry %s -> %s starting %q", id, tr.History, st, st, prefix+by)
+	}
+	refs, err := s.DestinationRefs(ctx, []state.Destination{tr.Dest()})
+	if err != nil {
+		e.t.Fatalf("DestinationRefs: %v", err)
+	}
+	for _, r := range refs[tr.Dest()] {
+		if r.ID == id && r.SupersededBy != by {
+			e.t.Fatalf("DestinationRefs: %+v, want superseded by %s", r, by)
+		}
+	}
+}
