@@ -33,7 +33,7 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	}
 	res := make([]state.EnqueueResult, len(reqs))
 	first := map[string]bool{}
-	news := map[int]state.Transfer{} // the requests that replace or supersede an owner, by index
+	var news []superseding // the requests that replace or supersede an owner, in the batch's order
 	var docs []any
 	var ids []string
 	var at []int
@@ -64,7 +64,7 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 		ids = append(ids, t.ID)
 		at = append(at, i)
 		if c.Supersedes() {
-			news[i] = t
+			news = append(news, superseding{i, t})
 		}
 	}
 	out, accepted, err := a.db.bulkDocs(ctx, ids, docs)
@@ -94,15 +94,25 @@ func (a *admin) Enqueue(ctx context.Context, reqs []state.Request) ([]state.Enqu
 	return res, nil
 }
 
+// superseding is a stored request (its transfer t, at index i of the
+// batch) that replaces or supersedes the owner of its destination.
+type superseding struct {
+	i int
+	t state.Transfer
+}
+
 // supersede records on each owner that a stored request of news replaces
 // or supersedes it (state.SupersedeOf): one bulk read and one _bulk_docs
-// for the batch, conflicts re-applied. A record that cannot be written is
-// said in its request's result (OwnerErr); the request stays stored.
-func (a *admin) supersede(ctx context.Context, news map[int]state.Transfer, res []state.EnqueueResult, now time.Time) {
+// for the batch, conflicts re-applied. Of two requests of the batch for
+// one owner, the first in the batch keeps its record, as on memfile. A
+// record that cannot be written is said in its request's result
+// (OwnerErr); the request stays stored.
+func (a *admin) supersede(ctx context.Context, news []superseding, res []state.EnqueueResult, now time.Time) {
 	var items []item
 	var at []int
 	seen := map[string]bool{}
-	for i, t := range news {
+	for _, n := range news {
+		i, t := n.i, n.t
 		if res[i].Status != state.Stored || seen[res[i].Owner.Owner.ID] { // the first keeps its record
 			continue
 		}
