@@ -84,7 +84,7 @@ bench-poll: build demo-setup ## how often aso run polls: the README tour drained
 # Every fuzz target, as package:target. Each runs FUZZTIME on its own; the
 # seed corpora under each package's testdata/fuzz/ also run in `make test`.
 FUZZ_TARGETS := \
-	./cmd:FuzzRecordReader \
+	./enqueue:FuzzRecordReader \
 	./state:FuzzTransferJSON \
 	./state:FuzzRequestJSON \
 	./state/memfile:FuzzStateFile \

@@ -19,7 +19,7 @@ var Layers = [][]string{
 	{"internal/jwtpayload", "internal/gridcert", "internal/exitcode", "internal/eta", "internal/httplog", "internal/ranges", "internal/holder"},
 	{"state"},
 	{"fts", "srm", "tokens"},
-	{"state/couch", "state/memfile", "fts/ftssim", "internal/outputs", "internal/statusview", "verify"},
+	{"state/couch", "state/memfile", "fts/ftssim", "internal/outputs", "internal/statusview", "verify", "enqueue"},
 	{"agent"},
 	{"fleet", "serve"},
 	{"cmd"},
