@@ -11,6 +11,9 @@
 //   - _all_docs with keys reads one document per key (alldocs.js) instead
 //     of opening a read stream per key, and only the revision tree when
 //     the documents are not asked for,
+//   - a Mango index is built at the first _find that reads it, not
+//     inside the POST /_index that creates it (mango.js), as CouchDB
+//     answers that request at once and builds the index later,
 //   - old revisions are compacted after every write (auto_compaction), as
 //     CouchDB's compaction daemon would do later, so that the memory and
 //     the garbage collector's work do not grow with every revision,
@@ -49,6 +52,9 @@ const PouchDB = require('pouchdb-core')
   .plugin(require('pouchdb-adapter-memory'));
 // _all_docs with keys: one get, or one revision tree, per key (alldocs.js)
 require('./alldocs')(PouchDB);
+// Mango indexes built when read, not when created (mango.js)
+const mango = require('./mango');
+mango.install();
 const users = require('./auth');
 const security = require('./security');
 
@@ -179,7 +185,9 @@ const server = http.createServer((req, res) => {
 });
 // express-pouchdb starts its daemons (the plugins its routes need) when
 // it is given PouchDB; requests wait until they have started.
-pouchApp.setPouchDB(PouchDB.defaults({ adapter: 'memory', auto_compaction: true })).then(() => {
+const MemoryPouchDB = PouchDB.defaults({ adapter: 'memory', auto_compaction: true });
+pouchApp.setPouchDB(MemoryPouchDB).then(() => {
+  mango.wrap(MemoryPouchDB);
   server.listen(port, host, () => {
     const base = `http://${host}:${server.address().port}/`;
     console.log(`LISTENING ${base}`);
