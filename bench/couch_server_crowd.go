@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -137,18 +139,37 @@ func (s *couchServer) buildViews(ctx context.Context, db string) error {
 		name := strings.TrimPrefix(r.ID, "_design/")
 		if r.Doc.Language == "query" { // a Mango index: built by a query that uses it
 			q, _ := json.Marshal(map[string]any{"selector": map[string]any{"type": "transfer"}, "use_index": name, "limit": 1})
-			if _, err := s.do(ctx, http.MethodPost, db+"/_find", q); err != nil {
+			if err := s.untilAnswered(ctx, http.MethodPost, db+"/_find", q); err != nil {
 				return err
 			}
 			continue
 		}
 		for v := range r.Doc.Views {
-			if _, err := s.do(ctx, http.MethodGet, fmt.Sprintf("%s/_design/%s/_view/%s?limit=1", db, name, v), nil); err != nil {
+			if err := s.untilAnswered(ctx, http.MethodGet, fmt.Sprintf("%s/_design/%s/_view/%s?limit=1", db, name, v), nil); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// buildTries is how many times untilAnswered asks: a query that
+// builds an index over a large crowd can outlast the client's timeout.
+const buildTries = 6
+
+// untilAnswered makes a request that builds an index, again while the
+// client times out: the server goes on building after the client gives
+// up, and the next query waits for that build, then brings the index up to
+// date from where it stopped.
+func (s *couchServer) untilAnswered(ctx context.Context, method, path string, body []byte) error {
+	var err error
+	for range buildTries {
+		var ne net.Error
+		if _, err = s.do(ctx, method, path, body); err == nil || !errors.As(err, &ne) || !ne.Timeout() || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 // crowdRev is the revision of the crowd's document k.
