@@ -106,21 +106,24 @@ func TestAgentArgs_Templates(t *testing.T) {
 }
 
 // TestFleetSpread: users due within one discovery interval come before
-// later ones, in every fleet. Within that grain, fleets that do not know
-// each other begin with different users; two fleets that know each other
-// share the users out, each taking its own first, then the other's in the
-// reverse of the other's order: one's order is the other's reversed, so
-// they meet head-on, once.
+// later ones, in every fleet, once their grain holds enough users (see
+// grains); a user due the widest grain's span after the others comes
+// after them however few they are, so that no user waits behind later
+// ones for longer. Within a grain, fleets that do not know each other
+// begin with different users; two fleets that know each other share the
+// users out, each taking its own first, then the other's in the reverse
+// of the other's order: one's order is the other's reversed, so they
+// meet head-on, once.
 func TestFleetSpread(t *testing.T) {
+	const interval, slots = 5 * time.Second, 8
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var due []state.UserDue
-	for i := range 100 {
+	for i := range 2 * grainSlots * slots {
 		due = append(due, state.UserDue{User: fmt.Sprintf("u%04d", i), Since: t0.Add(time.Duration(i) * 10 * time.Millisecond)})
 	}
-	late := state.UserDue{User: "late", Since: t0.Add(time.Minute)}
 	ha, hb := holder.Holder{Host: "hosta", PID: 100}, holder.Holder{Host: "hostb", PID: 200}
-	order := func(self holder.Holder, others ...holder.Holder) []string {
-		f := &Fleet{cfg: Config{DiscoverInterval: 5 * time.Second}, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
+	order := func(due []state.UserDue, late state.UserDue, self holder.Holder, others ...holder.Holder) []string {
+		f := &Fleet{cfg: Config{DiscoverInterval: interval, MaxAgents: slots}, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
 		for _, h := range others {
 			f.backlog.fleets[fleetPlace(h)] = true
 		}
@@ -130,19 +133,58 @@ func TestFleetSpread(t *testing.T) {
 		for _, u := range d {
 			names = append(names, u.User)
 		}
-		if names[len(names)-1] != "late" {
-			t.Fatalf("order %v: the user due a minute after the others is not last", names)
+		if names[len(names)-1] != late.User {
+			t.Fatalf("order %v: the user due %s after the others is not last", names, late.Since.Sub(t0))
 		}
 		return names[:len(due)]
 	}
-	a, b := order(ha), order(hb)
+	late := state.UserDue{User: "late", Since: t0.Add(time.Minute)}
+	a, b := order(due, late, ha), order(due, late, hb)
 	if a[0] == b[0] {
 		t.Errorf("both fleets begin with %s", a[0])
 	}
-	a, b = order(ha, hb), order(hb, ha)
+	a, b = order(due, late, ha, hb), order(due, late, hb, ha)
 	rev := slices.Clone(a)
 	slices.Reverse(rev)
 	if !slices.Equal(b, rev) {
 		t.Errorf("two fleets that know each other do not work through their users from opposite ends:\n%v\n%v", a, b)
+	}
+	// a thin grain widens, but not past its span
+	late = state.UserDue{User: "late", Since: t0.Add(grainSpan * interval)}
+	for _, hs := range [][]holder.Holder{{ha}, {hb}, {ha, hb}, {hb, ha}} {
+		order(due[:10], late, hs[0], hs[1:]...)
+	}
+}
+
+// TestFleetSpread_ThinGrains: where users come slowly (here a user's
+// oldest due transfer every 0.8 s, as a real server's enqueue spread
+// them), four fleets of 8 slots that do not know each other yet still
+// begin with different users: of their 32 first picks, few are taken by
+// more than one (each such pick is a lost race for the run lock).
+// Before, a grain was one discovery interval (5 s: 7 users for 32 slots),
+// and the four fleets took the same users: 24 of the 32 picks lost.
+func TestFleetSpread_ThinGrains(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const fleets, slots = 4, 8
+	for _, users := range []int{200, 1000} {
+		var due []state.UserDue
+		for i := range users {
+			due = append(due, state.UserDue{User: fmt.Sprintf("u%04d", i), Since: t0.Add(time.Duration(i) * 800 * time.Millisecond)})
+		}
+		picked := map[string]int{}
+		for i := range fleets {
+			self := holder.Holder{Host: fmt.Sprintf("host%d", i), PID: 100 + i}
+			f := &Fleet{cfg: Config{DiscoverInterval: 5 * time.Second, MaxAgents: slots}, place: fleetPlace(self), backlog: backlog{fleets: map[uint64]bool{}}}
+			d := slices.Clone(due)
+			f.spread(d)
+			for _, u := range d[:slots] {
+				picked[u.User]++
+			}
+		}
+		if lost := fleets*slots - len(picked); lost > fleets*slots/10 {
+			t.Errorf("%d users: %d of the %d first picks of %d fleets that do not know each other were taken by another fleet too: %v", users, lost, fleets*slots, fleets, picked)
+		} else {
+			t.Logf("%d users: %d of %d first picks lost", users, lost, fleets*slots)
+		}
 	}
 }

@@ -10,31 +10,29 @@ import (
 	"github.com/asyncstageout/aso/state"
 )
 
-// spread orders the due users oldest first at the grain of a discovery
-// interval (counted from the oldest), and shares them out between the fleets this fleet knows of
-// (from the holders of run locks, see readLocks) by rendezvous hashing:
-// each user belongs to the fleet with the highest score of the user (see
-// fleetScore), whatever set of fleets each knows. Within a grain a fleet
-// takes its own users first, best score first; the others' users come
-// after its own of the next grain too, in the reverse of their owners'
-// order (see backlog.others). Fleets on several hosts that look at the
-// same moment then start different users, and meet head-on in another
-// fleet's share only once that share outnumbers its owner's slots,
-// instead of racing for the same run locks at every start.
+// spread orders the due users oldest first at the grain of their oldest
+// due transfers (see grains), and shares them out between the fleets
+// this fleet knows of (from the holders of run locks, see readLocks) by
+// rendezvous hashing: each user belongs to the fleet with the highest
+// score of the user (see fleetScore), whatever set of fleets each knows.
+// Within a grain a fleet takes its own users first, best score first; the
+// others' users come after its own of any grain that begins within an
+// interval after theirs too, in the reverse of their owners' order (see
+// backlog.others). Fleets on several hosts that look at the same moment
+// then start different users, and meet head-on in another fleet's share
+// only once that share outnumbers its owner's slots, instead of racing
+// for the same run locks at every start. Fleets that do not know each
+// other yet (the first round) take the users of a grain each in an order
+// of its own: the more users a grain holds, the fewer they take alike.
 func (f *Fleet) spread(due []state.UserDue) {
-	grain := f.cfg.DiscoverInterval
 	type order struct {
 		grain time.Time
 		score uint64
 	}
 	key := make(map[string]order, len(due))
 	f.backlog.others = map[string]bool{}
-	if len(due) == 0 {
-		return
-	}
-	// grains counted from the oldest: the first holds a whole interval's
-	// users, enough for the slots of fleets that do not know each other yet
-	oldest := slices.MinFunc(due, func(a, b state.UserDue) int { return a.Since.Compare(b.Since) }).Since
+	interval := f.cfg.DiscoverInterval
+	grain := grains(due, interval, grainSlots*f.cfg.MaxAgents)
 	for _, u := range due {
 		h := hash64(u.User)
 		owner, best := f.place, fleetScore(f.place, h)
@@ -43,18 +41,55 @@ func (f *Fleet) spread(due []state.UserDue) {
 				owner, best = p, sc
 			}
 		}
-		g := oldest.Add(u.Since.Sub(oldest) / grain * grain)
+		g := grain[u.User]
 		if owner == f.place {
 			key[u.User] = order{g, ^best >> 1} // best score first
 			continue
 		}
 		f.backlog.others[u.User] = true
-		key[u.User] = order{g.Add(grain), 1<<63 | best>>1} // worst score first
+		key[u.User] = order{g.Add(interval), 1<<63 | best>>1} // worst score first
 	}
 	slices.SortStableFunc(due, func(a, b state.UserDue) int {
 		ka, kb := key[a.User], key[b.User]
 		return cmp.Or(ka.grain.Compare(kb.grain), cmp.Compare(ka.score, kb.score))
 	})
+}
+
+// grainSlots is how many users a grain holds at least (see grains), in
+// slots of this fleet: a fleet cannot count the slots of the fleets it
+// does not know yet, so a grain holds enough for sixteen fleets of its
+// size, four times the users that four such fleets start at once.
+const grainSlots = 16
+
+// grainSpan is how many discovery intervals a grain spans at most: no
+// user waits behind users whose oldest due transfer is later than its
+// own by more than that.
+const grainSpan = 32
+
+// grains tells when the grain of each user of due begins: taking the
+// users oldest first by their oldest due transfer (Since), a grain begins
+// with the oldest user not in an earlier one, holds every user due within
+// one interval of its beginning, and more until it holds at least n
+// users, but none due grainSpan intervals after its beginning or later. Where users come
+// slowly (the enqueue of a real server spread 200 users' oldest
+// transfers over 160 s, a user every 0.8 s), grains of one interval held
+// fewer users than the fleets' slots, and fleets that did not know each
+// other took the same ones; counted by users, a grain is as wide as the
+// users' pace needs.
+func grains(due []state.UserDue, interval time.Duration, n int) map[string]time.Time {
+	byAge := slices.Clone(due)
+	slices.SortStableFunc(byAge, func(a, b state.UserDue) int { return a.Since.Compare(b.Since) })
+	grain := make(map[string]time.Time, len(due))
+	var begin time.Time
+	held := 0
+	for _, u := range byAge {
+		if past := u.Since.Sub(begin); held == 0 || past >= interval && (held >= n || past >= grainSpan*interval) {
+			begin, held = u.Since, 0
+		}
+		grain[u.User] = begin
+		held++
+	}
+	return grain
 }
 
 // fleetScore is the score of the user whose hash is h for the fleet at
