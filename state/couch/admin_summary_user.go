@@ -3,7 +3,6 @@ package couch
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/asyncstageout/aso/state"
 )
@@ -22,13 +21,13 @@ type groupKey struct {
 	link, class string
 }
 
-// userSummary is Summary of o.User.
-func (a *admin) userSummary(ctx context.Context, o state.SummaryOptions, now time.Time, sum *state.Summary) error {
-	newest, err := a.countFinished(ctx, o.User, sum)
+// userSummary is Summary of user.
+func (a *admin) userSummary(ctx context.Context, user string, sum *state.Summarizer) error {
+	newest, err := a.countFinished(ctx, user, sum)
 	if err != nil {
 		return err
 	}
-	rows, err := workRows(ctx, a.db, map[string]any{"startkey": []any{o.User}, "endkey": []any{o.User, map[string]any{}}, "reduce": false})
+	rows, err := workRows(ctx, a.db, map[string]any{"startkey": []any{user}, "endkey": []any{user, map[string]any{}}, "reduce": false})
 	if err != nil {
 		return err
 	}
@@ -42,21 +41,21 @@ func (a *admin) userSummary(ctx context.Context, o state.SummaryOptions, now tim
 	}
 	for _, id := range ids {
 		t, err := decode(docs[id])
-		if err != nil || t.User != o.User {
+		if err != nil || t.User != user {
 			continue // gone since, or not a transfer of the user any more
 		}
 		if k := state.CountKeyOf(&t); t.State.Terminal() && float64(t.LastUpdate.UnixMicro()) <= newest[groupKey{k.State, k.Link, k.ErrorClass}] {
 			continue // finished since the work view's answer, and counted by the counts view's
 		}
-		count(sum, &t, now, o)
+		sum.Add(&t)
 	}
-	return a.countConflicts(ctx, o.User, sum)
+	return a.userConflicts(ctx, user, sum)
 }
 
 // countFinished counts the finished transfers of user from the counts
 // view (one row per state, link and error class), and returns the newest
 // last_update of each group in microseconds.
-func (a *admin) countFinished(ctx context.Context, user string, sum *state.Summary) (map[groupKey]float64, error) {
+func (a *admin) countFinished(ctx context.Context, user string, sum *state.Summarizer) (map[groupKey]float64, error) {
 	rows, err := statsReader{a.db}.query(ctx, viewCounts, map[string]any{"group_level": 4, "startkey": []any{user}, "endkey": []any{user, map[string]any{}}})
 	if err != nil {
 		return nil, err
@@ -73,20 +72,14 @@ func (a *admin) countFinished(ctx context.Context, user string, sum *state.Summa
 			continue // read by ID
 		}
 		newest[g] = v.Max
-		sum.Total += v.Count
-		sum.ByState[g.state] += v.Count
-		bumpBy(sum.ByLink, g.link, g.state, v.Count)
-		bumpBy(sum.ByUser, user, g.state, v.Count)
-		if g.state == state.StateFailed {
-			sum.ByErrorClass[g.class] += v.Count
-		}
+		sum.AddGroup(user, g.link, g.state, g.class, v.Count)
 	}
 	return newest, nil
 }
 
-// countConflicts counts the conflicted documents of user, from the
+// userConflicts counts the conflicted documents of user, from the
 // conflicts view.
-func (a *admin) countConflicts(ctx context.Context, user string, sum *state.Summary) error {
+func (a *admin) userConflicts(ctx context.Context, user string, sum *state.Summarizer) error {
 	rows, err := a.db.queryView(ctx, viewsDDoc, viewConflicts, map[string]any{
 		"startkey": []any{user}, "endkey": []any{user, map[string]any{}}, "include_docs": true, "conflicts": true,
 	})
@@ -94,13 +87,8 @@ func (a *admin) countConflicts(ctx context.Context, user string, sum *state.Summ
 		return err
 	}
 	for _, r := range rows {
-		if r.Doc == nil || !hasConflicts(r.Doc) {
-			continue
-		}
-		if len(pendingConflicts(r.Doc)) > 0 {
-			sum.Conflicted++
-		} else {
-			sum.Superseded++
+		if r.Doc != nil {
+			countConflicts(sum, r.Doc)
 		}
 	}
 	return nil

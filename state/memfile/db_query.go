@@ -102,52 +102,14 @@ func (d *db) activeTransfersOf(user string, jobs []string) []state.Job {
 // link, user and error class, and lists those needing attention at now
 // (see state.Admin.Summary); o has its defaults.
 func (d *db) summary(o state.SummaryOptions, now time.Time) state.Summary {
-	sum := state.Summary{ByState: map[state.State]int{}, ByLink: map[string]map[state.State]int{}, ByUser: map[string]map[state.State]int{},
-		ByErrorClass: map[string]int{}, Invalid: []state.InvalidDoc{}}
-	var oldest *state.Transfer
-	var stale, stuck []*state.Transfer
+	sum := state.NewSummarizer(o, now)
 	for _, t := range d.of(o.User) {
-		sum.Total++
-		sum.ByState[t.State]++
-		countIn(sum.ByLink, t.Link(), t.State)
-		countIn(sum.ByUser, t.User, t.State)
-		switch {
-		case t.State == state.StateFailed:
-			sum.ByErrorClass[state.FailureClass(t.ErrorClass)]++
-		case t.State == state.StateNew && (oldest == nil || waitLess(t, oldest)):
-			oldest = t
-		case t.State == state.StateSubmitted && t.LastUpdate.Before(now.Add(-o.StaleAfter)):
-			stale = append(stale, t)
-		case t.State == state.StateAcquired && !t.LeaseExpires.After(now):
-			stuck = append(stuck, t)
-		}
+		sum.Add(t)
 	}
-	if oldest != nil {
-		c := clone(oldest)
-		sum.OldestWaiting = &c
-	}
-	for _, ts := range []*[]*state.Transfer{&stale, &stuck} {
-		sort.Slice(*ts, func(i, j int) bool { return waitLess((*ts)[i], (*ts)[j]) })
-		*ts = (*ts)[:min(len(*ts), o.MaxListed)]
-	}
-	sum.Stale, sum.StuckAcquired = clones(stale), clones(stuck)
 	for id, bad := range d.invalid {
 		sum.Invalid = append(sum.Invalid, state.InvalidDoc{ID: id, Reason: bad.reason})
 	}
-	slices.SortFunc(sum.Invalid, func(a, b state.InvalidDoc) int { return cmp.Compare(a.ID, b.ID) })
-	return sum
-}
-
-func countIn(m map[string]map[state.State]int, k string, st state.State) {
-	if m[k] == nil {
-		m[k] = map[state.State]int{}
-	}
-	m[k][st]++
-}
-
-// waitLess orders waiting transfers: oldest last_update, then ID.
-func waitLess(a, b *state.Transfer) bool {
-	return a.LastUpdate.Before(b.LastUpdate.Time) || a.LastUpdate.Equal(b.LastUpdate.Time) && a.ID < b.ID
+	return sum.Done(clone)
 }
 
 // counts counts the transfers of o.User (every user's if "") for
