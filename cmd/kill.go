@@ -1,15 +1,12 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/admin"
 )
 
 // KillOptions are the flags and arguments of `aso kill`.
@@ -25,12 +22,9 @@ type KillOptions struct {
 func (o *KillOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.All, "all", false, "kill every transfer of the user that has not ended (new, acquired, submitted)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
-	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a kill of more than %d transfers, or of --all,", askAbove))
+	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a kill of more than %d transfers, or of --all,", admin.AskAbove))
 	o.Select.AddFlags(cmd.Flags())
 }
-
-// activeStates are the states a kill selects unless --in-state is given.
-var activeStates = []state.State{state.StateNew, state.StateAcquired, state.StateSubmitted}
 
 func newKillCommand(g *Globals) *cobra.Command {
 	o := &KillOptions{}
@@ -54,65 +48,7 @@ func newKillCommand(g *Globals) *cobra.Command {
 }
 
 func runKill(ctx context.Context, o *KillOptions, g *Globals) error {
-	c := idCommand{verb: "kill", allFlag: "all", all: o.All, batch: killBatch, states: activeStates, sel: &o.Select, json: o.JSON,
-		act: o.Act, would: killWould, effect: "new: killed at once; acquired, submitted: kill requested, the agent cancels them"}
-	user, tally, err := c.run(ctx, g, o.IDs)
-	if err != nil || o.Act.DryRun {
-		return cmp.Or(err, tally.err("killed"))
-	}
-	if !o.JSON {
-		fmt.Fprintf(g.Stdout, "%d killed, %d kill requested, %d already terminal, %d not found, %d failed\n",
-			tally.done, tally.pending, tally.skipped, tally.notFound, tally.failed)
-	}
-	g.Log.WithFields(logrus.Fields{FieldUser: user, "killed": tally.done, "kill_requested": tally.pending,
-		"already_terminal": tally.skipped, "not_found": tally.notFound, "failed": tally.failed}).Info("kill finished")
-	return tally.err("killed")
-}
-
-// killWould says what a kill would do to t.
-func killWould(t *state.Transfer) (IDOutcome, bool) {
-	switch {
-	case t.State.Terminal():
-		return IDOutcome{Outcome: "already_terminal", Detail: string(t.State)}, false
-	case t.State == state.StateNew:
-		return IDOutcome{Outcome: "would_kill"}, true
-	}
-	return IDOutcome{Outcome: "would_request_kill", Detail: "the agent would cancel it"}, true
-}
-
-// killBatch requests the kill of ids and reports each. It re-reads the
-// transfers afterwards to tell "killed" (a new transfer, ended at once)
-// from "kill requested" (the agent will cancel it).
-func killBatch(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	res, err := st.RequestKill(ctx, ids)
-	if err != nil {
-		return fmt.Errorf("request kill: %w", err)
-	}
-	after, err := st.List(ctx, state.Filter{IDs: ids})
-	if err != nil {
-		return fmt.Errorf("read back killed transfers: %w", err)
-	}
-	states := make(map[string]state.State, len(after))
-	for _, t := range after {
-		states[t.ID] = t.State
-	}
-	tally := &rep.tally
-	rep.results(ids, res, func(id string, err error) (IDOutcome, *int) {
-		st := string(states[id])
-		switch {
-		case err == nil && states[id] == state.StateKilled:
-			return IDOutcome{Outcome: "killed", State: st}, &tally.done
-		case err == nil:
-			return IDOutcome{Outcome: "kill_requested", State: st, Detail: st + "; the agent cancels it"}, &tally.pending
-		case isNotFound(err):
-			return IDOutcome{Outcome: "not_found"}, &tally.notFound
-		case errors.Is(err, state.ErrTerminal):
-			return IDOutcome{Outcome: "already_terminal", State: st, Detail: st}, &tally.skipped
-		}
-		return IDOutcome{Outcome: "error", State: st, Detail: err.Error(), text: "error: " + err.Error()}, &tally.failed
-	})
-	return nil
+	a := admin.Kill()
+	a.JSON, a.All = o.JSON, o.All
+	return actOn(ctx, g, a, o.IDs, "all", &o.Select, o.Act)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/admin"
 	"github.com/asyncstageout/aso/state"
 )
 
@@ -53,7 +54,7 @@ func runList(ctx context.Context, o *ListOptions, g *Globals) error {
 	return withStore(readOnly(ctx), g, f.User, func(st state.Store) error {
 		if o.JSON {
 			out := newJSONLines(g.Stdout)
-			return eachPage(ctx, st, f, o.Limit, func(ts []state.Transfer) error {
+			return admin.Pages(ctx, st, f, o.Limit, func(ts []state.Transfer) error {
 				for i := range ts {
 					if err := out.write(&ts[i]); err != nil {
 						return err
@@ -63,7 +64,7 @@ func runList(ctx context.Context, o *ListOptions, g *Globals) error {
 			})
 		}
 		n := 0
-		err := eachPage(ctx, st, f, o.Limit, func(ts []state.Transfer) error {
+		err := admin.Pages(ctx, st, f, o.Limit, func(ts []state.Transfer) error {
 			n += len(ts)
 			return printListPage(g, ts, n == len(ts))
 		})

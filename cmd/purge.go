@@ -2,16 +2,14 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/admin"
 	"github.com/asyncstageout/aso/internal/outputs"
 	"github.com/asyncstageout/aso/state"
 )
@@ -32,7 +30,7 @@ func (o *PurgeOptions) AddFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Archive, "archive", "", "append the removed transfers to this JSON-lines file first (synced before anything is removed); a path that cannot be written or names the store, the sites or configuration file is refused")
 	f.BoolVar(&o.AllUsers, "all-users", false, "purge the transfers of every user, not only --user's")
 	f.BoolVar(&o.JSON, "json", false, `print {"user", "purged", "before", "archive"} as one JSON line (with --dry-run: one line per transfer)`)
-	o.Act.AddFlags(f, fmt.Sprintf("a purge of more than %d transfers", askAbove))
+	o.Act.AddFlags(f, fmt.Sprintf("a purge of more than %d transfers", admin.AskAbove))
 }
 
 func newPurgeCommand(g *Globals) *cobra.Command {
@@ -67,158 +65,11 @@ func runPurge(ctx context.Context, o *PurgeOptions, g *Globals) error {
 	if err := g.checkOutputs([]outputs.Output{{Flag: "--archive", Path: o.Archive}}); err != nil {
 		return err
 	}
-	po := state.PurgeOptions{User: user, Before: time.Now().Add(-o.OlderThan)}
-	if o.Act.DryRun {
-		return withStore(readOnly(ctx), g, user, func(st state.Store) error { return dryPurge(ctx, g, st, o, po) })
+	a, t := admin.Purge(state.PurgeOptions{User: user, Before: time.Now().Add(-o.OlderThan)}, o.Archive)
+	a.JSON = o.JSON
+	err = o.Act.run(ctx, g, a, t, func(context.Context) error { return nil })
+	if !o.Act.DryRun && !errors.Is(err, admin.ErrNotConfirmed) {
+		g.Log.WithFields(logrus.Fields{FieldUser: user, "purged": a.Tally.Done, "archive": o.Archive}).Info("purge finished")
 	}
-	return withStore(ctx, g, user, func(st state.Store) error {
-		if !o.Act.Yes && g.stdinTerminal() {
-			if err := confirmPurge(ctx, g, st, po); err != nil {
-				return err
-			}
-		}
-		if o.Archive != "" {
-			a, err := openArchive(o.Archive)
-			if err != nil {
-				return err
-			}
-			defer a.f.Close()
-			po.Archive = a
-		}
-		view := newOpView(g, "purge", 0, transfers, g.Progress)
-		po.Progress = func(n int) { view.update(int64(n), "removed") }
-		n, err := st.Purge(ctx, po)
-		view.close()
-		if o.JSON {
-			if werr := newJSONLines(g.Stdout).write(purgeJSON{User: user, Purged: n, Before: po.Before.UTC(), Archive: o.Archive}); werr != nil {
-				return werr
-			}
-		} else {
-			who := "user " + user
-			if user == "" {
-				who = "every user"
-			}
-			fmt.Fprintf(g.Stdout, "purged %d terminal transfers of %s last updated before %s\n", n, who, po.Before.UTC().Format(time.RFC3339))
-			if o.Archive != "" && n > 0 {
-				fmt.Fprintf(g.Stdout, "archived to %s\n", o.Archive)
-			}
-		}
-		g.Log.WithFields(logrus.Fields{FieldUser: user, "purged": n, "archive": o.Archive}).Info("purge finished")
-		if err != nil {
-			return fmt.Errorf("purge: %w", err)
-		}
-		return nil
-	})
-}
-
-// purgeable calls fn on every page of the transfers po selects, one store
-// call a page.
-func purgeable(ctx context.Context, st state.Store, po state.PurgeOptions, fn func([]state.Transfer) error) error {
-	f := state.Filter{User: po.User, States: []state.State{state.StateDone, state.StateFailed, state.StateKilled}}
-	return eachPage(ctx, st, f, 0, func(ts []state.Transfer) error {
-		return fn(slices.DeleteFunc(ts, func(t state.Transfer) bool { return !po.Purgeable(&t) }))
-	})
-}
-
-// confirmPurge asks, on a terminal, before a purge of more than askAbove
-// transfers.
-func confirmPurge(ctx context.Context, g *Globals, st state.Store, po state.PurgeOptions) error {
-	p := newPlan("purge")
-	err := purgeable(ctx, st, po, func(ts []state.Transfer) error {
-		for i := range ts {
-			p.add(&ts[i])
-		}
-		return nil
-	})
-	if err != nil || p.total <= askAbove {
-		return err
-	}
-	return ask(g, p.question())
-}
-
-// dryPurge prints what a purge would remove: counts by user and state, or
-// with --json one line per transfer; it changes nothing, and writes no
-// archive.
-func dryPurge(ctx context.Context, g *Globals, st state.Store, o *PurgeOptions, po state.PurgeOptions) error {
-	p := newPlan("purge")
-	out := newJSONLines(g.Stdout)
-	err := purgeable(ctx, st, po, func(ts []state.Transfer) error {
-		for i := range ts {
-			p.add(&ts[i])
-			if o.JSON {
-				line := purgeDryJSON{ID: ts[i].ID, User: ts[i].User, State: ts[i].State, LastUpdate: ts[i].LastUpdate, Outcome: "would_purge", DryRun: true}
-				if err := out.write(line); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if !o.JSON {
-		effect := "removed: ended and last updated before " + po.Before.UTC().Format(time.RFC3339)
-		if o.Archive != "" {
-			effect += ", archived first to " + o.Archive
-		}
-		p.print(g.Stdout, effect, "")
-	}
-	p.log(g, po.User)
-	return nil
-}
-
-// purgeDryJSON is one line of aso purge --dry-run --json.
-type purgeDryJSON struct {
-	ID         string      `json:"id"`
-	User       string      `json:"user"`
-	State      state.State `json:"state"`
-	LastUpdate state.Time  `json:"last_update"`
-	Outcome    string      `json:"outcome"`
-	DryRun     bool        `json:"dry_run"`
-}
-
-// purgeJSON is what aso purge --json prints: user is "" for every user.
-type purgeJSON struct {
-	User    string    `json:"user"`
-	Purged  int       `json:"purged"`
-	Before  time.Time `json:"before"`
-	Archive string    `json:"archive,omitempty"`
-}
-
-// archive appends transfers to a JSON-lines file (state.Archiver).
-type archive struct {
-	f   *os.File
-	enc *json.Encoder
-}
-
-func openArchive(path string) (*archive, error) {
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("archive: %w", err)
-	}
-	if os.IsNotExist(statErr) { // a new file: make its name durable too
-		if d, err := os.Open(filepath.Dir(path)); err == nil {
-			_ = d.Sync()
-			d.Close()
-		}
-	}
-	return &archive{f: f, enc: json.NewEncoder(f)}, nil
-}
-
-func (a *archive) Write(ts []state.Transfer) error {
-	for i := range ts {
-		if err := a.enc.Encode(&ts[i]); err != nil {
-			return fmt.Errorf("write %s: %w", a.f.Name(), err)
-		}
-	}
-	return nil
-}
-
-func (a *archive) Sync() error {
-	if err := a.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", a.f.Name(), err)
-	}
-	return nil
+	return err
 }

@@ -1,15 +1,14 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/asyncstageout/aso/state"
+	"github.com/asyncstageout/aso/admin"
+	"github.com/asyncstageout/aso/srm"
+	"github.com/asyncstageout/aso/verify"
 )
 
 // RetryOptions are the flags and arguments of `aso retry`.
@@ -25,7 +24,7 @@ type RetryOptions struct {
 func (o *RetryOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.Failed, "failed", false, "retry every failed transfer of the user (killed ones are left alone)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print JSON lines: one {id, outcome, state, detail} per transfer")
-	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a retry of more than %d transfers, or of --failed,", askAbove))
+	o.Act.AddFlags(cmd.Flags(), fmt.Sprintf("a retry of more than %d transfers, or of --failed,", admin.AskAbove))
 	o.Select.AddFlags(cmd.Flags())
 }
 
@@ -52,53 +51,17 @@ func newRetryCommand(g *Globals) *cobra.Command {
 }
 
 func runRetry(ctx context.Context, o *RetryOptions, g *Globals) error {
-	c := idCommand{verb: "retry", allFlag: "failed", all: o.Failed, batch: retryBatch, states: []state.State{state.StateFailed}, sel: &o.Select,
-		json: o.JSON, act: o.Act, would: retryWould, effect: "queued again as new, attempts reset"}
+	a := admin.Retry()
 	if o.Select.Verified != "" {
-		if err := retryVerified(&c, o, g); err != nil {
-			return err
+		in := &srm.Inspector{Timeout: srm.DefaultTimeout, Proxy: rmProxy("", g), CertDir: g.getenv("X509_CERT_DIR")}
+		var err error
+		if a, err = admin.RetryVerified(o.Select.Verified, &verify.Verifier{Inspector: in}); err != nil {
+			return usageError{err}
+		}
+		a.Warn = func(id string, err error) {
+			g.Log.WithError(err).WithField(FieldTransfer, id).Warn("could not record why the transfer was not queued again")
 		}
 	}
-	user, tally, err := c.run(ctx, g, o.IDs)
-	if err != nil || o.Act.DryRun {
-		return cmp.Or(err, tally.err("retried"))
-	}
-	if !o.JSON {
-		fmt.Fprintf(g.Stdout, "%d queued again, %d not terminal, %d not found, %d failed\n", tally.done, tally.skipped, tally.notFound, tally.failed)
-	}
-	g.Log.WithFields(logrus.Fields{FieldUser: user, "retried": tally.done, "not_terminal": tally.skipped,
-		"not_found": tally.notFound, "failed": tally.failed}).Info("retry finished")
-	return tally.err("retried")
-}
-
-// retryWould says what a retry would do to t.
-func retryWould(t *state.Transfer) (IDOutcome, bool) {
-	if !t.State.Terminal() {
-		return IDOutcome{Outcome: "not_terminal", text: "not terminal, nothing to retry"}, false
-	}
-	return IDOutcome{Outcome: "would_queue_again"}, true
-}
-
-// retryBatch retries ids and reports each.
-func retryBatch(ctx context.Context, st state.Store, ids []string, rep *idReport) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	res, err := st.Retry(ctx, ids)
-	if err != nil {
-		return fmt.Errorf("retry: %w", err)
-	}
-	tally := &rep.tally
-	rep.results(ids, res, func(_ string, err error) (IDOutcome, *int) {
-		switch {
-		case err == nil:
-			return IDOutcome{Outcome: "queued_again", State: string(state.StateNew)}, &tally.done
-		case isNotFound(err):
-			return IDOutcome{Outcome: "not_found"}, &tally.notFound
-		case errors.Is(err, state.ErrNotTerminal):
-			return IDOutcome{Outcome: "not_terminal", text: "not terminal, nothing to retry"}, &tally.skipped
-		}
-		return IDOutcome{Outcome: "error", Detail: err.Error(), text: "error: " + err.Error()}, &tally.failed
-	})
-	return nil
+	a.JSON, a.All = o.JSON, o.Failed
+	return actOn(ctx, g, a, o.IDs, "failed", &o.Select, o.Act)
 }

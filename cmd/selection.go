@@ -1,13 +1,11 @@
 package cmd
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/user"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -66,91 +64,6 @@ func (o *SelectOptions) filter(g *Globals, now time.Time) (state.Filter, error) 
 // login name; "" with --all-users.
 func (o *SelectOptions) user(g *Globals) (string, error) {
 	return g.usersOf(o.AllUsers)
-}
-
-// listPage is how many transfers one List call of a command returns: the
-// commands hold one page at a time, whatever the number of transfers.
-const listPage = 1000
-
-// eachPage calls fn on every page of the transfers f selects, in the order
-// of List, one store call per page, stopping after limit transfers (0: all).
-func eachPage(ctx context.Context, st state.Store, f state.Filter, limit int, fn func([]state.Transfer) error) error {
-	seen := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		f.Limit = listPage
-		if limit > 0 {
-			f.Limit = min(listPage, limit-seen)
-		}
-		ts, err := st.List(ctx, f)
-		if err != nil {
-			return fmt.Errorf("list transfers: %w", err)
-		}
-		if len(ts) > 0 {
-			if err := fn(ts); err != nil {
-				return err
-			}
-			k := state.KeyOf(&ts[len(ts)-1])
-			f.After = &k
-		}
-		seen += len(ts)
-		if len(ts) < f.Limit || (limit > 0 && seen >= limit) {
-			return nil
-		}
-	}
-}
-
-// minIDPrefix is the shortest transfer ID prefix a command accepts.
-const minIDPrefix = 8
-
-// resolveIDs turns the IDs of the command line into full transfer IDs of
-// user (every user if ""): a full ID is kept as it is; a shorter one of at
-// least minIDPrefix hexadecimal digits is looked up (one store call each:
-// these are typed by hand). An unknown prefix is kept, for the command to
-// report as not found; an ambiguous one is a usage error listing matches.
-func resolveIDs(ctx context.Context, st state.Store, user string, args []string) ([]string, error) {
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		id := strings.ToLower(a)
-		switch {
-		case state.ValidID(id):
-			out = append(out, id)
-			continue
-		case len(id) < minIDPrefix || len(id) > 64 || strings.Trim(id, "0123456789abcdef") != "":
-			return nil, usagef("transfer ID %q: want at least %d of its 64 hexadecimal digits", a, minIDPrefix)
-		}
-		ts, err := st.List(ctx, state.Filter{IDPrefix: id, User: user, Limit: 10})
-		if err == nil && len(ts) == 0 && user != "" {
-			// none of user's: another user's transfer is named in full, so
-			// that it is reported as whose it is (and left alone)
-			ts, err = st.List(ctx, state.Filter{IDPrefix: id, Limit: 2})
-			if len(ts) > 1 {
-				ts = nil
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("look up transfer ID prefix %s: %w", id, err)
-		}
-		switch len(ts) {
-		case 0:
-			out = append(out, id)
-		case 1:
-			out = append(out, ts[0].ID)
-		default:
-			lines := make([]string, len(ts))
-			for i := range ts {
-				lines[i] = fmt.Sprintf("  %s  %s  %s  %s", ts[i].ID, ts[i].User, ts[i].State, ts[i].DestinationLFN)
-			}
-			more := ""
-			if len(ts) == 10 {
-				more = "\n  ..."
-			}
-			return nil, usagef("transfer ID prefix %s is ambiguous; it matches:\n%s%s\ngive more digits", id, strings.Join(lines, "\n"), more)
-		}
-	}
-	return out, nil
 }
 
 // loginName names the person running the command, for the history of the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/asyncstageout/aso/admin"
 	"github.com/asyncstageout/aso/agent"
 	"github.com/asyncstageout/aso/internal/statusview"
 	"github.com/asyncstageout/aso/state"
@@ -21,14 +22,14 @@ func showTransfer(ctx context.Context, g *Globals, st state.Store, o *StatusOpti
 	if o.AllUsers {
 		user = ""
 	}
-	ids, err := resolveIDs(ctx, st, user, []string{o.ID})
+	ids, err := admin.ResolveIDs(ctx, st, user, []string{o.ID})
 	if err != nil {
 		return err
 	}
 	o.ID = ids[0]
 	t, err := st.Get(ctx, o.ID)
 	if err == nil && user != "" && t.User != user {
-		return fmt.Errorf("transfer %s: %s", o.ID, ownerMismatch(t.User, user))
+		return fmt.Errorf("transfer %s: %s", o.ID, admin.OwnerMismatch(t.User, user))
 	}
 	if errors.Is(err, state.ErrNotFound) {
 		return fmt.Errorf("transfer %s: not found", o.ID)

@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
+	"github.com/asyncstageout/aso/admin"
 	"github.com/asyncstageout/aso/srm"
 	"github.com/asyncstageout/aso/state"
 	"github.com/asyncstageout/aso/verify"
@@ -84,7 +85,7 @@ func runVerify(ctx context.Context, o *VerifyOptions, g *Globals) error {
 	var tot verify.Totals
 	err = withStore(ctx, g, f.User, func(st state.Store) error {
 		pages := func(fn func([]state.Transfer) error) error {
-			return eachPage(ctx, st, f, 0, func(ts []state.Transfer) error {
+			return admin.Pages(ctx, st, f, 0, func(ts []state.Transfer) error {
 				return fn(slices.DeleteFunc(ts, func(t state.Transfer) bool { return !sample.Picks(t.ID) }))
 			})
 		}

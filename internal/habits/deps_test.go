@@ -20,7 +20,7 @@ var Layers = [][]string{
 	{"state"},
 	{"fts", "srm", "tokens"},
 	{"state/couch", "state/memfile", "fts/ftssim", "internal/outputs", "internal/statusview", "verify", "enqueue"},
-	{"agent"},
+	{"agent", "admin"},
 	{"fleet", "serve"},
 	{"cmd"},
 	{""},
