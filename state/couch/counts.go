@@ -65,74 +65,56 @@ type statsReader struct {
 // Counts is state.Admin.Counts.
 func (r statsReader) Counts(ctx context.Context, o state.CountsOptions) (state.Counts, error) {
 	tally := state.NewTally(o)
-	if err := r.groups(ctx, o.User, tally); err != nil {
-		return state.Counts{}, err
+	err := r.grouped(ctx, viewCounts, o.User, 5, func(k []string, v kindStats) {
+		tally.Add(state.CountKey{User: k[0], State: state.State(k[1]), Link: k[2], ErrorClass: k[3], Reason: k[4]}, v.Count, fromMicros(v.Min))
+	})
+	if err == nil {
+		err = r.grouped(ctx, viewVerified, o.User, 2, func(k []string, v kindStats) {
+			tally.AddVerified(k[0], state.VerifyResult(k[1]), v.Count, fromMicros(v.Max))
+		})
 	}
-	if err := r.verified(ctx, o.User, tally); err != nil {
-		return state.Counts{}, err
-	}
-	if !o.HoursSince.IsZero() {
-		if err := r.finished(ctx, o.User, o.HoursSince, 4, tally); err != nil {
-			return state.Counts{}, err
+	// the finished transfers by hour over HoursSince, by minute over MinutesSince
+	for _, f := range []struct {
+		since time.Time
+		level int
+	}{{o.HoursSince, 4}, {o.MinutesSince, 5}} {
+		if err == nil && !f.since.IsZero() {
+			err = r.finished(ctx, o.User, f.since, f.level, tally)
 		}
 	}
-	if !o.MinutesSince.IsZero() {
-		if err := r.finished(ctx, o.User, o.MinutesSince, 5, tally); err != nil {
-			return state.Counts{}, err
-		}
+	if err != nil {
+		return state.Counts{}, err
 	}
 	return tally.Counts(), nil
 }
 
-// groups reads the counts view grouped by key: one row per group.
-func (r statsReader) groups(ctx context.Context, user string, tally *state.Tally) error {
+// grouped reads view grouped by key, of user ("" every user), and calls
+// f with each row whose key has n parts.
+func (r statsReader) grouped(ctx context.Context, view, user string, n int, f func(k []string, v kindStats)) error {
 	params := map[string]any{"group": true}
 	if user != "" {
 		params["startkey"], params["endkey"] = []any{user}, []any{user, map[string]any{}}
 	}
-	rows, err := r.query(ctx, viewCounts, params)
+	rows, err := r.query(ctx, view, params)
 	if err != nil {
 		return err
 	}
 	for _, row := range rows {
 		var k []string
 		var v kindStats
-		if json.Unmarshal(row.Key, &k) != nil || len(k) != 5 || json.Unmarshal(row.Value, &v) != nil {
-			continue // not a row of this view's shape
+		if json.Unmarshal(row.Key, &k) == nil && len(k) == n && json.Unmarshal(row.Value, &v) == nil {
+			f(k, v) // else not a row of this view's shape
 		}
-		key := state.CountKey{User: k[0], State: state.State(k[1]), Link: k[2], ErrorClass: k[3], Reason: k[4]}
-		oldest := time.Time{}
-		if v.Min > 0 {
-			oldest = time.UnixMicro(int64(v.Min)).UTC()
-		}
-		tally.Add(key, v.Count, oldest)
 	}
 	return nil
 }
 
-// verified reads the verified view grouped by [user, result].
-func (r statsReader) verified(ctx context.Context, user string, tally *state.Tally) error {
-	params := map[string]any{"group": true}
-	if user != "" {
-		params["startkey"], params["endkey"] = []any{user}, []any{user, map[string]any{}}
+// fromMicros is the time of a view's microseconds, zero for none.
+func fromMicros(us float64) time.Time {
+	if us <= 0 {
+		return time.Time{}
 	}
-	rows, err := r.query(ctx, viewVerified, params)
-	if err != nil {
-		return err
-	}
-	for _, row := range rows {
-		var k []string
-		var v kindStats
-		if json.Unmarshal(row.Key, &k) != nil || len(k) != 2 || json.Unmarshal(row.Value, &v) != nil {
-			continue
-		}
-		last := time.Time{}
-		if v.Max > 0 {
-			last = time.UnixMicro(int64(v.Max)).UTC()
-		}
-		tally.AddVerified(k[0], state.VerifyResult(k[1]), v.Count, last)
-	}
-	return nil
+	return time.UnixMicro(int64(us)).UTC()
 }
 
 // finished reads the finished view from the hour of since: by hour at
